@@ -1,0 +1,57 @@
+# Small helpers shared by every CMakeLists.txt of Rill.
+
+set(RILL_WARNINGS -Wall -Wextra -Wno-unused-parameter)
+
+if(RILL_SANITIZER STREQUAL "thread")
+  add_compile_options(-fsanitize=thread -g -O1 -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=thread)
+elseif(RILL_SANITIZER STREQUAL "address")
+  add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=undefined -g -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+elseif(NOT RILL_SANITIZER STREQUAL "")
+  message(FATAL_ERROR "RILL_SANITIZER must be '', 'thread' or 'address', not '${RILL_SANITIZER}'")
+endif()
+
+# rill_add_library(<name> SOURCES ... [DEPS ...] [PRIVATE_DEPS ...])
+# Builds the static library rill_<name>, exported as rill::<name>.
+function(rill_add_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
+  add_library(rill_${name} STATIC ${ARG_SOURCES})
+  add_library(rill::${name} ALIAS rill_${name})
+  set_target_properties(rill_${name} PROPERTIES EXPORT_NAME ${name} OUTPUT_NAME rill_${name})
+  target_compile_options(rill_${name} PRIVATE ${RILL_WARNINGS})
+  target_include_directories(rill_${name} PUBLIC
+    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
+    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/rill>)
+  target_link_libraries(rill_${name} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
+  set_property(GLOBAL APPEND PROPERTY RILL_EXPORTED_TARGETS rill_${name})
+endfunction()
+
+# rill_add_backend(<name> SOURCES ... [DEPS ...])
+# A backend registers itself from a static initializer, which the linker
+# drops from a plain static archive. So the archive is rill_<name>_impl, and
+# rill::<name> is an INTERFACE target that links it whole-archive: whoever
+# links rill::<name>, directly or through another library, gets the backend
+# registered. Never link rill_<name>_impl directly.
+function(rill_add_backend name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
+  rill_add_library(${name}_impl SOURCES ${ARG_SOURCES} DEPS ${ARG_DEPS} PRIVATE_DEPS ${ARG_PRIVATE_DEPS})
+  add_library(rill_${name} INTERFACE)
+  add_library(rill::${name} ALIAS rill_${name})
+  set_target_properties(rill_${name} PROPERTIES EXPORT_NAME ${name})
+  target_link_libraries(rill_${name} INTERFACE "$<LINK_LIBRARY:WHOLE_ARCHIVE,rill_${name}_impl>")
+  set_property(GLOBAL APPEND PROPERTY RILL_EXPORTED_TARGETS rill_${name})
+endfunction()
+
+# rill_add_test(<name> SOURCES ... [DEPS ...] [LABELS ...] [ENV ...])
+# A GoogleTest binary; every test case becomes a ctest test carrying LABELS
+# (the test script picks sanitizer runs by label: "stream", "conformance").
+function(rill_add_test name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS;ENV" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_compile_options(${name} PRIVATE ${RILL_WARNINGS})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gmock GTest::gtest_main)
+  gtest_discover_tests(${name}
+    DISCOVERY_TIMEOUT 60
+    PROPERTIES LABELS "${ARG_LABELS}" ENVIRONMENT "${ARG_ENV}" TIMEOUT 120)
+endfunction()

@@ -1,0 +1,176 @@
+#include "executor/stream_executor.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "base/logging.h"
+#include "base/status_macros.h"
+#include "platform/platform.h"
+
+namespace rill {
+
+const char* FeatureName(Feature feature) {
+  switch (feature) {
+    case Feature::kHostCallbacks: return "host callbacks";
+    case Feature::kKernelLaunch: return "kernel launch";
+    case Feature::kTimers: return "timers";
+    case Feature::kPinnedHostMemory: return "pinned host memory";
+    case Feature::kDeviceToDeviceCopy: return "device-to-device copy";
+  }
+  return "unknown feature";
+}
+
+StreamExecutor::StreamExecutor(Platform* platform, int device_ordinal,
+                               std::unique_ptr<StreamExecutorInterface> impl)
+    : platform_(platform),
+      device_ordinal_(device_ordinal),
+      debug_name_(absl::StrCat(platform->Name(), ":", device_ordinal)),
+      impl_(std::move(impl)) {}
+
+StreamExecutor::~StreamExecutor() {
+  std::vector<Stream*> streams;
+  {
+    MutexLock lock(&mu_);
+    streams.assign(live_streams_.begin(), live_streams_.end());
+    live_streams_.clear();
+  }
+  if (!streams.empty()) {
+    RILL_LOG(WARNING) << "executor " << debug_name_ << " destroyed with " << streams.size()
+                      << " live stream(s); their work was drained and they are detached";
+  }
+  for (Stream* stream : streams) stream->Detach();
+}
+
+absl::Status StreamExecutor::Supports(Feature feature) const {
+  return Annotate(impl_->Supports(feature), absl::StrCat(debug_name_, " lacks ", FeatureName(feature)));
+}
+
+absl::StatusOr<DeviceMemoryBase> StreamExecutor::Allocate(uint64_t bytes) {
+  if (bytes == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Allocate on ", debug_name_, ": cannot allocate 0 bytes"));
+  }
+  absl::StatusOr<DeviceMemoryBase> memory = impl_->Allocate(bytes);
+  if (!memory.ok()) {
+    return Annotate(memory.status(), absl::StrCat("Allocate(", bytes, " bytes) on ", debug_name_));
+  }
+  return memory;
+}
+
+absl::Status StreamExecutor::Deallocate(DeviceMemoryBase* memory) {
+  if (memory == nullptr || memory->is_null()) return absl::OkStatus();
+  if (memory->offset() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("Deallocate on ", debug_name_, ": ",
+                                                   memory->ToString(),
+                                                   " is a sub-range, not an allocation"));
+  }
+  RILL_RETURN_IF_ERROR(Annotate(impl_->Deallocate(*memory),
+                                absl::StrCat("Deallocate(", memory->ToString(), ") on ", debug_name_)));
+  *memory = DeviceMemoryBase();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<void*> StreamExecutor::HostMemoryAllocate(uint64_t bytes) {
+  if (bytes == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("HostMemoryAllocate on ", debug_name_, ": cannot allocate 0 bytes"));
+  }
+  RILL_RETURN_IF_ERROR(Supports(Feature::kPinnedHostMemory));
+  absl::StatusOr<void*> ptr = impl_->HostMemoryAllocate(bytes);
+  if (!ptr.ok()) {
+    return Annotate(ptr.status(), absl::StrCat("HostMemoryAllocate(", bytes, ") on ", debug_name_));
+  }
+  return ptr;
+}
+
+absl::Status StreamExecutor::HostMemoryDeallocate(void* ptr) {
+  if (ptr == nullptr) return absl::OkStatus();
+  return Annotate(impl_->HostMemoryDeallocate(ptr),
+                  absl::StrFormat("HostMemoryDeallocate(%p) on %s", ptr, debug_name_));
+}
+
+namespace {
+
+absl::Status CheckCopy(const char* what, const DeviceMemoryBase& device, const void* host,
+                       uint64_t size) {
+  if (device.is_null()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": device memory is null"));
+  }
+  if (host == nullptr && size > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": host pointer is null"));
+  }
+  if (size > device.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", size, " bytes overrun ",
+                                                   device.ToString()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status StreamExecutor::SynchronousMemcpy(DeviceMemoryBase* device_dst, const void* host_src,
+                                               uint64_t size) {
+  const std::string what = absl::StrCat("SynchronousMemcpy(host->device, ", size, " bytes) on ", debug_name_);
+  if (device_dst == nullptr) return absl::InvalidArgumentError(what + ": destination is null");
+  RILL_RETURN_IF_ERROR(CheckCopy(what.c_str(), *device_dst, host_src, size));
+  if (size == 0) return absl::OkStatus();
+  return Annotate(impl_->SynchronousMemcpyHostToDevice(*device_dst, host_src, size), what);
+}
+
+absl::Status StreamExecutor::SynchronousMemcpy(void* host_dst, const DeviceMemoryBase& device_src,
+                                               uint64_t size) {
+  const std::string what = absl::StrCat("SynchronousMemcpy(device->host, ", size, " bytes) on ", debug_name_);
+  RILL_RETURN_IF_ERROR(CheckCopy(what.c_str(), device_src, host_dst, size));
+  if (size == 0) return absl::OkStatus();
+  return Annotate(impl_->SynchronousMemcpyDeviceToHost(host_dst, device_src, size), what);
+}
+
+absl::StatusOr<std::unique_ptr<Stream>> StreamExecutor::CreateStream(const StreamOptions& options) {
+  std::unique_ptr<Stream> stream(new Stream(this));
+  RILL_RETURN_IF_ERROR(Annotate(stream->Init(options), absl::StrCat("CreateStream on ", debug_name_)));
+  MutexLock lock(&mu_);
+  live_streams_.insert(stream.get());
+  return stream;
+}
+
+void StreamExecutor::UnregisterStream(Stream* stream) {
+  MutexLock lock(&mu_);
+  live_streams_.erase(stream);
+}
+
+absl::StatusOr<std::unique_ptr<Event>> StreamExecutor::CreateEvent() {
+  absl::StatusOr<std::unique_ptr<EventInterface>> impl = impl_->CreateEvent();
+  if (!impl.ok()) return Annotate(impl.status(), absl::StrCat("CreateEvent on ", debug_name_));
+  return std::make_unique<Event>(this, std::move(*impl));
+}
+
+absl::StatusOr<std::unique_ptr<Kernel>> StreamExecutor::LoadKernel(const KernelSpec& spec) {
+  absl::StatusOr<std::unique_ptr<KernelInterface>> impl = impl_->LoadKernel(spec);
+  if (!impl.ok()) {
+    return Annotate(impl.status(), absl::StrCat("LoadKernel(\"", spec.name(), "\") on ", debug_name_));
+  }
+  return std::make_unique<Kernel>(this, spec.name(), spec.host_arity(), spec.host_signature(),
+                                  std::move(*impl));
+}
+
+absl::Status StreamExecutor::CheckSignature(const KernelSpec& spec, const std::type_info& signature,
+                                            int arity) const {
+  // Only the host variant declares its parameter types; device variants
+  // (PTX, OpenCL C) are checked by count at launch where the backend can.
+  if (spec.host_signature() == nullptr || *spec.host_signature() == signature) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "LoadKernel(\"", spec.name(), "\") on ", debug_name_, ": loaded with ", arity,
+      " parameter(s) whose types differ from the ", spec.host_arity(),
+      " the spec's host function declares"));
+}
+
+Kernel::Kernel(StreamExecutor* parent, std::string name, int arity,
+               const std::type_info* signature, std::unique_ptr<KernelInterface> impl)
+    : parent_(parent), name_(std::move(name)), arity_(arity), signature_(signature),
+      impl_(std::move(impl)) {}
+Kernel::~Kernel() = default;
+
+}  // namespace rill

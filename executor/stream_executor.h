@@ -1,0 +1,143 @@
+#ifndef RILL_EXECUTOR_STREAM_EXECUTOR_H_
+#define RILL_EXECUTOR_STREAM_EXECUTOR_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <typeinfo>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "base/mutex.h"
+#include "executor/device_memory.h"
+#include "executor/stream_executor_interface.h"
+#include "stream/event.h"
+#include "stream/kernel.h"
+#include "stream/stream.h"
+
+namespace rill {
+
+class Platform;
+
+// The handle users hold for one device: allocates its memory, creates its
+// streams and events, loads kernels. Owns the backend's
+// StreamExecutorInterface. Created and owned by the Platform (get one with
+// Platform::ExecutorForDevice) and lives as long as the platform.
+//
+//   RILL_ASSIGN_OR_RETURN(Platform* host, PlatformManager::Default().PlatformWithName("host"));
+//   RILL_ASSIGN_OR_RETURN(StreamExecutor* exec, host->ExecutorForDevice(0));
+//   RILL_ASSIGN_OR_RETURN(ScopedDeviceMemory<float> buf, exec->AllocateOwnedArray<float>(n));
+//   RILL_ASSIGN_OR_RETURN(std::unique_ptr<Stream> stream, exec->CreateStream());
+//
+// Memory errors: a request of 0 bytes is InvalidArgument; more than the
+// device can give is ResourceExhausted. Destroying an executor with live
+// streams waits for their work and detaches them (logged): their later calls
+// fail with FailedPrecondition and destroying them stays safe.
+// Thread-safe.
+class StreamExecutor {
+ public:
+  StreamExecutor(Platform* platform, int device_ordinal,
+                 std::unique_ptr<StreamExecutorInterface> impl);
+  ~StreamExecutor();
+  StreamExecutor(const StreamExecutor&) = delete;
+  StreamExecutor& operator=(const StreamExecutor&) = delete;
+
+  Platform* platform() const { return platform_; }
+  int device_ordinal() const { return device_ordinal_; }
+  // "host:0", "cuda:1": for messages.
+  const std::string& DebugName() const { return debug_name_; }
+  const DeviceDescription& GetDeviceDescription() const { return impl_->Description(); }
+  // OK, or Unimplemented with the backend's reason.
+  absl::Status Supports(Feature feature) const;
+
+  // --- Device memory.
+  absl::StatusOr<DeviceMemoryBase> Allocate(uint64_t bytes);
+  template <typename T>
+  absl::StatusOr<DeviceMemory<T>> AllocateArray(uint64_t element_count);
+  template <typename T>
+  absl::StatusOr<ScopedDeviceMemory<T>> AllocateOwnedArray(uint64_t element_count);
+  // Frees memory from Allocate and nulls `*memory`. InvalidArgument for a
+  // sub-range or a handle this executor did not allocate.
+  absl::Status Deallocate(DeviceMemoryBase* memory);
+  MemoryStats GetMemoryStats() const { return impl_->GetMemoryStats(); }
+
+  // --- Page-locked host memory.
+  absl::StatusOr<void*> HostMemoryAllocate(uint64_t bytes);
+  absl::Status HostMemoryDeallocate(void* ptr);
+
+  // --- Synchronous copies (block the caller; no stream).
+  absl::Status SynchronousMemcpy(DeviceMemoryBase* device_dst, const void* host_src, uint64_t size);
+  absl::Status SynchronousMemcpy(void* host_dst, const DeviceMemoryBase& device_src, uint64_t size);
+  // Waits for all work on all streams of this device.
+  absl::Status SynchronizeAllActivity() { return impl_->SynchronizeAllActivity(); }
+
+  // --- Streams, events, kernels.
+  absl::StatusOr<std::unique_ptr<Stream>> CreateStream(const StreamOptions& options = {});
+  absl::StatusOr<std::unique_ptr<Event>> CreateEvent();
+  // Loads the variant of `spec` for this executor's platform.
+  absl::StatusOr<std::unique_ptr<Kernel>> LoadKernel(const KernelSpec& spec);
+  // As above, checking the spec's declared parameters against Params.
+  template <typename... Params>
+  absl::StatusOr<TypedKernel<Params...>> LoadKernel(const KernelSpec& spec);
+
+  StreamExecutorInterface* implementation() const { return impl_.get(); }
+
+ private:
+  friend class Stream;
+  void UnregisterStream(Stream* stream);
+  absl::Status CheckSignature(const KernelSpec& spec, const std::type_info& signature, int arity) const;
+
+  Platform* platform_;
+  int device_ordinal_;
+  std::string debug_name_;
+  std::unique_ptr<StreamExecutorInterface> impl_;
+  Mutex mu_;
+  absl::flat_hash_set<Stream*> live_streams_ ABSL_GUARDED_BY(mu_);
+};
+
+// ---------------------------------------------------------------------------
+// Implementation of the templates.
+
+template <typename T>
+absl::StatusOr<DeviceMemory<T>> StreamExecutor::AllocateArray(uint64_t element_count) {
+  if (element_count > UINT64_MAX / sizeof(T)) {
+    return absl::InvalidArgumentError("AllocateArray: " + std::to_string(element_count) +
+                                      " elements of " + std::to_string(sizeof(T)) +
+                                      " bytes overflow a 64-bit size");
+  }
+  auto base = Allocate(element_count * sizeof(T));
+  if (!base.ok()) return base.status();
+  return DeviceMemory<T>(*base);
+}
+
+template <typename T>
+absl::StatusOr<ScopedDeviceMemory<T>> StreamExecutor::AllocateOwnedArray(uint64_t element_count) {
+  auto memory = AllocateArray<T>(element_count);
+  if (!memory.ok()) return memory.status();
+  return ScopedDeviceMemory<T>(this, *memory);
+}
+
+template <typename... Params>
+absl::StatusOr<TypedKernel<Params...>> StreamExecutor::LoadKernel(const KernelSpec& spec) {
+  absl::Status status = CheckSignature(
+      spec, typeid(KernelSignature<std::decay_t<Params>...>), static_cast<int>(sizeof...(Params)));
+  if (!status.ok()) return status;
+  auto kernel = LoadKernel(spec);
+  if (!kernel.ok()) return kernel.status();
+  return TypedKernel<Params...>(std::move(*kernel));
+}
+
+template <typename T>
+void ScopedDeviceMemory<T>::Free() {
+  if (parent_ != nullptr && !memory_.is_null()) {
+    DeviceMemoryBase base = memory_;
+    absl::Status status = parent_->Deallocate(&base);
+    (void)status;  // Only fails for handles the executor does not know.
+  }
+  memory_ = DeviceMemory<T>();
+}
+
+}  // namespace rill
+
+#endif  // RILL_EXECUTOR_STREAM_EXECUTOR_H_

@@ -1,0 +1,145 @@
+#ifndef RILL_EXECUTOR_STREAM_EXECUTOR_INTERFACE_H_
+#define RILL_EXECUTOR_STREAM_EXECUTOR_INTERFACE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "executor/device_memory.h"
+#include "platform/device_description.h"
+#include "stream/kernel.h"
+#include "stream/launch_dim.h"
+#include "stream/stream_status.h"
+
+// The backend contract. A backend implements these four interfaces in its own
+// folder (see platform/host for the reference) plus a Platform subclass; the
+// front objects (StreamExecutor, Stream, Event, Kernel) validate arguments,
+// keep error state and call into them. By the time a backend method is
+// called, the front has checked: handles are non-null, sizes are non-zero
+// and within the views, events were recorded before being waited on, launch
+// dimensions fit the device description, and argument counts match. A backend
+// reports what it finds itself (vendor errors, out of memory) as a Status.
+
+namespace rill {
+
+// Optional abilities a backend may lack. The conformance suite skips a case
+// whose feature the backend declares unsupported, and checks that the call
+// then fails with Unimplemented rather than doing something else.
+enum class Feature {
+  kHostCallbacks,
+  kKernelLaunch,
+  kTimers,
+  kPinnedHostMemory,
+  kDeviceToDeviceCopy,
+};
+const char* FeatureName(Feature feature);
+
+// Usage figures of one executor's device memory.
+struct MemoryStats {
+  int64_t bytes_in_use = 0;
+  int64_t peak_bytes_in_use = 0;
+  int64_t num_allocs = 0;    // Live allocations.
+  int64_t bytes_limit = 0;   // What Allocate may hand out in total.
+};
+
+// Per-stream creation options.
+struct StreamOptions {
+  // Larger runs earlier where the device supports priorities; 0 is normal.
+  // Backends without priorities ignore it.
+  int priority = 0;
+};
+
+// A recorded point in a stream. Created by StreamExecutorInterface::CreateEvent.
+class EventInterface {
+ public:
+  enum class State { kPending, kComplete, kError };
+  virtual ~EventInterface() = default;
+  // Completion of the most recent record (kComplete before any record).
+  virtual State Poll() = 0;
+  // Blocks until the most recent record completes; returns the error of the
+  // recording stream if that stream had failed before reaching the record.
+  virtual absl::Status Synchronize() = 0;
+  // Device time between the completion of `start`'s record and of this one's.
+  // FailedPrecondition if either is not complete.
+  virtual absl::StatusOr<absl::Duration> ElapsedSince(const EventInterface& start) = 0;
+  // cudaEvent_t, cl_event, ...; nullptr where there is none.
+  virtual void* native_handle() { return nullptr; }
+};
+
+// A loaded kernel. Created by StreamExecutorInterface::LoadKernel.
+class KernelInterface {
+ public:
+  virtual ~KernelInterface() = default;
+};
+
+// An in-order queue of device work. Every method enqueues and returns at
+// once; work runs in enqueue order. A returned error means nothing was
+// enqueued. Errors found while running are recorded in the StreamStatus the
+// stream was created with, and work enqueued after a failure is skipped --
+// except event records, which still complete (carrying the error), so that
+// no other stream waits forever.
+class StreamInterface {
+ public:
+  virtual ~StreamInterface() = default;
+
+  virtual absl::Status MemcpyHostToDevice(DeviceMemoryBase dst, const void* src, uint64_t size) = 0;
+  virtual absl::Status MemcpyDeviceToHost(void* dst, DeviceMemoryBase src, uint64_t size) = 0;
+  virtual absl::Status MemcpyDeviceToDevice(DeviceMemoryBase dst, DeviceMemoryBase src,
+                                            uint64_t size) = 0;
+  // Fills `dst` (size a multiple of 4) with the 32-bit `pattern`.
+  virtual absl::Status Memset32(DeviceMemoryBase dst, uint32_t pattern, uint64_t size) = 0;
+  virtual absl::Status RecordEvent(EventInterface* event) = 0;
+  // `event` belongs to the same platform and has been recorded.
+  virtual absl::Status WaitForEvent(EventInterface* event) = 0;
+  // Runs `callback` on a host thread once all earlier work is done; a
+  // returned error puts the stream in the error state.
+  virtual absl::Status DoHostCallback(absl::AnyInvocable<absl::Status() &&> callback) = 0;
+  virtual absl::Status Launch(const ThreadDim& threads, const BlockDim& blocks,
+                              const KernelInterface& kernel, KernelArgs args) = 0;
+  // Blocks until all enqueued work has run.
+  virtual absl::Status BlockHostUntilDone() = 0;
+  // cudaStream_t, cl_command_queue, ...; nullptr where there is none.
+  virtual void* native_handle() { return nullptr; }
+};
+
+// One device of a platform: memory, streams, events, kernels. Owned by its
+// StreamExecutor front. Thread-safe.
+class StreamExecutorInterface {
+ public:
+  virtual ~StreamExecutorInterface() = default;
+
+  virtual const DeviceDescription& Description() const = 0;
+  // OK, or Unimplemented with the reason.
+  virtual absl::Status Supports(Feature feature) const { return absl::OkStatus(); }
+
+  // `size` > 0. ResourceExhausted when the device cannot provide it.
+  virtual absl::StatusOr<DeviceMemoryBase> Allocate(uint64_t size) = 0;
+  // `memory` was returned by Allocate (offset 0, full size).
+  virtual absl::Status Deallocate(DeviceMemoryBase memory) = 0;
+  // Page-locked host memory for fast, asynchronous transfers.
+  virtual absl::StatusOr<void*> HostMemoryAllocate(uint64_t size) = 0;
+  virtual absl::Status HostMemoryDeallocate(void* ptr) = 0;
+  virtual MemoryStats GetMemoryStats() const = 0;
+
+  virtual absl::Status SynchronousMemcpyHostToDevice(DeviceMemoryBase dst, const void* src,
+                                                     uint64_t size) = 0;
+  virtual absl::Status SynchronousMemcpyDeviceToHost(void* dst, DeviceMemoryBase src,
+                                                     uint64_t size) = 0;
+  // Waits for all work on every stream of this device.
+  virtual absl::Status SynchronizeAllActivity() = 0;
+
+  // `status` outlives the stream; the backend records runtime errors there.
+  virtual absl::StatusOr<std::unique_ptr<StreamInterface>> CreateStream(
+      const StreamOptions& options, StreamStatus* status) = 0;
+  virtual absl::StatusOr<std::unique_ptr<EventInterface>> CreateEvent() = 0;
+  // Loads this platform's variant of `spec`; Unimplemented when it has none.
+  virtual absl::StatusOr<std::unique_ptr<KernelInterface>> LoadKernel(const KernelSpec& spec) = 0;
+};
+
+}  // namespace rill
+
+#endif  // RILL_EXECUTOR_STREAM_EXECUTOR_INTERFACE_H_

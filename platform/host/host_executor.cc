@@ -1,0 +1,147 @@
+#include "platform/host/host_executor.h"
+
+#include <cstring>
+#include <new>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "platform/host/host_event.h"
+#include "platform/host/host_kernel.h"
+#include "platform/host/host_stream.h"
+
+namespace rill {
+namespace {
+
+constexpr std::align_val_t kAlignment{64};
+
+void* AlignedAlloc(uint64_t size) { return ::operator new(size, kAlignment, std::nothrow); }
+void AlignedFree(void* ptr) { ::operator delete(ptr, kAlignment); }
+
+}  // namespace
+
+void HostStreamRegistry::Add(HostStream* stream) {
+  MutexLock lock(&mu_);
+  streams_.insert(stream);
+}
+
+void HostStreamRegistry::Remove(HostStream* stream) {
+  MutexLock lock(&mu_);
+  streams_.erase(stream);
+}
+
+void HostStreamRegistry::SynchronizeAll() {
+  // Held across the waits so that no stream is destroyed meanwhile; a stream
+  // being destroyed waits in Remove() until this returns.
+  MutexLock lock(&mu_);
+  for (HostStream* stream : streams_) (void)stream->BlockHostUntilDone();
+}
+
+HostExecutor::HostExecutor(DeviceDescription description, int64_t memory_limit)
+    : description_(std::move(description)), memory_limit_(memory_limit) {}
+
+HostExecutor::~HostExecutor() {
+  MutexLock lock(&mu_);
+  for (auto& [ptr, size] : allocations_) AlignedFree(ptr);
+  for (void* ptr : host_allocations_) AlignedFree(ptr);
+}
+
+absl::StatusOr<DeviceMemoryBase> HostExecutor::Allocate(uint64_t size) {
+  {
+    MutexLock lock(&mu_);
+    if (size > static_cast<uint64_t>(memory_limit_ - bytes_in_use_)) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "out of device memory: ", size, " bytes requested, ", memory_limit_ - bytes_in_use_,
+          " of the ", memory_limit_, "-byte limit free (", bytes_in_use_, " in use)"));
+    }
+    bytes_in_use_ += size;  // Reserve before allocating outside the lock.
+    peak_bytes_in_use_ = std::max(peak_bytes_in_use_, bytes_in_use_);
+  }
+  void* ptr = AlignedAlloc(size);
+  MutexLock lock(&mu_);
+  if (ptr == nullptr) {
+    bytes_in_use_ -= size;
+    return absl::ResourceExhaustedError(
+        absl::StrCat("out of host memory: the system refused ", size, " bytes"));
+  }
+  allocations_.emplace(ptr, size);
+  return DeviceMemoryBase(ptr, size);
+}
+
+absl::Status HostExecutor::Deallocate(DeviceMemoryBase memory) {
+  MutexLock lock(&mu_);
+  auto it = allocations_.find(memory.opaque());
+  if (it == allocations_.end()) {
+    return absl::InvalidArgumentError("not an allocation of this device (or already freed)");
+  }
+  bytes_in_use_ -= it->second;
+  AlignedFree(it->first);
+  allocations_.erase(it);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<void*> HostExecutor::HostMemoryAllocate(uint64_t size) {
+  void* ptr = AlignedAlloc(size);
+  if (ptr == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("out of host memory: the system refused ", size, " bytes"));
+  }
+  MutexLock lock(&mu_);
+  host_allocations_.insert(ptr);
+  return ptr;
+}
+
+absl::Status HostExecutor::HostMemoryDeallocate(void* ptr) {
+  MutexLock lock(&mu_);
+  if (host_allocations_.erase(ptr) == 0) {
+    return absl::InvalidArgumentError("not pinned host memory of this device (or already freed)");
+  }
+  AlignedFree(ptr);
+  return absl::OkStatus();
+}
+
+MemoryStats HostExecutor::GetMemoryStats() const {
+  MutexLock lock(&mu_);
+  MemoryStats stats;
+  stats.bytes_in_use = bytes_in_use_;
+  stats.peak_bytes_in_use = peak_bytes_in_use_;
+  stats.num_allocs = static_cast<int64_t>(allocations_.size());
+  stats.bytes_limit = memory_limit_;
+  return stats;
+}
+
+absl::Status HostExecutor::SynchronousMemcpyHostToDevice(DeviceMemoryBase dst, const void* src,
+                                                         uint64_t size) {
+  std::memcpy(HostPointer(dst), src, size);
+  return absl::OkStatus();
+}
+
+absl::Status HostExecutor::SynchronousMemcpyDeviceToHost(void* dst, DeviceMemoryBase src,
+                                                         uint64_t size) {
+  std::memcpy(dst, HostPointer(src), size);
+  return absl::OkStatus();
+}
+
+absl::Status HostExecutor::SynchronizeAllActivity() {
+  streams_->SynchronizeAll();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<StreamInterface>> HostExecutor::CreateStream(
+    const StreamOptions& options, StreamStatus* status) {
+  // Host streams have no priorities: each has its own thread.
+  return std::make_unique<HostStream>(status, streams_);
+}
+
+absl::StatusOr<std::unique_ptr<EventInterface>> HostExecutor::CreateEvent() {
+  return std::make_unique<HostEvent>();
+}
+
+absl::StatusOr<std::unique_ptr<KernelInterface>> HostExecutor::LoadKernel(const KernelSpec& spec) {
+  if (!spec.has_host_function()) {
+    return absl::UnimplementedError(
+        absl::StrCat("kernel spec \"", spec.name(), "\" has no host variant (AddHostFunction)"));
+  }
+  return std::make_unique<HostKernel>(spec.host_function());
+}
+
+}  // namespace rill

@@ -1,0 +1,76 @@
+#ifndef RILL_PLATFORM_HOST_HOST_EXECUTOR_H_
+#define RILL_PLATFORM_HOST_HOST_EXECUTOR_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "base/mutex.h"
+#include "executor/stream_executor_interface.h"
+
+namespace rill {
+
+class HostStream;
+
+// On the host, device memory is host memory: the handle is the allocation's
+// address and the view's offset is added to it.
+inline void* HostPointer(const DeviceMemoryBase& memory) {
+  return static_cast<char*>(memory.opaque()) + memory.offset();
+}
+
+// The live streams of one host executor, shared with the streams so that a
+// stream outliving its executor can still unregister. Thread-safe.
+class HostStreamRegistry {
+ public:
+  void Add(HostStream* stream);
+  void Remove(HostStream* stream);
+  // Waits for every live stream's work.
+  void SynchronizeAll();
+
+ private:
+  Mutex mu_;
+  absl::flat_hash_set<HostStream*> streams_ ABSL_GUARDED_BY(mu_);
+};
+
+// One virtual host device. Memory comes from 64-byte-aligned host
+// allocations counted against `memory_limit` bytes. Thread-safe.
+class HostExecutor : public StreamExecutorInterface {
+ public:
+  HostExecutor(DeviceDescription description, int64_t memory_limit);
+  ~HostExecutor() override;
+
+  const DeviceDescription& Description() const override { return description_; }
+
+  absl::StatusOr<DeviceMemoryBase> Allocate(uint64_t size) override;
+  absl::Status Deallocate(DeviceMemoryBase memory) override;
+  absl::StatusOr<void*> HostMemoryAllocate(uint64_t size) override;
+  absl::Status HostMemoryDeallocate(void* ptr) override;
+  MemoryStats GetMemoryStats() const override;
+
+  absl::Status SynchronousMemcpyHostToDevice(DeviceMemoryBase dst, const void* src,
+                                             uint64_t size) override;
+  absl::Status SynchronousMemcpyDeviceToHost(void* dst, DeviceMemoryBase src,
+                                             uint64_t size) override;
+  absl::Status SynchronizeAllActivity() override;
+
+  absl::StatusOr<std::unique_ptr<StreamInterface>> CreateStream(const StreamOptions& options,
+                                                                StreamStatus* status) override;
+  absl::StatusOr<std::unique_ptr<EventInterface>> CreateEvent() override;
+  absl::StatusOr<std::unique_ptr<KernelInterface>> LoadKernel(const KernelSpec& spec) override;
+
+ private:
+  const DeviceDescription description_;
+  const int64_t memory_limit_;
+  std::shared_ptr<HostStreamRegistry> streams_ = std::make_shared<HostStreamRegistry>();
+
+  mutable Mutex mu_;
+  absl::flat_hash_map<void*, uint64_t> allocations_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<void*> host_allocations_ ABSL_GUARDED_BY(mu_);
+  int64_t bytes_in_use_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t peak_bytes_in_use_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace rill
+
+#endif  // RILL_PLATFORM_HOST_HOST_EXECUTOR_H_

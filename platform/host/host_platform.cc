@@ -1,0 +1,131 @@
+#include "platform/host/host_platform.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "platform/host/host_executor.h"
+
+namespace rill {
+
+const PlatformIdInfo kHostPlatformIdInfo{"host"};
+const PlatformId kHostPlatformId = &kHostPlatformIdInfo;
+
+namespace {
+
+int64_t PhysicalMemoryBytes() {
+  return static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+}
+
+// The value of `key` in /proc/cpuinfo's first processor, or "".
+std::string CpuInfo(const std::string& key) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key, 0) == 0) {
+      size_t colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(colon + 2);
+    }
+  }
+  return "";
+}
+
+// Parses "123", "64K", "512M", "2G" into bytes.
+bool ParseBytes(std::string text, int64_t* out) {
+  int64_t scale = 1;
+  if (!text.empty()) {
+    switch (text.back()) {
+      case 'k': case 'K': scale = int64_t{1} << 10; break;
+      case 'm': case 'M': scale = int64_t{1} << 20; break;
+      case 'g': case 'G': scale = int64_t{1} << 30; break;
+      default: break;
+    }
+    if (scale != 1) text.pop_back();
+  }
+  int64_t value = 0;
+  if (!absl::SimpleAtoi(text, &value) || value <= 0 || value > INT64_MAX / scale) return false;
+  *out = value * scale;
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<HostPlatformOptions> HostPlatformOptionsFromEnv() {
+  HostPlatformOptions options;
+  if (const char* devices = std::getenv("RILL_HOST_DEVICES"); devices != nullptr && *devices) {
+    int count = 0;
+    if (!absl::SimpleAtoi(devices, &count) || count < 1 || count > 1024) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "RILL_HOST_DEVICES='", devices, "' is not a device count between 1 and 1024"));
+    }
+    options.device_count = count;
+  }
+  if (const char* limit = std::getenv("RILL_HOST_MEMORY_LIMIT"); limit != nullptr && *limit) {
+    if (!ParseBytes(limit, &options.memory_limit_bytes)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "RILL_HOST_MEMORY_LIMIT='", limit, "' is not a positive byte count (e.g. 1048576, 512M, 2G)"));
+    }
+  }
+  return options;
+}
+
+HostPlatform::HostPlatform(HostPlatformOptions options) : options_(std::move(options)) {
+  if (options_.memory_limit_bytes <= 0) options_.memory_limit_bytes = PhysicalMemoryBytes();
+}
+
+HostPlatform::HostPlatform(HostPlatformOptions options, absl::Status why)
+    : HostPlatform(std::move(options)) {
+  availability_ = absl::UnavailableError(why.message());
+}
+
+HostPlatform::~HostPlatform() = default;
+
+int HostPlatform::VisibleDeviceCount() const {
+  return availability_.ok() ? options_.device_count : 0;
+}
+
+DeviceDescription HostPlatform::Describe(int ordinal) const {
+  static const std::string cpu = CpuInfo("model name");
+  static const std::string mhz = CpuInfo("cpu MHz");
+  DeviceDescription d;
+  d.name = absl::StrCat("Host virtual device ", ordinal, " of ", options_.device_count);
+  d.vendor = CpuInfo("vendor_id");
+  d.platform_version = "rill host 1";
+  d.driver_version = "n/a";
+  d.memory_bytes = options_.memory_limit_bytes;
+  d.compute_units = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  double clock_mhz = 0;
+  if (absl::SimpleAtod(mhz, &clock_mhz)) d.clock_khz = static_cast<int64_t>(clock_mhz * 1000);
+  d.extra["cpu"] = cpu;
+  d.extra["stream threads"] = "one per stream";
+  return d;
+}
+
+absl::StatusOr<DeviceDescription> HostPlatform::DescriptionForDevice(int ordinal) const {
+  RILL_RETURN_IF_ERROR(CheckOrdinal(ordinal));
+  return Describe(ordinal);
+}
+
+absl::StatusOr<std::unique_ptr<StreamExecutorInterface>> HostPlatform::CreateExecutorImplementation(
+    const StreamExecutorConfig& config) {
+  return std::make_unique<HostExecutor>(Describe(config.ordinal), options_.memory_limit_bytes);
+}
+
+absl::Status RegisterHostPlatform(PlatformManager& manager) {
+  absl::StatusOr<HostPlatformOptions> options = HostPlatformOptionsFromEnv();
+  if (!options.ok()) {
+    return manager.RegisterPlatform(
+        std::make_unique<HostPlatform>(HostPlatformOptions{}, options.status()));
+  }
+  return manager.RegisterPlatform(std::make_unique<HostPlatform>(*std::move(options)));
+}
+
+}  // namespace rill
+
+RILL_REGISTER_PLATFORM(host, rill::RegisterHostPlatform)

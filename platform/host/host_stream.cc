@@ -1,0 +1,147 @@
+#include "platform/host/host_stream.h"
+
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "platform/host/host_event.h"
+#include "platform/host/host_executor.h"
+#include "platform/host/host_kernel.h"
+
+namespace rill {
+
+HostStream::HostStream(StreamStatus* status, std::shared_ptr<HostStreamRegistry> registry)
+    : status_(status), registry_(std::move(registry)) {
+  registry_->Add(this);
+  worker_ = std::thread([this] { WorkLoop(); });
+}
+
+HostStream::~HostStream() {
+  {
+    MutexLock lock(&mu_);
+    stop_ = true;
+    work_cv_.Signal();
+  }
+  worker_.join();
+  registry_->Remove(this);
+}
+
+void HostStream::Enqueue(Task task, bool run_after_error) {
+  MutexLock lock(&mu_);
+  queue_.push_back(Entry{std::move(task), run_after_error});
+  ++enqueued_;
+  pending_.fetch_add(1, std::memory_order_release);
+  if (sleeping_) work_cv_.Signal();
+}
+
+void HostStream::WorkLoop() {
+  std::deque<Entry> batch;
+  for (;;) {
+    // Spin briefly for more work before sleeping, so a producer that queues
+    // back to back never pays for a wake-up.
+    for (int i = 0; i < 64 && pending_.load(std::memory_order_acquire) == 0; ++i) {
+      std::this_thread::yield();
+    }
+    {
+      MutexLock lock(&mu_);
+      while (queue_.empty() && !stop_) {
+        sleeping_ = true;
+        work_cv_.Wait(&mu_);
+        sleeping_ = false;
+      }
+      if (queue_.empty() && stop_) return;
+      batch.swap(queue_);
+      pending_.fetch_sub(batch.size(), std::memory_order_relaxed);
+    }
+    for (Entry& entry : batch) {
+      if (status_->ok() || entry.run_after_error) status_->Update(std::move(entry.task)());
+      entry.task = nullptr;  // Release captures before signalling completion.
+      completed_.fetch_add(1, std::memory_order_seq_cst);
+      if (waiters_.load(std::memory_order_seq_cst) > 0) {
+        MutexLock lock(&mu_);
+        done_cv_.SignalAll();
+      }
+    }
+    batch.clear();
+  }
+}
+
+absl::Status HostStream::BlockHostUntilDone() {
+  MutexLock lock(&mu_);
+  const uint64_t target = enqueued_;
+  waiters_.fetch_add(1, std::memory_order_seq_cst);
+  done_cv_.Wait(&mu_, [&] { return completed_.load(std::memory_order_seq_cst) >= target; });
+  waiters_.fetch_sub(1, std::memory_order_seq_cst);
+  return absl::OkStatus();
+}
+
+absl::Status HostStream::MemcpyHostToDevice(DeviceMemoryBase dst, const void* src, uint64_t size) {
+  Enqueue([dst, src, size] {
+    std::memcpy(HostPointer(dst), src, size);
+    return absl::OkStatus();
+  });
+  return absl::OkStatus();
+}
+
+absl::Status HostStream::MemcpyDeviceToHost(void* dst, DeviceMemoryBase src, uint64_t size) {
+  Enqueue([dst, src, size] {
+    std::memcpy(dst, HostPointer(src), size);
+    return absl::OkStatus();
+  });
+  return absl::OkStatus();
+}
+
+absl::Status HostStream::MemcpyDeviceToDevice(DeviceMemoryBase dst, DeviceMemoryBase src,
+                                              uint64_t size) {
+  Enqueue([dst, src, size] {
+    std::memmove(HostPointer(dst), HostPointer(src), size);
+    return absl::OkStatus();
+  });
+  return absl::OkStatus();
+}
+
+absl::Status HostStream::Memset32(DeviceMemoryBase dst, uint32_t pattern, uint64_t size) {
+  Enqueue([dst, pattern, size] {
+    auto* out = static_cast<char*>(HostPointer(dst));
+    for (uint64_t i = 0; i < size; i += 4) std::memcpy(out + i, &pattern, 4);
+    return absl::OkStatus();
+  });
+  return absl::OkStatus();
+}
+
+absl::Status HostStream::RecordEvent(EventInterface* event) {
+  std::shared_ptr<HostEventState> state = static_cast<HostEvent*>(event)->state();
+  const uint64_t generation = state->BeginRecord();
+  Enqueue(
+      [this, state, generation] {
+        state->Complete(generation, status_->Get());
+        return absl::OkStatus();
+      },
+      /*run_after_error=*/true);
+  return absl::OkStatus();
+}
+
+absl::Status HostStream::WaitForEvent(EventInterface* event) {
+  std::shared_ptr<HostEventState> state = static_cast<HostEvent*>(event)->state();
+  const uint64_t generation = state->latest();
+  Enqueue([state, generation] { return state->Wait(generation); });
+  return absl::OkStatus();
+}
+
+absl::Status HostStream::DoHostCallback(absl::AnyInvocable<absl::Status() &&> callback) {
+  Enqueue(std::move(callback));
+  return absl::OkStatus();
+}
+
+absl::Status HostStream::Launch(const ThreadDim& threads, const BlockDim& blocks,
+                                const KernelInterface& kernel, KernelArgs args) {
+  // Holds the function, not the kernel, so the kernel may go before this runs.
+  std::shared_ptr<const HostBlockFn> fn = static_cast<const HostKernel&>(kernel).fn();
+  Enqueue([fn = std::move(fn), threads, blocks, args = std::move(args)] {
+    return RunHostKernel(*fn, threads, blocks, args);
+  });
+  return absl::OkStatus();
+}
+
+}  // namespace rill

@@ -1,0 +1,73 @@
+#ifndef RILL_PLATFORM_HOST_HOST_STREAM_H_
+#define RILL_PLATFORM_HOST_HOST_STREAM_H_
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <thread>
+
+#include "absl/functional/any_invocable.h"
+#include "base/mutex.h"
+#include "executor/stream_executor_interface.h"
+
+namespace rill {
+
+class HostStreamRegistry;
+
+// A host stream: an in-order queue drained by its own worker thread.
+//
+// Hand-off cost: the worker takes every queued task at once and runs them
+// without touching the lock again; before sleeping it spins briefly, and
+// the producer signals only a sleeping worker. So work queued back to back
+// costs one lock and no wake-up per operation.
+//
+// After a task fails, the stream's StreamStatus holds the error and later
+// tasks are skipped, except event records, which complete carrying the
+// error. Destruction drains the queue and joins the worker. Thread-safe.
+class HostStream : public StreamInterface {
+ public:
+  HostStream(StreamStatus* status, std::shared_ptr<HostStreamRegistry> registry);
+  ~HostStream() override;
+
+  absl::Status MemcpyHostToDevice(DeviceMemoryBase dst, const void* src, uint64_t size) override;
+  absl::Status MemcpyDeviceToHost(void* dst, DeviceMemoryBase src, uint64_t size) override;
+  absl::Status MemcpyDeviceToDevice(DeviceMemoryBase dst, DeviceMemoryBase src,
+                                    uint64_t size) override;
+  absl::Status Memset32(DeviceMemoryBase dst, uint32_t pattern, uint64_t size) override;
+  absl::Status RecordEvent(EventInterface* event) override;
+  absl::Status WaitForEvent(EventInterface* event) override;
+  absl::Status DoHostCallback(absl::AnyInvocable<absl::Status() &&> callback) override;
+  absl::Status Launch(const ThreadDim& threads, const BlockDim& blocks,
+                      const KernelInterface& kernel, KernelArgs args) override;
+  absl::Status BlockHostUntilDone() override;
+
+ private:
+  using Task = absl::AnyInvocable<absl::Status() &&>;
+  struct Entry {
+    Task task;
+    bool run_after_error;  // Event records still run on a failed stream.
+  };
+
+  void Enqueue(Task task, bool run_after_error = false);
+  void WorkLoop();
+
+  StreamStatus* const status_;
+  const std::shared_ptr<HostStreamRegistry> registry_;
+
+  Mutex mu_;
+  CondVar work_cv_;
+  CondVar done_cv_;
+  std::deque<Entry> queue_ ABSL_GUARDED_BY(mu_);
+  bool sleeping_ ABSL_GUARDED_BY(mu_) = false;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t enqueued_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<uint64_t> pending_{0};    // Enqueued, not yet taken by the worker.
+  std::atomic<uint64_t> completed_{0};  // Tasks finished (run or skipped).
+  std::atomic<int> waiters_{0};         // Threads in BlockHostUntilDone.
+  std::thread worker_;
+};
+
+}  // namespace rill
+
+#endif  // RILL_PLATFORM_HOST_HOST_STREAM_H_

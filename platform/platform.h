@@ -1,0 +1,68 @@
+#ifndef RILL_PLATFORM_PLATFORM_H_
+#define RILL_PLATFORM_PLATFORM_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "executor/executor_cache.h"
+#include "executor/stream_executor.h"
+#include "executor/stream_executor_interface.h"
+#include "platform/device_description.h"
+#include "platform/platform_id.h"
+
+namespace rill {
+
+// One kind of device (host CPU, CUDA, OpenCL): counts and describes its
+// devices and hands out one cached StreamExecutor per device. Registered
+// with, and owned by, a PlatformManager. A platform that is built but cannot
+// run here (no driver, no device, a bad setting) is still registered: it
+// reports zero devices and says why through Availability().
+//
+// A backend subclasses Platform and implements the pure virtuals; the base
+// does ordinal checks and executor caching.
+//
+//   RILL_ASSIGN_OR_RETURN(Platform* p, PlatformManager::Default().PlatformWithName("host"));
+//   for (int i = 0; i < p->VisibleDeviceCount(); ++i) {
+//     RILL_ASSIGN_OR_RETURN(StreamExecutor* e, p->ExecutorForDevice(i));
+//   }
+//
+// Executors live until the platform is destroyed. Thread-safe.
+class Platform {
+ public:
+  virtual ~Platform();
+
+  virtual PlatformId id() const = 0;
+  // Short lower-case name: "host", "cuda", "opencl".
+  virtual const std::string& Name() const = 0;
+  // Devices usable here; 0 when the platform is unavailable.
+  virtual int VisibleDeviceCount() const = 0;
+  // OK when the platform can run here; otherwise Unavailable with the reason
+  // (e.g. "no CUDA device: cudaErrorInsufficientDriver").
+  virtual absl::Status Availability() const { return absl::OkStatus(); }
+  virtual absl::StatusOr<DeviceDescription> DescriptionForDevice(int ordinal) const = 0;
+
+  // The executor of device `ordinal`, created on first use. InvalidArgument
+  // for a negative ordinal, NotFound past the last device, Unavailable when
+  // the platform has no usable device.
+  absl::StatusOr<StreamExecutor*> ExecutorForDevice(int ordinal);
+  absl::StatusOr<StreamExecutor*> GetExecutor(const StreamExecutorConfig& config);
+
+ protected:
+  // Checks `ordinal` as ExecutorForDevice documents.
+  absl::Status CheckOrdinal(int ordinal) const;
+  // Creates the backend of device `config.ordinal` (already checked).
+  virtual absl::StatusOr<std::unique_ptr<StreamExecutorInterface>> CreateExecutorImplementation(
+      const StreamExecutorConfig& config) = 0;
+  // Destroys the cached executors now; for a subclass whose executors need
+  // its members, call from its destructor.
+  void DestroyExecutors() { cache_.DestroyAll(); }
+
+ private:
+  ExecutorCache cache_;
+};
+
+}  // namespace rill
+
+#endif  // RILL_PLATFORM_PLATFORM_H_

@@ -1,0 +1,16 @@
+#ifndef RILL_RILL_H_
+#define RILL_RILL_H_
+
+// Everything a program needs to drive Rill's platform layer.
+#include "base/status_macros.h"
+#include "executor/device_memory.h"
+#include "executor/stream_executor.h"
+#include "platform/platform.h"
+#include "platform/platform_manager.h"
+#include "stream/event.h"
+#include "stream/kernel.h"
+#include "stream/kernel_spec.h"
+#include "stream/stream.h"
+#include "stream/timer.h"
+
+#endif  // RILL_RILL_H_

@@ -1,0 +1,306 @@
+#include "stream/stream.h"
+
+#include <exception>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "executor/stream_executor.h"
+#include "platform/platform.h"
+#include "stream/event.h"
+#include "stream/timer.h"
+
+namespace rill {
+
+Stream::Stream(StreamExecutor* parent) : parent_(parent) {}
+
+absl::Status Stream::Init(const StreamOptions& options) {
+  absl::StatusOr<std::unique_ptr<StreamInterface>> impl =
+      parent_.load()->implementation()->CreateStream(options, &status_);
+  if (!impl.ok()) return impl.status();
+  impl_ = std::move(*impl);
+  return absl::OkStatus();
+}
+
+Stream::~Stream() {
+  StreamExecutor* parent = parent_.load();
+  if (parent != nullptr && impl_ != nullptr) {
+    (void)impl_->BlockHostUntilDone();
+  }
+  impl_.reset();
+  if (parent != nullptr) parent->UnregisterStream(this);
+}
+
+void Stream::Detach() {
+  if (impl_ != nullptr) (void)impl_->BlockHostUntilDone();
+  parent_.store(nullptr);
+}
+
+StreamExecutor* Stream::parent() const { return parent_.load(); }
+
+void* Stream::native_handle() const { return impl_ ? impl_->native_handle() : nullptr; }
+
+bool Stream::Usable() {
+  if (parent_.load(std::memory_order_acquire) == nullptr) {
+    status_.Update(absl::FailedPreconditionError(
+        "stream used after its executor was destroyed (the stream is detached)"));
+    return false;
+  }
+  return status_.ok();
+}
+
+Stream& Stream::Check(const absl::Status& status, const std::string& call) {
+  if (!status.ok()) status_.Update(Annotate(status, call));
+  return *this;
+}
+
+Stream& Stream::Check(const absl::Status& status, absl::FunctionRef<std::string()> call) {
+  if (!status.ok()) status_.Update(Annotate(status, call()));
+  return *this;
+}
+
+namespace {
+
+// Checks a device-side operand of a copy or fill.
+absl::Status CheckDevice(const char* role, const DeviceMemoryBase* memory, uint64_t size) {
+  if (memory == nullptr || memory->is_null()) {
+    return absl::InvalidArgumentError(absl::StrCat(role, " device memory is null"));
+  }
+  if (size > memory->size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(size, " bytes overrun the ", role, " ", memory->ToString()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckHost(const char* role, const void* ptr) {
+  if (ptr == nullptr) return absl::InvalidArgumentError(absl::StrCat(role, " host pointer is null"));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+Stream& Stream::ThenMemcpy(DeviceMemoryBase* device_dst, const void* host_src, uint64_t size) {
+  if (!Usable()) return *this;
+  absl::Status status = CheckDevice("destination", device_dst, size);
+  if (status.ok()) status = CheckHost("source", host_src);
+  if (status.ok() && size > 0) status = impl_->MemcpyHostToDevice(*device_dst, host_src, size);
+  return Check(status, [&] { return absl::StrCat("ThenMemcpy(host->device, ", size, " bytes)"); });
+}
+
+Stream& Stream::ThenMemcpy(void* host_dst, const DeviceMemoryBase& device_src, uint64_t size) {
+  if (!Usable()) return *this;
+  absl::Status status = CheckDevice("source", &device_src, size);
+  if (status.ok()) status = CheckHost("destination", host_dst);
+  if (status.ok() && size > 0) status = impl_->MemcpyDeviceToHost(host_dst, device_src, size);
+  return Check(status, [&] { return absl::StrCat("ThenMemcpy(device->host, ", size, " bytes)"); });
+}
+
+Stream& Stream::ThenMemcpy(DeviceMemoryBase* device_dst, const DeviceMemoryBase& device_src,
+                           uint64_t size) {
+  if (!Usable()) return *this;
+  absl::Status status = CheckDevice("destination", device_dst, size);
+  if (status.ok()) status = CheckDevice("source", &device_src, size);
+  if (status.ok() && size > 0) status = parent()->Supports(Feature::kDeviceToDeviceCopy);
+  if (status.ok() && size > 0) status = impl_->MemcpyDeviceToDevice(*device_dst, device_src, size);
+  return Check(status, [&] { return absl::StrCat("ThenMemcpy(device->device, ", size, " bytes)"); });
+}
+
+Stream& Stream::ThenMemset32(DeviceMemoryBase* device_dst, uint32_t pattern, uint64_t size) {
+  if (!Usable()) return *this;
+  absl::Status status = CheckDevice("destination", device_dst, size);
+  if (status.ok() && size % 4 != 0) {
+    status = absl::InvalidArgumentError(absl::StrCat("size ", size, " is not a multiple of 4"));
+  }
+  if (status.ok() && size > 0) status = impl_->Memset32(*device_dst, pattern, size);
+  return Check(status, [&] { return absl::StrCat("ThenMemset32(", size, " bytes)"); });
+}
+
+Stream& Stream::ThenMemZero(DeviceMemoryBase* device_dst, uint64_t size) {
+  if (!Usable()) return *this;
+  absl::Status status = CheckDevice("destination", device_dst, size);
+  if (status.ok() && size % 4 != 0) {
+    // Bytes past the last whole word: zero the words, then the tail from host.
+    static constexpr uint8_t kZeros[4] = {0, 0, 0, 0};
+    const uint64_t words = size / 4 * 4;
+    if (words > 0) status = impl_->Memset32(*device_dst, 0, words);
+    if (status.ok()) {
+      absl::StatusOr<DeviceMemoryBase> tail = device_dst->GetByteSlice(words, size - words);
+      status = tail.ok() ? impl_->MemcpyHostToDevice(*tail, kZeros, size - words) : tail.status();
+    }
+  } else if (status.ok() && size > 0) {
+    status = impl_->Memset32(*device_dst, 0, size);
+  }
+  return Check(status, [&] { return absl::StrCat("ThenMemZero(", size, " bytes)"); });
+}
+
+Stream& Stream::ThenRecordEvent(Event* event) {
+  // Recorded even when the stream is in error, so that waiters see the error
+  // instead of a stale record; only a detached stream skips it.
+  if (parent_.load() == nullptr) return *this;
+  absl::Status status;
+  if (event == nullptr) {
+    status = absl::InvalidArgumentError("event is null");
+  } else if (event->parent()->platform()->id() != parent()->platform()->id()) {
+    status = absl::InvalidArgumentError(absl::StrCat("event of ", event->parent()->DebugName(),
+                                                     " cannot be recorded on a stream of ",
+                                                     parent()->DebugName()));
+  } else {
+    status = impl_->RecordEvent(event->implementation());
+    if (status.ok()) event->MarkRecorded();
+  }
+  return Check(status, "ThenRecordEvent");
+}
+
+Stream& Stream::ThenWaitFor(Event* event) {
+  if (!Usable()) return *this;
+  absl::Status status;
+  if (event == nullptr) {
+    status = absl::InvalidArgumentError("event is null");
+  } else if (!event->recorded()) {
+    status = absl::FailedPreconditionError(
+        "the event was never recorded: record it on a stream before waiting for it");
+  } else if (event->parent()->platform()->id() == parent()->platform()->id()) {
+    status = impl_->WaitForEvent(event->implementation());
+  } else {
+    status = WaitThroughHost(event, nullptr);
+  }
+  return Check(status, "ThenWaitFor(event)");
+}
+
+Stream& Stream::ThenWaitFor(Stream* other) {
+  if (!Usable() || other == this) return *this;
+  absl::Status status;
+  if (other == nullptr) {
+    status = absl::InvalidArgumentError("stream to wait for is null");
+  } else if (other->parent() == nullptr) {
+    status = absl::FailedPreconditionError("stream to wait for is detached from its executor");
+  } else {
+    absl::StatusOr<std::unique_ptr<Event>> event = other->parent()->CreateEvent();
+    if (event.ok()) {
+      other->ThenRecordEvent(event->get());
+      status = (*event)->recorded() ? absl::OkStatus() : other->status();
+    } else {
+      status = event.status();
+    }
+    if (status.ok()) {
+      if (other->parent()->platform()->id() == parent()->platform()->id()) {
+        // The backend keeps the event alive until the wait has run.
+        status = impl_->WaitForEvent((*event)->implementation());
+      } else {
+        Event* raw = event->get();
+        status = WaitThroughHost(raw, std::move(*event));
+      }
+    }
+  }
+  return Check(status, [&] {
+    return absl::StrCat("ThenWaitFor(stream of ", other && other->parent() ? other->parent()->DebugName() : "?", ")");
+  });
+}
+
+absl::Status Stream::WaitThroughHost(Event* event, std::unique_ptr<Event> owned) {
+  RILL_RETURN_IF_ERROR(parent()->Supports(Feature::kHostCallbacks));
+  EventInterface* impl = event->implementation();
+  return impl_->DoHostCallback([impl, owned = std::move(owned)]() -> absl::Status {
+    return Annotate(impl->Synchronize(), "waiting through the host for an event of another platform");
+  });
+}
+
+Stream& Stream::ThenDoHostCallback(absl::AnyInvocable<void() &&> callback) {
+  return ThenDoHostCallbackWithStatus([cb = std::move(callback)]() mutable -> absl::Status {
+    std::move(cb)();
+    return absl::OkStatus();
+  });
+}
+
+Stream& Stream::ThenDoHostCallbackWithStatus(absl::AnyInvocable<absl::Status() &&> callback) {
+  if (!Usable()) return *this;
+  absl::Status status;
+  if (!callback) {
+    status = absl::InvalidArgumentError("host callback is empty");
+  } else {
+    status = parent()->Supports(Feature::kHostCallbacks);
+  }
+  if (status.ok()) {
+    status = impl_->DoHostCallback([cb = std::move(callback)]() mutable -> absl::Status {
+      try {
+        return Annotate(std::move(cb)(), "host callback failed");
+      } catch (const std::exception& e) {
+        return absl::InternalError(absl::StrCat("host callback threw: ", e.what()));
+      } catch (...) {
+        return absl::InternalError("host callback threw a non-standard exception");
+      }
+    });
+  }
+  return Check(status, "ThenDoHostCallback");
+}
+
+Stream& Stream::ThenStartTimer(Timer* timer) {
+  if (timer == nullptr) return Check(absl::InvalidArgumentError("timer is null"), "ThenStartTimer");
+  return ThenRecordEvent(timer->start_event());
+}
+
+Stream& Stream::ThenStopTimer(Timer* timer) {
+  if (timer == nullptr) return Check(absl::InvalidArgumentError("timer is null"), "ThenStopTimer");
+  return ThenRecordEvent(timer->stop_event());
+}
+
+namespace {
+
+absl::Status CheckLaunch(const StreamExecutor& executor, const ThreadDim& threads,
+                         const BlockDim& blocks, const Kernel& kernel, const KernelArgs& args) {
+  if (kernel.parent() != &executor) {
+    return absl::InvalidArgumentError(absl::StrCat("kernel \"", kernel.name(), "\" was loaded on ",
+                                                   kernel.parent()->DebugName(),
+                                                   ", not on this stream's ", executor.DebugName()));
+  }
+  const DeviceDescription& d = executor.GetDeviceDescription();
+  auto fits = [](const Dim3& dim, const Dim3& max) {
+    return dim.x >= 1 && dim.y >= 1 && dim.z >= 1 && dim.x <= max.x && dim.y <= max.y && dim.z <= max.z;
+  };
+  if (!fits(threads, d.max_block_dims) || threads.product() > d.max_threads_per_block) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "thread dims ", threads.ToString(), " are outside the device's limits (each >= 1, at most ",
+        d.max_block_dims.ToString(), ", ", d.max_threads_per_block, " threads per block)"));
+  }
+  if (!fits(blocks, d.max_grid_dims)) {
+    return absl::InvalidArgumentError(absl::StrCat("block dims ", blocks.ToString(),
+                                                   " are outside the device's limits (each >= 1, at most ",
+                                                   d.max_grid_dims.ToString(), ")"));
+  }
+  if (kernel.arity() >= 0 && static_cast<size_t>(kernel.arity()) != args.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("kernel \"", kernel.name(), "\" takes ",
+                                                   kernel.arity(), " argument(s), got ", args.size()));
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].is_memory && args[i].memory.is_null()) {
+      return absl::InvalidArgumentError(absl::StrCat("argument ", i, " is null device memory"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+Stream& Stream::ThenLaunch(const ThreadDim& threads, const BlockDim& blocks, const Kernel& kernel,
+                           KernelArgs args) {
+  if (!Usable()) return *this;
+  absl::Status status = CheckLaunch(*parent(), threads, blocks, kernel, args);
+  if (status.ok()) status = parent()->Supports(Feature::kKernelLaunch);
+  if (status.ok()) status = impl_->Launch(threads, blocks, *kernel.implementation(), std::move(args));
+  return Check(status, [&] {
+    return absl::StrCat("ThenLaunch(\"", kernel.name(), "\", threads=", threads.ToString(),
+                        ", blocks=", blocks.ToString(), ")");
+  });
+}
+
+absl::Status Stream::BlockHostUntilDone() {
+  if (parent_.load() == nullptr) {
+    Usable();  // Records the detached error.
+    return status();
+  }
+  status_.Update(impl_->BlockHostUntilDone());
+  return status();
+}
+
+}  // namespace rill

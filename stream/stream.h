@@ -1,0 +1,167 @@
+#ifndef RILL_STREAM_STREAM_H_
+#define RILL_STREAM_STREAM_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "executor/device_memory.h"
+#include "stream/kernel.h"
+#include "stream/launch_dim.h"
+#include "stream/stream_status.h"
+
+namespace rill {
+
+class Event;
+class StreamExecutor;
+class StreamInterface;
+class Timer;
+struct StreamOptions;
+
+// An in-order queue of work on one device. Created by
+// StreamExecutor::CreateStream and bound to that executor for life.
+//
+// Every Then* call enqueues and returns *this, so calls chain. The first
+// failure -- found when a call is enqueued (bad arguments) or when the work
+// runs (a failing host callback, a device error) -- puts the stream in the
+// error state: ok() turns false, status() returns that first error with its
+// context (the call, its sizes, the backend's code and text), and later Then*
+// calls are skipped. BlockHostUntilDone() waits for the work and returns
+// status(). Zero-byte copies and fills are no-ops.
+//
+//   RILL_ASSIGN_OR_RETURN(auto stream, executor->CreateStream());
+//   stream->ThenMemcpy(&dev, host.data(), bytes)
+//          .ThenLaunch(ThreadDim(256), BlockDim(blocks), kernel, dev, n)
+//          .ThenMemcpy(host.data(), dev, bytes);
+//   RILL_RETURN_IF_ERROR(stream->BlockHostUntilDone());
+//
+// Destroying a stream waits for its work. A stream may outlive its executor
+// only in the detached state the executor's destructor leaves it in: every
+// later call fails with FailedPrecondition. Thread-compatible: one thread
+// enqueues at a time; ok(), status() and BlockHostUntilDone() are
+// thread-safe.
+class Stream {
+ public:
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  // --- Memory. Sizes are in bytes and must fit the views they touch.
+  Stream& ThenMemcpy(DeviceMemoryBase* device_dst, const void* host_src, uint64_t size);
+  Stream& ThenMemcpy(void* host_dst, const DeviceMemoryBase& device_src, uint64_t size);
+  Stream& ThenMemcpy(DeviceMemoryBase* device_dst, const DeviceMemoryBase& device_src,
+                     uint64_t size);
+  // Typed host spans; the sizes must match exactly.
+  template <typename T>
+  Stream& ThenMemcpyH2D(absl::Span<const T> host_src, DeviceMemory<T>* device_dst);
+  template <typename T>
+  Stream& ThenMemcpyD2H(const DeviceMemory<T>& device_src, absl::Span<T> host_dst);
+  // Fills `size` bytes (a multiple of 4) with a 32-bit pattern.
+  Stream& ThenMemset32(DeviceMemoryBase* device_dst, uint32_t pattern, uint64_t size);
+  Stream& ThenMemZero(DeviceMemoryBase* device_dst, uint64_t size);
+
+  // --- Synchronization.
+  Stream& ThenRecordEvent(Event* event);
+  // Later work waits until `event`'s latest record completes. The event
+  // must have been recorded (FailedPrecondition otherwise). An event of
+  // another platform is waited for through the host: a host callback on
+  // this stream blocks until it completes (keep the event alive until then).
+  // If the recording stream failed, this stream fails too.
+  Stream& ThenWaitFor(Event* event);
+  // Later work waits for everything enqueued on `other` so far. `other` may
+  // belong to another device or platform (through the host, as above).
+  Stream& ThenWaitFor(Stream* other);
+  // Runs `callback` on a host thread after all earlier work.
+  Stream& ThenDoHostCallback(absl::AnyInvocable<void() &&> callback);
+  // As above; an error status (or an exception) puts the stream in error.
+  Stream& ThenDoHostCallbackWithStatus(absl::AnyInvocable<absl::Status() &&> callback);
+  Stream& ThenStartTimer(Timer* timer);
+  Stream& ThenStopTimer(Timer* timer);
+
+  // --- Kernels. The arguments are checked against Params when compiled.
+  template <typename... Params, typename... Args>
+  Stream& ThenLaunch(const ThreadDim& threads, const BlockDim& blocks,
+                     const TypedKernel<Params...>& kernel, const Args&... args);
+  // Untyped form: the argument count is checked when the kernel declares it.
+  Stream& ThenLaunch(const ThreadDim& threads, const BlockDim& blocks, const Kernel& kernel,
+                     KernelArgs args);
+
+  // --- State.
+  // Waits until all enqueued work has run; returns status().
+  absl::Status BlockHostUntilDone();
+  bool ok() const { return status_.ok(); }
+  // The first error, with its context; OK while none.
+  absl::Status status() const { return status_.Get(); }
+  // The executor, or nullptr once detached (the executor was destroyed).
+  StreamExecutor* parent() const;
+  // The backend's handle (cudaStream_t, cl_command_queue); nullptr on host.
+  void* native_handle() const;
+  StreamInterface* implementation() const { return impl_.get(); }
+  // Puts the stream in the error state with `status` (for plugins that find
+  // an error outside of a Then* call). OK is ignored.
+  void SetError(const absl::Status& status) { status_.Update(status); }
+
+ private:
+  friend class StreamExecutor;
+  Stream(StreamExecutor* parent);
+  absl::Status Init(const StreamOptions& options);
+  // Called by the executor's destructor: waits for the work, then makes
+  // every later call fail.
+  void Detach();
+
+  // Whether a call may proceed: the stream is attached and not in error.
+  bool Usable();
+  // Records `status`, prefixed with `call`, as the stream's error if it is one.
+  Stream& Check(const absl::Status& status, const std::string& call);
+  Stream& Check(const absl::Status& status, absl::FunctionRef<std::string()> call);
+  // Enqueues a wait on `event` of another platform: a host callback that
+  // blocks until it completes. `owned` is destroyed after the wait.
+  absl::Status WaitThroughHost(Event* event, std::unique_ptr<Event> owned);
+
+  std::atomic<StreamExecutor*> parent_;
+  StreamStatus status_;
+  std::unique_ptr<StreamInterface> impl_;
+};
+
+// ---------------------------------------------------------------------------
+// Implementation of the templates.
+
+template <typename T>
+Stream& Stream::ThenMemcpyH2D(absl::Span<const T> host_src, DeviceMemory<T>* device_dst) {
+  if (device_dst != nullptr && host_src.size() * sizeof(T) != device_dst->size()) {
+    return Check(absl::InvalidArgumentError("host span of " +
+                                            std::to_string(host_src.size() * sizeof(T)) +
+                                            " bytes does not match " + device_dst->ToString()),
+                 "ThenMemcpyH2D");
+  }
+  return ThenMemcpy(device_dst, host_src.data(), host_src.size() * sizeof(T));
+}
+
+template <typename T>
+Stream& Stream::ThenMemcpyD2H(const DeviceMemory<T>& device_src, absl::Span<T> host_dst) {
+  if (host_dst.size() * sizeof(T) != device_src.size()) {
+    return Check(absl::InvalidArgumentError("host span of " +
+                                            std::to_string(host_dst.size() * sizeof(T)) +
+                                            " bytes does not match " + device_src.ToString()),
+                 "ThenMemcpyD2H");
+  }
+  return ThenMemcpy(host_dst.data(), device_src, host_dst.size() * sizeof(T));
+}
+
+template <typename... Params, typename... Args>
+Stream& Stream::ThenLaunch(const ThreadDim& threads, const BlockDim& blocks,
+                           const TypedKernel<Params...>& kernel, const Args&... args) {
+  if (!kernel.is_loaded()) {
+    return Check(absl::InvalidArgumentError("kernel is not loaded"), "ThenLaunch");
+  }
+  return ThenLaunch(threads, blocks, kernel.kernel(), TypedKernel<Params...>::Pack(args...));
+}
+
+}  // namespace rill
+
+#endif  // RILL_STREAM_STREAM_H_
