@@ -43,7 +43,9 @@ StreamExecutor::~StreamExecutor() {
 }
 
 absl::Status StreamExecutor::Supports(Feature feature) const {
-  return Annotate(impl_->Supports(feature), absl::StrCat(debug_name_, " lacks ", FeatureName(feature)));
+  absl::Status status = impl_->Supports(feature);
+  if (status.ok()) return status;  // The hot path: no message is built.
+  return Annotate(status, absl::StrCat(debug_name_, " lacks ", FeatureName(feature)));
 }
 
 absl::StatusOr<DeviceMemoryBase> StreamExecutor::Allocate(uint64_t bytes) {

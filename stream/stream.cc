@@ -1,6 +1,7 @@
 #include "stream/stream.h"
 
 #include <exception>
+#include <type_traits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -206,32 +207,47 @@ absl::Status Stream::WaitThroughHost(Event* event, std::unique_ptr<Event> owned)
   });
 }
 
+namespace {
+
+// Runs a user callback, turning an exception into an Internal error.
+template <typename Callback>
+absl::Status RunGuarded(Callback& callback) {
+  try {
+    if constexpr (std::is_void_v<decltype(std::move(callback)())>) {
+      std::move(callback)();
+      return absl::OkStatus();
+    } else {
+      return Annotate(std::move(callback)(), "host callback failed");
+    }
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("host callback threw: ", e.what()));
+  } catch (...) {
+    return absl::InternalError("host callback threw a non-standard exception");
+  }
+}
+
+}  // namespace
+
 Stream& Stream::ThenDoHostCallback(absl::AnyInvocable<void() &&> callback) {
-  return ThenDoHostCallbackWithStatus([cb = std::move(callback)]() mutable -> absl::Status {
-    std::move(cb)();
-    return absl::OkStatus();
-  });
+  if (!Usable()) return *this;
+  const bool empty = !callback;
+  return EnqueueHostCallback(empty, [cb = std::move(callback)]() mutable { return RunGuarded(cb); });
 }
 
 Stream& Stream::ThenDoHostCallbackWithStatus(absl::AnyInvocable<absl::Status() &&> callback) {
   if (!Usable()) return *this;
+  const bool empty = !callback;
+  return EnqueueHostCallback(empty, [cb = std::move(callback)]() mutable { return RunGuarded(cb); });
+}
+
+Stream& Stream::EnqueueHostCallback(bool empty, absl::AnyInvocable<absl::Status() &&> guarded) {
   absl::Status status;
-  if (!callback) {
+  if (empty) {
     status = absl::InvalidArgumentError("host callback is empty");
   } else {
     status = parent()->Supports(Feature::kHostCallbacks);
   }
-  if (status.ok()) {
-    status = impl_->DoHostCallback([cb = std::move(callback)]() mutable -> absl::Status {
-      try {
-        return Annotate(std::move(cb)(), "host callback failed");
-      } catch (const std::exception& e) {
-        return absl::InternalError(absl::StrCat("host callback threw: ", e.what()));
-      } catch (...) {
-        return absl::InternalError("host callback threw a non-standard exception");
-      }
-    });
-  }
+  if (status.ok()) status = impl_->DoHostCallback(std::move(guarded));
   return Check(status, "ThenDoHostCallback");
 }
 

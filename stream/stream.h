@@ -122,6 +122,8 @@ class Stream {
   // Enqueues a wait on `event` of another platform: a host callback that
   // blocks until it completes. `owned` is destroyed after the wait.
   absl::Status WaitThroughHost(Event* event, std::unique_ptr<Event> owned);
+  // Enqueues an exception-guarded host callback (`empty`: the user's was null).
+  Stream& EnqueueHostCallback(bool empty, absl::AnyInvocable<absl::Status() &&> guarded);
 
   std::atomic<StreamExecutor*> parent_;
   StreamStatus status_;

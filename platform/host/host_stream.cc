@@ -15,6 +15,7 @@ HostStream::HostStream(StreamStatus* status, std::shared_ptr<HostStreamRegistry>
     : status_(status), registry_(std::move(registry)) {
   registry_->Add(this);
   worker_ = std::thread([this] { WorkLoop(); });
+  worker_id_ = worker_.get_id();
 }
 
 HostStream::~HostStream() {
@@ -29,6 +30,11 @@ HostStream::~HostStream() {
 
 void HostStream::Enqueue(Task task, bool run_after_error) {
   MutexLock lock(&mu_);
+  if (queue_.size() >= kMaxQueued && std::this_thread::get_id() != worker_id_) {
+    ++blocked_producers_;
+    space_cv_.Wait(&mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return queue_.size() < kMaxQueued; });
+    --blocked_producers_;
+  }
   queue_.push_back(Entry{std::move(task), run_after_error});
   ++enqueued_;
   pending_.fetch_add(1, std::memory_order_release);
@@ -53,6 +59,7 @@ void HostStream::WorkLoop() {
       if (queue_.empty() && stop_) return;
       batch.swap(queue_);
       pending_.fetch_sub(batch.size(), std::memory_order_relaxed);
+      if (blocked_producers_ > 0) space_cv_.SignalAll();
     }
     for (Entry& entry : batch) {
       if (status_->ok() || entry.run_after_error) status_->Update(std::move(entry.task)());

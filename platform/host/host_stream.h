@@ -24,9 +24,17 @@ class HostStreamRegistry;
 //
 // After a task fails, the stream's StreamStatus holds the error and later
 // tasks are skipped, except event records, which complete carrying the
-// error. Destruction drains the queue and joins the worker. Thread-safe.
+// error. Destruction drains the queue and joins the worker.
+//
+// Backpressure: at most kMaxQueued tasks wait in the queue; a producer that
+// runs further ahead blocks until the worker takes the queue (as a CUDA
+// stream's launch queue does), so run-ahead cannot eat memory. Work enqueued
+// from the worker itself (a callback that enqueues) never blocks.
+// Thread-safe.
 class HostStream : public StreamInterface {
  public:
+  static constexpr size_t kMaxQueued = 1 << 16;
+
   HostStream(StreamStatus* status, std::shared_ptr<HostStreamRegistry> registry);
   ~HostStream() override;
 
@@ -58,14 +66,17 @@ class HostStream : public StreamInterface {
   Mutex mu_;
   CondVar work_cv_;
   CondVar done_cv_;
+  CondVar space_cv_;
   std::deque<Entry> queue_ ABSL_GUARDED_BY(mu_);
   bool sleeping_ ABSL_GUARDED_BY(mu_) = false;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  int blocked_producers_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t enqueued_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<uint64_t> pending_{0};    // Enqueued, not yet taken by the worker.
   std::atomic<uint64_t> completed_{0};  // Tasks finished (run or skipped).
   std::atomic<int> waiters_{0};         // Threads in BlockHostUntilDone.
   std::thread worker_;
+  std::thread::id worker_id_;
 };
 
 }  // namespace rill

@@ -1,0 +1,71 @@
+// rill-demo: runs a small pipeline on every available device, verifies it
+// and prints what ran where and how long it took.
+//
+//   rill-demo [--quiet] [--n=<floats>]
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "rill.h"
+#include "tools/demo_pipeline.h"
+
+namespace {
+
+double Ms(absl::Duration d) { return absl::ToDoubleMilliseconds(d); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quiet = false;
+  int64_t n = 1 << 20;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quiet") == 0) {
+      quiet = true;
+    } else if (std::strncmp(argv[i], "--n=", 4) == 0 && std::atoll(argv[i] + 4) > 0) {
+      n = std::atoll(argv[i] + 4);
+    } else {
+      std::fprintf(stderr, "usage: rill-demo [--quiet] [--n=<floats>]\nunknown argument: %s\n", argv[i]);
+      return 2;
+    }
+  }
+
+  rill::PlatformManager& manager = rill::PlatformManager::Default();
+  if (!quiet) {
+    std::printf("rill-demo: copy -> saxpy -> event -> square -> copy over %lld floats on every device\n",
+                static_cast<long long>(n));
+    for (rill::Platform* p : manager.AllPlatforms()) {
+      absl::Status available = p->Availability();
+      if (!available.ok()) std::printf("  skipping %s: %s\n", p->Name().c_str(), std::string(available.message()).c_str());
+    }
+  }
+  std::printf("\n%-10s %-3s %-24s %-24s %12s\n", "platform", "dev", "step", "where", "device ms");
+  int failures = 0, devices = 0;
+  for (rill::Platform* platform : manager.AvailablePlatforms()) {
+    for (int ordinal = 0; ordinal < platform->VisibleDeviceCount(); ++ordinal) {
+      ++devices;
+      absl::StatusOr<rill::StreamExecutor*> executor = platform->ExecutorForDevice(ordinal);
+      absl::StatusOr<rill::demo::PipelineResult> result =
+          executor.ok() ? rill::demo::RunCopyKernelPipeline(*executor, n) : executor.status();
+      if (!result.ok()) {
+        ++failures;
+        std::printf("%-10s %-3d FAILED: %s\n", platform->Name().c_str(), ordinal,
+                    result.status().ToString().c_str());
+        continue;
+      }
+      for (const rill::demo::Step& step : result->steps) {
+        std::printf("%-10s %-3d %-24s %-24s %12.3f\n", platform->Name().c_str(), ordinal,
+                    step.name.c_str(), step.where.c_str(), Ms(step.device_time));
+      }
+      std::printf("%-10s %-3d %-24s %-24s %12.3f  verified (max error %.1e)\n", platform->Name().c_str(),
+                  ordinal, "total (wall)", "host", Ms(result->wall_time), result->max_abs_error);
+    }
+  }
+  if (devices == 0) {
+    std::printf("no available device\n");
+    return 1;
+  }
+  std::printf("\n%d device(s), %d failed\n", devices, failures);
+  return failures == 0 ? 0 : 1;
+}
