@@ -39,14 +39,18 @@ function(rill_add_backend name)
   add_library(rill_${name} INTERFACE)
   add_library(rill::${name} ALIAS rill_${name})
   set_target_properties(rill_${name} PROPERTIES EXPORT_NAME ${name})
-  target_link_libraries(rill_${name} INTERFACE "$<LINK_LIBRARY:WHOLE_ARCHIVE,rill_${name}_impl>")
+  target_link_libraries(rill_${name} INTERFACE "$<LINK_LIBRARY:WHOLE_ARCHIVE,rill::${name}_impl>")
   set_property(GLOBAL APPEND PROPERTY RILL_EXPORTED_TARGETS rill_${name})
 endfunction()
 
 # rill_add_test(<name> SOURCES ... [DEPS ...] [LABELS ...] [ENV ...])
 # A GoogleTest binary; every test case becomes a ctest test carrying LABELS
 # (the test script picks sanitizer runs by label: "stream", "conformance").
+# Does nothing when RILL_BUILD_TESTS is OFF.
 function(rill_add_test name)
+  if(NOT RILL_BUILD_TESTS)
+    return()
+  endif()
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS;ENV" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_compile_options(${name} PRIVATE ${RILL_WARNINGS})
@@ -54,4 +58,15 @@ function(rill_add_test name)
   gtest_discover_tests(${name}
     DISCOVERY_TIMEOUT 60
     PROPERTIES LABELS "${ARG_LABELS}" ENVIRONMENT "${ARG_ENV}" TIMEOUT 120)
+endfunction()
+
+# rill_add_plugin(<name> SOURCES ... [DEPS ...] [PRIVATE_DEPS ...])
+# A library plugin implementation (plugins/<kind>/<name>). It registers its
+# factory at load time with RILL_REGISTER_PLUGIN, so it is linked like a
+# backend: rill::<name> carries the archive whole-archive.
+# Every plugin target is listed in the global property RILL_PLUGIN_TARGETS,
+# so the tools link whatever was built.
+function(rill_add_plugin name)
+  rill_add_backend(${name} ${ARGN})
+  set_property(GLOBAL APPEND PROPERTY RILL_PLUGIN_TARGETS rill::${name})
 endfunction()

@@ -2,11 +2,15 @@
 
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "platform/platform.h"
+#include "plugins/blas/blas.h"
+#include "plugins/plugin_registry.h"
+#include "plugins/rng/rng.h"
 
 namespace rill {
 
@@ -167,6 +171,47 @@ absl::Status StreamExecutor::CheckSignature(const KernelSpec& spec, const std::t
       "LoadKernel(\"", spec.name(), "\") on ", debug_name_, ": loaded with ", arity,
       " parameter(s) whose types differ from the ", spec.host_arity(),
       " the spec's host function declares"));
+}
+
+absl::StatusOr<PluginInterface*> StreamExecutor::GetPlugin(PluginKind kind) {
+  MutexLock lock(&plugin_mu_);
+  PluginSlot& slot = plugins_[static_cast<int>(kind)];
+  if (slot.instance != nullptr) return slot.instance.get();
+  std::string name = slot.selected;
+  if (name.empty()) {
+    RILL_ASSIGN_OR_RETURN(name, PluginRegistry::Default().DefaultName(platform_->id(), kind));
+  }
+  if (name.empty()) {
+    return absl::UnimplementedError(absl::StrCat("no ", absl::AsciiStrToUpper(PluginKindName(kind)),
+                                                 " plugin for platform ", platform_->Name()));
+  }
+  RILL_ASSIGN_OR_RETURN(slot.instance, PluginRegistry::Default().Create(kind, name, this));
+  return slot.instance.get();
+}
+
+BlasSupport* StreamExecutor::AsBlas() {
+  return static_cast<BlasSupport*>(GetPlugin(PluginKind::kBlas).value_or(nullptr));
+}
+
+RngSupport* StreamExecutor::AsRng() {
+  return static_cast<RngSupport*>(GetPlugin(PluginKind::kRng).value_or(nullptr));
+}
+
+absl::Status StreamExecutor::SetPlugin(PluginKind kind, std::string_view name) {
+  RILL_RETURN_IF_ERROR(PluginRegistry::Default().CheckRegistered(platform_->id(), kind, name));
+  MutexLock lock(&plugin_mu_);
+  PluginSlot& slot = plugins_[static_cast<int>(kind)];
+  if (slot.instance != nullptr && slot.instance->Name() != name) slot.instance.reset();
+  slot.selected = std::string(name);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> StreamExecutor::PluginName(PluginKind kind) {
+  MutexLock lock(&plugin_mu_);
+  const PluginSlot& slot = plugins_[static_cast<int>(kind)];
+  if (slot.instance != nullptr) return slot.instance->Name();
+  if (!slot.selected.empty()) return slot.selected;
+  return PluginRegistry::Default().DefaultName(platform_->id(), kind);
 }
 
 Kernel::Kernel(StreamExecutor* parent, std::string name, int arity,

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <typeinfo>
 
 #include "absl/container/flat_hash_set.h"
@@ -12,13 +13,16 @@
 #include "base/mutex.h"
 #include "executor/device_memory.h"
 #include "executor/stream_executor_interface.h"
+#include "plugins/plugin.h"
 #include "stream/event.h"
 #include "stream/kernel.h"
 #include "stream/stream.h"
 
 namespace rill {
 
+class BlasSupport;
 class Platform;
+class RngSupport;
 
 // The handle users hold for one device: allocates its memory, creates its
 // streams and events, loads kernels. Owns the backend's
@@ -81,6 +85,22 @@ class StreamExecutor {
   template <typename... Params>
   absl::StatusOr<TypedKernel<Params...>> LoadKernel(const KernelSpec& spec);
 
+  // --- Library plugins (see plugins/plugin_registry.h).
+  // This executor's plugin of each kind, created from the PluginRegistry on
+  // first use (the selected name, else RILL_<KIND> from the environment,
+  // else the registry's default); nullptr when none is registered.
+  BlasSupport* AsBlas();
+  RngSupport* AsRng();
+  // As above with the reason when there is none: Unimplemented "no BLAS
+  // plugin for platform host", or the factory's error.
+  absl::StatusOr<PluginInterface*> GetPlugin(PluginKind kind);
+  // Selects plugin `name` of `kind` for this executor; an instance already
+  // created under another name is replaced (finish work that uses it first).
+  // NotFound, listing the registered names, for an unknown name.
+  absl::Status SetPlugin(PluginKind kind, std::string_view name);
+  // The name of the plugin this executor uses (or will create) for `kind`.
+  absl::StatusOr<std::string> PluginName(PluginKind kind);
+
   StreamExecutorInterface* implementation() const { return impl_.get(); }
 
  private:
@@ -94,6 +114,13 @@ class StreamExecutor {
   std::unique_ptr<StreamExecutorInterface> impl_;
   Mutex mu_;
   absl::flat_hash_set<Stream*> live_streams_ ABSL_GUARDED_BY(mu_);
+
+  struct PluginSlot {
+    std::string selected;  // Empty: the registry's choice.
+    std::unique_ptr<PluginInterface> instance;
+  };
+  Mutex plugin_mu_;
+  PluginSlot plugins_[4] ABSL_GUARDED_BY(plugin_mu_);  // Indexed by PluginKind.
 };
 
 // ---------------------------------------------------------------------------

@@ -98,6 +98,10 @@ class StreamInterface {
   // Runs `callback` on a host thread once all earlier work is done; a
   // returned error puts the stream in the error state.
   virtual absl::Status DoHostCallback(absl::AnyInvocable<absl::Status() &&> callback) = 0;
+  // Runs `callback` on a host thread once all earlier work is done, even
+  // when the stream has failed (like an event record): schedulers use it to
+  // learn that work finished, whatever the outcome.
+  virtual absl::Status Notify(absl::AnyInvocable<void() &&> callback) = 0;
   virtual absl::Status Launch(const ThreadDim& threads, const BlockDim& blocks,
                               const KernelInterface& kernel, KernelArgs args) = 0;
   // Blocks until all enqueued work has run.
@@ -124,6 +128,10 @@ class StreamExecutorInterface {
   virtual absl::StatusOr<void*> HostMemoryAllocate(uint64_t size) = 0;
   virtual absl::Status HostMemoryDeallocate(void* ptr) = 0;
   virtual MemoryStats GetMemoryStats() const = 0;
+  // Whether `memory` lies in an allocation of this device. Backends that
+  // cannot tell answer true; library plugins use it to reject a buffer of
+  // another device.
+  virtual bool Owns(const DeviceMemoryBase& memory) const { return true; }
 
   virtual absl::Status SynchronousMemcpyHostToDevice(DeviceMemoryBase dst, const void* src,
                                                      uint64_t size) = 0;

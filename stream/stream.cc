@@ -251,6 +251,23 @@ Stream& Stream::EnqueueHostCallback(bool empty, absl::AnyInvocable<absl::Status(
   return Check(status, "ThenDoHostCallback");
 }
 
+Stream& Stream::ThenNotify(absl::AnyInvocable<void(absl::Status) &&> callback) {
+  if (!callback) return Check(absl::InvalidArgumentError("callback is empty"), "ThenNotify");
+  if (parent_.load() == nullptr) {
+    Usable();  // Records the detached error.
+    std::move(callback)(status());
+    return *this;
+  }
+  // Shared so that the callback can still be called if the backend refuses it.
+  auto holder = std::make_shared<absl::AnyInvocable<void(absl::Status) &&>>(std::move(callback));
+  absl::Status status = impl_->Notify([this, holder] { std::move(*holder)(status_.Get()); });
+  if (!status.ok()) {
+    Check(status, "ThenNotify");
+    std::move(*holder)(this->status());
+  }
+  return *this;
+}
+
 Stream& Stream::ThenStartTimer(Timer* timer) {
   if (timer == nullptr) return Check(absl::InvalidArgumentError("timer is null"), "ThenStartTimer");
   return ThenRecordEvent(timer->start_event());

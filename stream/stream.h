@@ -11,6 +11,8 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "executor/device_memory.h"
+#include "plugins/blas/blas.h"
+#include "plugins/plugin.h"
 #include "stream/kernel.h"
 #include "stream/launch_dim.h"
 #include "stream/stream_status.h"
@@ -80,6 +82,12 @@ class Stream {
   Stream& ThenDoHostCallback(absl::AnyInvocable<void() &&> callback);
   // As above; an error status (or an exception) puts the stream in error.
   Stream& ThenDoHostCallbackWithStatus(absl::AnyInvocable<absl::Status() &&> callback);
+  // Runs `callback(status())` on a host thread after all earlier work, even
+  // when the stream is in the error state (it is not skipped): for
+  // schedulers that must learn when work finished, whatever the outcome.
+  // If it cannot be enqueued (a detached stream, a backend refusal), it is
+  // called at once with the error.
+  Stream& ThenNotify(absl::AnyInvocable<void(absl::Status) &&> callback);
   Stream& ThenStartTimer(Timer* timer);
   Stream& ThenStopTimer(Timer* timer);
 
@@ -90,6 +98,78 @@ class Stream {
   // Untyped form: the argument count is checked when the kernel declares it.
   Stream& ThenLaunch(const ThreadDim& threads, const BlockDim& blocks, const Kernel& kernel,
                      KernelArgs args);
+
+  // --- BLAS (plugins/blas/blas.h: column-major, sizes and strides in
+  // elements). Each forwards to the executor's BlasSupport; without one the
+  // stream fails with Unimplemented.
+  Stream& ThenBlasGemm(const GemmArgs& args);  // Strided-batched when batch_count > 1.
+  Stream& ThenBlasGemmBatched(const GemmBatchedArgs& args);
+  Stream& ThenBlasGemv(const GemvArgs& args);
+  Stream& ThenBlasAxpy(const VectorArgs& args);
+  Stream& ThenBlasScal(const VectorArgs& args);
+  Stream& ThenBlasCopy(const VectorArgs& args);
+  Stream& ThenBlasDot(const VectorArgs& args);
+  Stream& ThenBlasNrm2(const VectorArgs& args);
+  Stream& ThenBlasAsum(const VectorArgs& args);
+  // Typed forms, for T = float or double.
+  template <typename T>
+  Stream& ThenBlasGemm(Transpose trans_a, Transpose trans_b, int64_t m, int64_t n, int64_t k,
+                       T alpha, const DeviceMemory<T>& a, int64_t lda, const DeviceMemory<T>& b,
+                       int64_t ldb, T beta, DeviceMemory<T>* c, int64_t ldc) {
+    return ThenBlasGemmStridedBatched(trans_a, trans_b, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta,
+                                      c, ldc, 0, 1);
+  }
+  template <typename T>
+  Stream& ThenBlasGemmStridedBatched(Transpose trans_a, Transpose trans_b, int64_t m, int64_t n,
+                                     int64_t k, T alpha, const DeviceMemory<T>& a, int64_t lda,
+                                     int64_t stride_a, const DeviceMemory<T>& b, int64_t ldb,
+                                     int64_t stride_b, T beta, DeviceMemory<T>* c, int64_t ldc,
+                                     int64_t stride_c, int64_t batch_count) {
+    return ThenBlasGemm(GemmArgs{DataTypeOf<T>(), trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
+                                 beta, c ? *c : DeviceMemoryBase(), ldc, batch_count, stride_a,
+                                 stride_b, stride_c});
+  }
+  template <typename T>
+  Stream& ThenBlasGemv(Transpose trans, int64_t m, int64_t n, T alpha, const DeviceMemory<T>& a,
+                       int64_t lda, const DeviceMemory<T>& x, int64_t incx, T beta,
+                       DeviceMemory<T>* y, int64_t incy) {
+    return ThenBlasGemv(GemvArgs{DataTypeOf<T>(), trans, m, n, alpha, a, lda, x, incx, beta,
+                                 y ? *y : DeviceMemoryBase(), incy});
+  }
+  template <typename T>
+  Stream& ThenBlasAxpy(int64_t n, T alpha, const DeviceMemory<T>& x, int64_t incx,
+                       DeviceMemory<T>* y, int64_t incy) {
+    return ThenBlasAxpy(VectorArgs{DataTypeOf<T>(), n, alpha, x, incx, y ? *y : DeviceMemoryBase(), incy, {}});
+  }
+  template <typename T>
+  Stream& ThenBlasScal(int64_t n, T alpha, DeviceMemory<T>* x, int64_t incx) {
+    return ThenBlasScal(VectorArgs{DataTypeOf<T>(), n, alpha, x ? *x : DeviceMemoryBase(), incx, {}, 1, {}});
+  }
+  template <typename T>
+  Stream& ThenBlasCopy(int64_t n, const DeviceMemory<T>& x, int64_t incx, DeviceMemory<T>* y,
+                       int64_t incy) {
+    return ThenBlasCopy(VectorArgs{DataTypeOf<T>(), n, 1, x, incx, y ? *y : DeviceMemoryBase(), incy, {}});
+  }
+  template <typename T>
+  Stream& ThenBlasDot(int64_t n, const DeviceMemory<T>& x, int64_t incx, const DeviceMemory<T>& y,
+                      int64_t incy, DeviceMemory<T>* result) {
+    return ThenBlasDot(VectorArgs{DataTypeOf<T>(), n, 1, x, incx, y, incy, result ? *result : DeviceMemoryBase()});
+  }
+  template <typename T>
+  Stream& ThenBlasNrm2(int64_t n, const DeviceMemory<T>& x, int64_t incx, DeviceMemory<T>* result) {
+    return ThenBlasNrm2(VectorArgs{DataTypeOf<T>(), n, 1, x, incx, {}, 1, result ? *result : DeviceMemoryBase()});
+  }
+  template <typename T>
+  Stream& ThenBlasAsum(int64_t n, const DeviceMemory<T>& x, int64_t incx, DeviceMemory<T>* result) {
+    return ThenBlasAsum(VectorArgs{DataTypeOf<T>(), n, 1, x, incx, {}, 1, result ? *result : DeviceMemoryBase()});
+  }
+
+  // --- Random numbers (plugins/rng/rng.h), from the executor's RngSupport.
+  Stream& ThenPopulateRandUniform(DeviceMemory<float>* out);
+  Stream& ThenPopulateRandUniform(DeviceMemory<double>* out);
+  Stream& ThenPopulateRandGaussian(float mean, float stddev, DeviceMemory<float>* out);
+  Stream& ThenPopulateRandGaussian(double mean, double stddev, DeviceMemory<double>* out);
+  Stream& ThenPopulateRandBits(DeviceMemory<uint32_t>* out);
 
   // --- State.
   // Waits until all enqueued work has run; returns status().
@@ -122,6 +202,11 @@ class Stream {
   // Enqueues a wait on `event` of another platform: a host callback that
   // blocks until it completes. `owned` is destroyed after the wait.
   absl::Status WaitThroughHost(Event* event, std::unique_ptr<Event> owned);
+  // Runs `call` on the executor's plugin `T` (BlasSupport, ...) if the
+  // stream is usable, recording any error with the context `what()` (built
+  // only on error).
+  template <typename T, typename What, typename Call>
+  Stream& ThenPlugin(What what, Call call);
   // Enqueues an exception-guarded host callback (`empty`: the user's was null).
   Stream& EnqueueHostCallback(bool empty, absl::AnyInvocable<absl::Status() &&> guarded);
 

@@ -3,7 +3,38 @@
 #include <cstdio>
 #include <string>
 
+#include "plugins/plugin_registry.h"
 #include "rill.h"
+
+namespace {
+
+// Per platform and kind: the registered plugins, the default, and what each
+// device's executor uses.
+void PrintPlugins(rill::PlatformManager& manager) {
+  const auto entries = rill::PluginRegistry::Default().List();
+  std::printf("\n== plugins\n");
+  for (rill::Platform* platform : manager.AllPlatforms()) {
+    for (rill::PluginKind kind : rill::kAllPluginKinds) {
+      std::string names;
+      for (const auto& e : entries) {
+        if (e.platform != platform->id() || e.kind != kind) continue;
+        names += (names.empty() ? "" : ", ") + e.name + (e.is_default ? " (default)" : "");
+      }
+      if (names.empty()) names = "none";
+      std::printf("  %-8s %-5s %s", platform->Name().c_str(), rill::PluginKindName(kind), names.c_str());
+      for (int i = 0; i < platform->VisibleDeviceCount(); ++i) {
+        absl::StatusOr<rill::StreamExecutor*> executor = platform->ExecutorForDevice(i);
+        if (!executor.ok()) continue;
+        absl::StatusOr<std::string> selected = (*executor)->PluginName(kind);
+        if (selected.ok() && !selected->empty()) std::printf("; device %d uses %s", i, selected->c_str());
+        if (!selected.ok()) std::printf("; device %d: %s", i, std::string(selected.status().message()).c_str());
+      }
+      std::printf("\n");
+    }
+  }
+}
+
+}  // namespace
 
 int main() {
   using rill::Platform;
@@ -32,6 +63,7 @@ int main() {
       }
     }
   }
+  PrintPlugins(manager);
   if (manager.AvailablePlatforms().empty()) {
     std::printf("\nno platform has a usable device\n");
   }

@@ -73,6 +73,10 @@ absl::Status HostExecutor::Deallocate(DeviceMemoryBase memory) {
   if (it == allocations_.end()) {
     return absl::InvalidArgumentError("not an allocation of this device (or already freed)");
   }
+  if (memory.size() != it->second) {
+    return absl::InvalidArgumentError(absl::StrCat("a ", memory.size(), "-byte view of a ", it->second,
+                                                   "-byte allocation is a sub-range, not an allocation"));
+  }
   bytes_in_use_ -= it->second;
   AlignedFree(it->first);
   allocations_.erase(it);
@@ -107,6 +111,12 @@ MemoryStats HostExecutor::GetMemoryStats() const {
   stats.num_allocs = static_cast<int64_t>(allocations_.size());
   stats.bytes_limit = memory_limit_;
   return stats;
+}
+
+bool HostExecutor::Owns(const DeviceMemoryBase& memory) const {
+  MutexLock lock(&mu_);
+  auto it = allocations_.find(memory.opaque());
+  return it != allocations_.end() && memory.offset() + memory.size() <= it->second;
 }
 
 absl::Status HostExecutor::SynchronousMemcpyHostToDevice(DeviceMemoryBase dst, const void* src,

@@ -47,6 +47,7 @@ class HostExecutor : public StreamExecutorInterface {
   absl::StatusOr<void*> HostMemoryAllocate(uint64_t size) override;
   absl::Status HostMemoryDeallocate(void* ptr) override;
   MemoryStats GetMemoryStats() const override;
+  bool Owns(const DeviceMemoryBase& memory) const override;
 
   absl::Status SynchronousMemcpyHostToDevice(DeviceMemoryBase dst, const void* src,
                                              uint64_t size) override;

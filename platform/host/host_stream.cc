@@ -141,6 +141,16 @@ absl::Status HostStream::DoHostCallback(absl::AnyInvocable<absl::Status() &&> ca
   return absl::OkStatus();
 }
 
+absl::Status HostStream::Notify(absl::AnyInvocable<void() &&> callback) {
+  Enqueue(
+      [cb = std::move(callback)]() mutable {
+        std::move(cb)();
+        return absl::OkStatus();
+      },
+      /*run_after_error=*/true);
+  return absl::OkStatus();
+}
+
 absl::Status HostStream::Launch(const ThreadDim& threads, const BlockDim& blocks,
                                 const KernelInterface& kernel, KernelArgs args) {
   // Holds the function, not the kernel, so the kernel may go before this runs.

@@ -46,6 +46,7 @@ class HostStream : public StreamInterface {
   absl::Status RecordEvent(EventInterface* event) override;
   absl::Status WaitForEvent(EventInterface* event) override;
   absl::Status DoHostCallback(absl::AnyInvocable<absl::Status() &&> callback) override;
+  absl::Status Notify(absl::AnyInvocable<void() &&> callback) override;
   absl::Status Launch(const ThreadDim& threads, const BlockDim& blocks,
                       const KernelInterface& kernel, KernelArgs args) override;
   absl::Status BlockHostUntilDone() override;

@@ -1,0 +1,241 @@
+#ifndef RILL_ENGINE_ENGINE_H_
+#define RILL_ENGINE_ENGINE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "platform/platform_id.h"
+
+namespace rill {
+class PlatformManager;
+class Stream;
+}  // namespace rill
+
+namespace rill::engine {
+
+// Where a function runs. Host(): on an engine CPU worker, with no stream.
+// Device(platform, ordinal): on a device (a host virtual device, a GPU, an
+// OpenCL device); the function gets a stream of that device and enqueues its
+// device work there.
+struct Context {
+  PlatformId platform = nullptr;  // nullptr: the host CPU.
+  int ordinal = 0;
+
+  static Context Host() { return Context{}; }
+  static Context Device(PlatformId platform, int ordinal) { return Context{platform, ordinal}; }
+  // Device `ordinal` of the platform named `platform_name` in
+  // PlatformManager::Default(); NotFound when there is no such platform.
+  static absl::StatusOr<Context> Device(std::string_view platform_name, int ordinal);
+
+  bool is_host() const { return platform == nullptr; }
+  std::string ToString() const;  // "cpu", "host:1", "cuda:0"
+  friend bool operator==(const Context&, const Context&) = default;
+};
+
+// What a running function gets: its context and, for a device context, the
+// stream it must enqueue its device work on (nullptr for Host()).
+struct RunContext {
+  Context ctx;
+  Stream* stream = nullptr;
+};
+
+// How the engine treats a function (MXNet's FnProperty).
+enum class FnProperty {
+  kNormal,
+  kCopyToDevice,    // Runs on the device's copy workers and copy streams.
+  kCopyFromDevice,  // Likewise.
+  kPrioritized,     // Ahead of every normal function in its queue.
+  kAsync,           // Hint: the function completes asynchronously.
+  kDeleteVar,       // Internal: a var deletion.
+  kNoSkip,          // Runs even when its vars are poisoned (cleanup).
+};
+
+// A token for a resource (a buffer, a parameter). Cheap to copy; checked on
+// use: a deleted var or a var of another engine is rejected with an error.
+class VarHandle {
+ public:
+  VarHandle() = default;
+  bool is_null() const { return bits_ == 0; }
+  uint64_t bits() const { return bits_; }
+  friend bool operator==(VarHandle a, VarHandle b) { return a.bits_ == b.bits_; }
+  friend bool operator<(VarHandle a, VarHandle b) { return a.bits_ < b.bits_; }
+  static VarHandle FromBits(uint64_t bits) {
+    VarHandle v;
+    v.bits_ = bits;
+    return v;
+  }
+
+ private:
+  uint64_t bits_ = 0;
+};
+
+namespace internal {
+struct OprBlock;
+}
+
+// Completes an asynchronous function. Call it exactly once, from any
+// thread, with the function's result. A second call does nothing to the
+// engine's state: it is reported (logged, and returned by WaitForAll as
+// FailedPrecondition). Copyable; copies share one completion.
+class Completion {
+ public:
+  Completion() = default;
+  Completion(const Completion& other);
+  Completion& operator=(const Completion& other);
+  Completion(Completion&& other) noexcept;
+  Completion& operator=(Completion&& other) noexcept;
+  ~Completion();
+
+  void operator()(absl::Status status = absl::OkStatus()) const;
+
+ private:
+  friend struct internal::OprBlock;
+  explicit Completion(internal::OprBlock* op);
+  internal::OprBlock* op_ = nullptr;
+};
+
+using SyncFn = absl::AnyInvocable<absl::Status(RunContext)>;
+using AsyncFn = absl::AnyInvocable<void(RunContext, Completion)>;
+
+// A reusable function with fixed vars (NewOperator), pushed many times.
+class OperatorHandle {
+ public:
+  OperatorHandle() = default;
+  bool is_null() const { return id_ == 0; }
+  uint64_t id() const { return id_; }
+  static OperatorHandle FromId(uint64_t id) {
+    OperatorHandle h;
+    h.id_ = id;
+    return h;
+  }
+
+ private:
+  uint64_t id_ = 0;
+};
+
+struct EngineOptions {
+  enum class Kind { kThreaded, kNaive };
+  Kind kind = Kind::kThreaded;
+  int cpu_workers = 0;              // 0: one per core.
+  int workers_per_device = 1;       // Threads that run device functions (they only enqueue).
+  int copy_workers_per_device = 1;  // Threads for kCopyToDevice / kCopyFromDevice.
+  int streams_per_device = 2;       // Compute streams in each device's pool (copy streams: 1).
+  int64_t max_in_flight = 1 << 16;  // Pushed but unfinished; past it, Push waits.
+  absl::Duration watchdog_period = absl::ZeroDuration();  // 0: no watchdog.
+  std::string trace_path;           // Non-empty: profile and write a Chrome trace at shutdown.
+  PlatformManager* platforms = nullptr;  // nullptr: PlatformManager::Default().
+
+  // `base` overridden by the environment: RILL_ENGINE=naive|threaded,
+  // RILL_ENGINE_CPU_WORKERS, RILL_ENGINE_MAX_IN_FLIGHT, RILL_ENGINE_WATCHDOG_MS,
+  // RILL_ENGINE_TRACE=path. InvalidArgument naming a bad value.
+  static absl::StatusOr<EngineOptions> FromEnv(EngineOptions base);
+  static absl::StatusOr<EngineOptions> FromEnv();
+};
+
+// Counters, for tests and tools.
+struct EngineStats {
+  int64_t pushed = 0;
+  int64_t completed = 0;
+  int64_t skipped = 0;          // Not run because a var was poisoned, or cancelled.
+  int64_t failed = 0;           // Ran and failed.
+  int64_t double_completions = 0;
+  int64_t in_flight = 0;
+};
+
+// The dependency engine of DESIGN.md. Functions are pushed with the vars they
+// read (const_vars) and write (mutate_vars); two functions that share a var,
+// one of them writing it, run in push order; readers of a var run together;
+// functions with no common written var are unordered. Var lists are
+// normalized (duplicates count once; a var in both lists is a write). Push
+// is thread-safe and takes effect atomically in one global order.
+//
+// Errors: a function that returns an error, throws, or completes with an
+// error poisons the vars it writes; a later function touching a poisoned var
+// is skipped (unless kNoSkip) and its written vars inherit the error.
+// WaitForVar(v) returns v's error every time until ClearError(v) or the var
+// is deleted; WaitForAll() returns the first error since the previous call.
+//
+//   auto engine = *Engine::Create({});
+//   VarHandle w = engine->NewVariable();
+//   engine->PushSync([&](RunContext) { ... return absl::OkStatus(); },
+//                    Context::Host(), {}, {w}, FnProperty::kNormal, 0, "init_w");
+//   RILL_RETURN_IF_ERROR(engine->WaitForVar(w));
+//
+// The program owns the engine; destroying it drains pending work (or cancels
+// what has not started, see Shutdown) and joins its threads. Thread-safe.
+class Engine {
+ public:
+  static absl::StatusOr<std::unique_ptr<Engine>> Create(const EngineOptions& options);
+  // A process-wide engine with the environment's options, created on first
+  // use. Shut it down explicitly (ShutdownDefault) before exit if it ran
+  // device work; it is otherwise never destroyed.
+  static Engine& Default();
+  static void ShutdownDefault();
+
+  virtual ~Engine() = default;
+
+  virtual VarHandle NewVariable() = 0;
+
+  virtual absl::Status PushSync(SyncFn fn, Context ctx, absl::Span<const VarHandle> const_vars,
+                                absl::Span<const VarHandle> mutate_vars,
+                                FnProperty prop = FnProperty::kNormal, int priority = 0,
+                                std::string_view name = "") = 0;
+  virtual absl::Status PushAsync(AsyncFn fn, Context ctx, absl::Span<const VarHandle> const_vars,
+                                 absl::Span<const VarHandle> mutate_vars,
+                                 FnProperty prop = FnProperty::kNormal, int priority = 0,
+                                 std::string_view name = "") = 0;
+
+  // A reusable operator: its vars are checked and normalized once.
+  virtual absl::StatusOr<OperatorHandle> NewOperator(AsyncFn fn,
+                                                     absl::Span<const VarHandle> const_vars,
+                                                     absl::Span<const VarHandle> mutate_vars,
+                                                     FnProperty prop = FnProperty::kNormal,
+                                                     std::string_view name = "") = 0;
+  virtual absl::Status Push(OperatorHandle op, Context ctx, int priority = 0) = 0;
+  // Frees the operator once its pushed runs have finished; it does not wait
+  // on or write its vars. Pushing it afterwards is an error.
+  virtual absl::Status DeleteOperator(OperatorHandle op) = 0;
+
+  // Deletes `var` after every function pushed before that touches it; `fn`
+  // (may be null) runs then, e.g. to free the memory behind it. Later pushes
+  // naming `var` are rejected.
+  virtual absl::Status DeleteVariable(SyncFn fn, Context ctx, VarHandle var) = 0;
+
+  // Returns once every function pushed before this call that touches `var`
+  // has completed, with `var`'s error. From inside a running function it
+  // fails fast with FailedPrecondition instead of deadlocking.
+  virtual absl::Status WaitForVar(VarHandle var) = 0;
+  // Returns once everything pushed before has completed (with concurrent
+  // pushers it may also wait for their work), with the first error since the
+  // previous WaitForAll. From inside a running function: FailedPrecondition.
+  virtual absl::Status WaitForAll() = 0;
+  // Clears `var`'s poison, in push order (an ordered write).
+  virtual absl::Status ClearError(VarHandle var) = 0;
+
+  // What is pending: which functions wait on which vars, and who holds them.
+  virtual std::string DescribePending() = 0;
+  virtual EngineStats Stats() const = 0;
+
+  // Profiling: record every function's name, context, worker or stream,
+  // start and end; write them as Chrome trace JSON (Perfetto,
+  // chrome://tracing).
+  virtual void StartProfiling() = 0;
+  virtual absl::Status WriteTrace(const std::string& path) = 0;
+
+  // Stops the engine: with `cancel`, functions not yet started are skipped
+  // (their vars get a Cancelled error); otherwise everything pending runs.
+  // Joins the threads. Later pushes fail with FailedPrecondition. Idempotent;
+  // the destructor calls Shutdown(false).
+  virtual void Shutdown(bool cancel) = 0;
+};
+
+}  // namespace rill::engine
+
+#endif  // RILL_ENGINE_ENGINE_H_

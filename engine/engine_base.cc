@@ -1,0 +1,680 @@
+#include "engine/engine_base.h"
+
+#include <algorithm>
+#include <exception>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "base/logging.h"
+#include "base/status_macros.h"
+#include "executor/stream_executor.h"
+#include "platform/platform.h"
+#include "platform/platform_manager.h"
+#include "stream/event.h"
+#include "stream/stream.h"
+
+namespace rill::engine::internal {
+namespace {
+
+thread_local const EngineBase* tls_running_engine = nullptr;
+std::atomic<uint16_t> next_engine_tag{1};
+
+uint16_t NewTag() {
+  uint16_t tag = next_engine_tag.fetch_add(1);
+  return tag == 0 ? next_engine_tag.fetch_add(1) : tag;
+}
+
+// Marks the calling thread as running an engine function for its scope.
+class RunningScope {
+ public:
+  explicit RunningScope(const EngineBase* engine) : saved_(tls_running_engine) {
+    tls_running_engine = engine;
+  }
+  ~RunningScope() { tls_running_engine = saved_; }
+
+ private:
+  const EngineBase* saved_;
+};
+
+constexpr int kPrioritizedBoost = 1 << 20;
+
+std::string OpName(const OprBlock* op) {
+  return op->name().empty() ? absl::StrCat("(unnamed #", op->seq, ")") : absl::StrCat("'", op->name(), "'");
+}
+
+}  // namespace
+
+bool InsideEngineFunction() { return tls_running_engine != nullptr; }
+
+// --- Fence -------------------------------------------------------------------
+
+void Fence::OnDone(absl::AnyInvocable<void(absl::Status) &&> fn) {
+  absl::Status status;
+  {
+    MutexLock lock(&mu_);
+    if (!done_.load(std::memory_order_relaxed)) {
+      waiters_.push_back(std::move(fn));
+      return;
+    }
+    status = status_;
+  }
+  std::move(fn)(status);
+}
+
+void Fence::Complete(absl::Status status) {
+  std::vector<absl::AnyInvocable<void(absl::Status) &&>> waiters;
+  {
+    MutexLock lock(&mu_);
+    status_ = status;
+    done_.store(true, std::memory_order_release);
+    waiters.swap(waiters_);
+  }
+  for (auto& w : waiters) std::move(w)(status);
+}
+
+absl::Status Fence::status() const {
+  MutexLock lock(&mu_);
+  return status_;
+}
+
+// --- StreamPool --------------------------------------------------------------
+
+StreamPool::~StreamPool() {
+  MutexLock lock(&mu_);
+  for (auto& s : streams_) (void)s->BlockHostUntilDone();
+}
+
+absl::StatusOr<Stream*> StreamPool::Acquire(Stream* preferred) {
+  MutexLock lock(&mu_);
+  if (preferred != nullptr) {
+    auto it = std::find(free_.begin(), free_.end(), preferred);
+    if (it != free_.end()) {
+      free_.erase(it);
+      return preferred;
+    }
+  }
+  if (!free_.empty()) {
+    Stream* s = free_.back();
+    free_.pop_back();
+    return s;
+  }
+  RILL_ASSIGN_OR_RETURN(std::unique_ptr<Stream> stream, executor_->CreateStream());
+  streams_.push_back(std::move(stream));
+  return streams_.back().get();
+}
+
+void StreamPool::Release(Stream* stream) {
+  MutexLock lock(&mu_);
+  // A failed stream skips all later work: retire it (kept until shutdown).
+  if (stream->ok()) free_.push_back(stream);
+}
+
+// --- EngineBase --------------------------------------------------------------
+
+EngineBase::EngineBase(const EngineOptions& options)
+    : options_(options), tag_(NewTag()), vars_(tag_) {
+  if (!options_.trace_path.empty()) profiler_.Start();
+  if (options_.watchdog_period > absl::ZeroDuration()) {
+    watchdog_ = std::thread([this] { Watchdog(); });
+  }
+}
+
+EngineBase::~EngineBase() = default;  // Subclasses call Shutdown(false).
+
+VarHandle EngineBase::NewVariable() {
+  MutexLock lock(&push_mu_);
+  return vars_.New();
+}
+
+absl::Status EngineBase::Normalize(absl::Span<const VarHandle> const_vars,
+                                   absl::Span<const VarHandle> mutate_vars, Opr* opr) {
+  opr->mutate_vars.clear();
+  opr->const_vars.clear();
+  for (size_t i = 0; i < mutate_vars.size(); ++i) {
+    auto var = vars_.Resolve(mutate_vars[i], opr->prop == FnProperty::kDeleteVar);
+    if (!var.ok()) return Annotate(var.status(), absl::StrCat("mutate_vars[", i, "]"));
+    opr->mutate_vars.push_back(*var);
+  }
+  for (size_t i = 0; i < const_vars.size(); ++i) {
+    auto var = vars_.Resolve(const_vars[i], false);
+    if (!var.ok()) return Annotate(var.status(), absl::StrCat("const_vars[", i, "]"));
+    opr->const_vars.push_back(*var);
+  }
+  // A var listed twice counts once; a var in both lists is a write.
+  auto sort_unique = [](auto& v) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+  };
+  sort_unique(opr->mutate_vars);
+  sort_unique(opr->const_vars);
+  auto& reads = opr->const_vars;
+  reads.erase(std::remove_if(reads.begin(), reads.end(),
+                             [&](Var* v) {
+                               return std::binary_search(opr->mutate_vars.begin(),
+                                                         opr->mutate_vars.end(), v);
+                             }),
+              reads.end());
+  return absl::OkStatus();
+}
+
+void EngineBase::WaitForRoom() {
+  if (InsideEngineFunction() || in_flight_.load(std::memory_order_acquire) < options_.max_in_flight) {
+    return;
+  }
+  MutexLock lock(&wait_mu_);
+  waiters_.fetch_add(1);
+  wait_cv_.Wait(&wait_mu_, [&] {
+    return in_flight_.load(std::memory_order_acquire) < options_.max_in_flight;
+  });
+  waiters_.fetch_sub(1);
+}
+
+absl::Status EngineBase::PushOne(std::unique_ptr<OprBlock> op,
+                                 absl::Span<const VarHandle> const_vars,
+                                 absl::Span<const VarHandle> mutate_vars, bool delete_var) {
+  if (shutdown_.load(std::memory_order_acquire)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("push of ", OpName(op.get()), ": the engine is shut down"));
+  }
+  if (!op->ctx.is_host() && options_.platforms == nullptr &&
+      !PlatformManager::Default().PlatformWithId(op->ctx.platform).ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("push of ", OpName(op.get()), ": context ",
+                                                   op->ctx.ToString(), " names no registered platform"));
+  }
+  WaitForRoom();
+  bool ready;
+  {
+    MutexLock lock(&push_mu_);
+    if (op->opr == &op->own) {
+      RILL_RETURN_IF_ERROR(Annotate(Normalize(const_vars, mutate_vars, op->opr),
+                                    absl::StrCat("push of ", OpName(op.get()))));
+    }
+    ready = PushBlock(op.get()).ok();
+  }
+  OprBlock* raw = op.release();
+  if (ready) Dispatch(raw);
+  return absl::OkStatus();
+}
+
+absl::Status EngineBase::PushBlock(OprBlock* op) {
+  op->engine = this;
+  op->seq = next_seq_++;
+  const Opr& opr = *op->opr;
+  op->deps.reserve(opr.const_vars.size() + opr.mutate_vars.size());
+  for (Var* v : opr.const_vars) op->deps.push_back(VarDep{op, v, false, nullptr});
+  for (Var* v : opr.mutate_vars) op->deps.push_back(VarDep{op, v, true, nullptr});
+  const int n = static_cast<int>(op->deps.size());
+  op->wait.store(n + 1, std::memory_order_relaxed);
+  in_flight_.fetch_add(1, std::memory_order_relaxed);
+  pushed_.fetch_add(1, std::memory_order_relaxed);
+  int granted = 0;
+  for (VarDep& dep : op->deps) {
+    MutexLock lock(&dep.var->mu);
+    if (dep.var->AppendLocked(&dep)) ++granted;
+  }
+  // Ready when every dependency is granted (the +1 kept it from being
+  // dispatched by a completion while the appends were under way).
+  if (op->wait.fetch_sub(granted + 1, std::memory_order_acq_rel) == granted + 1) {
+    return absl::OkStatus();
+  }
+  return absl::UnavailableError("waiting");
+}
+
+absl::Status EngineBase::PushSync(SyncFn fn, Context ctx, absl::Span<const VarHandle> const_vars,
+                                  absl::Span<const VarHandle> mutate_vars, FnProperty prop,
+                                  int priority, std::string_view name) {
+  if (!fn) return absl::InvalidArgumentError(absl::StrCat("PushSync('", AsAbsl(name), "'): fn is empty"));
+  auto op = std::make_unique<OprBlock>();
+  op->own.sync_fn = std::move(fn);
+  op->own.prop = prop;
+  op->own.name = std::string(name);
+  op->opr = &op->own;
+  op->ctx = ctx;
+  op->priority = priority + (prop == FnProperty::kPrioritized ? kPrioritizedBoost : 0);
+  return PushOne(std::move(op), const_vars, mutate_vars, false);
+}
+
+absl::Status EngineBase::PushAsync(AsyncFn fn, Context ctx, absl::Span<const VarHandle> const_vars,
+                                   absl::Span<const VarHandle> mutate_vars, FnProperty prop,
+                                   int priority, std::string_view name) {
+  if (!fn) return absl::InvalidArgumentError(absl::StrCat("PushAsync('", AsAbsl(name), "'): fn is empty"));
+  auto op = std::make_unique<OprBlock>();
+  op->own.async_fn = std::move(fn);
+  op->own.prop = prop;
+  op->own.name = std::string(name);
+  op->opr = &op->own;
+  op->ctx = ctx;
+  op->priority = priority + (prop == FnProperty::kPrioritized ? kPrioritizedBoost : 0);
+  return PushOne(std::move(op), const_vars, mutate_vars, false);
+}
+
+absl::StatusOr<OperatorHandle> EngineBase::NewOperator(AsyncFn fn,
+                                                       absl::Span<const VarHandle> const_vars,
+                                                       absl::Span<const VarHandle> mutate_vars,
+                                                       FnProperty prop, std::string_view name) {
+  if (!fn) return absl::InvalidArgumentError("NewOperator: fn is empty");
+  if (prop == FnProperty::kDeleteVar) {
+    return absl::InvalidArgumentError("NewOperator: kDeleteVar is for DeleteVariable");
+  }
+  auto opr = std::make_shared<Opr>();
+  opr->async_fn = std::move(fn);
+  opr->prop = prop;
+  opr->name = std::string(name);
+  MutexLock lock(&push_mu_);
+  RILL_RETURN_IF_ERROR(Annotate(Normalize(const_vars, mutate_vars, opr.get()),
+                                absl::StrCat("NewOperator('", AsAbsl(name), "')")));
+  const uint64_t id = next_operator_++;
+  operators_[id] = OperatorEntry{std::move(opr)};
+  return OperatorHandle::FromId(id);
+}
+
+absl::Status EngineBase::Push(OperatorHandle handle, Context ctx, int priority) {
+  if (shutdown_.load()) return absl::FailedPreconditionError("Push: the engine is shut down");
+  WaitForRoom();
+  auto op = std::make_unique<OprBlock>();
+  op->ctx = ctx;
+  bool ready;
+  {
+    MutexLock lock(&push_mu_);
+    auto it = operators_.find(handle.id());
+    if (it == operators_.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Push: operator ", handle.id(), " does not exist or was deleted"));
+    }
+    op->shared = it->second.opr;
+    op->opr = op->shared.get();
+    // The operator's vars may have been deleted since NewOperator.
+    for (Var* v : op->opr->mutate_vars) RILL_RETURN_IF_ERROR(vars_.Resolve(vars_.HandleOf(v), false).status());
+    for (Var* v : op->opr->const_vars) RILL_RETURN_IF_ERROR(vars_.Resolve(vars_.HandleOf(v), false).status());
+    op->priority = priority + (op->opr->prop == FnProperty::kPrioritized ? kPrioritizedBoost : 0);
+    ready = PushBlock(op.get()).ok();
+  }
+  OprBlock* raw = op.release();
+  if (ready) Dispatch(raw);
+  return absl::OkStatus();
+}
+
+absl::Status EngineBase::DeleteOperator(OperatorHandle handle) {
+  MutexLock lock(&push_mu_);
+  // Runs already pushed hold the Opr; it goes with the last of them.
+  if (operators_.erase(handle.id()) == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("DeleteOperator: operator ", handle.id(), " does not exist or was deleted"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status EngineBase::DeleteVariable(SyncFn fn, Context ctx, VarHandle var) {
+  auto op = std::make_unique<OprBlock>();
+  op->own.sync_fn = fn ? std::move(fn) : SyncFn([](RunContext) { return absl::OkStatus(); });
+  op->own.prop = FnProperty::kDeleteVar;
+  op->own.name = "DeleteVariable";
+  op->opr = &op->own;
+  op->ctx = ctx;
+  return PushOne(std::move(op), {}, {var}, true);
+}
+
+absl::Status EngineBase::WaitForVar(VarHandle var) {
+  if (InsideEngineFunction()) {
+    return absl::FailedPreconditionError(
+        "WaitForVar called from inside a running engine function: it would wait on itself; "
+        "push a dependent function instead");
+  }
+  Var* v;
+  {
+    MutexLock lock(&push_mu_);
+    absl::StatusOr<Var*> resolved = vars_.Resolve(var, false);
+    if (!resolved.ok()) return Annotate(resolved.status(), "WaitForVar");
+    v = *resolved;
+  }
+  Mutex mu;
+  CondVar cv;
+  bool done = false;
+  absl::Status result;
+  absl::Status pushed = PushSync(
+      [&, v](RunContext) {
+        absl::Status error;
+        {
+          MutexLock lock(&v->mu);
+          error = v->error;
+        }
+        MutexLock lock(&mu);
+        result = error;
+        done = true;
+        cv.SignalAll();
+        return absl::OkStatus();
+      },
+      // A write, so that it also waits for earlier readers of the var.
+      Context::Host(), {}, {var}, FnProperty::kNoSkip, 0, "WaitForVar");
+  RILL_RETURN_IF_ERROR(pushed);
+  MutexLock lock(&mu);
+  cv.Wait(&mu, [&] { return done; });
+  return result;
+}
+
+absl::Status EngineBase::WaitForAll() {
+  if (InsideEngineFunction()) {
+    return absl::FailedPreconditionError(
+        "WaitForAll called from inside a running engine function: it would wait on itself");
+  }
+  MutexLock lock(&wait_mu_);
+  waiters_.fetch_add(1);
+  wait_cv_.Wait(&wait_mu_, [&] { return in_flight_.load(std::memory_order_acquire) == 0; });
+  waiters_.fetch_sub(1);
+  absl::Status error = first_error_;
+  first_error_ = absl::OkStatus();
+  return error;
+}
+
+absl::Status EngineBase::ClearError(VarHandle var) {
+  Var* v;
+  {
+    MutexLock lock(&push_mu_);
+    RILL_ASSIGN_OR_RETURN(v, vars_.Resolve(var, false));
+  }
+  return PushSync(
+      [v](RunContext) {
+        MutexLock lock(&v->mu);
+        v->error = absl::OkStatus();
+        v->write_fence.reset();  // Finished (this ran after it), maybe failed.
+        v->read_fences.clear();
+        return absl::OkStatus();
+      },
+      Context::Host(), {}, {var}, FnProperty::kNoSkip, 0, "ClearError");
+}
+
+absl::Status EngineBase::GatherDependencies(OprBlock* op,
+                                            std::vector<std::shared_ptr<Fence>>* fences) {
+  absl::Status poison;
+  auto take = [&](Var* v, const std::shared_ptr<Fence>& f) ABSL_EXCLUSIVE_LOCKS_REQUIRED(v->mu) {
+    if (f == nullptr) return;
+    if (!f->done()) {
+      fences->push_back(f);
+    } else if (absl::Status s = f->status(); !s.ok() && v->error.ok()) {
+      v->error = s;  // Device work that wrote or read it failed: the poison sticks.
+    }
+  };
+  for (VarDep& dep : op->deps) {
+    Var* v = dep.var;
+    MutexLock lock(&v->mu);
+    take(v, v->write_fence);
+    if (dep.write) {
+      for (const auto& f : v->read_fences) take(v, f);
+    }
+    if (!v->error.ok() && poison.ok()) poison = v->error;
+  }
+  return poison;
+}
+
+void EngineBase::Run(OprBlock* op, int worker) {
+  const Opr& opr = *op->opr;
+  op->worker = worker;
+  if (cancel_.load(std::memory_order_acquire)) {
+    op->status = absl::CancelledError(absl::StrCat(OpName(op), " was cancelled by Shutdown"));
+    skipped_.fetch_add(1, std::memory_order_relaxed);
+    Finish(op);
+    return;
+  }
+  std::vector<std::shared_ptr<Fence>> fences;
+  absl::Status poison = GatherDependencies(op, &fences);
+  const bool no_skip = opr.prop == FnProperty::kNoSkip || opr.prop == FnProperty::kDeleteVar;
+  if (!poison.ok() && !no_skip) {
+    op->status = poison;
+    skipped_.fetch_add(1, std::memory_order_relaxed);
+    Finish(op);
+    return;
+  }
+  if (op->ctx.is_host()) {
+    if (!fences.empty()) {
+      // Host work after device work: come back once the device is done; no
+      // thread waits meanwhile.
+      op->pending_fences.store(static_cast<int>(fences.size()) + 1);
+      for (auto& f : fences) {
+        f->OnDone([this, op](absl::Status) {
+          if (op->pending_fences.fetch_sub(1) == 1) Dispatch(op);
+        });
+      }
+      if (op->pending_fences.fetch_sub(1) == 1) Dispatch(op);
+      return;
+    }
+    RunBody(op, RunContext{op->ctx, nullptr});
+  } else {
+    RunOnDevice(op, fences);
+  }
+}
+
+absl::StatusOr<StreamPool*> EngineBase::PoolFor(const Context& ctx, bool copy) {
+  MutexLock lock(&pools_mu_);
+  auto key = std::make_tuple(ctx.platform, ctx.ordinal, copy);
+  auto it = stream_pools_.find(key);
+  if (it != stream_pools_.end()) return it->second.get();
+  PlatformManager& manager = options_.platforms ? *options_.platforms : PlatformManager::Default();
+  RILL_ASSIGN_OR_RETURN(Platform * platform, manager.PlatformWithId(ctx.platform));
+  RILL_ASSIGN_OR_RETURN(StreamExecutor * executor, platform->ExecutorForDevice(ctx.ordinal));
+  auto pool = std::make_unique<StreamPool>(executor);
+  StreamPool* raw = pool.get();
+  stream_pools_.emplace(key, std::move(pool));
+  return raw;
+}
+
+void EngineBase::RunOnDevice(OprBlock* op, std::vector<std::shared_ptr<Fence>>& fences) {
+  const FnProperty prop = op->opr->prop;
+  const bool copy = prop == FnProperty::kCopyToDevice || prop == FnProperty::kCopyFromDevice;
+  absl::StatusOr<StreamPool*> pool = PoolFor(op->ctx, copy);
+  absl::StatusOr<Stream*> stream =
+      pool.ok() ? (*pool)->Acquire(fences.size() == 1 ? fences[0]->stream : nullptr) : pool.status();
+  if (!stream.ok()) {
+    op->status = Annotate(stream.status(), absl::StrCat(OpName(op), " on ", op->ctx.ToString()));
+    failed_.fetch_add(1, std::memory_order_relaxed);
+    op->completed.store(true);
+    Finish(op);
+    return;
+  }
+  // Device work this function depends on: an event wait on the device, or
+  // nothing when it ran on this very stream.
+  for (auto& f : fences) {
+    if (f->stream != *stream && f->event != nullptr) (*stream)->ThenWaitFor(f->event.get());
+  }
+  op->stream = *stream;
+  op->pool = *pool;
+  RunBody(op, RunContext{op->ctx, *stream});
+}
+
+void EngineBase::RunBody(OprBlock* op, RunContext rc) {
+  Opr& opr = *op->opr;
+  if (profiler_.enabled()) op->start_ns = Profiler::NowNs();
+  RunningScope scope(this);
+  if (opr.sync_fn) {
+    absl::Status status;
+    try {
+      status = opr.sync_fn(rc);
+    } catch (const std::exception& e) {
+      status = absl::InternalError(absl::StrCat("threw: ", e.what()));
+    } catch (...) {
+      status = absl::InternalError("threw a non-standard exception");
+    }
+    Complete(op, std::move(status));
+    return;
+  }
+  Completion completion = op->MakeCompletion();
+  try {
+    opr.async_fn(rc, completion);
+  } catch (const std::exception& e) {
+    completion(absl::InternalError(absl::StrCat("threw: ", e.what())));
+  } catch (...) {
+    completion(absl::InternalError("threw a non-standard exception"));
+  }
+}
+
+void EngineBase::Complete(OprBlock* op, absl::Status status) {
+  if (op->completed.exchange(true, std::memory_order_acq_rel)) {
+    double_completions_.fetch_add(1, std::memory_order_relaxed);
+    absl::Status report = absl::FailedPreconditionError(
+        absl::StrCat("the completion of ", OpName(op),
+                     " was called again (or it threw after completing); ignored"));
+    RILL_LOG(ERROR) << report.message();
+    RecordError(report);
+    return;
+  }
+  if (profiler_.enabled()) op->end_ns = Profiler::NowNs();
+  if (!status.ok()) {
+    failed_.fetch_add(1, std::memory_order_relaxed);
+    op->status = Annotate(status, absl::StrCat("function ", OpName(op), " on ", op->ctx.ToString()));
+  }
+  if (op->stream != nullptr) {
+    // Device work: an event owned by this record, and a notification that
+    // observes completion without blocking any thread.
+    auto fence = std::make_shared<Fence>();
+    fence->stream = op->stream;
+    absl::StatusOr<std::unique_ptr<Event>> event = op->pool->executor()->CreateEvent();
+    if (event.ok()) {
+      op->stream->ThenRecordEvent(event->get());
+      fence->event = std::move(*event);
+    }
+    op->fence = fence;
+    op->stream->ThenNotify([this, fence](absl::Status s) {
+      fence->Complete(s);
+      Retire(s);
+    });
+    AfterDeviceEnqueue(op);
+    op->pool->Release(op->stream);
+  }
+  Finish(op);
+}
+
+void EngineBase::Finish(OprBlock* op) {
+  const absl::Status& error = op->status;
+  if (!error.ok()) RecordError(error);
+  std::vector<OprBlock*> ready;
+  for (VarDep& dep : op->deps) {
+    Var* v = dep.var;
+    MutexLock lock(&v->mu);
+    if (dep.write) {
+      if (!error.ok() && v->error.ok()) v->error = error;
+      v->write_fence = op->fence;  // Null for host work, which waited for the rest.
+      v->read_fences.clear();
+    } else if (op->fence != nullptr) {
+      if (v->read_fences.size() >= 16) {
+        auto& fs = v->read_fences;
+        fs.erase(std::remove_if(fs.begin(), fs.end(), [](const auto& f) { return f->done(); }),
+                 fs.end());
+      }
+      v->read_fences.push_back(op->fence);
+    }
+    v->CompleteLocked(op, dep.write, &ready);
+  }
+  if (op->opr->prop == FnProperty::kDeleteVar) {
+    MutexLock lock(&push_mu_);
+    for (VarDep& dep : op->deps) vars_.Free(dep.var);
+  }
+  if (profiler_.enabled() && op->start_ns != 0) {
+    profiler_.Record(Profiler::Span{
+        op->name(), op->ctx.ToString(),
+        op->stream != nullptr ? absl::StrFormat("%s stream %p", op->ctx.ToString(), op->stream)
+                              : absl::StrCat("worker ", op->worker),
+        op->start_ns, op->end_ns != 0 ? op->end_ns : Profiler::NowNs()});
+  }
+  completed_.fetch_add(1, std::memory_order_relaxed);
+  const bool device = op->fence != nullptr;
+  op->Unref();
+  if (!device) Retire(absl::OkStatus());
+  for (OprBlock* r : ready) Dispatch(r);
+}
+
+void EngineBase::Retire(const absl::Status& status) {
+  if (!status.ok()) RecordError(status);
+  in_flight_.fetch_sub(1, std::memory_order_acq_rel);
+  if (waiters_.load() > 0) {
+    MutexLock lock(&wait_mu_);
+    wait_cv_.SignalAll();
+  }
+}
+
+void EngineBase::RecordError(const absl::Status& status) {
+  MutexLock lock(&wait_mu_);
+  if (first_error_.ok()) first_error_ = status;
+}
+
+std::string EngineBase::DescribePending() {
+  std::string out = absl::StrCat("in flight: ", in_flight_.load(), "\n");
+  MutexLock lock(&push_mu_);
+  for (Var* v : vars_.Live()) {
+    MutexLock var_lock(&v->mu);
+    if (v->holders.empty() && v->head == nullptr) continue;
+    absl::StrAppend(&out, absl::StrFormat("var %#x:", vars_.HandleOf(v).bits()));
+    if (!v->holders.empty()) {
+      absl::StrAppend(&out, " held by");
+      for (OprBlock* h : v->holders) {
+        absl::StrAppend(&out, " ", OpName(h), v->write_running ? " (write)" : " (read)");
+      }
+    }
+    if (v->head != nullptr) {
+      absl::StrAppend(&out, "; waiting:");
+      for (VarDep* d = v->head; d != nullptr; d = d->next) {
+        absl::StrAppend(&out, " ", OpName(d->op), d->write ? " (write)" : " (read)");
+      }
+    }
+    if (!v->error.ok()) absl::StrAppend(&out, "; poisoned: ", v->error.message());
+    out += "\n";
+  }
+  DescribeQueued(&out);
+  return out;
+}
+
+EngineStats EngineBase::Stats() const {
+  EngineStats s;
+  s.pushed = pushed_.load();
+  s.completed = completed_.load();
+  s.skipped = skipped_.load();
+  s.failed = failed_.load();
+  s.double_completions = double_completions_.load();
+  s.in_flight = in_flight_.load();
+  return s;
+}
+
+void EngineBase::Shutdown(bool cancel) {
+  if (shutdown_.exchange(true)) return;
+  if (cancel) cancel_.store(true);
+  {
+    MutexLock lock(&wait_mu_);
+    waiters_.fetch_add(1);
+    wait_cv_.Wait(&wait_mu_, [&] { return in_flight_.load(std::memory_order_acquire) == 0; });
+    waiters_.fetch_sub(1);
+  }
+  StopThreads();
+  {
+    MutexLock lock(&watchdog_mu_);
+    watchdog_stop_ = true;
+    watchdog_cv_.SignalAll();
+  }
+  if (watchdog_.joinable()) watchdog_.join();
+  if (!options_.trace_path.empty()) {
+    absl::Status written = profiler_.Write(options_.trace_path);
+    if (!written.ok()) RILL_LOG(ERROR) << written.ToString();
+  }
+  MutexLock lock(&pools_mu_);
+  stream_pools_.clear();
+}
+
+void EngineBase::Watchdog() {
+  int64_t last_completed = -1;
+  MutexLock lock(&watchdog_mu_);
+  while (!watchdog_stop_) {
+    const absl::Time deadline = absl::Now() + options_.watchdog_period;
+    while (!watchdog_stop_ && absl::Now() < deadline) {
+      watchdog_mu_.Unlock();
+      absl::SleepFor(std::min(absl::Milliseconds(20), options_.watchdog_period));
+      watchdog_mu_.Lock();
+    }
+    if (watchdog_stop_) break;
+    const int64_t done = completed_.load();
+    if (in_flight_.load() > 0 && done == last_completed) {
+      RILL_LOG(WARNING) << "engine: no function finished for "
+                        << absl::FormatDuration(options_.watchdog_period) << "; pending:\n"
+                        << DescribePending();
+    }
+    last_completed = done;
+  }
+}
+
+}  // namespace rill::engine::internal

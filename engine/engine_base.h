@@ -1,0 +1,150 @@
+#ifndef RILL_ENGINE_ENGINE_BASE_H_
+#define RILL_ENGINE_ENGINE_BASE_H_
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "engine/engine.h"
+#include "engine/opr_block.h"
+#include "engine/profiler.h"
+#include "engine/var_table.h"
+#include "executor/stream_executor.h"
+#include "stream/stream.h"
+
+namespace rill::engine::internal {
+
+// Streams of one device for engine functions: each function holds one
+// exclusively while it enqueues; a function that depends only on work of
+// one free stream gets that stream. A stream that failed is retired (kept
+// alive until shutdown, never reused). Thread-safe.
+class StreamPool {
+ public:
+  explicit StreamPool(StreamExecutor* executor) : executor_(executor) {}
+  ~StreamPool();
+  // A free stream, `preferred` if it is free.
+  absl::StatusOr<Stream*> Acquire(Stream* preferred);
+  void Release(Stream* stream);
+  StreamExecutor* executor() const { return executor_; }
+
+ private:
+  StreamExecutor* const executor_;
+  Mutex mu_;
+  std::vector<std::unique_ptr<Stream>> streams_ ABSL_GUARDED_BY(mu_);
+  std::vector<Stream*> free_ ABSL_GUARDED_BY(mu_);
+};
+
+// Everything the two engine kinds share: vars and their dependency queues,
+// push, completion, errors and poisoning, device fences, waits, profiling.
+// A kind decides only how a function whose dependencies are granted gets to
+// run (Dispatch): at once in the calling thread (naive) or on a worker pool
+// (threaded).
+class EngineBase : public Engine {
+ public:
+  explicit EngineBase(const EngineOptions& options);
+  ~EngineBase() override;
+
+  VarHandle NewVariable() override;
+  absl::Status PushSync(SyncFn fn, Context ctx, absl::Span<const VarHandle> const_vars,
+                        absl::Span<const VarHandle> mutate_vars, FnProperty prop, int priority,
+                        std::string_view name) override;
+  absl::Status PushAsync(AsyncFn fn, Context ctx, absl::Span<const VarHandle> const_vars,
+                         absl::Span<const VarHandle> mutate_vars, FnProperty prop, int priority,
+                         std::string_view name) override;
+  absl::StatusOr<OperatorHandle> NewOperator(AsyncFn fn, absl::Span<const VarHandle> const_vars,
+                                             absl::Span<const VarHandle> mutate_vars,
+                                             FnProperty prop, std::string_view name) override;
+  absl::Status Push(OperatorHandle op, Context ctx, int priority) override;
+  absl::Status DeleteOperator(OperatorHandle op) override;
+  absl::Status DeleteVariable(SyncFn fn, Context ctx, VarHandle var) override;
+  absl::Status WaitForVar(VarHandle var) override;
+  absl::Status WaitForAll() override;
+  absl::Status ClearError(VarHandle var) override;
+  std::string DescribePending() override;
+  EngineStats Stats() const override;
+  void StartProfiling() override { profiler_.Start(); }
+  absl::Status WriteTrace(const std::string& path) override { return profiler_.Write(path); }
+  void Shutdown(bool cancel) override;
+
+  // Called by Completion: the function has finished with `status`.
+  void Complete(OprBlock* op, absl::Status status);
+
+ protected:
+  // Runs `op` (its dependencies are granted) now or later on some thread.
+  virtual void Dispatch(OprBlock* op) = 0;
+  // Runs `op` on the calling thread (`worker` numbers it for profiles).
+  void Run(OprBlock* op, int worker);
+  // Stops the kind's threads once nothing is pending.
+  virtual void StopThreads() {}
+  // Device work of `op` was enqueued; the naive engine waits for it here.
+  virtual void AfterDeviceEnqueue(OprBlock* op) {}
+  virtual void DescribeQueued(std::string* out) {}
+
+  const EngineOptions options_;
+
+ private:
+  struct OperatorEntry {
+    std::shared_ptr<Opr> opr;
+  };
+
+  absl::Status Normalize(absl::Span<const VarHandle> const_vars,
+                         absl::Span<const VarHandle> mutate_vars, Opr* opr)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(push_mu_);
+  absl::Status PushBlock(OprBlock* op) ABSL_EXCLUSIVE_LOCKS_REQUIRED(push_mu_);
+  absl::Status PushOne(std::unique_ptr<OprBlock> op, absl::Span<const VarHandle> const_vars,
+                       absl::Span<const VarHandle> mutate_vars, bool delete_var);
+  void WaitForRoom();
+  // Collects the poison and unfinished device fences of op's vars.
+  absl::Status GatherDependencies(OprBlock* op, std::vector<std::shared_ptr<Fence>>* fences);
+  void RunOnDevice(OprBlock* op, std::vector<std::shared_ptr<Fence>>& fences);
+  void RunBody(OprBlock* op, RunContext rc);
+  absl::StatusOr<StreamPool*> PoolFor(const Context& ctx, bool copy);
+  // Releases op's vars, poisoning the written ones on error, and dispatches
+  // what that makes ready.
+  void Finish(OprBlock* op);
+  // One function is done (device work included): in-flight count, waiters.
+  void Retire(const absl::Status& status);
+  void RecordError(const absl::Status& status);
+  void Watchdog();
+
+  const uint16_t tag_;
+  Mutex push_mu_;
+  VarTable vars_ ABSL_GUARDED_BY(push_mu_);
+  uint64_t next_seq_ ABSL_GUARDED_BY(push_mu_) = 0;
+  absl::flat_hash_map<uint64_t, OperatorEntry> operators_ ABSL_GUARDED_BY(push_mu_);
+  uint64_t next_operator_ ABSL_GUARDED_BY(push_mu_) = 1;
+
+  // In flight: pushed and not finished (device work included).
+  Mutex wait_mu_;
+  CondVar wait_cv_;
+  std::atomic<int64_t> in_flight_{0};
+  std::atomic<int> waiters_{0};
+  absl::Status first_error_ ABSL_GUARDED_BY(wait_mu_);
+  std::atomic<bool> shutdown_{false};
+  std::atomic<bool> cancel_{false};
+
+  std::atomic<int64_t> pushed_{0}, completed_{0}, skipped_{0}, failed_{0}, double_completions_{0};
+
+  Mutex pools_mu_;
+  std::map<std::tuple<PlatformId, int, bool>, std::unique_ptr<StreamPool>> stream_pools_
+      ABSL_GUARDED_BY(pools_mu_);
+
+  Profiler profiler_;
+  Mutex watchdog_mu_;
+  CondVar watchdog_cv_;
+  bool watchdog_stop_ ABSL_GUARDED_BY(watchdog_mu_) = false;
+  std::thread watchdog_;
+
+  friend class rill::engine::Completion;
+};
+
+// The function running on this thread belongs to an engine (waits fail fast).
+bool InsideEngineFunction();
+
+}  // namespace rill::engine::internal
+
+#endif  // RILL_ENGINE_ENGINE_BASE_H_

@@ -1,0 +1,99 @@
+#ifndef RILL_ENGINE_OPR_BLOCK_H_
+#define RILL_ENGINE_OPR_BLOCK_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "base/mutex.h"
+#include "engine/engine.h"
+#include "engine/var_table.h"
+
+namespace rill {
+class Event;
+}
+
+namespace rill::engine::internal {
+
+class EngineBase;
+
+// What a function is: its body and normalized vars. Pushed once
+// (PushSync/PushAsync) or many times (NewOperator + Push).
+struct Opr {
+  SyncFn sync_fn;    // One of the two is set.
+  AsyncFn async_fn;
+  absl::InlinedVector<Var*, 4> const_vars;   // Sorted, unique, none also written.
+  absl::InlinedVector<Var*, 2> mutate_vars;  // Sorted, unique.
+  FnProperty prop = FnProperty::kNormal;
+  std::string name;
+  // For NewOperator: pushes in flight, and whether DeleteOperator came.
+  std::atomic<int> pending_runs{0};
+  std::atomic<bool> deleted{false};
+};
+
+// The end of a device function's work on its stream: an event recorded
+// right after it (owned by this record alone) and a completion flag set by a
+// stream notification, with continuations for host work that waits on it.
+// Thread-safe.
+struct Fence {
+  std::unique_ptr<Event> event;
+  Stream* stream = nullptr;  // Where the work ran.
+
+  // Runs `fn(status)` once the work has finished; at once if it has.
+  void OnDone(absl::AnyInvocable<void(absl::Status) &&> fn);
+  void Complete(absl::Status status);
+  // OK while running or when it succeeded; the error once it failed.
+  bool done() const { return done_.load(std::memory_order_acquire); }
+  absl::Status status() const;
+
+ private:
+  mutable Mutex mu_;
+  std::atomic<bool> done_{false};
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+  std::vector<absl::AnyInvocable<void(absl::Status) &&>> waiters_ ABSL_GUARDED_BY(mu_);
+};
+
+// One push of an Opr (MXNet's OprBlock). Reference-counted: the engine holds
+// one reference until the function has completed; each Completion copy holds
+// one, so a late or second completion call never touches freed memory.
+struct OprBlock {
+  EngineBase* engine = nullptr;
+  Opr* opr = nullptr;              // &own, or shared.get() for NewOperator.
+  Opr own;
+  std::shared_ptr<Opr> shared;
+  Context ctx;
+  int priority = 0;
+  uint64_t seq = 0;  // Push order.
+
+  std::atomic<int> wait{0};        // Ungranted dependencies (+1 while pushing).
+  std::atomic<int> refs{1};
+  std::atomic<bool> completed{false};
+  absl::InlinedVector<VarDep, 6> deps;  // Const vars first, then mutate vars.
+
+  absl::Status status;        // The function's result, or the error it inherited.
+  std::atomic<int> pending_fences{0};  // Host work waiting on device fences.
+  Stream* stream = nullptr;   // Device functions: the stream they were given,
+  class StreamPool* pool = nullptr;  // and the pool it goes back to.
+  std::shared_ptr<Fence> fence;
+
+  // Profiling.
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  int worker = -1;
+
+  void Ref() { refs.fetch_add(1, std::memory_order_relaxed); }
+  void Unref() {
+    if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+  Completion MakeCompletion() { return Completion(this); }
+  const std::string& name() const { return opr->name; }
+};
+
+}  // namespace rill::engine::internal
+
+#endif  // RILL_ENGINE_OPR_BLOCK_H_

@@ -1,0 +1,89 @@
+// The threaded engine: ready functions go to worker pools -- one for host
+// (CPU) functions, and per device one for compute and one for copies,
+// created on first use. Workers take functions by priority, then push order.
+
+#include <map>
+#include <thread>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "engine/engine_base.h"
+#include "engine/engine_kinds.h"
+#include "engine/worker_pool.h"
+
+namespace rill::engine::internal {
+namespace {
+
+class ThreadedEngine : public EngineBase {
+ public:
+  explicit ThreadedEngine(const EngineOptions& options) : EngineBase(options) {
+    int cpu = options.cpu_workers > 0 ? options.cpu_workers
+                                      : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    cpu_pool_ = std::make_unique<WorkerPool>("cpu", cpu, 0, Runner());
+    next_worker_id_ = cpu;
+  }
+  ~ThreadedEngine() override { Shutdown(false); }
+
+ protected:
+  void Dispatch(OprBlock* op) override {
+    if (op->ctx.is_host()) {
+      cpu_pool_->Push(op);
+      return;
+    }
+    const FnProperty prop = op->opr->prop;
+    const bool copy = prop == FnProperty::kCopyToDevice || prop == FnProperty::kCopyFromDevice;
+    DevicePool(op->ctx, copy)->Push(op);
+  }
+
+  void StopThreads() override {
+    cpu_pool_->Stop();
+    MutexLock lock(&mu_);
+    for (auto& [key, pool] : device_pools_) pool->Stop();
+  }
+
+  void DescribeQueued(std::string* out) override {
+    std::vector<OprBlock*> queued;
+    cpu_pool_->QueuedForDescribe(&queued);
+    {
+      MutexLock lock(&mu_);
+      for (auto& [key, pool] : device_pools_) pool->QueuedForDescribe(&queued);
+    }
+    if (queued.empty()) return;
+    absl::StrAppend(out, "ready, waiting for a worker:");
+    for (OprBlock* op : queued) {
+      absl::StrAppend(out, " '", op->name(), "'");
+    }
+    absl::StrAppend(out, "\n");
+  }
+
+ private:
+  WorkerPool::RunFn Runner() {
+    return [this](OprBlock* op, int worker) { Run(op, worker); };
+  }
+
+  WorkerPool* DevicePool(const Context& ctx, bool copy) {
+    MutexLock lock(&mu_);
+    auto key = std::make_tuple(ctx.platform, ctx.ordinal, copy);
+    auto it = device_pools_.find(key);
+    if (it != device_pools_.end()) return it->second.get();
+    const int threads = copy ? options_.copy_workers_per_device : options_.workers_per_device;
+    auto pool = std::make_unique<WorkerPool>(absl::StrCat(ctx.ToString(), copy ? " copy" : ""),
+                                             std::max(1, threads), next_worker_id_, Runner());
+    next_worker_id_ += std::max(1, threads);
+    return device_pools_.emplace(key, std::move(pool)).first->second.get();
+  }
+
+  std::unique_ptr<WorkerPool> cpu_pool_;
+  Mutex mu_;
+  std::map<std::tuple<PlatformId, int, bool>, std::unique_ptr<WorkerPool>> device_pools_
+      ABSL_GUARDED_BY(mu_);
+  int next_worker_id_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> NewThreadedEngine(const EngineOptions& options) {
+  return std::make_unique<ThreadedEngine>(options);
+}
+
+}  // namespace rill::engine::internal

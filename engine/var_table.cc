@@ -1,0 +1,125 @@
+#include "engine/var_table.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+#include "engine/opr_block.h"
+
+namespace rill::engine::internal {
+
+bool Var::AppendLocked(VarDep* dep) {
+  if (head == nullptr && !write_running && (!dep->write || running_reads == 0)) {
+    if (dep->write) {
+      write_running = true;
+    } else {
+      ++running_reads;
+    }
+    holders.push_back(dep->op);
+    return true;
+  }
+  dep->next = nullptr;
+  if (tail == nullptr) {
+    head = tail = dep;
+  } else {
+    tail->next = dep;
+    tail = dep;
+  }
+  return false;
+}
+
+void Var::CompleteLocked(OprBlock* op, bool write, std::vector<OprBlock*>* ready) {
+  auto it = std::find(holders.begin(), holders.end(), op);
+  if (it != holders.end()) {
+    *it = holders.back();
+    holders.pop_back();
+  }
+  if (write) {
+    write_running = false;
+  } else {
+    --running_reads;
+  }
+  if (running_reads == 0 && !write_running) GrantFrontLocked(ready);
+}
+
+void Var::GrantFrontLocked(std::vector<OprBlock*>* ready) {
+  // Grant the reads at the front together, or the single write there.
+  while (head != nullptr) {
+    VarDep* dep = head;
+    if (dep->write && (running_reads > 0 || write_running)) return;
+    head = dep->next;
+    if (head == nullptr) tail = nullptr;
+    if (dep->write) {
+      write_running = true;
+    } else {
+      ++running_reads;
+    }
+    holders.push_back(dep->op);
+    if (dep->op->wait.fetch_sub(1, std::memory_order_acq_rel) == 1) ready->push_back(dep->op);
+    if (dep->write) return;
+  }
+}
+
+VarHandle VarTable::New() {
+  Var* var;
+  if (!free_.empty()) {
+    var = &vars_[free_.back()];
+    free_.pop_back();
+  } else {
+    vars_.emplace_back();
+    var = &vars_.back();
+    var->index = static_cast<uint32_t>(vars_.size() - 1);
+  }
+  var->live = true;
+  var->delete_pushed = false;
+  return HandleOf(var);
+}
+
+VarHandle VarTable::HandleOf(const Var* var) const {
+  return VarHandle::FromBits((uint64_t{tag_} << 48) | (uint64_t{var->generation & 0xffff} << 32) |
+                             var->index);
+}
+
+absl::StatusOr<Var*> VarTable::Resolve(VarHandle handle, bool for_delete) {
+  const uint64_t bits = handle.bits();
+  const uint16_t tag = static_cast<uint16_t>(bits >> 48);
+  const uint32_t generation = static_cast<uint32_t>(bits >> 32) & 0xffff;
+  const uint32_t index = static_cast<uint32_t>(bits);
+  if (handle.is_null()) return absl::InvalidArgumentError("var handle is null");
+  if (tag != tag_) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("var %#x belongs to another engine", bits));
+  }
+  if (index >= vars_.size() || (vars_[index].generation & 0xffff) != generation ||
+      !vars_[index].live) {
+    return absl::InvalidArgumentError(absl::StrFormat("var %#x was deleted", bits));
+  }
+  Var* var = &vars_[index];
+  if (var->delete_pushed) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("var %#x is being deleted (DeleteVariable was pushed)", bits));
+  }
+  if (for_delete) var->delete_pushed = true;
+  return var;
+}
+
+void VarTable::Free(Var* var) {
+  var->live = false;
+  ++var->generation;
+  {
+    MutexLock var_lock(&var->mu);
+    var->error = absl::OkStatus();
+    var->write_fence.reset();
+    var->read_fences.clear();
+  }
+  free_.push_back(var->index);
+}
+
+std::vector<Var*> VarTable::Live() {
+  std::vector<Var*> out;
+  for (Var& v : vars_) {
+    if (v.live) out.push_back(&v);
+  }
+  return out;
+}
+
+}  // namespace rill::engine::internal

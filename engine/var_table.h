@@ -1,0 +1,91 @@
+#ifndef RILL_ENGINE_VAR_TABLE_H_
+#define RILL_ENGINE_VAR_TABLE_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "base/mutex.h"
+#include "engine/engine.h"
+
+namespace rill::engine::internal {
+
+struct OprBlock;
+struct Fence;
+
+// One entry of a var's wait queue; lives inside the OprBlock that waits.
+struct VarDep {
+  OprBlock* op = nullptr;
+  struct Var* var = nullptr;
+  bool write = false;
+  VarDep* next = nullptr;
+};
+
+// The dependency state of one var (MXNet's ThreadedVar): readers between two
+// writes run together, a write waits for the readers before it, and every
+// dependency behind a waiting write waits too (FIFO at write boundaries, so
+// writers never starve). Thread-safe through `mu`.
+struct Var {
+  Mutex mu;
+  int running_reads ABSL_GUARDED_BY(mu) = 0;
+  bool write_running ABSL_GUARDED_BY(mu) = false;
+  VarDep* head ABSL_GUARDED_BY(mu) = nullptr;  // Waiting dependencies, oldest first.
+  VarDep* tail ABSL_GUARDED_BY(mu) = nullptr;
+  std::vector<OprBlock*> holders ABSL_GUARDED_BY(mu);  // Granted, not completed.
+  absl::Status error ABSL_GUARDED_BY(mu);              // The poison.
+  // Device work that touched the var and may still be running: the last
+  // writer's, and the readers' since that write.
+  std::shared_ptr<Fence> write_fence ABSL_GUARDED_BY(mu);
+  std::vector<std::shared_ptr<Fence>> read_fences ABSL_GUARDED_BY(mu);
+
+  // Table bookkeeping, guarded by the table's mutex.
+  uint32_t index = 0;
+  uint32_t generation = 1;
+  bool live = false;
+  bool delete_pushed = false;
+
+  // Appends `dep`; true when it is granted at once. Caller holds `mu`.
+  bool AppendLocked(VarDep* dep) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // Completes a granted dependency of `op`; appends to `ready` every op
+  // whose last dependency this grants. Caller holds `mu`.
+  void CompleteLocked(OprBlock* op, bool write, std::vector<OprBlock*>* ready)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+
+ private:
+  void GrantFrontLocked(std::vector<OprBlock*>* ready) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+};
+
+// The vars of one engine, with generation-checked handles:
+// bits = engine tag (16) | generation (16) | index (32). A handle of a freed
+// slot, of another engine, or of a var whose deletion was pushed does not
+// resolve. Var addresses are stable. Thread-hostile: the engine calls every
+// method under its push lock, which also makes each push atomic.
+class VarTable {
+ public:
+  explicit VarTable(uint16_t engine_tag) : tag_(engine_tag) {}
+
+  VarHandle New();
+  // Resolves a handle for a push; InvalidArgument naming the handle when it
+  // is not a live var of this engine. `for_delete` marks it as being deleted.
+  absl::StatusOr<Var*> Resolve(VarHandle handle, bool for_delete);
+  // Frees a var whose deletion completed; its handles stop resolving.
+  void Free(Var* var);
+  // Vars that are live, for DescribePending.
+  std::vector<Var*> Live();
+  VarHandle HandleOf(const Var* var) const;
+
+ private:
+  const uint16_t tag_;
+  std::deque<Var> vars_;
+  std::vector<uint32_t> free_;
+};
+
+}  // namespace rill::engine::internal
+
+#endif  // RILL_ENGINE_VAR_TABLE_H_

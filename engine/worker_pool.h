@@ -1,0 +1,59 @@
+#ifndef RILL_ENGINE_WORKER_POOL_H_
+#define RILL_ENGINE_WORKER_POOL_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <queue>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/mutex.h"
+
+namespace rill::engine::internal {
+
+struct OprBlock;
+
+// A ready queue and the threads that drain it. Ready functions are taken by
+// priority (higher first), then by push order. Workers spin briefly before
+// sleeping, and a producer signals only when a worker sleeps. Thread-safe.
+class WorkerPool {
+ public:
+  using RunFn = std::function<void(OprBlock* op, int worker)>;
+
+  // `first_worker_id` numbers the threads for profiles.
+  WorkerPool(std::string name, int threads, int first_worker_id, RunFn run);
+  ~WorkerPool();  // Stop() if not yet stopped.
+
+  void Push(OprBlock* op);
+  // Lets the workers finish what is queued, then joins them.
+  void Stop();
+  int QueuedForDescribe(std::vector<OprBlock*>* out);
+  const std::string& name() const { return name_; }
+
+ private:
+  struct Entry {
+    int priority;
+    uint64_t seq;
+    OprBlock* op;
+    bool operator<(const Entry& o) const {  // Max-heap: higher priority, then older.
+      return priority != o.priority ? priority < o.priority : seq > o.seq;
+    }
+  };
+  void Work(int worker);
+
+  const std::string name_;
+  const RunFn run_;
+  Mutex mu_;
+  CondVar cv_;
+  std::priority_queue<Entry> queue_ ABSL_GUARDED_BY(mu_);
+  int sleeping_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::atomic<int64_t> queued_{0};
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace rill::engine::internal
+
+#endif  // RILL_ENGINE_WORKER_POOL_H_

@@ -1,0 +1,155 @@
+#include "plugins/blas/blas.h"
+
+#include "absl/strings/str_cat.h"
+#include "plugins/plugin_check.h"
+
+namespace rill {
+
+const char* TransposeName(Transpose t) { return t == Transpose::kNoTranspose ? "N" : "T"; }
+
+namespace {
+
+absl::Status Positive(const char* name, int64_t value) {
+  if (value > 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(name, "=", value, " must be > 0"));
+}
+
+// Elements spanned by a column-major rows x cols matrix with leading
+// dimension ld (checked: ld >= rows).
+absl::StatusOr<int64_t> MatrixElements(const char* name, int64_t rows, int64_t cols, int64_t ld) {
+  if (ld < rows) {
+    return absl::InvalidArgumentError(absl::StrCat("ld", name, "=", ld, " is smaller than the ",
+                                                   rows, " rows of ", name));
+  }
+  return (cols - 1) * ld + rows;
+}
+
+// Elements spanned by n entries with stride inc (checked: inc > 0).
+absl::StatusOr<int64_t> VectorElements(const char* name, int64_t n, int64_t inc) {
+  if (inc <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("inc", name, "=", inc, " must be > 0"));
+  }
+  return (n - 1) * inc + 1;
+}
+
+// Checks one matrix operand of a gemm: stored rows x cols (before op()).
+absl::Status CheckMatrix(Stream* stream, const char* name, const DeviceMemoryBase& memory,
+                         DataType type, int64_t rows, int64_t cols, int64_t ld, int64_t batch,
+                         int64_t stride) {
+  RILL_ASSIGN_OR_RETURN(int64_t elements, MatrixElements(name, rows, cols, ld));
+  if (batch > 1) {
+    if (stride < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("stride_", name, "=", stride, " is negative"));
+    }
+    elements += (batch - 1) * stride;
+  }
+  return CheckBuffer(stream, name, memory, static_cast<uint64_t>(elements) * SizeOf(type));
+}
+
+absl::Status CheckGemmShape(Stream* stream, const GemmArgs& g) {
+  RILL_RETURN_IF_ERROR(CheckPluginStream(stream));
+  RILL_RETURN_IF_ERROR(Positive("m", g.m));
+  RILL_RETURN_IF_ERROR(Positive("n", g.n));
+  RILL_RETURN_IF_ERROR(Positive("k", g.k));
+  return absl::OkStatus();
+}
+
+// A's stored shape is m x k (k x m when transposed); B's k x n (n x k).
+absl::Status CheckGemmOperands(Stream* stream, const GemmArgs& g, const DeviceMemoryBase& a,
+                               const DeviceMemoryBase& b, const DeviceMemoryBase& c, int64_t batch) {
+  const bool ta = g.trans_a == Transpose::kTranspose, tb = g.trans_b == Transpose::kTranspose;
+  RILL_RETURN_IF_ERROR(CheckMatrix(stream, "a", a, g.type, ta ? g.k : g.m, ta ? g.m : g.k, g.lda,
+                                   batch, g.stride_a));
+  RILL_RETURN_IF_ERROR(CheckMatrix(stream, "b", b, g.type, tb ? g.n : g.k, tb ? g.k : g.n, g.ldb,
+                                   batch, g.stride_b));
+  if (batch > 1 && g.stride_c < (g.n - 1) * g.ldc + g.m) {
+    return absl::InvalidArgumentError(absl::StrCat("stride_c=", g.stride_c,
+                                                   " makes the batch's C matrices overlap (each spans ",
+                                                   (g.n - 1) * g.ldc + g.m, " elements)"));
+  }
+  return CheckMatrix(stream, "c", c, g.type, g.m, g.n, g.ldc, batch, g.stride_c);
+}
+
+absl::Status CheckVectors(Stream* stream, const VectorArgs& v, bool uses_y, bool uses_result) {
+  RILL_RETURN_IF_ERROR(CheckPluginStream(stream));
+  RILL_RETURN_IF_ERROR(Positive("n", v.n));
+  const int size = SizeOf(v.type);
+  RILL_ASSIGN_OR_RETURN(int64_t x_elements, VectorElements("x", v.n, v.incx));
+  RILL_RETURN_IF_ERROR(CheckBuffer(stream, "x", v.x, x_elements * size));
+  if (uses_y) {
+    RILL_ASSIGN_OR_RETURN(int64_t y_elements, VectorElements("y", v.n, v.incy));
+    RILL_RETURN_IF_ERROR(CheckBuffer(stream, "y", v.y, y_elements * size));
+  }
+  if (uses_result) RILL_RETURN_IF_ERROR(CheckBuffer(stream, "result", v.result, size));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status BlasSupport::DoBlasGemm(Stream* stream, const GemmArgs& args) {
+  RILL_RETURN_IF_ERROR(CheckGemmShape(stream, args));
+  RILL_RETURN_IF_ERROR(Positive("batch_count", args.batch_count));
+  RILL_RETURN_IF_ERROR(CheckGemmOperands(stream, args, args.a, args.b, args.c, args.batch_count));
+  return Gemm(stream, args);
+}
+
+absl::Status BlasSupport::DoBlasGemmBatched(Stream* stream, const GemmBatchedArgs& args) {
+  RILL_RETURN_IF_ERROR(CheckGemmShape(stream, args.shape));
+  RILL_RETURN_IF_ERROR(Positive("batch_count", static_cast<int64_t>(args.a.size())));
+  if (args.b.size() != args.a.size() || args.c.size() != args.a.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("batched gemm needs as many b and c matrices as a: got ",
+                                                   args.a.size(), ", ", args.b.size(), ", ", args.c.size()));
+  }
+  for (size_t i = 0; i < args.a.size(); ++i) {
+    RILL_RETURN_IF_ERROR(Annotate(CheckGemmOperands(stream, args.shape, args.a[i], args.b[i], args.c[i], 1),
+                                  absl::StrCat("batch entry ", i)));
+  }
+  return GemmBatched(stream, args);
+}
+
+absl::Status BlasSupport::DoBlasGemv(Stream* stream, const GemvArgs& g) {
+  RILL_RETURN_IF_ERROR(CheckPluginStream(stream));
+  RILL_RETURN_IF_ERROR(Positive("m", g.m));
+  RILL_RETURN_IF_ERROR(Positive("n", g.n));
+  const int size = SizeOf(g.type);
+  RILL_ASSIGN_OR_RETURN(int64_t a_elements, MatrixElements("a", g.m, g.n, g.lda));
+  RILL_RETURN_IF_ERROR(CheckBuffer(stream, "a", g.a, a_elements * size));
+  const bool t = g.trans == Transpose::kTranspose;
+  RILL_ASSIGN_OR_RETURN(int64_t x_elements, VectorElements("x", t ? g.m : g.n, g.incx));
+  RILL_RETURN_IF_ERROR(CheckBuffer(stream, "x", g.x, x_elements * size));
+  RILL_ASSIGN_OR_RETURN(int64_t y_elements, VectorElements("y", t ? g.n : g.m, g.incy));
+  RILL_RETURN_IF_ERROR(CheckBuffer(stream, "y", g.y, y_elements * size));
+  return Gemv(stream, g);
+}
+
+absl::Status BlasSupport::DoBlasAxpy(Stream* stream, const VectorArgs& args) {
+  RILL_RETURN_IF_ERROR(CheckVectors(stream, args, /*uses_y=*/true, /*uses_result=*/false));
+  return Axpy(stream, args);
+}
+
+absl::Status BlasSupport::DoBlasScal(Stream* stream, const VectorArgs& args) {
+  RILL_RETURN_IF_ERROR(CheckVectors(stream, args, /*uses_y=*/false, /*uses_result=*/false));
+  return Scal(stream, args);
+}
+
+absl::Status BlasSupport::DoBlasCopy(Stream* stream, const VectorArgs& args) {
+  RILL_RETURN_IF_ERROR(CheckVectors(stream, args, /*uses_y=*/true, /*uses_result=*/false));
+  return Copy(stream, args);
+}
+
+absl::Status BlasSupport::DoBlasDot(Stream* stream, const VectorArgs& args) {
+  RILL_RETURN_IF_ERROR(CheckVectors(stream, args, /*uses_y=*/true, /*uses_result=*/true));
+  return Dot(stream, args);
+}
+
+absl::Status BlasSupport::DoBlasNrm2(Stream* stream, const VectorArgs& args) {
+  RILL_RETURN_IF_ERROR(CheckVectors(stream, args, /*uses_y=*/false, /*uses_result=*/true));
+  return Nrm2(stream, args);
+}
+
+absl::Status BlasSupport::DoBlasAsum(Stream* stream, const VectorArgs& args) {
+  RILL_RETURN_IF_ERROR(CheckVectors(stream, args, /*uses_y=*/false, /*uses_result=*/true));
+  return Asum(stream, args);
+}
+
+}  // namespace rill

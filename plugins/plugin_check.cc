@@ -1,0 +1,33 @@
+#include "plugins/plugin_check.h"
+
+#include "absl/strings/str_cat.h"
+#include "executor/stream_executor.h"
+#include "stream/stream.h"
+
+namespace rill {
+
+absl::Status CheckPluginStream(Stream* stream) {
+  if (stream == nullptr) return absl::InvalidArgumentError("stream is null");
+  if (stream->parent() == nullptr) {
+    return absl::FailedPreconditionError("stream is detached from its executor");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckBuffer(Stream* stream, const char* role, const DeviceMemoryBase& memory,
+                         uint64_t min_bytes) {
+  if (memory.is_null()) return absl::InvalidArgumentError(absl::StrCat(role, " is null device memory"));
+  if (memory.size() < min_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(role, " ", memory.ToString(), " is too small: the shape needs ",
+                                                   min_bytes, " bytes"));
+  }
+  StreamExecutor* executor = stream->parent();
+  if (!executor->implementation()->Owns(memory)) {
+    return absl::InvalidArgumentError(absl::StrCat(role, " ", memory.ToString(),
+                                                   " is not memory of the stream's device ",
+                                                   executor->DebugName()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace rill
