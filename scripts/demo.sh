@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds rill-info and rill-demo into build/, then
+# runs rill-info (the platforms and devices found here) and rill-demo (a small
+# pipeline on every available device). Works from any directory; arguments go
+# to rill-demo (e.g. --quiet, --n=<floats>).
+#
+# Environment: RILL_JOBS (build parallelism, default 2), RILL_BUILD_DIR
+# (default build/), RILL_HOST_DEVICES (virtual host devices, default 1).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+JOBS="${RILL_JOBS:-2}"
+BUILD_DIR="${RILL_BUILD_DIR:-build}"
+
+bash scripts/setup.sh
+gen=()
+[[ -f "$BUILD_DIR/CMakeCache.txt" ]] || gen=(-G Ninja)
+cmake -S . -B "$BUILD_DIR" "${gen[@]}" >/dev/null
+cmake --build "$BUILD_DIR" -j "$JOBS" --target rill-info rill-demo
+
+echo
+echo "==== rill-info"
+"$BUILD_DIR/tools/rill-info"
+echo
+echo "==== rill-demo $*"
+"$BUILD_DIR/tools/rill-demo" "$@"

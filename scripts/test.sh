@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Builds Rill and runs its tests. Works from any directory.
+#
+#   scripts/test.sh           setup, configure build/, build, ctest (all tests),
+#                             then install into a temporary prefix and build and
+#                             run tests/consumer against the installed package
+#   scripts/test.sh --tsan    ThreadSanitizer build in build-tsan/, runs the
+#                             tests labelled stream or conformance
+#   scripts/test.sh --asan    AddressSanitizer + UBSan build in build-asan/, same tests
+#
+# Environment: RILL_JOBS (build parallelism, default 2), RILL_BUILD_DIR (a
+# build folder instead of the mode's default). Exits non-zero on any
+# failure and ends with a short summary.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+usage() { sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+
+MODE=default
+case "${1:-}" in
+  "") ;;
+  --tsan) MODE=tsan ;;
+  --asan) MODE=asan ;;
+  -h|--help) usage; exit 0 ;;
+  *) echo "test.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
+esac
+[[ $# -le 1 ]] || { echo "test.sh: one mode at most" >&2; exit 2; }
+
+JOBS="${RILL_JOBS:-2}"
+CMAKE_ARGS=()
+CTEST_ARGS=(--output-on-failure --no-tests=error)
+WRAP=()  # Prefix for commands that run instrumented binaries (setarch -R if TSan needs it).
+case "$MODE" in
+  default)
+    BUILD_DIR="${RILL_BUILD_DIR:-build}" ;;
+  tsan)
+    BUILD_DIR="${RILL_BUILD_DIR:-build-tsan}"
+    CMAKE_ARGS+=(-DRILL_SANITIZER=thread -DRILL_BUILD_BENCHMARKS=OFF)
+    CTEST_ARGS+=(-L 'stream|conformance')
+    export TSAN_OPTIONS="${TSAN_OPTIONS:-second_deadlock_stack=1}" ;;
+  asan)
+    BUILD_DIR="${RILL_BUILD_DIR:-build-asan}"
+    CMAKE_ARGS+=(-DRILL_SANITIZER=address -DRILL_BUILD_BENCHMARKS=OFF)
+    CTEST_ARGS+=(-L 'stream|conformance')
+    export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1}"
+    export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}" ;;
+esac
+
+# --- Summary, printed however the script ends.
+SUMMARY=()
+STAGE="setup"
+T0=$SECONDS
+LOG_DIR="$(mktemp -d)"
+finish() {
+  local rc=$?
+  echo
+  echo "==== test.sh summary ($MODE, $BUILD_DIR/, -j$JOBS) ===="
+  local line
+  for line in "${SUMMARY[@]}"; do echo "  $line"; done
+  if [[ $rc -eq 0 ]]; then
+    echo "  RESULT: PASS in $((SECONDS - T0)) s"
+  else
+    echo "  RESULT: FAIL at stage '$STAGE' (exit $rc) after $((SECONDS - T0)) s"
+  fi
+  rm -rf "$LOG_DIR"
+  exit $rc
+}
+trap finish EXIT
+
+# step <name> <command...>: runs a stage and records its time.
+step() {
+  local name="$1"; shift
+  STAGE="$name"
+  local t=$SECONDS
+  echo "==== $name"
+  "$@"
+  SUMMARY+=("$(printf '%-10s ok   %4d s' "$name" $((SECONDS - t)))")
+}
+
+# ctest, with its closing lines kept for the summary.
+run_ctest() {
+  local log="$LOG_DIR/ctest.log" rc=0
+  "${WRAP[@]}" ctest --test-dir "$BUILD_DIR" "${CTEST_ARGS[@]}" 2>&1 | tee "$log" || rc=$?
+  local counts
+  counts="$(grep -E '^[0-9]+% tests passed' "$log" | tail -1 || true)"
+  [[ -n "$counts" ]] && SUMMARY+=("ctest: $counts")
+  return $rc
+}
+
+# TSan needs an address layout it knows; TOOLCHAIN.md says it works here
+# without help, but fall back to setarch -R (no ASLR) where it does not.
+check_tsan_runs() {
+  local probe="$LOG_DIR/tsan_probe"
+  echo 'int main() { return 0; }' | g++ -fsanitize=thread -x c++ - -o "$probe"
+  if ! "$probe" >/dev/null 2>&1; then
+    echo "test.sh: TSan binaries do not start here; running them under setarch -R"
+    WRAP=(setarch "$(uname -m)" -R)
+    "${WRAP[@]}" "$probe"
+  fi
+}
+
+configure() {
+  local gen=()
+  [[ -f "$BUILD_DIR/CMakeCache.txt" ]] || gen=(-G Ninja)
+  cmake -S . -B "$BUILD_DIR" "${gen[@]}" "${CMAKE_ARGS[@]}"
+}
+
+# Installs the build just tested into a temporary prefix, then configures,
+# builds and runs tests/consumer (an outside project) against it.
+consumer() {
+  local prefix="$LOG_DIR/prefix" cbuild="$LOG_DIR/consumer-build"
+  cmake --install "$BUILD_DIR" --prefix "$prefix" >"$LOG_DIR/install.log" \
+    || { cat "$LOG_DIR/install.log"; return 1; }
+  echo "installed into $prefix: $(find "$prefix" -type f | wc -l) files"
+  cmake -S tests/consumer -B "$cbuild" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
+    -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    >"$LOG_DIR/consumer-configure.log" \
+    || { cat "$LOG_DIR/consumer-configure.log"; return 1; }
+  grep 'rill_consumer:' "$LOG_DIR/consumer-configure.log" || true
+  cmake --build "$cbuild" -j "$JOBS"
+  "$cbuild/rill_consumer"
+}
+
+step setup bash scripts/setup.sh
+if [[ "$MODE" == tsan ]]; then
+  step tsan-probe check_tsan_runs
+fi
+step configure configure
+step build "${WRAP[@]}" cmake --build "$BUILD_DIR" -j "$JOBS"
+step ctest run_ctest
+if [[ "$MODE" == default ]]; then
+  step consumer consumer
+fi
