@@ -545,7 +545,7 @@ void EngineBase::Complete(OprBlock* op, absl::Status status) {
 void EngineBase::Finish(OprBlock* op) {
   const absl::Status& error = op->status;
   if (!error.ok()) RecordError(error);
-  std::vector<OprBlock*> ready;
+  ReadyList ready;
   for (VarDep& dep : op->deps) {
     Var* v = dep.var;
     MutexLock lock(&v->mu);

@@ -27,7 +27,7 @@ bool Var::AppendLocked(VarDep* dep) {
   return false;
 }
 
-void Var::CompleteLocked(OprBlock* op, bool write, std::vector<OprBlock*>* ready) {
+void Var::CompleteLocked(OprBlock* op, bool write, ReadyList* ready) {
   auto it = std::find(holders.begin(), holders.end(), op);
   if (it != holders.end()) {
     *it = holders.back();
@@ -41,7 +41,7 @@ void Var::CompleteLocked(OprBlock* op, bool write, std::vector<OprBlock*>* ready
   if (running_reads == 0 && !write_running) GrantFrontLocked(ready);
 }
 
-void Var::GrantFrontLocked(std::vector<OprBlock*>* ready) {
+void Var::GrantFrontLocked(ReadyList* ready) {
   // Grant the reads at the front together, or the single write there.
   while (head != nullptr) {
     VarDep* dep = head;

@@ -19,6 +19,9 @@ namespace rill::engine::internal {
 struct OprBlock;
 struct Fence;
 
+// Functions made ready by a completion (few at a time: no allocation).
+using ReadyList = absl::InlinedVector<OprBlock*, 8>;
+
 // One entry of a var's wait queue; lives inside the OprBlock that waits.
 struct VarDep {
   OprBlock* op = nullptr;
@@ -54,11 +57,11 @@ struct Var {
   bool AppendLocked(VarDep* dep) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   // Completes a granted dependency of `op`; appends to `ready` every op
   // whose last dependency this grants. Caller holds `mu`.
-  void CompleteLocked(OprBlock* op, bool write, std::vector<OprBlock*>* ready)
+  void CompleteLocked(OprBlock* op, bool write, ReadyList* ready)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
 
  private:
-  void GrantFrontLocked(std::vector<OprBlock*>* ready) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  void GrantFrontLocked(ReadyList* ready) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
 };
 
 // The vars of one engine, with generation-checked handles:

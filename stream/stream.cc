@@ -82,7 +82,7 @@ absl::Status CheckHost(const char* role, const void* ptr) {
 }  // namespace
 
 Stream& Stream::ThenMemcpy(DeviceMemoryBase* device_dst, const void* host_src, uint64_t size) {
-  if (!Usable()) return *this;
+  if (!Usable() || size == 0) return *this;
   absl::Status status = CheckDevice("destination", device_dst, size);
   if (status.ok()) status = CheckHost("source", host_src);
   if (status.ok() && size > 0) status = impl_->MemcpyHostToDevice(*device_dst, host_src, size);
@@ -90,7 +90,7 @@ Stream& Stream::ThenMemcpy(DeviceMemoryBase* device_dst, const void* host_src, u
 }
 
 Stream& Stream::ThenMemcpy(void* host_dst, const DeviceMemoryBase& device_src, uint64_t size) {
-  if (!Usable()) return *this;
+  if (!Usable() || size == 0) return *this;
   absl::Status status = CheckDevice("source", &device_src, size);
   if (status.ok()) status = CheckHost("destination", host_dst);
   if (status.ok() && size > 0) status = impl_->MemcpyDeviceToHost(host_dst, device_src, size);
@@ -138,7 +138,10 @@ Stream& Stream::ThenMemZero(DeviceMemoryBase* device_dst, uint64_t size) {
 Stream& Stream::ThenRecordEvent(Event* event) {
   // Recorded even when the stream is in error, so that waiters see the error
   // instead of a stale record; only a detached stream skips it.
-  if (parent_.load() == nullptr) return *this;
+  if (parent_.load() == nullptr) {
+    Usable();  // Records the detached error.
+    return *this;
+  }
   absl::Status status;
   if (event == nullptr) {
     status = absl::InvalidArgumentError("event is null");

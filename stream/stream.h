@@ -76,7 +76,9 @@ class Stream {
   // If the recording stream failed, this stream fails too.
   Stream& ThenWaitFor(Event* event);
   // Later work waits for everything enqueued on `other` so far. `other` may
-  // belong to another device or platform (through the host, as above).
+  // belong to another device or platform (through the host, as above). This
+  // enqueues an event record on `other` too, so no other thread may be
+  // enqueueing on `other` meanwhile.
   Stream& ThenWaitFor(Stream* other);
   // Runs `callback` on a host thread after all earlier work.
   Stream& ThenDoHostCallback(absl::AnyInvocable<void() &&> callback);

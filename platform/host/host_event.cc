@@ -6,22 +6,23 @@ namespace rill {
 
 uint64_t HostEventState::BeginRecord() {
   MutexLock lock(&mu_);
-  return ++recorded_;
+  outstanding_.insert(++recorded_);
+  return recorded_;
 }
 
 void HostEventState::Complete(uint64_t generation, const absl::Status& status) {
   MutexLock lock(&mu_);
-  if (generation > completed_) {
-    completed_ = generation;
-    status_ = status;
-    completed_at_ = std::chrono::steady_clock::now();
-  }
+  outstanding_.erase(generation);
+  status_ = status;
+  completed_at_ = std::chrono::steady_clock::now();
   cv_.SignalAll();
 }
 
 absl::Status HostEventState::Wait(uint64_t generation) {
   MutexLock lock(&mu_);
-  cv_.Wait(&mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return completed_ >= generation; });
+  cv_.Wait(&mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !outstanding_.contains(generation);
+  });
   return Annotate(status_, "the stream that recorded the event had failed");
 }
 
@@ -32,7 +33,7 @@ uint64_t HostEventState::latest() const {
 
 EventInterface::State HostEventState::Poll() const {
   MutexLock lock(&mu_);
-  if (completed_ < recorded_) return EventInterface::State::kPending;
+  if (!outstanding_.empty()) return EventInterface::State::kPending;
   return status_.ok() ? EventInterface::State::kComplete : EventInterface::State::kError;
 }
 

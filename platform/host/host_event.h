@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "absl/container/flat_hash_set.h"
 #include "base/mutex.h"
 #include "executor/stream_executor_interface.h"
 
@@ -19,7 +20,8 @@ class HostEventState {
  public:
   // Called when a record is enqueued; returns its generation.
   uint64_t BeginRecord();
-  // Called when the record runs; `status` is the recording stream's error.
+  // Called when the record runs; `status` is the recording stream's error
+  // (kept as the event's status: the latest completion's).
   void Complete(uint64_t generation, const absl::Status& status);
   // Blocks until `generation` has completed; returns its stream's error.
   absl::Status Wait(uint64_t generation);
@@ -32,7 +34,9 @@ class HostEventState {
   mutable Mutex mu_;
   CondVar cv_;
   uint64_t recorded_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t completed_ ABSL_GUARDED_BY(mu_) = 0;
+  // Records enqueued and not yet run: with records on several streams they
+  // may complete out of order.
+  absl::flat_hash_set<uint64_t> outstanding_ ABSL_GUARDED_BY(mu_);
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   std::chrono::steady_clock::time_point completed_at_ ABSL_GUARDED_BY(mu_);
 };
