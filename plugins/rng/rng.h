@@ -27,7 +27,9 @@ class RngSupport : public PluginInterface {
  public:
   static constexpr PluginKind kKind = PluginKind::kRng;
 
-  // Restarts the generator at `seed`, offset 0.
+  // Restarts the generator at `seed`, offset 0. (cuRAND's
+  // curandSetPseudoRandomGeneratorSeed keeps the offset: to reproduce a
+  // cuRAND sequence, set both.)
   virtual absl::Status SetSeed(uint64_t seed) = 0;
   // Skips to position `offset` of the current seed's stream.
   virtual absl::Status SetOffset(uint64_t offset) = 0;
