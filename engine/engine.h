@@ -162,6 +162,16 @@ struct EngineStats {
 // WaitForVar(v) returns v's error every time until ClearError(v) or the var
 // is deleted; WaitForAll() returns the first error since the previous call.
 //
+// Device functions: the body runs on an engine worker and enqueues device
+// work on RunContext::stream; the function counts as finished for its
+// dependents once that work is enqueued, and dependents on the same device
+// are chained to it on the device (same stream, or an event wait), never by
+// a host wait. Host functions and WaitForVar wait (without blocking a
+// thread) until the device work they depend on has finished. A failure of
+// device work is therefore found on the device: a dependent device function
+// already issued has its device work skipped (its stream fails on the
+// event), and every var it writes is poisoned just the same.
+//
 //   auto engine = *Engine::Create({});
 //   VarHandle w = engine->NewVariable();
 //   engine->PushSync([&](RunContext) { ... return absl::OkStatus(); },

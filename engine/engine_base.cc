@@ -81,32 +81,46 @@ absl::Status Fence::status() const {
 
 StreamPool::~StreamPool() {
   MutexLock lock(&mu_);
-  for (auto& s : streams_) (void)s->BlockHostUntilDone();
+  for (Entry& e : entries_) (void)e.stream->BlockHostUntilDone();
 }
 
-absl::StatusOr<Stream*> StreamPool::Acquire(Stream* preferred) {
-  MutexLock lock(&mu_);
-  if (preferred != nullptr) {
-    auto it = std::find(free_.begin(), free_.end(), preferred);
-    if (it != free_.end()) {
-      free_.erase(it);
-      return preferred;
-    }
+StreamPool::Entry* StreamPool::FindLocked(Stream* stream) {
+  for (Entry& e : entries_) {
+    if (e.stream.get() == stream) return &e;
   }
-  if (!free_.empty()) {
-    Stream* s = free_.back();
-    free_.pop_back();
-    return s;
-  }
-  RILL_ASSIGN_OR_RETURN(std::unique_ptr<Stream> stream, executor_->CreateStream());
-  streams_.push_back(std::move(stream));
-  return streams_.back().get();
+  return nullptr;
 }
 
-void StreamPool::Release(Stream* stream) {
+absl::StatusOr<Stream*> StreamPool::Acquire(const Fence* after) {
   MutexLock lock(&mu_);
-  // A failed stream skips all later work: retire it (kept until shutdown).
-  if (stream->ok()) free_.push_back(stream);
+  Entry* pick = nullptr;
+  if (after != nullptr) {
+    Entry* e = FindLocked(after->stream);
+    if (e != nullptr && e->usable() && e->last == after) pick = e;  // In order: no wait.
+  }
+  for (size_t i = 0; pick == nullptr && i < entries_.size(); ++i) {
+    if (entries_[i].usable() && entries_[i].pending == 0) pick = &entries_[i];
+  }
+  if (pick == nullptr) {
+    RILL_ASSIGN_OR_RETURN(std::unique_ptr<Stream> stream, executor_->CreateStream());
+    entries_.push_back(Entry{std::move(stream)});
+    pick = &entries_.back();
+  }
+  pick->enqueuing = true;
+  return pick->stream.get();
+}
+
+void StreamPool::Release(Stream* stream, const Fence* fence) {
+  MutexLock lock(&mu_);
+  Entry* e = FindLocked(stream);
+  e->enqueuing = false;
+  ++e->pending;
+  e->last = fence;
+}
+
+void StreamPool::WorkDone(Stream* stream) {
+  MutexLock lock(&mu_);
+  --FindLocked(stream)->pending;
 }
 
 // --- EngineBase --------------------------------------------------------------
@@ -142,18 +156,21 @@ absl::Status EngineBase::Normalize(absl::Span<const VarHandle> const_vars,
   }
   // A var listed twice counts once; a var in both lists is a write.
   auto sort_unique = [](auto& v) {
+    if (v.size() < 2) return;
     std::sort(v.begin(), v.end());
     v.erase(std::unique(v.begin(), v.end()), v.end());
   };
   sort_unique(opr->mutate_vars);
   sort_unique(opr->const_vars);
   auto& reads = opr->const_vars;
-  reads.erase(std::remove_if(reads.begin(), reads.end(),
-                             [&](Var* v) {
-                               return std::binary_search(opr->mutate_vars.begin(),
-                                                         opr->mutate_vars.end(), v);
-                             }),
-              reads.end());
+  if (!reads.empty() && !opr->mutate_vars.empty()) {
+    reads.erase(std::remove_if(reads.begin(), reads.end(),
+                               [&](Var* v) {
+                                 return std::binary_search(opr->mutate_vars.begin(),
+                                                           opr->mutate_vars.end(), v);
+                               }),
+                reads.end());
+  }
   return absl::OkStatus();
 }
 
@@ -227,7 +244,7 @@ absl::Status EngineBase::PushSync(SyncFn fn, Context ctx, absl::Span<const VarHa
   auto op = std::make_unique<OprBlock>();
   op->own.sync_fn = std::move(fn);
   op->own.prop = prop;
-  op->own.name = std::string(name);
+  if (!name.empty()) op->own.name = std::string(name);
   op->opr = &op->own;
   op->ctx = ctx;
   op->priority = priority + (prop == FnProperty::kPrioritized ? kPrioritizedBoost : 0);
@@ -241,7 +258,7 @@ absl::Status EngineBase::PushAsync(AsyncFn fn, Context ctx, absl::Span<const Var
   auto op = std::make_unique<OprBlock>();
   op->own.async_fn = std::move(fn);
   op->own.prop = prop;
-  op->own.name = std::string(name);
+  if (!name.empty()) op->own.name = std::string(name);
   op->opr = &op->own;
   op->ctx = ctx;
   op->priority = priority + (prop == FnProperty::kPrioritized ? kPrioritizedBoost : 0);
@@ -378,6 +395,7 @@ absl::Status EngineBase::ClearError(VarHandle var) {
         v->error = absl::OkStatus();
         v->write_fence.reset();  // Finished (this ran after it), maybe failed.
         v->read_fences.clear();
+        v->has_state.store(false, std::memory_order_release);
         return absl::OkStatus();
       },
       Context::Host(), {}, {var}, FnProperty::kNoSkip, 0, "ClearError");
@@ -396,6 +414,7 @@ absl::Status EngineBase::GatherDependencies(OprBlock* op,
   };
   for (VarDep& dep : op->deps) {
     Var* v = dep.var;
+    if (!v->has_state.load(std::memory_order_acquire)) continue;
     MutexLock lock(&v->mu);
     take(v, v->write_fence);
     if (dep.write) {
@@ -462,7 +481,7 @@ void EngineBase::RunOnDevice(OprBlock* op, std::vector<std::shared_ptr<Fence>>& 
   const bool copy = prop == FnProperty::kCopyToDevice || prop == FnProperty::kCopyFromDevice;
   absl::StatusOr<StreamPool*> pool = PoolFor(op->ctx, copy);
   absl::StatusOr<Stream*> stream =
-      pool.ok() ? (*pool)->Acquire(fences.size() == 1 ? fences[0]->stream : nullptr) : pool.status();
+      pool.ok() ? (*pool)->Acquire(fences.size() == 1 ? fences[0].get() : nullptr) : pool.status();
   if (!stream.ok()) {
     op->status = Annotate(stream.status(), absl::StrCat(OpName(op), " on ", op->ctx.ToString()));
     failed_.fetch_add(1, std::memory_order_relaxed);
@@ -532,12 +551,15 @@ void EngineBase::Complete(OprBlock* op, absl::Status status) {
       fence->event = std::move(*event);
     }
     op->fence = fence;
-    op->stream->ThenNotify([this, fence](absl::Status s) {
+    StreamPool* pool = op->pool;
+    Stream* stream = op->stream;
+    stream->ThenNotify([this, fence, pool, stream](absl::Status s) {
+      pool->WorkDone(stream);
       fence->Complete(s);
       Retire(s);
     });
+    pool->Release(stream, fence.get());
     AfterDeviceEnqueue(op);
-    op->pool->Release(op->stream);
   }
   Finish(op);
 }
@@ -553,7 +575,9 @@ void EngineBase::Finish(OprBlock* op) {
       if (!error.ok() && v->error.ok()) v->error = error;
       v->write_fence = op->fence;  // Null for host work, which waited for the rest.
       v->read_fences.clear();
+      v->has_state.store(!v->error.ok() || v->write_fence != nullptr, std::memory_order_release);
     } else if (op->fence != nullptr) {
+      v->has_state.store(true, std::memory_order_release);
       if (v->read_fences.size() >= 16) {
         auto& fs = v->read_fences;
         fs.erase(std::remove_if(fs.begin(), fs.end(), [](const auto& f) { return f->done(); }),

@@ -1,6 +1,9 @@
 // The naive engine: each function runs as soon as its dependencies allow --
-// at push, in the pushing thread -- and device work is waited for before the
+// at push, in the pushing thread (a function pushed from inside a running
+// function runs right after it) -- and device work is waited for before the
 // push returns. Same rules and errors as the threaded engine; for debugging.
+
+#include <deque>
 
 #include "engine/engine_base.h"
 #include "engine/engine_kinds.h"
@@ -14,7 +17,30 @@ class NaiveEngine : public EngineBase {
   ~NaiveEngine() override { Shutdown(false); }
 
  protected:
-  void Dispatch(OprBlock* op) override { Run(op, 0); }
+  // Runs `op` now, unless this thread is already running a function of this
+  // engine: then `op` (made ready by that function's completion, or pushed
+  // by it) runs right after, in a loop rather than a recursion, so long
+  // chains cannot overflow the stack.
+  void Dispatch(OprBlock* op) override {
+    thread_local NaiveEngine* owner = nullptr;
+    thread_local std::deque<OprBlock*>* pending = nullptr;
+    if (owner == this) {
+      pending->push_back(op);
+      return;
+    }
+    NaiveEngine* saved_owner = owner;
+    std::deque<OprBlock*>* saved_pending = pending;
+    std::deque<OprBlock*> queue{op};
+    owner = this;
+    pending = &queue;
+    while (!queue.empty()) {
+      OprBlock* next = queue.front();
+      queue.pop_front();
+      Run(next, 0);
+    }
+    owner = saved_owner;
+    pending = saved_pending;
+  }
 
   void AfterDeviceEnqueue(OprBlock* op) override {
     Mutex mu;

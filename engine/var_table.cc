@@ -62,11 +62,11 @@ void Var::GrantFrontLocked(ReadyList* ready) {
 VarHandle VarTable::New() {
   Var* var;
   if (!free_.empty()) {
-    var = &vars_[free_.back()];
+    var = vars_[free_.back()].get();
     free_.pop_back();
   } else {
-    vars_.emplace_back();
-    var = &vars_.back();
+    vars_.push_back(std::make_unique<Var>());
+    var = vars_.back().get();
     var->index = static_cast<uint32_t>(vars_.size() - 1);
   }
   var->live = true;
@@ -89,11 +89,10 @@ absl::StatusOr<Var*> VarTable::Resolve(VarHandle handle, bool for_delete) {
     return absl::InvalidArgumentError(
         absl::StrFormat("var %#x belongs to another engine", bits));
   }
-  if (index >= vars_.size() || (vars_[index].generation & 0xffff) != generation ||
-      !vars_[index].live) {
+  Var* var = index < vars_.size() ? vars_[index].get() : nullptr;
+  if (var == nullptr || (var->generation & 0xffff) != generation || !var->live) {
     return absl::InvalidArgumentError(absl::StrFormat("var %#x was deleted", bits));
   }
-  Var* var = &vars_[index];
   if (var->delete_pushed) {
     return absl::InvalidArgumentError(
         absl::StrFormat("var %#x is being deleted (DeleteVariable was pushed)", bits));
@@ -110,14 +109,15 @@ void VarTable::Free(Var* var) {
     var->error = absl::OkStatus();
     var->write_fence.reset();
     var->read_fences.clear();
+    var->has_state.store(false, std::memory_order_release);
   }
   free_.push_back(var->index);
 }
 
 std::vector<Var*> VarTable::Live() {
   std::vector<Var*> out;
-  for (Var& v : vars_) {
-    if (v.live) out.push_back(&v);
+  for (auto& v : vars_) {
+    if (v->live) out.push_back(v.get());
   }
   return out;
 }

@@ -2,7 +2,7 @@
 #define RILL_ENGINE_VAR_TABLE_H_
 
 #include <cstdint>
-#include <deque>
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,6 +46,9 @@ struct Var {
   // writer's, and the readers' since that write.
   std::shared_ptr<Fence> write_fence ABSL_GUARDED_BY(mu);
   std::vector<std::shared_ptr<Fence>> read_fences ABSL_GUARDED_BY(mu);
+  // True when `error` or a fence may be set: lets the common case (host work,
+  // no error) skip the lock when a function starts. Written under `mu`.
+  std::atomic<bool> has_state{false};
 
   // Table bookkeeping, guarded by the table's mutex.
   uint32_t index = 0;
@@ -85,7 +88,7 @@ class VarTable {
 
  private:
   const uint16_t tag_;
-  std::deque<Var> vars_;
+  std::vector<std::unique_ptr<Var>> vars_;
   std::vector<uint32_t> free_;
 };
 

@@ -3,10 +3,12 @@
 #
 #   scripts/test.sh           setup, configure build/, build, ctest (all tests),
 #                             then install into a temporary prefix and build and
-#                             run tests/consumer against the installed package
+#                             run tests/consumer and examples/custom_blas against
+#                             the installed package
 #   scripts/test.sh --tsan    ThreadSanitizer build in build-tsan/, runs the
-#                             tests labelled stream or conformance
-#   scripts/test.sh --asan    AddressSanitizer + UBSan build in build-asan/, same tests
+#                             tests labelled stream, conformance or engine
+#   scripts/test.sh --asan    AddressSanitizer + UBSan build in build-asan/, runs
+#                             those and the plugin tests
 #
 # Environment: RILL_JOBS (build parallelism, default 2), RILL_BUILD_DIR (a
 # build folder instead of the mode's default). Exits non-zero on any
@@ -16,7 +18,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-usage() { sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 MODE=default
 case "${1:-}" in
@@ -38,12 +40,12 @@ case "$MODE" in
   tsan)
     BUILD_DIR="${RILL_BUILD_DIR:-build-tsan}"
     CMAKE_ARGS+=(-DRILL_SANITIZER=thread -DRILL_BUILD_BENCHMARKS=OFF)
-    CTEST_ARGS+=(-L 'stream|conformance')
+    CTEST_ARGS+=(-L 'stream|conformance|engine')
     export TSAN_OPTIONS="${TSAN_OPTIONS:-second_deadlock_stack=1}" ;;
   asan)
     BUILD_DIR="${RILL_BUILD_DIR:-build-asan}"
     CMAKE_ARGS+=(-DRILL_SANITIZER=address -DRILL_BUILD_BENCHMARKS=OFF)
-    CTEST_ARGS+=(-L 'stream|conformance')
+    CTEST_ARGS+=(-L 'stream|conformance|engine|plugins')
     export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1}"
     export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}" ;;
 esac
@@ -121,6 +123,14 @@ consumer() {
   grep 'rill_consumer:' "$LOG_DIR/consumer-configure.log" || true
   cmake --build "$cbuild" -j "$JOBS"
   "$cbuild/rill_consumer"
+  # examples/custom_blas: an outside BLAS plugin registered and selected at run time.
+  local ebuild="$LOG_DIR/custom-blas-build"
+  cmake -S examples/custom_blas -B "$ebuild" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
+    -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    >"$LOG_DIR/custom-blas-configure.log" \
+    || { cat "$LOG_DIR/custom-blas-configure.log"; return 1; }
+  cmake --build "$ebuild" -j "$JOBS"
+  "$ebuild/custom_blas"
 }
 
 step setup bash scripts/setup.sh
