@@ -128,7 +128,10 @@ void StreamPool::WorkDone(Stream* stream) {
 EngineBase::EngineBase(const EngineOptions& options)
     : options_(options), tag_(NewTag()), vars_(tag_) {
   if (!options_.trace_path.empty()) profiler_.Start();
-  if (options_.watchdog_period > absl::ZeroDuration()) {
+}
+
+void EngineBase::StartBackground() {
+  if (options_.watchdog_period > absl::ZeroDuration() && !watchdog_.joinable()) {
     watchdog_ = std::thread([this] { Watchdog(); });
   }
 }
@@ -516,6 +519,9 @@ void EngineBase::RunBody(OprBlock* op, RunContext rc) {
     return;
   }
   Completion completion = op->MakeCompletion();
+  // Counted in flight until the body returns, so that WaitForAll also sees
+  // a body that completes and then throws (reported as a double completion).
+  in_flight_.fetch_add(1, std::memory_order_relaxed);
   try {
     opr.async_fn(rc, completion);
   } catch (const std::exception& e) {
@@ -523,6 +529,7 @@ void EngineBase::RunBody(OprBlock* op, RunContext rc) {
   } catch (...) {
     completion(absl::InternalError("threw a non-standard exception"));
   }
+  Retire(absl::OkStatus());
 }
 
 void EngineBase::Complete(OprBlock* op, absl::Status status) {

@@ -85,6 +85,10 @@ class EngineBase : public Engine {
   absl::Status WriteTrace(const std::string& path) override { return profiler_.Write(path); }
   void Shutdown(bool cancel) override;
 
+  // Starts the background threads (the watchdog); called once the engine
+  // is fully constructed, so they never see a half-built object.
+  void StartBackground();
+
   // Called by Completion: the function has finished with `status`.
   void Complete(OprBlock* op, absl::Status status);
 

@@ -59,7 +59,9 @@ class NaiveEngine : public EngineBase {
 }  // namespace
 
 std::unique_ptr<Engine> NewNaiveEngine(const EngineOptions& options) {
-  return std::make_unique<NaiveEngine>(options);
+  auto engine = std::make_unique<NaiveEngine>(options);
+  engine->StartBackground();
+  return engine;
 }
 
 }  // namespace rill::engine::internal

@@ -83,7 +83,9 @@ class ThreadedEngine : public EngineBase {
 }  // namespace
 
 std::unique_ptr<Engine> NewThreadedEngine(const EngineOptions& options) {
-  return std::make_unique<ThreadedEngine>(options);
+  auto engine = std::make_unique<ThreadedEngine>(options);
+  engine->StartBackground();
+  return engine;
 }
 
 }  // namespace rill::engine::internal

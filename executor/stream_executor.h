@@ -95,7 +95,8 @@ class StreamExecutor {
   // plugin for platform host", or the factory's error.
   absl::StatusOr<PluginInterface*> GetPlugin(PluginKind kind);
   // Selects plugin `name` of `kind` for this executor; an instance already
-  // created under another name is replaced (finish work that uses it first).
+  // created under another name is destroyed at once, so finish the work
+  // enqueued through it first (BlockHostUntilDone on its streams).
   // NotFound, listing the registered names, for an unknown name.
   absl::Status SetPlugin(PluginKind kind, std::string_view name);
   // The name of the plugin this executor uses (or will create) for `kind`.

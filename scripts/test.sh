@@ -41,7 +41,7 @@ case "$MODE" in
     BUILD_DIR="${RILL_BUILD_DIR:-build-tsan}"
     CMAKE_ARGS+=(-DRILL_SANITIZER=thread -DRILL_BUILD_BENCHMARKS=OFF)
     CTEST_ARGS+=(-L 'stream|conformance|engine')
-    export TSAN_OPTIONS="${TSAN_OPTIONS:-second_deadlock_stack=1}" ;;
+    export TSAN_OPTIONS="${TSAN_OPTIONS:-second_deadlock_stack=1 suppressions=$ROOT/scripts/tsan.supp}" ;;
   asan)
     BUILD_DIR="${RILL_BUILD_DIR:-build-asan}"
     CMAKE_ARGS+=(-DRILL_SANITIZER=address -DRILL_BUILD_BENCHMARKS=OFF)

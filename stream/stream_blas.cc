@@ -24,7 +24,12 @@ Stream& Stream::ThenBlasGemm(const GemmArgs& args) {
 }
 
 Stream& Stream::ThenBlasGemmBatched(const GemmBatchedArgs& args) {
-  return ThenPlugin<BlasSupport>([&] { return GemmContext("ThenBlasGemmBatched", args.shape); },
+  return ThenPlugin<BlasSupport>(
+      [&] {
+        GemmArgs shape = args.shape;
+        shape.batch_count = static_cast<int64_t>(args.a.size());
+        return GemmContext("ThenBlasGemmBatched", shape);
+      },
                                  [&](BlasSupport* blas) { return blas->DoBlasGemmBatched(this, args); });
 }
 

@@ -1,0 +1,145 @@
+#ifndef RILL_TESTS_ENGINE_ENGINE_TESTING_H_
+#define RILL_TESTS_ENGINE_ENGINE_TESTING_H_
+
+// Helpers shared by the engine tests: engine construction per kind, bounded
+// waits (a broken engine fails a test instead of hanging it), a deadline
+// guard for calls that could deadlock, and a latch.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "engine/engine.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_testing.h"
+
+namespace rill::engine::testing {
+
+using Kind = EngineOptions::Kind;
+
+inline std::string KindName(const ::testing::TestParamInfo<Kind>& info) {
+  return info.param == Kind::kNaive ? "Naive" : "Threaded";
+}
+
+// Whether this binary runs under ThreadSanitizer (then sizes shrink).
+constexpr bool kUnderTsan =
+#if defined(__SANITIZE_THREAD__)
+    true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+    true;
+#else
+    false;
+#endif
+#else
+    false;
+#endif
+
+// An engine of `kind`; aborts the test binary if it cannot be created.
+inline std::unique_ptr<Engine> MakeEngine(Kind kind, EngineOptions options = {}) {
+  options.kind = kind;
+  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(options);
+  if (!engine.ok()) {
+    ADD_FAILURE() << "Engine::Create failed: " << engine.status();
+    std::abort();
+  }
+  return std::move(engine).value();
+}
+
+inline absl::Status Ok() { return absl::OkStatus(); }
+
+// Polls `done` until it holds or `timeout` passes; returns whether it held.
+inline bool WaitUntil(const std::function<bool()>& done,
+                      std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return true;
+}
+
+// Runs `fn` on its own thread and waits up to `timeout` for it. If it has
+// not returned by then (a deadlock), prints `what` and the engine's
+// DescribePending() and aborts the binary: a hang becomes a failure with a
+// diagnosis instead of a ctest timeout.
+inline void WithDeadline(const std::string& what, Engine* engine, std::function<void()> fn,
+                         std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> future = done->get_future();
+  std::thread runner([fn = std::move(fn), done] {
+    fn();
+    done->set_value();
+  });
+  if (future.wait_for(timeout) != std::future_status::ready) {
+    std::fprintf(stderr, "DEADLOCK: %s did not finish in %lld ms\n", what.c_str(),
+                 static_cast<long long>(timeout.count()));
+    if (engine != nullptr) {
+      std::fprintf(stderr, "DescribePending():\n%s\n", engine->DescribePending().c_str());
+    }
+    std::fflush(stderr);
+    std::abort();
+  }
+  runner.join();
+}
+
+// A latch: Wait() blocks until Open(), or until `timeout` (then returns
+// false, so a broken engine cannot hang a gated function forever).
+// Shared by pointer so a function still blocked when a test fails keeps it
+// alive. Thread-safe.
+class Latch {
+ public:
+  static std::shared_ptr<Latch> Make() { return std::make_shared<Latch>(); }
+  void Open() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  bool Wait(std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, timeout, [this] { return open_; });
+  }
+  bool is_open() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return open_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
+
+// Opens a latch when it leaves scope, so a failed ASSERT never leaves a
+// worker blocked (which would hang the engine's destructor).
+class OpenLatchOnExit {
+ public:
+  explicit OpenLatchOnExit(std::shared_ptr<Latch> latch) : latch_(std::move(latch)) {}
+  ~OpenLatchOnExit() { latch_->Open(); }
+  OpenLatchOnExit(const OpenLatchOnExit&) = delete;
+  OpenLatchOnExit& operator=(const OpenLatchOnExit&) = delete;
+
+ private:
+  std::shared_ptr<Latch> latch_;
+};
+
+// Waits, with a timeout, until `count` reaches `target`: used inside engine
+// functions to observe that two of them are running at the same time.
+inline bool Rendezvous(std::atomic<int>& count, int target,
+                       std::chrono::milliseconds timeout = std::chrono::seconds(2)) {
+  count.fetch_add(1);
+  return WaitUntil([&] { return count.load() >= target; }, timeout);
+}
+
+}  // namespace rill::engine::testing
+
+#endif  // RILL_TESTS_ENGINE_ENGINE_TESTING_H_
