@@ -1,5 +1,6 @@
 #include "platform/host/host_stream.h"
 
+#include <chrono>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -10,6 +11,28 @@
 #include "platform/host/host_kernel.h"
 
 namespace rill {
+
+namespace {
+
+// Polls `done` for up to kSpinTime -- first with a CPU pause, which leaves
+// the cache line to the other core, then yielding the core in case the
+// thread we wait for needs it -- and returns whether it became true.
+template <typename Done>
+bool SpinUntil(Done done) {
+  constexpr auto kSpinTime = std::chrono::microseconds(50);
+  const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
+  for (int i = 0;; ++i) {
+    if (done()) return true;
+    if ((i & 15) == 15 && std::chrono::steady_clock::now() > deadline) return false;
+    if (i < 256) {
+      __builtin_ia32_pause();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+}
+
+}  // namespace
 
 HostStream::HostStream(StreamStatus* status, std::shared_ptr<HostStreamRegistry> registry)
     : status_(status), registry_(std::move(registry)) {
@@ -42,13 +65,11 @@ void HostStream::Enqueue(Task task, bool run_after_error) {
 }
 
 void HostStream::WorkLoop() {
-  std::deque<Entry> batch;
+  std::vector<Entry> batch;
   for (;;) {
-    // Spin briefly for more work before sleeping, so a producer that queues
+    // Poll for more work a little before sleeping, so a producer that queues
     // back to back never pays for a wake-up.
-    for (int i = 0; i < 64 && pending_.load(std::memory_order_acquire) == 0; ++i) {
-      std::this_thread::yield();
-    }
+    SpinUntil([this] { return pending_.load(std::memory_order_acquire) != 0; });
     {
       MutexLock lock(&mu_);
       while (queue_.empty() && !stop_) {
@@ -75,8 +96,16 @@ void HostStream::WorkLoop() {
 }
 
 absl::Status HostStream::BlockHostUntilDone() {
+  uint64_t target;
+  {
+    MutexLock lock(&mu_);
+    target = enqueued_;
+  }
+  // Short work is usually done within microseconds: poll before sleeping.
+  if (SpinUntil([&] { return completed_.load(std::memory_order_acquire) >= target; })) {
+    return absl::OkStatus();
+  }
   MutexLock lock(&mu_);
-  const uint64_t target = enqueued_;
   waiters_.fetch_add(1, std::memory_order_seq_cst);
   done_cv_.Wait(&mu_, [&] { return completed_.load(std::memory_order_seq_cst) >= target; });
   waiters_.fetch_sub(1, std::memory_order_seq_cst);

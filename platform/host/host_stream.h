@@ -3,7 +3,7 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
+#include <vector>
 #include <memory>
 #include <thread>
 
@@ -68,7 +68,9 @@ class HostStream : public StreamInterface {
   CondVar work_cv_;
   CondVar done_cv_;
   CondVar space_cv_;
-  std::deque<Entry> queue_ ABSL_GUARDED_BY(mu_);
+  // Swapped with the worker's batch, so both keep their capacity: no
+  // allocation per operation in steady state.
+  std::vector<Entry> queue_ ABSL_GUARDED_BY(mu_);
   bool sleeping_ ABSL_GUARDED_BY(mu_) = false;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   int blocked_producers_ ABSL_GUARDED_BY(mu_) = 0;
