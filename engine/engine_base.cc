@@ -136,7 +136,68 @@ void EngineBase::StartBackground() {
   }
 }
 
-EngineBase::~EngineBase() = default;  // Subclasses call Shutdown(false).
+EngineBase::~EngineBase() {  // Subclasses call Shutdown(false) first.
+  SpinLockHolder lock(&spare_mu_);
+  for (OprBlock* list : {spare_, returned_.exchange(nullptr)}) {
+    while (list != nullptr) {
+      OprBlock* next = list->next_free;
+      delete list;
+      list = next;
+    }
+  }
+}
+
+OprBlock* EngineBase::NewBlock() {
+  OprBlock* op = nullptr;
+  {
+    SpinLockHolder lock(&spare_mu_);
+    if (spare_ == nullptr) spare_ = returned_.exchange(nullptr, std::memory_order_acquire);
+    if (spare_ != nullptr) {
+      op = spare_;
+      spare_ = op->next_free;
+    }
+  }
+  if (op == nullptr) op = new OprBlock();
+  op->engine = this;
+  op->opr = &op->own;
+  return op;
+}
+
+void EngineBase::Recycle(OprBlock* op) {
+  op->Reset();
+  op->next_free = returned_.load(std::memory_order_relaxed);
+  while (!returned_.compare_exchange_weak(op->next_free, op, std::memory_order_release,
+                                          std::memory_order_relaxed)) {
+  }
+}
+
+void OprBlock::Unref() {
+  if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) engine->Recycle(this);
+}
+
+void OprBlock::Reset() {
+  own.sync_fn = nullptr;
+  own.async_fn = nullptr;
+  own.const_vars.clear();
+  own.mutate_vars.clear();
+  own.prop = FnProperty::kNormal;
+  own.name.clear();
+  shared.reset();
+  opr = &own;
+  ctx = Context();
+  priority = 0;
+  seq = 0;
+  refs.store(1, std::memory_order_relaxed);
+  completed.store(false, std::memory_order_relaxed);
+  deps.clear();
+  status = absl::OkStatus();
+  pending_fences.store(0, std::memory_order_relaxed);
+  stream = nullptr;
+  pool = nullptr;
+  fence.reset();
+  start_ns = end_ns = 0;
+  worker = -1;
+}
 
 VarHandle EngineBase::NewVariable() {
   MutexLock lock(&push_mu_);
@@ -189,7 +250,7 @@ void EngineBase::WaitForRoom() {
   waiters_.fetch_sub(1);
 }
 
-absl::Status EngineBase::PushOne(std::unique_ptr<OprBlock> op,
+absl::Status EngineBase::PushOne(BlockPtr op,
                                  absl::Span<const VarHandle> const_vars,
                                  absl::Span<const VarHandle> mutate_vars, bool delete_var) {
   if (shutdown_.load(std::memory_order_acquire)) {
@@ -229,7 +290,7 @@ absl::Status EngineBase::PushBlock(OprBlock* op) {
   pushed_.fetch_add(1, std::memory_order_relaxed);
   int granted = 0;
   for (VarDep& dep : op->deps) {
-    MutexLock lock(&dep.var->mu);
+    SpinLockHolder lock(&dep.var->mu);
     if (dep.var->AppendLocked(&dep)) ++granted;
   }
   // Ready when every dependency is granted (the +1 kept it from being
@@ -244,7 +305,7 @@ absl::Status EngineBase::PushSync(SyncFn fn, Context ctx, absl::Span<const VarHa
                                   absl::Span<const VarHandle> mutate_vars, FnProperty prop,
                                   int priority, std::string_view name) {
   if (!fn) return absl::InvalidArgumentError(absl::StrCat("PushSync('", AsAbsl(name), "'): fn is empty"));
-  auto op = std::make_unique<OprBlock>();
+  BlockPtr op(NewBlock());
   op->own.sync_fn = std::move(fn);
   op->own.prop = prop;
   if (!name.empty()) op->own.name = std::string(name);
@@ -258,7 +319,7 @@ absl::Status EngineBase::PushAsync(AsyncFn fn, Context ctx, absl::Span<const Var
                                    absl::Span<const VarHandle> mutate_vars, FnProperty prop,
                                    int priority, std::string_view name) {
   if (!fn) return absl::InvalidArgumentError(absl::StrCat("PushAsync('", AsAbsl(name), "'): fn is empty"));
-  auto op = std::make_unique<OprBlock>();
+  BlockPtr op(NewBlock());
   op->own.async_fn = std::move(fn);
   op->own.prop = prop;
   if (!name.empty()) op->own.name = std::string(name);
@@ -291,7 +352,7 @@ absl::StatusOr<OperatorHandle> EngineBase::NewOperator(AsyncFn fn,
 absl::Status EngineBase::Push(OperatorHandle handle, Context ctx, int priority) {
   if (shutdown_.load()) return absl::FailedPreconditionError("Push: the engine is shut down");
   WaitForRoom();
-  auto op = std::make_unique<OprBlock>();
+  BlockPtr op(NewBlock());
   op->ctx = ctx;
   bool ready;
   {
@@ -325,7 +386,7 @@ absl::Status EngineBase::DeleteOperator(OperatorHandle handle) {
 }
 
 absl::Status EngineBase::DeleteVariable(SyncFn fn, Context ctx, VarHandle var) {
-  auto op = std::make_unique<OprBlock>();
+  BlockPtr op(NewBlock());
   op->own.sync_fn = fn ? std::move(fn) : SyncFn([](RunContext) { return absl::OkStatus(); });
   op->own.prop = FnProperty::kDeleteVar;
   op->own.name = "DeleteVariable";
@@ -355,7 +416,7 @@ absl::Status EngineBase::WaitForVar(VarHandle var) {
       [&, v](RunContext) {
         absl::Status error;
         {
-          MutexLock lock(&v->mu);
+          SpinLockHolder lock(&v->mu);
           error = v->error;
         }
         MutexLock lock(&mu);
@@ -394,7 +455,7 @@ absl::Status EngineBase::ClearError(VarHandle var) {
   }
   return PushSync(
       [v](RunContext) {
-        MutexLock lock(&v->mu);
+        SpinLockHolder lock(&v->mu);
         v->error = absl::OkStatus();
         v->write_fence.reset();  // Finished (this ran after it), maybe failed.
         v->read_fences.clear();
@@ -418,7 +479,7 @@ absl::Status EngineBase::GatherDependencies(OprBlock* op,
   for (VarDep& dep : op->deps) {
     Var* v = dep.var;
     if (!v->has_state.load(std::memory_order_acquire)) continue;
-    MutexLock lock(&v->mu);
+    SpinLockHolder lock(&v->mu);
     take(v, v->write_fence);
     if (dep.write) {
       for (const auto& f : v->read_fences) take(v, f);
@@ -577,7 +638,7 @@ void EngineBase::Finish(OprBlock* op) {
   ReadyList ready;
   for (VarDep& dep : op->deps) {
     Var* v = dep.var;
-    MutexLock lock(&v->mu);
+    SpinLockHolder lock(&v->mu);
     if (dep.write) {
       if (!error.ok() && v->error.ok()) v->error = error;
       v->write_fence = op->fence;  // Null for host work, which waited for the rest.
@@ -630,7 +691,7 @@ std::string EngineBase::DescribePending() {
   std::string out = absl::StrCat("in flight: ", in_flight_.load(), "\n");
   MutexLock lock(&push_mu_);
   for (Var* v : vars_.Live()) {
-    MutexLock var_lock(&v->mu);
+    SpinLockHolder var_lock(&v->mu);
     if (v->holders.empty() && v->head == nullptr) continue;
     absl::StrAppend(&out, absl::StrFormat("var %#x:", vars_.HandleOf(v).bits()));
     if (!v->holders.empty()) {

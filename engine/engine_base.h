@@ -89,6 +89,13 @@ class EngineBase : public Engine {
   // is fully constructed, so they never see a half-built object.
   void StartBackground();
 
+  // A block from the pool of spare blocks (or a new one), owned by this
+  // engine; Recycle gives it back. Blocks are reused because a push and the
+  // completion that frees its block run on different threads, and the
+  // allocator's cross-thread frees were a bottleneck.
+  OprBlock* NewBlock();
+  void Recycle(OprBlock* op);
+
   // Called by Completion: the function has finished with `status`.
   void Complete(OprBlock* op, absl::Status status);
 
@@ -114,7 +121,12 @@ class EngineBase : public Engine {
                          absl::Span<const VarHandle> mutate_vars, Opr* opr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(push_mu_);
   absl::Status PushBlock(OprBlock* op) ABSL_EXCLUSIVE_LOCKS_REQUIRED(push_mu_);
-  absl::Status PushOne(std::unique_ptr<OprBlock> op, absl::Span<const VarHandle> const_vars,
+  // Owns a block until it is pushed; gives it back to the pool otherwise.
+  struct BlockRecycler {
+    void operator()(OprBlock* op) const { op->engine->Recycle(op); }
+  };
+  using BlockPtr = std::unique_ptr<OprBlock, BlockRecycler>;
+  absl::Status PushOne(BlockPtr op, absl::Span<const VarHandle> const_vars,
                        absl::Span<const VarHandle> mutate_vars, bool delete_var);
   void WaitForRoom();
   // Collects the poison and unfinished device fences of op's vars.
@@ -131,6 +143,11 @@ class EngineBase : public Engine {
   void Watchdog();
 
   const uint16_t tag_;
+  // Spare blocks: any thread pushes onto `returned_` (a lock-free stack);
+  // NewBlock takes the whole stack at once into `spare_`, so there is no ABA.
+  std::atomic<OprBlock*> returned_{nullptr};
+  SpinLock spare_mu_;
+  OprBlock* spare_ ABSL_GUARDED_BY(spare_mu_) = nullptr;
   Mutex push_mu_;
   VarTable vars_ ABSL_GUARDED_BY(push_mu_);
   uint64_t next_seq_ ABSL_GUARDED_BY(push_mu_) = 0;

@@ -86,10 +86,13 @@ struct OprBlock {
   int64_t end_ns = 0;
   int worker = -1;
 
+  OprBlock* next_free = nullptr;  // In the engine's pool of spare blocks.
+
   void Ref() { refs.fetch_add(1, std::memory_order_relaxed); }
-  void Unref() {
-    if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
-  }
+  // The last reference gives the block back to its engine's pool.
+  void Unref();
+  // Back to the state of a fresh block (destroys the function and its captures).
+  void Reset();
   Completion MakeCompletion() { return Completion(this); }
   const std::string& name() const { return opr->name; }
 };

@@ -105,7 +105,7 @@ void VarTable::Free(Var* var) {
   var->live = false;
   ++var->generation;
   {
-    MutexLock var_lock(&var->mu);
+    SpinLockHolder var_lock(&var->mu);
     var->error = absl::OkStatus();
     var->write_fence.reset();
     var->read_fences.clear();

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "base/mutex.h"
+#include "base/spin_lock.h"
 #include "engine/engine.h"
 
 namespace rill::engine::internal {
@@ -35,7 +36,7 @@ struct VarDep {
 // dependency behind a waiting write waits too (FIFO at write boundaries, so
 // writers never starve). Thread-safe through `mu`.
 struct Var {
-  Mutex mu;
+  SpinLock mu;
   int running_reads ABSL_GUARDED_BY(mu) = 0;
   bool write_running ABSL_GUARDED_BY(mu) = false;
   VarDep* head ABSL_GUARDED_BY(mu) = nullptr;  // Waiting dependencies, oldest first.
