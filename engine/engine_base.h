@@ -157,13 +157,16 @@ class EngineBase : public Engine {
   // In flight: pushed and not finished (device work included).
   Mutex wait_mu_;
   CondVar wait_cv_;
-  std::atomic<int64_t> in_flight_{0};
+  alignas(64) std::atomic<int64_t> in_flight_{0};
   std::atomic<int> waiters_{0};
   absl::Status first_error_ ABSL_GUARDED_BY(wait_mu_);
   std::atomic<bool> shutdown_{false};
   std::atomic<bool> cancel_{false};
 
-  std::atomic<int64_t> pushed_{0}, completed_{0}, skipped_{0}, failed_{0}, double_completions_{0};
+  // Counters: pushed_ is written by pushers, the rest by workers; kept on
+  // separate cache lines from in_flight_.
+  alignas(64) std::atomic<int64_t> pushed_{0};
+  alignas(64) std::atomic<int64_t> completed_{0}, skipped_{0}, failed_{0}, double_completions_{0};
 
   Mutex pools_mu_;
   std::map<std::tuple<PlatformId, int, bool>, std::unique_ptr<StreamPool>> stream_pools_

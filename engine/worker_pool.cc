@@ -14,24 +14,28 @@ WorkerPool::WorkerPool(std::string name, int threads, int first_worker_id, RunFn
 WorkerPool::~WorkerPool() { Stop(); }
 
 void WorkerPool::Push(OprBlock* op) {
-  MutexLock lock(&mu_);
-  queue_.push(Entry{op->priority, op->seq, op});
-  queued_.fetch_add(1, std::memory_order_release);
-  if (sleeping_ > 0) cv_.Signal();
+  {
+    SpinLockHolder lock(&queue_mu_);
+    queue_.push(Entry{op->priority, op->seq, op});
+  }
+  queued_.fetch_add(1, std::memory_order_seq_cst);
+  if (sleeping_.load(std::memory_order_seq_cst) > 0) {
+    MutexLock lock(&sleep_mu_);
+    cv_.Signal();
+  }
 }
 
 void WorkerPool::Stop() {
+  if (stop_.exchange(true)) return;
   {
-    MutexLock lock(&mu_);
-    if (stop_) return;
-    stop_ = true;
+    MutexLock lock(&sleep_mu_);
     cv_.SignalAll();
   }
   for (std::thread& t : threads_) t.join();
 }
 
 int WorkerPool::QueuedForDescribe(std::vector<OprBlock*>* out) {
-  MutexLock lock(&mu_);
+  SpinLockHolder lock(&queue_mu_);
   std::priority_queue<Entry> copy = queue_;
   int n = 0;
   while (!copy.empty()) {
@@ -42,24 +46,33 @@ int WorkerPool::QueuedForDescribe(std::vector<OprBlock*>* out) {
   return n;
 }
 
+OprBlock* WorkerPool::TryPop() {
+  if (queued_.load(std::memory_order_acquire) == 0) return nullptr;
+  SpinLockHolder lock(&queue_mu_);
+  if (queue_.empty()) return nullptr;
+  OprBlock* op = queue_.top().op;
+  queue_.pop();
+  queued_.fetch_sub(1, std::memory_order_relaxed);
+  return op;
+}
+
 void WorkerPool::Work(int worker) {
   for (;;) {
+    OprBlock* op = TryPop();
     // A short spin catches work pushed back to back without a sleep.
-    for (int i = 0; i < 200 && queued_.load(std::memory_order_acquire) == 0; ++i) {
+    for (int i = 0; op == nullptr && i < 200; ++i) {
       std::this_thread::yield();
+      op = TryPop();
     }
-    OprBlock* op;
-    {
-      MutexLock lock(&mu_);
-      while (queue_.empty() && !stop_) {
-        ++sleeping_;
-        cv_.Wait(&mu_);
-        --sleeping_;
-      }
-      if (queue_.empty()) return;  // Stopped and drained.
-      op = queue_.top().op;
-      queue_.pop();
-      queued_.fetch_sub(1, std::memory_order_relaxed);
+    if (op == nullptr) {
+      MutexLock lock(&sleep_mu_);
+      sleeping_.fetch_add(1, std::memory_order_seq_cst);
+      // Push increments queued_ before it reads sleeping_, so either it sees
+      // this sleeper and signals under sleep_mu_, or this sees its entry.
+      while (queued_.load(std::memory_order_seq_cst) == 0 && !stop_.load()) cv_.Wait(&sleep_mu_);
+      sleeping_.fetch_sub(1, std::memory_order_seq_cst);
+      if (queued_.load() == 0 && stop_.load()) return;  // Stopped and drained.
+      continue;
     }
     run_(op, worker);
   }

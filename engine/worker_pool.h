@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/mutex.h"
+#include "base/spin_lock.h"
 
 namespace rill::engine::internal {
 
@@ -43,14 +44,20 @@ class WorkerPool {
   };
   void Work(int worker);
 
+  // Takes the best ready entry, or returns null when the queue is empty.
+  OprBlock* TryPop();
+
   const std::string name_;
   const RunFn run_;
-  Mutex mu_;
+  // The queue is guarded by a spin lock (held for a heap operation only);
+  // sleeping and waking use the mutex and condition variable.
+  SpinLock queue_mu_;
+  std::priority_queue<Entry> queue_ ABSL_GUARDED_BY(queue_mu_);
+  alignas(64) std::atomic<int64_t> queued_{0};
+  alignas(64) std::atomic<int> sleeping_{0};
+  Mutex sleep_mu_;
   CondVar cv_;
-  std::priority_queue<Entry> queue_ ABSL_GUARDED_BY(mu_);
-  int sleeping_ ABSL_GUARDED_BY(mu_) = 0;
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  std::atomic<int64_t> queued_{0};
+  std::atomic<bool> stop_{false};
   std::vector<std::thread> threads_;
 };
 
