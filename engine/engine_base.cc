@@ -670,7 +670,7 @@ void EngineBase::Finish(OprBlock* op) {
   const bool device = op->fence != nullptr;
   op->Unref();
   if (!device) Retire(absl::OkStatus());
-  for (OprBlock* r : ready) Dispatch(r);
+  for (OprBlock* r : ready) Dispatch(r, ready.size() == 1);
 }
 
 void EngineBase::Retire(const absl::Status& status) {

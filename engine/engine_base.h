@@ -101,7 +101,9 @@ class EngineBase : public Engine {
 
  protected:
   // Runs `op` (its dependencies are granted) now or later on some thread.
-  virtual void Dispatch(OprBlock* op) = 0;
+  // `sole` says it is the only function a completion made ready, so a
+  // worker may run it next without a queue round trip.
+  virtual void Dispatch(OprBlock* op, bool sole = false) = 0;
   // Runs `op` on the calling thread (`worker` numbers it for profiles).
   void Run(OprBlock* op, int worker);
   // Stops the kind's threads once nothing is pending.

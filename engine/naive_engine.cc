@@ -21,7 +21,7 @@ class NaiveEngine : public EngineBase {
   // engine: then `op` (made ready by that function's completion, or pushed
   // by it) runs right after, in a loop rather than a recursion, so long
   // chains cannot overflow the stack.
-  void Dispatch(OprBlock* op) override {
+  void Dispatch(OprBlock* op, bool) override {
     thread_local NaiveEngine* owner = nullptr;
     thread_local std::deque<OprBlock*>* pending = nullptr;
     if (owner == this) {

@@ -25,14 +25,14 @@ class ThreadedEngine : public EngineBase {
   ~ThreadedEngine() override { Shutdown(false); }
 
  protected:
-  void Dispatch(OprBlock* op) override {
+  void Dispatch(OprBlock* op, bool sole) override {
     if (op->ctx.is_host()) {
-      cpu_pool_->Push(op);
+      cpu_pool_->Push(op, sole);
       return;
     }
     const FnProperty prop = op->opr->prop;
     const bool copy = prop == FnProperty::kCopyToDevice || prop == FnProperty::kCopyFromDevice;
-    DevicePool(op->ctx, copy)->Push(op);
+    DevicePool(op->ctx, copy)->Push(op, sole);
   }
 
   void StopThreads() override {

@@ -2,6 +2,7 @@
 #define RILL_ENGINE_WORKER_POOL_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <queue>
@@ -21,13 +22,19 @@ struct OprBlock;
 // sleeping, and a producer signals only when a worker sleeps. Thread-safe.
 class WorkerPool {
  public:
+  // How long an idle worker polls for work before it sleeps.
+  static constexpr std::chrono::microseconds kSpinTime{500};
+
   using RunFn = std::function<void(OprBlock* op, int worker)>;
 
   // `first_worker_id` numbers the threads for profiles.
   WorkerPool(std::string name, int threads, int first_worker_id, RunFn run);
   ~WorkerPool();  // Stop() if not yet stopped.
 
-  void Push(OprBlock* op);
+  // Queues `op`. With `may_continue`, a worker of this pool pushing it (a
+  // completion made it ready, and it alone) runs it next itself when
+  // nothing else is queued, which keeps priority and push order.
+  void Push(OprBlock* op, bool may_continue = false);
   // Lets the workers finish what is queued, then joins them.
   void Stop();
   int QueuedForDescribe(std::vector<OprBlock*>* out);
