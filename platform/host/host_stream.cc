@@ -85,8 +85,8 @@ void HostStream::WorkLoop() {
     for (Entry& entry : batch) {
       if (status_->ok() || entry.run_after_error) status_->Update(std::move(entry.task)());
       entry.task = nullptr;  // Release captures before signalling completion.
-      completed_.fetch_add(1, std::memory_order_seq_cst);
-      if (waiters_.load(std::memory_order_seq_cst) > 0) {
+      const uint64_t done = completed_.fetch_add(1, std::memory_order_seq_cst) + 1;
+      if (done >= wake_at_.load(std::memory_order_seq_cst)) {
         MutexLock lock(&mu_);
         done_cv_.SignalAll();
       }
@@ -106,9 +106,12 @@ absl::Status HostStream::BlockHostUntilDone() {
     return absl::OkStatus();
   }
   MutexLock lock(&mu_);
-  waiters_.fetch_add(1, std::memory_order_seq_cst);
+  wait_targets_.insert(target);
+  wake_at_.store(*wait_targets_.begin(), std::memory_order_seq_cst);
   done_cv_.Wait(&mu_, [&] { return completed_.load(std::memory_order_seq_cst) >= target; });
-  waiters_.fetch_sub(1, std::memory_order_seq_cst);
+  wait_targets_.erase(wait_targets_.find(target));
+  wake_at_.store(wait_targets_.empty() ? UINT64_MAX : *wait_targets_.begin(),
+                 std::memory_order_seq_cst);
   return absl::OkStatus();
 }
 

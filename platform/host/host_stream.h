@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 #include <memory>
+#include <set>
 #include <thread>
 
 #include "absl/functional/any_invocable.h"
@@ -77,7 +78,10 @@ class HostStream : public StreamInterface {
   uint64_t enqueued_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<uint64_t> pending_{0};    // Enqueued, not yet taken by the worker.
   std::atomic<uint64_t> completed_{0};  // Tasks finished (run or skipped).
-  std::atomic<int> waiters_{0};         // Threads in BlockHostUntilDone.
+  // Targets of the threads asleep in BlockHostUntilDone, and the smallest
+  // of them: the worker signals only when it reaches one, not per task.
+  std::multiset<uint64_t> wait_targets_ ABSL_GUARDED_BY(mu_);
+  std::atomic<uint64_t> wake_at_{UINT64_MAX};
   std::thread worker_;
   std::thread::id worker_id_;
 };
