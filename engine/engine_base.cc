@@ -252,7 +252,7 @@ void EngineBase::WaitForRoom() {
 
 absl::Status EngineBase::PushOne(BlockPtr op,
                                  absl::Span<const VarHandle> const_vars,
-                                 absl::Span<const VarHandle> mutate_vars, bool delete_var) {
+                                 absl::Span<const VarHandle> mutate_vars) {
   if (shutdown_.load(std::memory_order_acquire)) {
     return absl::FailedPreconditionError(
         absl::StrCat("push of ", OpName(op.get()), ": the engine is shut down"));
@@ -270,14 +270,14 @@ absl::Status EngineBase::PushOne(BlockPtr op,
       RILL_RETURN_IF_ERROR(Annotate(Normalize(const_vars, mutate_vars, op->opr),
                                     absl::StrCat("push of ", OpName(op.get()))));
     }
-    ready = PushBlock(op.get()).ok();
+    ready = PushBlock(op.get());
   }
   OprBlock* raw = op.release();
   if (ready) Dispatch(raw);
   return absl::OkStatus();
 }
 
-absl::Status EngineBase::PushBlock(OprBlock* op) {
+bool EngineBase::PushBlock(OprBlock* op) {
   op->engine = this;
   op->seq = next_seq_++;
   const Opr& opr = *op->opr;
@@ -295,38 +295,35 @@ absl::Status EngineBase::PushBlock(OprBlock* op) {
   }
   // Ready when every dependency is granted (the +1 kept it from being
   // dispatched by a completion while the appends were under way).
-  if (op->wait.fetch_sub(granted + 1, std::memory_order_acq_rel) == granted + 1) {
-    return absl::OkStatus();
-  }
-  return absl::UnavailableError("waiting");
+  return op->wait.fetch_sub(granted + 1, std::memory_order_acq_rel) == granted + 1;
+}
+
+EngineBase::BlockPtr EngineBase::NewOneShot(Context ctx, FnProperty prop, int priority,
+                                            std::string_view name) {
+  BlockPtr op(NewBlock());
+  op->own.prop = prop;
+  if (!name.empty()) op->own.name = std::string(name);
+  op->ctx = ctx;
+  op->priority = priority + (prop == FnProperty::kPrioritized ? kPrioritizedBoost : 0);
+  return op;
 }
 
 absl::Status EngineBase::PushSync(SyncFn fn, Context ctx, absl::Span<const VarHandle> const_vars,
                                   absl::Span<const VarHandle> mutate_vars, FnProperty prop,
                                   int priority, std::string_view name) {
   if (!fn) return absl::InvalidArgumentError(absl::StrCat("PushSync('", AsAbsl(name), "'): fn is empty"));
-  BlockPtr op(NewBlock());
+  BlockPtr op = NewOneShot(ctx, prop, priority, name);
   op->own.sync_fn = std::move(fn);
-  op->own.prop = prop;
-  if (!name.empty()) op->own.name = std::string(name);
-  op->opr = &op->own;
-  op->ctx = ctx;
-  op->priority = priority + (prop == FnProperty::kPrioritized ? kPrioritizedBoost : 0);
-  return PushOne(std::move(op), const_vars, mutate_vars, false);
+  return PushOne(std::move(op), const_vars, mutate_vars);
 }
 
 absl::Status EngineBase::PushAsync(AsyncFn fn, Context ctx, absl::Span<const VarHandle> const_vars,
                                    absl::Span<const VarHandle> mutate_vars, FnProperty prop,
                                    int priority, std::string_view name) {
   if (!fn) return absl::InvalidArgumentError(absl::StrCat("PushAsync('", AsAbsl(name), "'): fn is empty"));
-  BlockPtr op(NewBlock());
+  BlockPtr op = NewOneShot(ctx, prop, priority, name);
   op->own.async_fn = std::move(fn);
-  op->own.prop = prop;
-  if (!name.empty()) op->own.name = std::string(name);
-  op->opr = &op->own;
-  op->ctx = ctx;
-  op->priority = priority + (prop == FnProperty::kPrioritized ? kPrioritizedBoost : 0);
-  return PushOne(std::move(op), const_vars, mutate_vars, false);
+  return PushOne(std::move(op), const_vars, mutate_vars);
 }
 
 absl::StatusOr<OperatorHandle> EngineBase::NewOperator(AsyncFn fn,
@@ -368,7 +365,7 @@ absl::Status EngineBase::Push(OperatorHandle handle, Context ctx, int priority) 
     for (Var* v : op->opr->mutate_vars) RILL_RETURN_IF_ERROR(vars_.Resolve(vars_.HandleOf(v), false).status());
     for (Var* v : op->opr->const_vars) RILL_RETURN_IF_ERROR(vars_.Resolve(vars_.HandleOf(v), false).status());
     op->priority = priority + (op->opr->prop == FnProperty::kPrioritized ? kPrioritizedBoost : 0);
-    ready = PushBlock(op.get()).ok();
+    ready = PushBlock(op.get());
   }
   OprBlock* raw = op.release();
   if (ready) Dispatch(raw);
@@ -386,13 +383,9 @@ absl::Status EngineBase::DeleteOperator(OperatorHandle handle) {
 }
 
 absl::Status EngineBase::DeleteVariable(SyncFn fn, Context ctx, VarHandle var) {
-  BlockPtr op(NewBlock());
+  BlockPtr op = NewOneShot(ctx, FnProperty::kDeleteVar, 0, "DeleteVariable");
   op->own.sync_fn = fn ? std::move(fn) : SyncFn([](RunContext) { return absl::OkStatus(); });
-  op->own.prop = FnProperty::kDeleteVar;
-  op->own.name = "DeleteVariable";
-  op->opr = &op->own;
-  op->ctx = ctx;
-  return PushOne(std::move(op), {}, {var}, true);
+  return PushOne(std::move(op), {}, {var});
 }
 
 absl::Status EngineBase::WaitForVar(VarHandle var) {

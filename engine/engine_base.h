@@ -122,14 +122,17 @@ class EngineBase : public Engine {
   absl::Status Normalize(absl::Span<const VarHandle> const_vars,
                          absl::Span<const VarHandle> mutate_vars, Opr* opr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(push_mu_);
-  absl::Status PushBlock(OprBlock* op) ABSL_EXCLUSIVE_LOCKS_REQUIRED(push_mu_);
+  // Appends op's dependencies to its vars; true when all are granted.
+  bool PushBlock(OprBlock* op) ABSL_EXCLUSIVE_LOCKS_REQUIRED(push_mu_);
   // Owns a block until it is pushed; gives it back to the pool otherwise.
   struct BlockRecycler {
     void operator()(OprBlock* op) const { op->engine->Recycle(op); }
   };
   using BlockPtr = std::unique_ptr<OprBlock, BlockRecycler>;
   absl::Status PushOne(BlockPtr op, absl::Span<const VarHandle> const_vars,
-                       absl::Span<const VarHandle> mutate_vars, bool delete_var);
+                       absl::Span<const VarHandle> mutate_vars);
+  // A block for a one-shot push (PushSync, PushAsync, DeleteVariable).
+  BlockPtr NewOneShot(Context ctx, FnProperty prop, int priority, std::string_view name);
   void WaitForRoom();
   // Collects the poison and unfinished device fences of op's vars.
   absl::Status GatherDependencies(OprBlock* op, std::vector<std::shared_ptr<Fence>>* fences);
