@@ -5,12 +5,15 @@
 # to rill-demo (e.g. --quiet, --n=<floats>).
 #
 # Environment: RILL_JOBS (build parallelism, default 2), RILL_BUILD_DIR
-# (default build/), RILL_HOST_DEVICES (virtual host devices, default 1).
+# (default build/), RILL_HOST_DEVICES (virtual host devices; 2 unless set, so
+# the pipeline and the engine step span two devices), RILL_ENGINE_TRACE or
+# --trace=<file.json> (the engine step's Chrome trace).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 JOBS="${RILL_JOBS:-2}"
+export RILL_HOST_DEVICES="${RILL_HOST_DEVICES:-2}"
 BUILD_DIR="${RILL_BUILD_DIR:-build}"
 
 bash scripts/setup.sh
