@@ -165,12 +165,14 @@ void EngineBase::WaitForRoom() {
   if (InsideEngineFunction() || in_flight_.load(std::memory_order_acquire) < options_.max_in_flight) {
     return;
   }
+  // Resume at a low-water mark, not at the first free slot: otherwise every
+  // completion would wake the pusher for one push (a wake-up per function).
   MutexLock lock(&wait_mu_);
-  waiters_.fetch_add(1);
+  room_waiters_.fetch_add(1, std::memory_order_seq_cst);
   wait_cv_.Wait(&wait_mu_, [&] {
-    return in_flight_.load(std::memory_order_acquire) < options_.max_in_flight;
+    return in_flight_.load(std::memory_order_seq_cst) <= LowWater();
   });
-  waiters_.fetch_sub(1);
+  room_waiters_.fetch_sub(1, std::memory_order_seq_cst);
 }
 
 absl::Status EngineBase::PushOne(BlockPtr op,
@@ -355,9 +357,9 @@ absl::Status EngineBase::WaitForAll() {
         "WaitForAll called from inside a running engine function: it would wait on itself");
   }
   MutexLock lock(&wait_mu_);
-  waiters_.fetch_add(1);
-  wait_cv_.Wait(&wait_mu_, [&] { return in_flight_.load(std::memory_order_acquire) == 0; });
-  waiters_.fetch_sub(1);
+  idle_waiters_.fetch_add(1, std::memory_order_seq_cst);
+  wait_cv_.Wait(&wait_mu_, [&] { return in_flight_.load(std::memory_order_seq_cst) == 0; });
+  idle_waiters_.fetch_sub(1, std::memory_order_seq_cst);
   absl::Status error = first_error_;
   first_error_ = absl::OkStatus();
   return error;
@@ -591,8 +593,10 @@ void EngineBase::Finish(OprBlock* op) {
 
 void EngineBase::Retire(const absl::Status& status) {
   if (!status.ok()) RecordError(status);
-  in_flight_.fetch_sub(1, std::memory_order_acq_rel);
-  if (waiters_.load() > 0) {
+  const int64_t left = in_flight_.fetch_sub(1, std::memory_order_seq_cst) - 1;
+  // Wake only a waiter whose condition now holds (see WaitForRoom).
+  if ((left == 0 && idle_waiters_.load(std::memory_order_seq_cst) > 0) ||
+      (left <= LowWater() && room_waiters_.load(std::memory_order_seq_cst) > 0)) {
     MutexLock lock(&wait_mu_);
     wait_cv_.SignalAll();
   }
@@ -645,9 +649,9 @@ void EngineBase::Shutdown(bool cancel) {
   if (cancel) cancel_.store(true);
   {
     MutexLock lock(&wait_mu_);
-    waiters_.fetch_add(1);
-    wait_cv_.Wait(&wait_mu_, [&] { return in_flight_.load(std::memory_order_acquire) == 0; });
-    waiters_.fetch_sub(1);
+    idle_waiters_.fetch_add(1, std::memory_order_seq_cst);
+    wait_cv_.Wait(&wait_mu_, [&] { return in_flight_.load(std::memory_order_seq_cst) == 0; });
+    idle_waiters_.fetch_sub(1, std::memory_order_seq_cst);
   }
   StopThreads();
   {

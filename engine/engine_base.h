@@ -1,6 +1,7 @@
 #ifndef RILL_ENGINE_ENGINE_BASE_H_
 #define RILL_ENGINE_ENGINE_BASE_H_
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <memory>
@@ -129,7 +130,11 @@ class EngineBase : public Engine {
   Mutex wait_mu_;
   CondVar wait_cv_;
   alignas(64) std::atomic<int64_t> in_flight_{0};
-  std::atomic<int> waiters_{0};
+  std::atomic<int> idle_waiters_{0};  // In WaitForAll / Shutdown: wake at 0.
+  std::atomic<int> room_waiters_{0};  // In WaitForRoom: wake at LowWater().
+  int64_t LowWater() const {
+    return options_.max_in_flight - std::max<int64_t>(1, options_.max_in_flight / 8);
+  }
   absl::Status first_error_ ABSL_GUARDED_BY(wait_mu_);
   std::atomic<bool> shutdown_{false};
   std::atomic<bool> cancel_{false};
