@@ -9,6 +9,8 @@
 #include "base/status_macros.h"
 #include "platform/platform.h"
 #include "plugins/blas/blas.h"
+#include "plugins/dnn/dnn.h"
+#include "plugins/fft/fft.h"
 #include "plugins/plugin_registry.h"
 #include "plugins/rng/rng.h"
 
@@ -191,6 +193,14 @@ absl::StatusOr<PluginInterface*> StreamExecutor::GetPlugin(PluginKind kind) {
 
 BlasSupport* StreamExecutor::AsBlas() {
   return static_cast<BlasSupport*>(GetPlugin(PluginKind::kBlas).value_or(nullptr));
+}
+
+DnnSupport* StreamExecutor::AsDnn() {
+  return static_cast<DnnSupport*>(GetPlugin(PluginKind::kDnn).value_or(nullptr));
+}
+
+FftSupport* StreamExecutor::AsFft() {
+  return static_cast<FftSupport*>(GetPlugin(PluginKind::kFft).value_or(nullptr));
 }
 
 RngSupport* StreamExecutor::AsRng() {

@@ -21,6 +21,8 @@
 namespace rill {
 
 class BlasSupport;
+class DnnSupport;
+class FftSupport;
 class Platform;
 class RngSupport;
 
@@ -90,7 +92,9 @@ class StreamExecutor {
   // first use (the selected name, else RILL_<KIND> from the environment,
   // else the registry's default); nullptr when none is registered.
   BlasSupport* AsBlas();
+  DnnSupport* AsDnn();
   RngSupport* AsRng();
+  FftSupport* AsFft();
   // As above with the reason when there is none: Unimplemented "no BLAS
   // plugin for platform host", or the factory's error.
   absl::StatusOr<PluginInterface*> GetPlugin(PluginKind kind);

@@ -12,6 +12,8 @@
 #include "absl/types/span.h"
 #include "executor/device_memory.h"
 #include "plugins/blas/blas.h"
+#include "plugins/dnn/dnn.h"
+#include "plugins/fft/fft.h"
 #include "plugins/plugin.h"
 #include "stream/kernel.h"
 #include "stream/launch_dim.h"
@@ -172,6 +174,10 @@ class Stream {
   Stream& ThenPopulateRandGaussian(float mean, float stddev, DeviceMemory<float>* out);
   Stream& ThenPopulateRandGaussian(double mean, double stddev, DeviceMemory<double>* out);
   Stream& ThenPopulateRandBits(DeviceMemory<uint32_t>* out);
+
+  // --- DNN (plugins/dnn/dnn.h), from the executor's DnnSupport.
+
+  // --- FFT (plugins/fft/fft.h), from the executor's FftSupport.
 
   // --- State.
   // Waits until all enqueued work has run; returns status().

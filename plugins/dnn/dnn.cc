@@ -1,0 +1,1 @@
+#include "plugins/dnn/dnn.h"

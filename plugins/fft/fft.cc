@@ -1,0 +1,1 @@
+#include "plugins/fft/fft.h"
