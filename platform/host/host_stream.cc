@@ -51,7 +51,7 @@ HostStream::~HostStream() {
   registry_->Remove(this);
 }
 
-void HostStream::Enqueue(Task task, bool run_after_error) {
+void HostStream::Enqueue(HostTask task, bool run_after_error) {
   MutexLock lock(&mu_);
   if (queue_.size() >= kMaxQueued && std::this_thread::get_id() != worker_id_) {
     ++blocked_producers_;
@@ -84,14 +84,20 @@ void HostStream::WorkLoop() {
     }
     for (Entry& entry : batch) {
       if (status_->ok() || entry.run_after_error) status_->Update(std::move(entry.task)());
-      entry.task = nullptr;  // Release captures before signalling completion.
+      entry.task.Reset();  // Release captures before signalling completion.
       const uint64_t done = completed_.fetch_add(1, std::memory_order_seq_cst) + 1;
       if (done >= wake_at_.load(std::memory_order_seq_cst)) {
         MutexLock lock(&mu_);
         done_cv_.SignalAll();
       }
     }
-    batch.clear();
+    // A burst (up to kMaxQueued entries of ~256 bytes) must not pin its
+    // memory for the stream's life.
+    if (batch.capacity() > kKeepCapacity) {
+      std::vector<Entry>().swap(batch);
+    } else {
+      batch.clear();
+    }
   }
 }
 

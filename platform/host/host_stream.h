@@ -11,6 +11,7 @@
 #include "absl/functional/any_invocable.h"
 #include "base/mutex.h"
 #include "executor/stream_executor_interface.h"
+#include "platform/host/host_task.h"
 
 namespace rill {
 
@@ -52,14 +53,21 @@ class HostStream : public StreamInterface {
                       const KernelInterface& kernel, KernelArgs args) override;
   absl::Status BlockHostUntilDone() override;
 
+  // Runs `task` on this stream's worker after the work before it; its error
+  // puts the stream in the error state. DoHostCallback without the
+  // AnyInvocable: host library plugins enqueue through this, so a call's
+  // captures (up to HostTask::kInlineSize bytes) are never heap-allocated.
+  void EnqueueTask(HostTask task) { Enqueue(std::move(task)); }
+
  private:
-  using Task = absl::AnyInvocable<absl::Status() &&>;
   struct Entry {
-    Task task;
+    HostTask task;
     bool run_after_error;  // Event records still run on a failed stream.
   };
+  // Batches larger than this give their memory back after running.
+  static constexpr size_t kKeepCapacity = 4096;
 
-  void Enqueue(Task task, bool run_after_error = false);
+  void Enqueue(HostTask task, bool run_after_error = false);
   void WorkLoop();
 
   StreamStatus* const status_;

@@ -21,6 +21,7 @@
 #include "executor/stream_executor.h"
 #include "platform/host/host_executor.h"
 #include "platform/host/host_platform.h"
+#include "platform/host/host_plugin.h"
 #include "platform/platform.h"
 #include "plugins/plugin_registry.h"
 #include "stream/stream.h"
@@ -177,15 +178,9 @@ class CallScope {
 // `work(threads)` runs on the stream's thread; `flops` sizes its thread count.
 template <typename Work>
 absl::Status EnqueueOn(StreamExecutor* owner, Stream* stream, Work work, double flops = 0) {
-  if (stream->parent() != owner) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the stream belongs to ", stream->parent()->DebugName(), ", but this blis plugin serves ",
-        owner->DebugName(), ": use that executor's AsBlas()"));
-  }
-  return stream->implementation()->DoHostCallback([work = std::move(work), flops]() mutable -> absl::Status {
+  return EnqueueHostWork(owner, stream, "blis", "AsBlas()", [work = std::move(work), flops]() mutable {
     CallScope scope(flops);
     work(scope.threads());
-    return absl::OkStatus();
   });
 }
 

@@ -16,6 +16,7 @@
 #include "executor/stream_executor.h"
 #include "platform/host/host_executor.h"
 #include "platform/host/host_platform.h"
+#include "platform/host/host_plugin.h"
 #include "platform/platform.h"
 #include "plugins/plugin_registry.h"
 #include "stream/stream.h"
@@ -66,15 +67,9 @@ class CallScope {
 
 template <typename Work>
 absl::Status EnqueueOn(StreamExecutor* owner, Stream* stream, Work work) {
-  if (stream->parent() != owner) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the stream belongs to ", stream->parent()->DebugName(), ", but this openblas plugin serves ",
-        owner->DebugName(), ": use that executor's AsBlas()"));
-  }
-  return stream->implementation()->DoHostCallback([work = std::move(work)]() mutable -> absl::Status {
+  return EnqueueHostWork(owner, stream, "openblas", "AsBlas()", [work = std::move(work)]() mutable {
     CallScope scope;
     work();
-    return absl::OkStatus();
   });
 }
 
