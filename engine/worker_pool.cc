@@ -1,5 +1,6 @@
 #include "engine/worker_pool.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "engine/opr_block.h"
@@ -22,11 +23,14 @@ namespace {
 // nothing else is queued (so priority and push order still hold).
 thread_local WorkerPool* tls_pool = nullptr;
 thread_local OprBlock* tls_next = nullptr;
+// Functions this worker took from the queue and has not started yet: while
+// there are any, a new ready function goes through the queue behind them.
+thread_local int tls_taken = 0;
 
 }  // namespace
 
 void WorkerPool::Push(OprBlock* op, bool may_continue) {
-  if (may_continue && tls_pool == this && tls_next == nullptr &&
+  if (may_continue && tls_pool == this && tls_next == nullptr && tls_taken == 0 &&
       queued_.load(std::memory_order_acquire) == 0) {
     tls_next = op;
     return;
@@ -63,33 +67,44 @@ int WorkerPool::QueuedForDescribe(std::vector<OprBlock*>* out) {
   return n;
 }
 
-OprBlock* WorkerPool::TryPop() {
-  if (queued_.load(std::memory_order_acquire) == 0) return nullptr;
+int WorkerPool::TryPop(OprBlock** out) {
+  const int64_t queued = queued_.load(std::memory_order_acquire);
+  if (queued == 0) return 0;
+  // A share of the backlog, so the other workers find work too.
+  const int64_t want = std::clamp<int64_t>(queued / static_cast<int64_t>(threads_.size() + 1), 1,
+                                           kMaxTaken);
   SpinLockHolder lock(&queue_mu_);
-  if (queue_.empty()) return nullptr;
-  OprBlock* op = queue_.top().op;
-  queue_.pop();
-  queued_.fetch_sub(1, std::memory_order_relaxed);
-  return op;
+  int n = 0;
+  while (n < want && !queue_.empty()) {
+    out[n++] = queue_.top().op;
+    queue_.pop();
+  }
+  if (n > 0) queued_.fetch_sub(n, std::memory_order_relaxed);
+  return n;
 }
 
 void WorkerPool::Work(int worker) {
   tls_pool = this;
+  OprBlock* taken[kMaxTaken];
   for (;;) {
-    OprBlock* op = TryPop();
+    int n = TryPop(taken);
     // Poll (yielding the core) before sleeping: waking a sleeping thread
     // costs far more than a push, above all on virtual machines whose idle
     // vCPUs halt, so a producer that pushes back to back must find the
     // workers awake.
-    if (op == nullptr) {
-      const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
-      for (int i = 1; op == nullptr; ++i) {
-        std::this_thread::yield();
-        op = TryPop();
-        if ((i & 31) == 0 && std::chrono::steady_clock::now() > deadline) break;
+    if (n == 0) {
+      const auto start = std::chrono::steady_clock::now();
+      for (int i = 1; n == 0; ++i) {
+        if (i <= kYieldPolls) {
+          std::this_thread::yield();
+        } else {
+          std::this_thread::sleep_for(kNapTime);
+          if (std::chrono::steady_clock::now() - start > kSpinTime) break;
+        }
+        n = TryPop(taken);
       }
     }
-    if (op == nullptr) {
+    if (n == 0) {
       MutexLock lock(&sleep_mu_);
       sleeping_.fetch_add(1, std::memory_order_seq_cst);
       // Push increments queued_ before it reads sleeping_, so either it sees
@@ -99,11 +114,14 @@ void WorkerPool::Work(int worker) {
       if (queued_.load() == 0 && stop_.load()) return;  // Stopped and drained.
       continue;
     }
-    run_(op, worker);
-    while (tls_next != nullptr) {
-      op = tls_next;
-      tls_next = nullptr;
-      run_(op, worker);
+    for (int i = 0; i < n; ++i) {
+      tls_taken = n - i - 1;
+      run_(taken[i], worker);
+      while (tls_next != nullptr) {
+        OprBlock* next = tls_next;
+        tls_next = nullptr;
+        run_(next, worker);
+      }
     }
   }
 }

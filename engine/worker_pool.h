@@ -24,6 +24,10 @@ class WorkerPool {
  public:
   // How long an idle worker polls for work before it sleeps.
   static constexpr std::chrono::microseconds kSpinTime{500};
+  // It first polls kYieldPolls times yielding the core, then naps kNapTime
+  // between polls, leaving the core to the pushing thread.
+  static constexpr int kYieldPolls = 32;
+  static constexpr std::chrono::microseconds kNapTime{20};
 
   using RunFn = std::function<void(OprBlock* op, int worker)>;
 
@@ -51,8 +55,12 @@ class WorkerPool {
   };
   void Work(int worker);
 
-  // Takes the best ready entry, or returns null when the queue is empty.
-  OprBlock* TryPop();
+  // Most functions a worker takes from the queue at once.
+  static constexpr int kMaxTaken = 16;
+  // Takes the best ready entries -- one, or a share of a long queue, up to
+  // kMaxTaken -- into `out`; returns how many (0: the queue is empty).
+  // Taking several per lock keeps workers off the lock the pusher needs.
+  int TryPop(OprBlock** out);
 
   const std::string name_;
   const RunFn run_;
