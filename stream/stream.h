@@ -178,6 +178,17 @@ class Stream {
   // --- DNN (plugins/dnn/dnn.h), from the executor's DnnSupport.
 
   // --- FFT (plugins/fft/fft.h), from the executor's FftSupport.
+  // Runs `plan` (made by this executor's AsFft()) from `in` into `*out`:
+  // c2c, r2c or c2r by the element types, which must be the plan's. For an
+  // in-place plan, `in` and `*out` view the same memory. Unnormalized.
+  Stream& ThenFft(FftPlan* plan, const DeviceMemory<std::complex<float>>& in,
+                  DeviceMemory<std::complex<float>>* out);
+  Stream& ThenFft(FftPlan* plan, const DeviceMemory<std::complex<double>>& in,
+                  DeviceMemory<std::complex<double>>* out);
+  Stream& ThenFft(FftPlan* plan, const DeviceMemory<float>& in, DeviceMemory<std::complex<float>>* out);
+  Stream& ThenFft(FftPlan* plan, const DeviceMemory<double>& in, DeviceMemory<std::complex<double>>* out);
+  Stream& ThenFft(FftPlan* plan, const DeviceMemory<std::complex<float>>& in, DeviceMemory<float>* out);
+  Stream& ThenFft(FftPlan* plan, const DeviceMemory<std::complex<double>>& in, DeviceMemory<double>* out);
 
   // --- State.
   // Waits until all enqueued work has run; returns status().

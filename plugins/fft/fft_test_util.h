@@ -1,0 +1,114 @@
+#ifndef RILL_PLUGINS_FFT_FFT_TEST_UTIL_H_
+#define RILL_PLUGINS_FFT_FFT_TEST_UTIL_H_
+
+// Test-only helpers for FftSupport implementations (fftw now; cuFFT and
+// clFFT later): a naive DFT in double as the independent reference, and
+// the addressing of a resolved FftPlanSpec's layouts.
+
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <numbers>
+#include <vector>
+
+#include "plugins/fft/fft.h"
+
+namespace rill::fft_testing {
+
+using Cd = std::complex<double>;
+
+inline int64_t Product(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+// The logical sizes of one side of `spec` (last one n/2 + 1 on the complex
+// side of a real transform).
+inline std::vector<int64_t> SideDims(const FftPlanSpec& spec, bool real_side) {
+  std::vector<int64_t> dims = spec.dims;
+  if (spec.type != FftType::kC2C && !real_side) dims.back() = dims.back() / 2 + 1;
+  return dims;
+}
+
+// Index, in elements of the side's type, of logical element `linear`
+// (row-major over `dims`) of batch entry `b` in layout `l`.
+inline int64_t ElementIndex(const FftLayout& l, const std::vector<int64_t>& dims, int64_t b, int64_t linear) {
+  int64_t offset = 0, pitch = 1;
+  for (int i = static_cast<int>(dims.size()) - 1; i >= 0; --i) {
+    offset += (linear % dims[i]) * pitch;
+    linear /= dims[i];
+    pitch *= l.embed[i];
+  }
+  return b * l.distance + offset * l.stride;
+}
+
+// Row-major multi-index of `linear` over `dims`.
+inline std::vector<int64_t> Unravel(int64_t linear, const std::vector<int64_t>& dims) {
+  std::vector<int64_t> idx(dims.size());
+  for (int i = static_cast<int>(dims.size()) - 1; i >= 0; --i) {
+    idx[i] = linear % dims[i];
+    linear /= dims[i];
+  }
+  return idx;
+}
+
+// The naive multi-dimensional DFT of `x` (row-major over `dims`):
+// y[k] = sum_j x[j] exp(sign 2 pi i sum_d j_d k_d / n_d), sign -1 forward.
+// Phases are reduced exactly (j_d k_d mod n_d) before the one rounding.
+inline std::vector<Cd> NaiveDft(const std::vector<Cd>& x, const std::vector<int64_t>& dims, bool forward) {
+  const int64_t n = Product(dims);
+  std::vector<std::vector<int64_t>> index(n);
+  for (int64_t j = 0; j < n; ++j) index[j] = Unravel(j, dims);
+  std::vector<Cd> y(n);
+  const double sign = forward ? -1 : 1;
+  for (int64_t k = 0; k < n; ++k) {
+    Cd sum = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      double turns = 0;
+      for (size_t d = 0; d < dims.size(); ++d) {
+        turns += static_cast<double>((index[j][d] * index[k][d]) % dims[d]) / static_cast<double>(dims[d]);
+      }
+      sum += x[j] * std::polar(1.0, sign * 2 * std::numbers::pi * turns);
+    }
+    y[k] = sum;
+  }
+  return y;
+}
+
+// The full spectrum (row-major over `dims`) whose non-redundant half
+// (last dim n/2 + 1) is `half`, by Hermitian symmetry
+// X[k] = conj(X[-k mod dims]).
+inline std::vector<Cd> HermitianExtend(const std::vector<Cd>& half, const std::vector<int64_t>& dims) {
+  std::vector<int64_t> half_dims = dims;
+  half_dims.back() = dims.back() / 2 + 1;
+  const int64_t n = Product(dims);
+  std::vector<Cd> full(n);
+  for (int64_t k = 0; k < n; ++k) {
+    std::vector<int64_t> idx = Unravel(k, dims);
+    bool mirror = idx.back() >= half_dims.back();
+    if (mirror) {
+      for (size_t d = 0; d < dims.size(); ++d) idx[d] = (dims[d] - idx[d]) % dims[d];
+    }
+    int64_t h = 0;
+    for (size_t d = 0; d < dims.size(); ++d) h = h * half_dims[d] + idx[d];
+    full[k] = mirror ? std::conj(half[h]) : half[h];
+  }
+  return full;
+}
+
+// The first n/2 + 1 entries of the last dimension of `full`.
+inline std::vector<Cd> HalfSpectrum(const std::vector<Cd>& full, const std::vector<int64_t>& dims) {
+  std::vector<int64_t> half_dims = dims;
+  half_dims.back() = dims.back() / 2 + 1;
+  std::vector<Cd> half;
+  half.reserve(Product(half_dims));
+  for (int64_t k = 0; k < Product(dims); ++k) {
+    if (Unravel(k, dims).back() < half_dims.back()) half.push_back(full[k]);
+  }
+  return half;
+}
+
+}  // namespace rill::fft_testing
+
+#endif  // RILL_PLUGINS_FFT_FFT_TEST_UTIL_H_

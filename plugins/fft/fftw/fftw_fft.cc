@@ -1,0 +1,91 @@
+#include "plugins/fft/fftw/fftw_fft.h"
+
+#include <fftw3.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "executor/stream_executor.h"
+#include "platform/host/host_executor.h"
+#include "platform/host/host_platform.h"
+#include "platform/host/host_plugin.h"
+#include "platform/platform.h"
+#include "plugins/fft/fftw/fftw_plan.h"
+#include "plugins/plugin_registry.h"
+
+namespace rill {
+namespace {
+
+unsigned FlagsFromEnv() {
+  const char* value = std::getenv("RILL_FFTW_PLANNER");
+  if (value == nullptr) return FFTW_MEASURE;
+  if (std::strcmp(value, "estimate") == 0) return FFTW_ESTIMATE;
+  if (std::strcmp(value, "patient") == 0) return FFTW_PATIENT;
+  if (std::strcmp(value, "exhaustive") == 0) return FFTW_EXHAUSTIVE;
+  return FFTW_MEASURE;
+}
+
+struct Setup {
+  unsigned flags = FlagsFromEnv();
+  bool thread_safe = false;
+  Setup() {
+#ifdef RILL_FFTW_HAVE_THREADS
+    fftwf_make_planner_thread_safe();
+    fftw_make_planner_thread_safe();
+    thread_safe = true;
+#endif
+  }
+};
+
+const Setup& GetSetup() {
+  static Setup* setup = new Setup();  // Never destroyed; thread-safe initialization.
+  return *setup;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<FftwFft>> FftwFft::Create(StreamExecutor* executor) {
+  if (executor == nullptr) return absl::InvalidArgumentError("fftw: executor is null");
+  if (executor->platform()->id() != kHostPlatformId) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("fftw runs on the host platform, not ", executor->DebugName()));
+  }
+  GetSetup();
+  return std::unique_ptr<FftwFft>(new FftwFft(executor));
+}
+
+std::string FftwFft::LibraryVersion() { return fftwf_version; }
+unsigned FftwFft::PlannerFlags() { return GetSetup().flags; }
+bool FftwFft::PlannerThreadSafe() { return GetSetup().thread_safe; }
+
+absl::StatusOr<std::unique_ptr<FftPlan>> FftwFft::CreatePlanFromResolvedSpec(Stream* stream,
+                                                                             const FftPlanSpec& resolved) {
+  absl::StatusOr<std::unique_ptr<FftwPlan>> plan = FftwPlan::Create(executor(), resolved, PlannerFlags());
+  if (!plan.ok()) return plan.status();
+  return std::unique_ptr<FftPlan>(std::move(*plan));
+}
+
+absl::Status FftwFft::ExecutePlan(Stream* stream, FftPlan* plan, const DeviceMemoryBase& in,
+                                  const DeviceMemoryBase& out) {
+  // The shared executable keeps the FFTW plans alive until this run is done.
+  return EnqueueHostWork(executor(), stream, kName, "AsFft()",
+                         [e = static_cast<FftwPlan*>(plan)->executable(), in = HostPointer(in),
+                          out = HostPointer(out)] { return e->Run(in, out); });
+}
+
+namespace {
+
+absl::StatusOr<std::unique_ptr<PluginInterface>> CreateFftw(StreamExecutor* executor) {
+  absl::StatusOr<std::unique_ptr<FftwFft>> fft = FftwFft::Create(executor);
+  if (!fft.ok()) return fft.status();
+  return std::unique_ptr<PluginInterface>(std::move(*fft));
+}
+
+}  // namespace
+
+RILL_REGISTER_PLUGIN(fftw, kHostPlatformId, PluginKind::kFft, FftwFft::kName, CreateFftw,
+                     /*make_default=*/true);
+
+}  // namespace rill
