@@ -25,12 +25,22 @@ void SquareHost(const HostThread& t, const float* in, float* out, uint64_t n) {
 KernelSpec SaxpySpec() {
   KernelSpec spec("saxpy");
   spec.AddHostFunction<float, DeviceMemory<float>, DeviceMemory<float>, uint64_t>(SaxpyHost);
+  spec.AddOpenClSource(R"CL(
+__kernel void saxpy(float a, __global const float* x, __global float* y, ulong n) {
+  const size_t i = get_global_id(0);
+  if (i < n) y[i] = a * x[i] + y[i];
+})CL");
   return spec;
 }
 
 KernelSpec SquareSpec() {
   KernelSpec spec("square");
   spec.AddHostFunction<DeviceMemory<float>, DeviceMemory<float>, uint64_t>(SquareHost);
+  spec.AddOpenClSource(R"CL(
+__kernel void square(__global const float* in, __global float* out, ulong n) {
+  const size_t i = get_global_id(0);
+  if (i < n) out[i] = in[i] * in[i];
+})CL");
   return spec;
 }
 

@@ -28,6 +28,12 @@ KernelSpec SaxpySpec() {
         const int64_t i = t.global_x();
         if (i >= 0 && static_cast<uint64_t>(i) < n) y[i] = a * x[i] + y[i];
       });
+  spec.AddOpenClSource(R"CL(
+#pragma OPENCL FP_CONTRACT OFF
+__kernel void saxpy(float a, __global const float* x, __global float* y, ulong n) {
+  const size_t i = get_global_id(0);
+  if (i < n) y[i] = a * x[i] + y[i];
+})CL");
   return spec;
 }
 
@@ -50,6 +56,18 @@ KernelSpec VolumeSpec() {
           out[(z * extent.y + y) * extent.x + x] = x + 100 * y + 10000 * z + bias;
         }
       });
+  spec.AddOpenClSource(R"CL(
+typedef struct { long x, y, z; } Dim3;  // rill::Dim3's layout.
+__kernel void volume(__global long* out, __global long* dims, Dim3 extent, long bias) {
+  const long x = get_global_id(0), y = get_global_id(1), z = get_global_id(2);
+  if (x == 0 && y == 0 && z == 0) {
+    dims[0] = get_local_size(0); dims[1] = get_local_size(1); dims[2] = get_local_size(2);
+    dims[3] = get_num_groups(0); dims[4] = get_num_groups(1); dims[5] = get_num_groups(2);
+  }
+  if (x < extent.x && y < extent.y && z < extent.z) {
+    out[(z * extent.y + y) * extent.x + x] = x + 100 * y + 10000 * z + bias;
+  }
+})CL");
   return spec;
 }
 
@@ -65,6 +83,13 @@ KernelSpec ScalarsSpec() {
       [](const HostThread& t, int8_t small, uint64_t wide, Mixed mixed, double* out) {
         if (t.global_x() == 0) out[0] = small + static_cast<double>(wide) + mixed.a * mixed.b;
       });
+  spec.AddOpenClSource(R"CL(
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#pragma OPENCL FP_CONTRACT OFF
+typedef struct { short a; double b; } Mixed;  // The test's Mixed.
+__kernel void scalars(char small, ulong wide, Mixed mixed, __global double* out) {
+  if (get_global_id(0) == 0) out[0] = small + (double)wide + mixed.a * mixed.b;
+})CL");
   return spec;
 }
 

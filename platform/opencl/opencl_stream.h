@@ -1,0 +1,135 @@
+#ifndef RILL_PLATFORM_OPENCL_OPENCL_STREAM_H_
+#define RILL_PLATFORM_OPENCL_OPENCL_STREAM_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include <CL/cl.h>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/functional/any_invocable.h"
+#include "base/mutex.h"
+#include "executor/stream_executor_interface.h"
+
+namespace rill {
+
+class OpenClStream;
+
+// The cl_mem behind a view (DeviceMemoryBase::opaque() on this backend).
+inline cl_mem ClMem(const DeviceMemoryBase& memory) { return static_cast<cl_mem>(memory.opaque()); }
+
+// The live streams of one OpenCL executor, shared with the streams so that
+// a stream outliving its executor can still unregister. Thread-safe.
+class OpenClStreamRegistry {
+ public:
+  void Add(OpenClStream* stream);
+  void Remove(OpenClStream* stream);
+  // Waits for every live stream's work.
+  void SynchronizeAll();
+
+ private:
+  Mutex mu_;
+  absl::flat_hash_set<OpenClStream*> streams_ ABSL_GUARDED_BY(mu_);
+};
+
+// An OpenCL stream: one in-order cl_command_queue (profiling enabled), fed
+// by one host worker thread.
+//
+// Why a worker thread: the stream contract orders host callbacks with
+// device work and skips everything after a failure. Every call is queued to
+// the worker, which enqueues device commands on the cl_command_queue without
+// waiting for them (copies, fills and kernels pipeline on the device), and
+// before a host callback (or Notify, or BlockHostUntilDone) drains the
+// queue with clFinish, checks the last command's status, and runs the
+// callback on the worker thread itself. When the stream has failed, the
+// worker skips later work, so no command behind a failing callback reaches
+// the device. Event records enqueue a marker (clEnqueueMarkerWithWaitList);
+// waits on an event of the same context become
+// clEnqueueBarrierWithWaitList on its marker, so cross-stream order is kept
+// on the device without a host round trip; an event of another context is
+// waited for on the worker (clWaitForEvents).
+//
+// Host memory passed to asynchronous copies must stay valid until the copy
+// has run (as with CUDA's async copies). The queue is unbounded. Destruction
+// drains the work and joins the worker. Thread-safe.
+class OpenClStream : public StreamInterface {
+ public:
+  // Device work for plugins: enqueues OpenCL commands on the given queue and
+  // returns the last command's event (its reference passes to the stream;
+  // nullptr when none), or an error, which fails the stream.
+  using DeviceWork = absl::AnyInvocable<absl::StatusOr<cl_event>(cl_command_queue) &&>;
+
+  // `context` and `device` outlive the stream.
+  static absl::StatusOr<std::unique_ptr<OpenClStream>> Create(
+      cl_context context, cl_device_id device, uint64_t base_align, StreamStatus* status,
+      std::shared_ptr<OpenClStreamRegistry> registry);
+  ~OpenClStream() override;
+
+  absl::Status MemcpyHostToDevice(DeviceMemoryBase dst, const void* src, uint64_t size) override;
+  absl::Status MemcpyDeviceToHost(void* dst, DeviceMemoryBase src, uint64_t size) override;
+  absl::Status MemcpyDeviceToDevice(DeviceMemoryBase dst, DeviceMemoryBase src,
+                                    uint64_t size) override;
+  absl::Status Memset32(DeviceMemoryBase dst, uint32_t pattern, uint64_t size) override;
+  absl::Status RecordEvent(EventInterface* event) override;
+  absl::Status WaitForEvent(EventInterface* event) override;
+  absl::Status DoHostCallback(absl::AnyInvocable<absl::Status() &&> callback) override;
+  absl::Status Notify(absl::AnyInvocable<void() &&> callback) override;
+  absl::Status Launch(const ThreadDim& threads, const BlockDim& blocks,
+                      const KernelInterface& kernel, KernelArgs args) override;
+  absl::Status BlockHostUntilDone() override;
+  // The cl_command_queue. Commands a caller enqueues on it directly are
+  // ordered with this stream's device work only once everything enqueued
+  // before has reached the queue: call BlockHostUntilDone first.
+  void* native_handle() override { return queue_; }
+
+  // Runs `work` in stream order (see DeviceWork); skipped when the stream
+  // has failed. Library plugins (CLBlast, Philox) enqueue through this.
+  void EnqueueDeviceWork(DeviceWork work);
+
+  cl_command_queue queue() const { return queue_; }
+  cl_context context() const { return context_; }
+
+ private:
+  using Task = absl::AnyInvocable<absl::Status() &&>;
+  struct Entry {
+    Task task;
+    bool run_after_error;  // Event records, Notify and drains still run on a failed stream.
+  };
+
+  OpenClStream(cl_context context, cl_command_queue queue, uint64_t base_align,
+               StreamStatus* status, std::shared_ptr<OpenClStreamRegistry> registry);
+
+  void Enqueue(Task task, bool run_after_error = false);
+  void WorkLoop();
+  // Worker only: keeps `event` as the last command (or reports `error`).
+  absl::Status Track(cl_int error, cl_event event, const char* what);
+  // Worker only: waits for the queue and reports the last command's failure.
+  absl::Status DrainDevice();
+
+  const cl_context context_;
+  const cl_command_queue queue_;
+  const uint64_t base_align_;  // CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes.
+  StreamStatus* const status_;
+  const std::shared_ptr<OpenClStreamRegistry> registry_;
+
+  // Worker-only state.
+  cl_event last_event_ = nullptr;  // Retained; the latest command since the last drain.
+  bool dirty_ = false;             // Commands enqueued since the last drain.
+  std::vector<std::shared_ptr<const void>> keep_alive_;  // Host data of pending commands.
+
+  Mutex mu_;
+  CondVar work_cv_;
+  CondVar done_cv_;
+  std::deque<Entry> queue_entries_ ABSL_GUARDED_BY(mu_);
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t enqueued_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t completed_ ABSL_GUARDED_BY(mu_) = 0;
+  std::thread worker_;
+};
+
+}  // namespace rill
+
+#endif  // RILL_PLATFORM_OPENCL_OPENCL_STREAM_H_
