@@ -176,6 +176,37 @@ class Stream {
   Stream& ThenPopulateRandBits(DeviceMemory<uint32_t>* out);
 
   // --- DNN (plugins/dnn/dnn.h), from the executor's DnnSupport.
+  // Each forwards to DnnSupport::Do<same name> (argument rules there);
+  // without a DNN plugin the stream fails with Unimplemented.
+  Stream& ThenConvolve(const ConvolutionArgs& args);
+  Stream& ThenConvolveBackwardData(const ConvolutionArgs& args);
+  Stream& ThenConvolveBackwardFilter(const ConvolutionArgs& args);
+  Stream& ThenBiasAdd(const BiasAddArgs& args);
+  Stream& ThenActivate(const ActivationArgs& args);
+  Stream& ThenActivateBackward(const ActivationBackwardArgs& args);
+  Stream& ThenPoolForward(const PoolArgs& args);
+  Stream& ThenPoolBackward(const PoolBackwardArgs& args);
+  Stream& ThenSoftmax(const SoftmaxArgs& args);
+  Stream& ThenSoftmaxBackward(const SoftmaxBackwardArgs& args);
+  Stream& ThenBatchNormForwardInference(const BatchNormInferenceArgs& args);
+  Stream& ThenBatchNormForwardTraining(const BatchNormTrainingArgs& args);
+  Stream& ThenBatchNormBackward(const BatchNormBackwardArgs& args);
+  Stream& ThenLrn(const LrnArgs& args);
+  // Positional float forms of the common forward calls (StreamExecutor's).
+  Stream& ThenConvolve(const TensorDescriptor& input_desc, const DeviceMemory<float>& input,
+                       const FilterDescriptor& filter_desc, const DeviceMemory<float>& filter,
+                       const ConvolutionDescriptor& conv, const TensorDescriptor& output_desc,
+                       DeviceMemory<float>* output, int64_t algorithm = kDefaultAlgorithm,
+                       DeviceMemoryBase workspace = {});
+  Stream& ThenBiasAdd(const TensorDescriptor& desc, const DeviceMemory<float>& input,
+                      const DeviceMemory<float>& bias, DeviceMemory<float>* output);
+  Stream& ThenActivate(const ActivationDescriptor& activation, const TensorDescriptor& desc,
+                       const DeviceMemory<float>& x, DeviceMemory<float>* y);
+  Stream& ThenPoolForward(const PoolingDescriptor& pool, const TensorDescriptor& x_desc,
+                          const DeviceMemory<float>& x, const TensorDescriptor& y_desc,
+                          DeviceMemory<float>* y);
+  Stream& ThenSoftmax(const TensorDescriptor& desc, const DeviceMemory<float>& x, DeviceMemory<float>* y,
+                      bool log = false);
 
   // --- FFT (plugins/fft/fft.h), from the executor's FftSupport.
   // Runs `plan` (made by this executor's AsFft()) from `in` into `*out`:

@@ -1,1 +1,232 @@
 #include "plugins/dnn/dnn.h"
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "plugins/plugin_check.h"
+
+namespace rill {
+
+const char* ConvolutionKindName(ConvolutionKind kind) {
+  switch (kind) {
+    case ConvolutionKind::kForward: return "forward";
+    case ConvolutionKind::kBackwardData: return "backward_data";
+    case ConvolutionKind::kBackwardFilter: return "backward_filter";
+  }
+  return "?";
+}
+
+std::string ConvolutionShape::ToString() const {
+  return absl::StrCat("input ", input.ToString(), ", filter ", filter.ToString(), ", ", conv.ToString(),
+                      ", output ", output.ToString());
+}
+
+absl::Status CheckConvolutionShape(const ConvolutionShape& shape) {
+  RILL_ASSIGN_OR_RETURN(TensorDescriptor expected, ConvolutionOutput(shape.input, shape.filter, shape.conv));
+  if (!SameShape(expected, shape.output)) {
+    return absl::InvalidArgumentError(absl::StrCat("output descriptor ", shape.output.ToString(),
+                                                   " does not match the convolution's output ",
+                                                   expected.ToString(), " (", shape.input.ToString(), " * ",
+                                                   shape.filter.ToString(), ", ", shape.conv.ToString(), ")"));
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// `role`'s buffer holds `desc` (or `elements` of desc.type).
+absl::Status Buffer(Stream* stream, const char* role, const DeviceMemoryBase& memory, const TensorDescriptor& desc) {
+  return CheckBuffer(stream, role, memory, desc.Bytes());
+}
+
+absl::Status Vector(Stream* stream, const char* role, const DeviceMemoryBase& memory, const TensorDescriptor& desc) {
+  return CheckBuffer(stream, role, memory, static_cast<uint64_t>(desc.c) * SizeOf(desc.type));
+}
+
+absl::Status Start(Stream* stream, const TensorDescriptor& desc) {
+  RILL_RETURN_IF_ERROR(CheckPluginStream(stream));
+  return CheckTensor("tensor", desc);
+}
+
+absl::Status CheckActivation(const ActivationDescriptor& a) {
+  if ((a.mode == ActivationMode::kClippedRelu && !(a.coefficient > 0)) ||
+      (a.mode == ActivationMode::kElu && !(a.coefficient >= 0))) {
+    return absl::InvalidArgumentError(absl::StrCat("activation ", a.ToString(), ": the coefficient must be ",
+                                                   a.mode == ActivationMode::kElu ? ">= 0" : "> 0"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckPoolShapes(const PoolingDescriptor& pool, const TensorDescriptor& x, const TensorDescriptor& y) {
+  RILL_ASSIGN_OR_RETURN(TensorDescriptor expected, PoolingOutput(x, pool));
+  if (!SameShape(expected, y)) {
+    return absl::InvalidArgumentError(absl::StrCat("output descriptor ", y.ToString(),
+                                                   " does not match the pooling output ", expected.ToString(),
+                                                   " (", x.ToString(), ", ", pool.ToString(), ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckEpsilon(double epsilon) {
+  if (epsilon > 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("batch norm epsilon=", epsilon, " must be > 0"));
+}
+
+absl::Status CheckConvolutionArgs(Stream* stream, const ConvolutionArgs& a) {
+  RILL_RETURN_IF_ERROR(CheckPluginStream(stream));
+  RILL_RETURN_IF_ERROR(CheckConvolutionShape(a.shape));
+  RILL_RETURN_IF_ERROR(Buffer(stream, "input", a.input, a.shape.input));
+  RILL_RETURN_IF_ERROR(CheckBuffer(stream, "filter", a.filter, a.shape.filter.Bytes()));
+  RILL_RETURN_IF_ERROR(Buffer(stream, "output", a.output, a.shape.output));
+  if (!a.workspace.is_null()) RILL_RETURN_IF_ERROR(CheckBuffer(stream, "workspace", a.workspace, 0));
+  if (a.algorithm < 0 && a.algorithm != kDefaultAlgorithm && a.algorithm != kBestAlgorithm) {
+    return absl::NotFoundError(absl::StrCat("convolution algorithm ", a.algorithm,
+                                            " does not exist (ids are >= 0, kDefaultAlgorithm or kBestAlgorithm)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<ConvolutionAlgorithm>> DnnSupport::GetConvolutionAlgorithms(
+    ConvolutionKind kind, const ConvolutionShape& shape) {
+  RILL_RETURN_IF_ERROR(CheckConvolutionShape(shape));
+  return ConvolutionAlgorithms(kind, shape);
+}
+
+absl::StatusOr<ConvolutionAlgorithm> DnnSupport::FindBestConvolutionAlgorithm(ConvolutionKind kind,
+                                                                              const ConvolutionShape& shape) {
+  RILL_RETURN_IF_ERROR(CheckConvolutionShape(shape));
+  return BestConvolutionAlgorithm(kind, shape);
+}
+
+absl::Status DnnSupport::DoConvolve(Stream* stream, const ConvolutionArgs& args) {
+  RILL_RETURN_IF_ERROR(CheckConvolutionArgs(stream, args));
+  return Convolve(stream, ConvolutionKind::kForward, args);
+}
+
+absl::Status DnnSupport::DoConvolveBackwardData(Stream* stream, const ConvolutionArgs& args) {
+  RILL_RETURN_IF_ERROR(CheckConvolutionArgs(stream, args));
+  return Convolve(stream, ConvolutionKind::kBackwardData, args);
+}
+
+absl::Status DnnSupport::DoConvolveBackwardFilter(Stream* stream, const ConvolutionArgs& args) {
+  RILL_RETURN_IF_ERROR(CheckConvolutionArgs(stream, args));
+  return Convolve(stream, ConvolutionKind::kBackwardFilter, args);
+}
+
+absl::Status DnnSupport::DoBiasAdd(Stream* stream, const BiasAddArgs& a) {
+  RILL_RETURN_IF_ERROR(Start(stream, a.desc));
+  RILL_RETURN_IF_ERROR(Buffer(stream, "input", a.input, a.desc));
+  RILL_RETURN_IF_ERROR(Vector(stream, "bias", a.bias, a.desc));
+  RILL_RETURN_IF_ERROR(Buffer(stream, "output", a.output, a.desc));
+  return BiasAdd(stream, a);
+}
+
+absl::Status DnnSupport::DoActivate(Stream* stream, const ActivationArgs& a) {
+  RILL_RETURN_IF_ERROR(Start(stream, a.desc));
+  RILL_RETURN_IF_ERROR(CheckActivation(a.activation));
+  RILL_RETURN_IF_ERROR(Buffer(stream, "x", a.x, a.desc));
+  RILL_RETURN_IF_ERROR(Buffer(stream, "y", a.y, a.desc));
+  return Activate(stream, a);
+}
+
+absl::Status DnnSupport::DoActivateBackward(Stream* stream, const ActivationBackwardArgs& a) {
+  RILL_RETURN_IF_ERROR(Start(stream, a.desc));
+  RILL_RETURN_IF_ERROR(CheckActivation(a.activation));
+  RILL_RETURN_IF_ERROR(Buffer(stream, "x", a.x, a.desc));
+  RILL_RETURN_IF_ERROR(Buffer(stream, "y", a.y, a.desc));
+  RILL_RETURN_IF_ERROR(Buffer(stream, "dy", a.dy, a.desc));
+  RILL_RETURN_IF_ERROR(Buffer(stream, "dx", a.dx, a.desc));
+  return ActivateBackward(stream, a);
+}
+
+absl::Status DnnSupport::DoPoolForward(Stream* stream, const PoolArgs& a) {
+  RILL_RETURN_IF_ERROR(Start(stream, a.x_desc));
+  RILL_RETURN_IF_ERROR(CheckPoolShapes(a.pool, a.x_desc, a.y_desc));
+  RILL_RETURN_IF_ERROR(Buffer(stream, "x", a.x, a.x_desc));
+  RILL_RETURN_IF_ERROR(Buffer(stream, "y", a.y, a.y_desc));
+  return PoolForward(stream, a);
+}
+
+absl::Status DnnSupport::DoPoolBackward(Stream* stream, const PoolBackwardArgs& a) {
+  RILL_RETURN_IF_ERROR(Start(stream, a.x_desc));
+  RILL_RETURN_IF_ERROR(CheckPoolShapes(a.pool, a.x_desc, a.y_desc));
+  RILL_RETURN_IF_ERROR(Buffer(stream, "x", a.x, a.x_desc));
+  RILL_RETURN_IF_ERROR(Buffer(stream, "y", a.y, a.y_desc));
+  RILL_RETURN_IF_ERROR(Buffer(stream, "dy", a.dy, a.y_desc));
+  RILL_RETURN_IF_ERROR(Buffer(stream, "dx", a.dx, a.x_desc));
+  return PoolBackward(stream, a);
+}
+
+absl::Status DnnSupport::DoSoftmax(Stream* stream, const SoftmaxArgs& a) {
+  RILL_RETURN_IF_ERROR(Start(stream, a.desc));
+  RILL_RETURN_IF_ERROR(Buffer(stream, "x", a.x, a.desc));
+  RILL_RETURN_IF_ERROR(Buffer(stream, "y", a.y, a.desc));
+  return Softmax(stream, a);
+}
+
+absl::Status DnnSupport::DoSoftmaxBackward(Stream* stream, const SoftmaxBackwardArgs& a) {
+  RILL_RETURN_IF_ERROR(Start(stream, a.desc));
+  RILL_RETURN_IF_ERROR(Buffer(stream, "y", a.y, a.desc));
+  RILL_RETURN_IF_ERROR(Buffer(stream, "dy", a.dy, a.desc));
+  RILL_RETURN_IF_ERROR(Buffer(stream, "dx", a.dx, a.desc));
+  return SoftmaxBackward(stream, a);
+}
+
+absl::Status DnnSupport::DoBatchNormForwardInference(Stream* stream, const BatchNormInferenceArgs& a) {
+  RILL_RETURN_IF_ERROR(Start(stream, a.desc));
+  RILL_RETURN_IF_ERROR(CheckEpsilon(a.epsilon));
+  RILL_RETURN_IF_ERROR(Buffer(stream, "x", a.x, a.desc));
+  RILL_RETURN_IF_ERROR(Vector(stream, "scale", a.scale, a.desc));
+  RILL_RETURN_IF_ERROR(Vector(stream, "offset", a.offset, a.desc));
+  RILL_RETURN_IF_ERROR(Vector(stream, "estimated_mean", a.estimated_mean, a.desc));
+  RILL_RETURN_IF_ERROR(Vector(stream, "estimated_variance", a.estimated_variance, a.desc));
+  RILL_RETURN_IF_ERROR(Buffer(stream, "y", a.y, a.desc));
+  return BatchNormInference(stream, a);
+}
+
+absl::Status DnnSupport::DoBatchNormForwardTraining(Stream* stream, const BatchNormTrainingArgs& a) {
+  RILL_RETURN_IF_ERROR(Start(stream, a.desc));
+  RILL_RETURN_IF_ERROR(CheckEpsilon(a.epsilon));
+  if (!(a.exponential_average_factor >= 0 && a.exponential_average_factor <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("exponential_average_factor=", a.exponential_average_factor,
+                                                   " must be in [0, 1]"));
+  }
+  RILL_RETURN_IF_ERROR(Buffer(stream, "x", a.x, a.desc));
+  RILL_RETURN_IF_ERROR(Vector(stream, "scale", a.scale, a.desc));
+  RILL_RETURN_IF_ERROR(Vector(stream, "offset", a.offset, a.desc));
+  RILL_RETURN_IF_ERROR(Buffer(stream, "y", a.y, a.desc));
+  RILL_RETURN_IF_ERROR(Vector(stream, "saved_mean", a.saved_mean, a.desc));
+  RILL_RETURN_IF_ERROR(Vector(stream, "saved_inv_std", a.saved_inv_std, a.desc));
+  if (!a.running_mean.is_null() || !a.running_variance.is_null()) {
+    RILL_RETURN_IF_ERROR(Vector(stream, "running_mean", a.running_mean, a.desc));
+    RILL_RETURN_IF_ERROR(Vector(stream, "running_variance", a.running_variance, a.desc));
+  }
+  return BatchNormTraining(stream, a);
+}
+
+absl::Status DnnSupport::DoBatchNormBackward(Stream* stream, const BatchNormBackwardArgs& a) {
+  RILL_RETURN_IF_ERROR(Start(stream, a.desc));
+  RILL_RETURN_IF_ERROR(CheckEpsilon(a.epsilon));
+  RILL_RETURN_IF_ERROR(Buffer(stream, "x", a.x, a.desc));
+  RILL_RETURN_IF_ERROR(Buffer(stream, "dy", a.dy, a.desc));
+  RILL_RETURN_IF_ERROR(Vector(stream, "scale", a.scale, a.desc));
+  RILL_RETURN_IF_ERROR(Vector(stream, "saved_mean", a.saved_mean, a.desc));
+  RILL_RETURN_IF_ERROR(Vector(stream, "saved_inv_std", a.saved_inv_std, a.desc));
+  RILL_RETURN_IF_ERROR(Buffer(stream, "dx", a.dx, a.desc));
+  RILL_RETURN_IF_ERROR(Vector(stream, "dscale", a.dscale, a.desc));
+  RILL_RETURN_IF_ERROR(Vector(stream, "doffset", a.doffset, a.desc));
+  return BatchNormBackward(stream, a);
+}
+
+absl::Status DnnSupport::DoLrn(Stream* stream, const LrnArgs& a) {
+  RILL_RETURN_IF_ERROR(Start(stream, a.desc));
+  if (a.lrn.size < 1 || !(a.lrn.k > 0) || !(a.lrn.alpha >= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(a.lrn.ToString(), ": needs size >= 1, k > 0, alpha >= 0"));
+  }
+  RILL_RETURN_IF_ERROR(Buffer(stream, "x", a.x, a.desc));
+  RILL_RETURN_IF_ERROR(Buffer(stream, "y", a.y, a.desc));
+  return Lrn(stream, a);
+}
+
+}  // namespace rill

@@ -1,0 +1,174 @@
+// DNN convolution forward through Rill against the same oneDNN primitive
+// called directly.
+//
+//  - rill/<layer>/n<N>: Stream::ThenConvolve (algorithm "auto", an explicit
+//    workspace of the reported size) + BlockHostUntilDone per iteration, on
+//    host device 0's "onednn" plugin.
+//  - rill_ws/<layer>/n<N>: the same without a workspace: the plugin
+//    allocates the scratchpad through the executor for each call.
+//  - direct/<layer>/n<N>: a oneDNN primitive made from the same memory
+//    descriptors, algorithm and attributes (so the same primitive
+//    descriptor: both implementations are printed), executed on a
+//    dnnl::stream on the calling thread + wait.
+// Layers (ResNet-50 stage 1, NCHW float): conv3x3 = 64 -> 64 channels,
+// 56x56, 3x3, pad 1; conv1x1 = 256 -> 64 channels, 56x56, 1x1.
+//
+// Ends with FIGURE dnn.<layer>.n<N>.onednn.gflops (and .direct_gflops)
+// and RATIO dnn.<layer>.n<N>.onednn = direct time / Rill time (higher is
+// better; 1 means no overhead), RATIO dnn.<layer>.onednn = their geometric
+// mean over N. Run it when the machine is quiet, e.g.
+//   dnn_bench --benchmark_min_time=0.5
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "benchmark/benchmark.h"
+#include "bench/bench_report.h"
+#include "plugins/dnn/onednn/onednn_common.h"
+#include "plugins/dnn/onednn/onednn_dnn.h"
+#include "rill.h"
+
+namespace rill {
+namespace {
+
+struct Layer {
+  std::string name;
+  int64_t c, k, window, pad;
+};
+const Layer kLayers[] = {{"conv3x3", 64, 64, 3, 1}, {"conv1x1", 256, 64, 1, 0}};
+constexpr int64_t kBatches[] = {1, 4};
+constexpr int64_t kSize = 56;
+
+ConvolutionShape Shape(const Layer& l, int64_t n) {
+  TensorDescriptor in{.n = n, .c = l.c, .h = kSize, .w = kSize};
+  FilterDescriptor f{.output_channels = l.k, .input_channels = l.c, .height = l.window, .width = l.window};
+  ConvolutionDescriptor conv{.pad_h = l.pad, .pad_w = l.pad};
+  return {in, f, conv, ConvolutionOutput(in, f, conv).value()};
+}
+
+double Flops(const ConvolutionShape& s) {
+  return 2.0 * s.output.ElementCount() * s.filter.input_channels * s.filter.height * s.filter.width;
+}
+
+StreamExecutor* Executor() {
+  StreamExecutor* exec = PlatformManager::Default().PlatformWithName("host").value()->ExecutorForDevice(0).value();
+  if (!exec->SetPlugin(PluginKind::kDnn, OneDnn::kName).ok()) std::abort();
+  return exec;
+}
+
+void Rill(benchmark::State& state, ConvolutionShape shape, bool workspace) {
+  StreamExecutor* exec = Executor();
+  auto x = exec->AllocateOwnedArray<float>(shape.input.ElementCount()).value();
+  auto w = exec->AllocateOwnedArray<float>(shape.filter.ElementCount()).value();
+  auto y = exec->AllocateOwnedArray<float>(shape.output.ElementCount()).value();
+  const ConvolutionAlgorithm algorithm =
+      exec->AsDnn()->GetConvolutionAlgorithms(ConvolutionKind::kForward, shape).value()[0];
+  ScopedDeviceMemory<uint8_t> ws;
+  if (workspace && algorithm.workspace_bytes > 0) {
+    ws = exec->AllocateOwnedArray<uint8_t>(algorithm.workspace_bytes).value();
+  }
+  std::unique_ptr<Stream> stream = exec->CreateStream().value();
+  std::vector<float> init(shape.input.ElementCount(), 0.5f), winit(shape.filter.ElementCount(), 0.25f);
+  stream->ThenMemcpy(x.ptr(), init.data(), init.size() * 4).ThenMemcpy(w.ptr(), winit.data(), winit.size() * 4);
+  const ConvolutionArgs args{shape, *x, *w, *y, OneDnn::kAuto, *ws};
+  stream->ThenConvolve(args);  // Warm-up: primitive creation, first touch.
+  if (!stream->BlockHostUntilDone().ok()) state.SkipWithError("stream failed");
+  for (auto _ : state) {
+    stream->ThenConvolve(args);
+    if (!stream->BlockHostUntilDone().ok()) state.SkipWithError("stream failed");
+  }
+  state.counters["GFLOPs"] = benchmark::Counter(Flops(shape), benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(algorithm.implementation);
+}
+
+void Direct(benchmark::State& state, ConvolutionShape shape) {
+  using dnnl::memory;
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  const memory::desc src = onednn::TensorMd(shape.input), wei = onednn::FilterMd(shape.filter, 1),
+                     dst = onednn::TensorMd(shape.output);
+  dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_auto, src, wei,
+                                    dst, {1, 1}, {0, 0}, {shape.conv.pad_h, shape.conv.pad_w},
+                                    {shape.conv.pad_h, shape.conv.pad_w});
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  dnnl::convolution_forward::primitive_desc pd(d, attr, engine);
+  dnnl::convolution_forward conv(pd);
+  memory x(src, engine), w(wei, engine), y(dst, engine), scratch(pd.scratchpad_desc(), engine);
+  std::fill_n(static_cast<float*>(x.get_data_handle()), shape.input.ElementCount(), 0.5f);
+  std::fill_n(static_cast<float*>(w.get_data_handle()), shape.filter.ElementCount(), 0.25f);
+  dnnl::stream s(engine);
+  const std::unordered_map<int, memory> args = {
+      {DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, y}, {DNNL_ARG_SCRATCHPAD, scratch}};
+  conv.execute(s, args);  // Warm-up, as Rill.
+  s.wait();
+  for (auto _ : state) {
+    conv.execute(s, args);
+    s.wait();
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOPs"] = benchmark::Counter(Flops(shape), benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(pd.impl_info_str());
+}
+
+std::string Suffix(const Layer& l, int64_t n) { return "/" + l.name + "/n" + std::to_string(n); }
+
+void Register() {
+  for (const Layer& l : kLayers) {
+    for (int64_t n : kBatches) {
+      const ConvolutionShape shape = Shape(l, n);
+      // Interleaved, so drifting machine load hits both sides alike.
+      benchmark::RegisterBenchmark(("direct" + Suffix(l, n)).c_str(), Direct, shape)->UseRealTime();
+      benchmark::RegisterBenchmark(("rill" + Suffix(l, n)).c_str(), Rill, shape, true)->UseRealTime();
+      benchmark::RegisterBenchmark(("rill_ws" + Suffix(l, n)).c_str(), Rill, shape, false)->UseRealTime();
+    }
+  }
+}
+
+void Summarize(const bench::Results& r, bench::Report& report) {
+  auto find = [&](const std::string& name) -> const bench::Measured* {
+    for (const std::string& key : {name + "/real_time", name}) {
+      if (auto it = r.find(key); it != r.end()) return &it->second;
+    }
+    return nullptr;
+  };
+  auto gflops = [](const bench::Measured* m) {
+    return m->counters.count("GFLOPs") ? m->counters.at("GFLOPs") / 1e9 : 0;
+  };
+  for (const Layer& l : kLayers) {
+    double log_sum = 0;
+    int count = 0;
+    for (int64_t n : kBatches) {
+      const bench::Measured* rill = find("rill" + Suffix(l, n));
+      const bench::Measured* rill_ws = find("rill_ws" + Suffix(l, n));
+      const bench::Measured* direct = find("direct" + Suffix(l, n));
+      if (rill == nullptr || direct == nullptr || rill->real_ns_per_iter <= 0) continue;
+      const std::string name = "dnn." + l.name + ".n" + std::to_string(n) + ".onednn";
+      report.Figure(name + ".gflops", gflops(rill));
+      report.Figure(name + ".direct_gflops", gflops(direct));
+      const double ratio = direct->real_ns_per_iter / rill->real_ns_per_iter;
+      report.Ratio(name, ratio);
+      if (rill_ws != nullptr && rill_ws->real_ns_per_iter > 0) {
+        report.Ratio(name + ".no_workspace", direct->real_ns_per_iter / rill_ws->real_ns_per_iter);
+      }
+      log_sum += std::log(ratio);
+      ++count;
+    }
+    if (count > 0) report.Ratio("dnn." + l.name + ".onednn", std::exp(log_sum / count));
+  }
+}
+
+}  // namespace
+}  // namespace rill
+
+int main(int argc, char** argv) {
+  std::printf("%s\n", rill::OneDnn::LibraryVersion().c_str());
+  rill::Register();
+  return rill::bench::RunAndReport(argc, argv, rill::Summarize);
+}

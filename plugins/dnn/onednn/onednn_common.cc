@@ -1,0 +1,168 @@
+#include "plugins/dnn/onednn/onednn_common.h"
+
+#include <cstdlib>
+#include <exception>
+
+#include "absl/strings/str_cat.h"
+#include "platform/host/host_executor.h"
+
+namespace rill::onednn {
+
+using dnnl::memory;
+
+namespace {
+
+const char* DnnlStatusName(dnnl_status_t status) {
+  switch (status) {
+    case dnnl_success: return "success";
+    case dnnl_out_of_memory: return "out_of_memory";
+    case dnnl_invalid_arguments: return "invalid_arguments";
+    case dnnl_unimplemented: return "unimplemented";
+    case dnnl_iterator_ends: return "iterator_ends";
+    case dnnl_runtime_error: return "runtime_error";
+    case dnnl_not_required: return "not_required";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+absl::Status FromDnnl(const dnnl::error& error, const std::string& context) {
+  const std::string message =
+      absl::StrCat(context, ": oneDNN ", DnnlStatusName(error.status), ": ", error.what());
+  switch (error.status) {
+    case dnnl_unimplemented: return absl::UnimplementedError(message);
+    case dnnl_invalid_arguments: return absl::InvalidArgumentError(message);
+    case dnnl_out_of_memory: return absl::ResourceExhaustedError(message);
+    default: return absl::InternalError(message);
+  }
+}
+
+absl::Status Guard(const char* context, const std::function<void()>& f) {
+  try {
+    f();
+    return absl::OkStatus();
+  } catch (const dnnl::error& e) {
+    return FromDnnl(e, context);
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat(context, ": ", e.what()));
+  }
+}
+
+absl::Status RequireFloat(const char* op, DataType type) {
+  if (type == DataType::kFloat) return absl::OkStatus();
+  return absl::UnimplementedError(absl::StrCat("onednn ", op, ": ", DataTypeName(type),
+                                               " tensors are not supported (oneDNN 2.x has no f64 "
+                                               "primitives on CPU; use float)"));
+}
+
+absl::StatusOr<dnnl::engine*> Engine() {
+  static absl::StatusOr<dnnl::engine*>* engine = [] {
+    try {
+      return new absl::StatusOr<dnnl::engine*>(new dnnl::engine(dnnl::engine::kind::cpu, 0));
+    } catch (const dnnl::error& e) {
+      return new absl::StatusOr<dnnl::engine*>(
+          absl::UnavailableError(FromDnnl(e, "onednn: creating the CPU engine").message()));
+    }
+  }();  // Never destroyed: primitives may outlive static destruction order.
+  return *engine;
+}
+
+dnnl::stream& ThreadStream() {
+  thread_local dnnl::stream stream(**Engine());  // Engine() succeeded when the plugin was created.
+  return stream;
+}
+
+memory::desc TensorMd(const TensorDescriptor& t) {
+  const memory::dims dims = {t.n, t.c, t.h, t.w};
+  const memory::dims strides = t.layout == DataLayout::kNCHW
+                                   ? memory::dims{t.c * t.h * t.w, t.h * t.w, t.w, 1}
+                                   : memory::dims{t.h * t.w * t.c, 1, t.w * t.c, t.c};
+  return memory::desc(dims, memory::data_type::f32, strides);
+}
+
+memory::desc VectorMd(int64_t c) { return memory::desc({c}, memory::data_type::f32, memory::dims{1}); }
+
+memory::desc FilterMd(const FilterDescriptor& f, int64_t groups) {
+  const int64_t o = f.output_channels / groups, i = f.input_channels, h = f.height, w = f.width;
+  // Strides of (o, i, h, w) within one group.
+  const memory::dims ohw = f.layout == FilterLayout::kOIHW ? memory::dims{i * h * w, h * w, w, 1}
+                                                           : memory::dims{h * w * i, 1, w * i, i};
+  if (groups == 1) return memory::desc({o, i, h, w}, memory::data_type::f32, ohw);
+  return memory::desc({groups, o, i, h, w}, memory::data_type::f32,
+                      memory::dims{o * i * h * w, ohw[0], ohw[1], ohw[2], ohw[3]});
+}
+
+memory Wrap(const memory::desc& md, const void* ptr) {
+  return memory(md, **Engine(), const_cast<void*>(ptr));
+}
+
+memory Wrap(const memory::desc& md, const DeviceMemoryBase& m) { return Wrap(md, HostPointer(m)); }
+
+void* ThreadScratch(int slot, uint64_t bytes) {
+  struct Buffer {
+    void* data = nullptr;
+    uint64_t size = 0;
+    ~Buffer() { std::free(data); }
+  };
+  constexpr int kSlots = 4;
+  thread_local Buffer buffers[kSlots];
+  Buffer& b = buffers[slot % kSlots];
+  if (bytes > b.size) {
+    std::free(b.data);
+    b.size = (bytes + 63) / 64 * 64;
+    b.data = std::aligned_alloc(64, b.size);
+    if (b.data == nullptr) {
+      b.size = 0;
+      throw dnnl::error(dnnl_out_of_memory, "onednn: scratch allocation failed");
+    }
+  }
+  return b.data;
+}
+
+void Execute(const dnnl::primitive& primitive, std::unordered_map<int, memory> args,
+             const memory::desc& scratchpad_md, void* scratch) {
+  if (scratchpad_md.get_size() > 0) args.emplace(DNNL_ARG_SCRATCHPAD, Wrap(scratchpad_md, scratch));
+  dnnl::stream& stream = ThreadStream();
+  primitive.execute(stream, args);
+  stream.wait();
+}
+
+dnnl::primitive_attr UserScratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+absl::StatusOr<std::shared_ptr<const CachedPrimitive>> PrimitiveCache::GetOrCreate(const Key& key,
+                                                                                   const char* context,
+                                                                                   const Factory& create) {
+  {
+    MutexLock lock(&mu_);
+    auto it = entries_.find(key);
+    if (it != entries_.end()) return it->second;
+  }
+  // Created outside the lock: a slow primitive-descriptor creation does not
+  // stall other shapes. Two threads racing on one key both create; one wins.
+  std::shared_ptr<const CachedPrimitive> made;
+  absl::Status status = Guard(context, [&] { made = std::make_shared<const CachedPrimitive>(create()); });
+  if (!status.ok()) return status;
+  MutexLock lock(&mu_);
+  return entries_.try_emplace(key, std::move(made)).first->second;
+}
+
+size_t PrimitiveCache::size() {
+  MutexLock lock(&mu_);
+  return entries_.size();
+}
+
+void AppendKey(std::vector<int64_t>& key, const TensorDescriptor& t) {
+  key.insert(key.end(), {t.n, t.c, t.h, t.w, static_cast<int64_t>(t.layout), static_cast<int64_t>(t.type)});
+}
+
+void AppendKey(std::vector<int64_t>& key, const FilterDescriptor& f) {
+  key.insert(key.end(), {f.output_channels, f.input_channels, f.height, f.width, static_cast<int64_t>(f.layout),
+                         static_cast<int64_t>(f.type)});
+}
+
+}  // namespace rill::onednn

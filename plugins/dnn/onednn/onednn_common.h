@@ -1,0 +1,131 @@
+#ifndef RILL_PLUGINS_DNN_ONEDNN_ONEDNN_COMMON_H_
+#define RILL_PLUGINS_DNN_ONEDNN_ONEDNN_COMMON_H_
+
+// Private to the oneDNN plugin: the one place where oneDNN errors become
+// statuses, the Rill-descriptor -> oneDNN memory-descriptor mapping, the
+// process-wide engine, per-thread oneDNN streams and scratch, and the
+// primitive cache.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "base/mutex.h"
+#include "executor/device_memory.h"
+#include "platform/host/host_plugin.h"
+#include "plugins/dnn/dnn_descriptors.h"
+
+namespace rill::onednn {
+
+// --- Errors.
+
+// `error` as a status: dnnl_unimplemented -> Unimplemented,
+// dnnl_invalid_arguments -> InvalidArgument, dnnl_out_of_memory ->
+// ResourceExhausted, others Internal; the message is "<context>: oneDNN
+// <status name>: <what()>".
+absl::Status FromDnnl(const dnnl::error& error, const std::string& context);
+
+// Runs `f` and turns a dnnl::error (or std::exception) it throws into a status.
+absl::Status Guard(const char* context, const std::function<void()>& f);
+
+// Unimplemented unless `type` is float: oneDNN 2.x has no f64 for these
+// primitives on CPU.
+absl::Status RequireFloat(const char* op, DataType type);
+
+// --- Engine, streams, memory.
+
+// The process-wide CPU engine (created on first use; Unavailable if oneDNN
+// cannot make one).
+absl::StatusOr<dnnl::engine*> Engine();
+
+// The calling thread's in-order oneDNN CPU stream on Engine(). Each Rill
+// host stream runs its tasks on one worker thread, so each gets its own.
+dnnl::stream& ThreadStream();
+
+// Memory descriptors with explicit strides for the Rill layouts.
+dnnl::memory::desc TensorMd(const TensorDescriptor& t);
+// c elements (per-channel vectors).
+dnnl::memory::desc VectorMd(int64_t c);
+// 4-D (groups == 1) or 5-D goihw dims with OIHW/OHWI strides.
+dnnl::memory::desc FilterMd(const FilterDescriptor& f, int64_t groups);
+
+// A oneDNN memory object over host memory `ptr` (not owned).
+dnnl::memory Wrap(const dnnl::memory::desc& md, const void* ptr);
+dnnl::memory Wrap(const dnnl::memory::desc& md, const DeviceMemoryBase& memory);
+
+// Per-thread scratch buffers (64-byte aligned), grown on demand and kept:
+// slot 0 is the primitives' scratchpad; the others hold temporaries.
+void* ThreadScratch(int slot, uint64_t bytes);
+
+// --- Running.
+
+// Executes `primitive` on the calling thread's dnnl::stream with `args`,
+// adding the scratchpad (`scratch`, scratchpad_md's size) when it has one,
+// and waits.
+void Execute(const dnnl::primitive& primitive, std::unordered_map<int, dnnl::memory> args,
+             const dnnl::memory::desc& scratchpad_md, void* scratch);
+
+// Enqueues `work` (a void() callable that may throw dnnl::error) on
+// `stream`, which must belong to `owner`; an error it throws lands in the
+// stream's status, prefixed with `op`.
+template <typename Work>
+absl::Status EnqueueDnn(StreamExecutor* owner, Stream* stream, const char* op, Work work) {
+  return EnqueueHostWork(owner, stream, "onednn", "AsDnn()",
+                         [op, work = std::move(work)]() mutable -> absl::Status { return Guard(op, [&] { work(); }); });
+}
+
+// --- Primitive cache.
+
+// A created primitive and what running it needs.
+struct CachedPrimitive {
+  dnnl::primitive primitive;
+  dnnl::memory::desc scratchpad_md;  // User-mode scratchpad (attr scratchpad_mode::user).
+  uint64_t scratchpad_bytes = 0;
+  std::string implementation;     // impl_info_str().
+  // The memory descriptors of the op's tensors, in an order each op defines
+  // (convolution: input, filter, output).
+  std::vector<dnnl::memory::desc> mds;
+  // Pooling backward: the forward-training primitive that makes the max
+  // workspace, its workspace and its scratchpad.
+  dnnl::primitive forward;
+  dnnl::memory::desc workspace_md, forward_scratchpad_md;
+};
+
+// The attributes every primitive is created with: user-managed scratchpad,
+// so primitives may run concurrently on several threads.
+dnnl::primitive_attr UserScratchpad();
+
+// Created primitives by key (an op tag and every shape parameter), so each
+// shape pays for primitive-descriptor creation once. Thread-safe.
+class PrimitiveCache {
+ public:
+  using Key = std::vector<int64_t>;
+  using Factory = std::function<CachedPrimitive()>;
+
+  // The cached primitive for `key`, created by `create` (which may throw
+  // dnnl::error: the status names `context`) on a miss.
+  absl::StatusOr<std::shared_ptr<const CachedPrimitive>> GetOrCreate(const Key& key, const char* context,
+                                                                     const Factory& create);
+  size_t size();
+
+ private:
+  Mutex mu_;
+  absl::flat_hash_map<Key, std::shared_ptr<const CachedPrimitive>> entries_ ABSL_GUARDED_BY(mu_);
+};
+
+// Key fields of the descriptors, appended to `key`.
+void AppendKey(std::vector<int64_t>& key, const TensorDescriptor& t);
+void AppendKey(std::vector<int64_t>& key, const FilterDescriptor& f);
+
+}  // namespace rill::onednn
+
+#endif  // RILL_PLUGINS_DNN_ONEDNN_ONEDNN_COMMON_H_

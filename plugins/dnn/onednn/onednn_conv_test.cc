@@ -1,0 +1,223 @@
+// The oneDNN plugin's convolutions against naive loops written here: forward,
+// backward data and backward filter, with padding, stride, dilation and
+// groups, NCHW and NHWC tensors, OIHW and OHWI filters, on every host device;
+// algorithm listing, choice, best-algorithm timing and workspaces.
+//
+// Tolerance: an output that sums k products must satisfy
+//   |got - ref| <= 4 (k + 2) eps(float) sum |products|
+// (ref in double): the recursive-summation bound with a factor 4 of slack,
+// which any reordering (gemm, winograd excepted) stays within. Winograd
+// transforms amplify rounding, so it gets 100x that.
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "plugins/dnn/onednn/onednn_test_util.h"
+
+namespace rill {
+namespace {
+
+using testing::HasError;
+using testing::IsOk;
+using testing::Must;
+using testing::RandomFloats;
+
+// Reference sums and sums of |products| per output element.
+struct Reference {
+  std::vector<double> value, scale;
+  int64_t terms = 0;
+  explicit Reference(size_t n) : value(n, 0), scale(n, 0) {}
+  void Add(int64_t i, double a, double b) {
+    value[i] += a * b;
+    scale[i] += std::fabs(a * b);
+  }
+};
+
+// Calls f(n, k, oh, ow, c, r, s, ih, iw) for every (output, tap) pair that
+// reads an input element inside the (unpadded) input.
+template <typename F>
+void ForEachTap(const ConvolutionShape& s, F f) {
+  const ConvolutionDescriptor& c = s.conv;
+  const int64_t k_per_group = s.filter.output_channels / c.group_count, c_per_group = s.filter.input_channels;
+  for (int64_t n = 0; n < s.output.n; ++n)
+    for (int64_t k = 0; k < s.output.c; ++k)
+      for (int64_t oh = 0; oh < s.output.h; ++oh)
+        for (int64_t ow = 0; ow < s.output.w; ++ow)
+          for (int64_t ci = 0; ci < c_per_group; ++ci)
+            for (int64_t r = 0; r < s.filter.height; ++r)
+              for (int64_t q = 0; q < s.filter.width; ++q) {
+                const int64_t ih = oh * c.stride_h - c.pad_h + r * c.dilation_h;
+                const int64_t iw = ow * c.stride_w - c.pad_w + q * c.dilation_w;
+                if (ih < 0 || ih >= s.input.h || iw < 0 || iw >= s.input.w) continue;
+                const int64_t channel = (k / k_per_group) * c_per_group + ci;
+                f(s.output.Offset(n, k, oh, ow), s.input.Offset(n, channel, ih, iw), s.filter.Offset(k, ci, r, q));
+              }
+}
+
+Reference Forward(const ConvolutionShape& s, const std::vector<float>& x, const std::vector<float>& w) {
+  Reference ref(s.output.ElementCount());
+  ref.terms = s.filter.input_channels * s.filter.height * s.filter.width;
+  ForEachTap(s, [&](int64_t y, int64_t xi, int64_t wi) { ref.Add(y, x[xi], w[wi]); });
+  return ref;
+}
+
+Reference BackwardData(const ConvolutionShape& s, const std::vector<float>& dy, const std::vector<float>& w) {
+  Reference ref(s.input.ElementCount());
+  ref.terms = s.filter.output_channels / s.conv.group_count * s.filter.height * s.filter.width;
+  ForEachTap(s, [&](int64_t y, int64_t xi, int64_t wi) { ref.Add(xi, dy[y], w[wi]); });
+  return ref;
+}
+
+Reference BackwardFilter(const ConvolutionShape& s, const std::vector<float>& x, const std::vector<float>& dy) {
+  Reference ref(s.filter.ElementCount());
+  ref.terms = s.output.n * s.output.h * s.output.w;
+  ForEachTap(s, [&](int64_t y, int64_t xi, int64_t wi) { ref.Add(wi, x[xi], dy[y]); });
+  return ref;
+}
+
+::testing::AssertionResult Matches(const char* what, const std::vector<float>& got, const Reference& ref,
+                                   double slack = 1) {
+  const double eps = std::numeric_limits<float>::epsilon();
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double tol = slack * 4 * (ref.terms + 2) * eps * ref.scale[i];
+    if (!(std::fabs(got[i] - ref.value[i]) <= tol)) {
+      return ::testing::AssertionFailure() << what << "[" << i << "] = " << got[i] << ", reference " << ref.value[i]
+                                           << ", tolerance " << tol;
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+struct Case {
+  const char* name;
+  TensorDescriptor input;
+  FilterDescriptor filter;
+  ConvolutionDescriptor conv;
+};
+
+std::vector<Case> Cases() {
+  return {
+      {"3x3 pad 1", {.n = 2, .c = 3, .h = 7, .w = 6}, {.output_channels = 4, .input_channels = 3, .height = 3, .width = 3},
+       {.pad_h = 1, .pad_w = 1}},
+      {"stride, dilation, uneven pad",
+       {.n = 1, .c = 5, .h = 11, .w = 9},
+       {.output_channels = 3, .input_channels = 5, .height = 3, .width = 2},
+       {.pad_h = 2, .pad_w = 0, .stride_h = 2, .stride_w = 1, .dilation_h = 2, .dilation_w = 3}},
+      {"2 groups", {.n = 2, .c = 4, .h = 6, .w = 7}, {.output_channels = 6, .input_channels = 2, .height = 3, .width = 2},
+       {.pad_h = 1, .pad_w = 1, .stride_h = 1, .stride_w = 2, .dilation_h = 1, .dilation_w = 2, .group_count = 2}},
+      {"depthwise", {.n = 1, .c = 4, .h = 5, .w = 5}, {.output_channels = 4, .input_channels = 1, .height = 3, .width = 3},
+       {.pad_h = 1, .pad_w = 1, .stride_h = 2, .stride_w = 2, .group_count = 4}},
+      {"1x1", {.n = 3, .c = 8, .h = 4, .w = 4}, {.output_channels = 5, .input_channels = 8, .height = 1, .width = 1}, {}},
+  };
+}
+
+class OneDnnConvTest : public testing::OneDnnTest {
+ protected:
+  // Runs all three directions of `shape` with `algorithm` and checks them.
+  void CheckAllDirections(const ConvolutionShape& shape, int64_t algorithm, double slack = 1) {
+    const std::vector<float> x = RandomFloats(shape.input.ElementCount(), 1);
+    const std::vector<float> w = RandomFloats(shape.filter.ElementCount(), 2);
+    const std::vector<float> dy = RandomFloats(shape.output.ElementCount(), 3);
+    DeviceMemory<float> dx_in = Upload(x), dw_in = Upload(w), ddy = Upload(dy);
+    DeviceMemory<float> y = Output(shape.output.ElementCount());
+    DeviceMemory<float> dx = Output(shape.input.ElementCount()), dw = Output(shape.filter.ElementCount());
+    stream_->ThenConvolve(ConvolutionArgs{shape, dx_in, dw_in, y, algorithm, {}})
+        .ThenConvolveBackwardData(ConvolutionArgs{shape, dx, dw_in, ddy, algorithm, {}})
+        .ThenConvolveBackwardFilter(ConvolutionArgs{shape, dx_in, dw, ddy, algorithm, {}});
+    ASSERT_TRUE(IsOk(stream_->BlockHostUntilDone()));
+    EXPECT_TRUE(Matches("y", Download(y), Forward(shape, x, w), slack));
+    EXPECT_TRUE(Matches("dx", Download(dx), BackwardData(shape, dy, w), slack));
+    EXPECT_TRUE(Matches("dw", Download(dw), BackwardFilter(shape, x, dy), slack));
+  }
+};
+
+TEST_P(OneDnnConvTest, EveryDirectionLayoutAndCase) {
+  for (const Case& c : Cases()) {
+    for (DataLayout layout : {DataLayout::kNCHW, DataLayout::kNHWC}) {
+      for (FilterLayout filter_layout : {FilterLayout::kOIHW, FilterLayout::kOHWI}) {
+        ConvolutionShape shape{c.input, c.filter, c.conv, {}};
+        shape.input.layout = layout;
+        shape.filter.layout = filter_layout;
+        shape.output = Must(ConvolutionOutput(shape.input, shape.filter, shape.conv));
+        SCOPED_TRACE(::testing::Message() << c.name << ": " << shape.ToString());
+        CheckAllDirections(shape, kDefaultAlgorithm);
+      }
+    }
+  }
+}
+
+TEST_P(OneDnnConvTest, OutputLayoutMayDifferFromInput) {
+  const Case c = Cases()[0];
+  ConvolutionShape shape{c.input, c.filter, c.conv, Must(ConvolutionOutput(c.input, c.filter, c.conv))};
+  shape.output.layout = DataLayout::kNHWC;
+  CheckAllDirections(shape, kDefaultAlgorithm);
+}
+
+TEST_P(OneDnnConvTest, PositionalThenConvolve) {
+  const Case c = Cases()[1];
+  const TensorDescriptor out = Must(ConvolutionOutput(c.input, c.filter, c.conv));
+  const std::vector<float> x = RandomFloats(c.input.ElementCount(), 4), w = RandomFloats(c.filter.ElementCount(), 5);
+  DeviceMemory<float> dx = Upload(x), dw = Upload(w), y = Output(out.ElementCount());
+  stream_->ThenConvolve(c.input, dx, c.filter, dw, c.conv, out, &y);
+  ASSERT_TRUE(IsOk(stream_->BlockHostUntilDone()));
+  EXPECT_TRUE(Matches("y", Download(y), Forward({c.input, c.filter, c.conv, out}, x, w)));
+}
+
+// Lists auto, direct and winograd with honest availability; every available
+// one computes the same convolution; best is timed once and remembered.
+TEST_P(OneDnnConvTest, AlgorithmsListChooseAndBest) {
+  TensorDescriptor in{.n = 1, .c = 16, .h = 12, .w = 12};
+  FilterDescriptor f{.output_channels = 16, .input_channels = 16, .height = 3, .width = 3};
+  ConvolutionDescriptor conv{.pad_h = 1, .pad_w = 1};
+  const ConvolutionShape shape{in, f, conv, Must(ConvolutionOutput(in, f, conv))};
+  for (ConvolutionKind kind : {ConvolutionKind::kForward, ConvolutionKind::kBackwardData,
+                               ConvolutionKind::kBackwardFilter}) {
+    std::vector<ConvolutionAlgorithm> algorithms = Must(dnn_->GetConvolutionAlgorithms(kind, shape));
+    ASSERT_EQ(algorithms.size(), 3u);
+    EXPECT_EQ(algorithms[0].name, "auto");
+    EXPECT_EQ(algorithms[1].name, "direct");
+    EXPECT_EQ(algorithms[2].name, "winograd");
+    EXPECT_TRUE(algorithms[0].available) << algorithms[0].reason;
+    EXPECT_TRUE(algorithms[1].available) << algorithms[1].reason;
+    for (const ConvolutionAlgorithm& a : algorithms) {
+      if (a.available) {
+        EXPECT_FALSE(a.implementation.empty());
+      } else {
+        EXPECT_NE(a.reason.find("not available"), std::string::npos) << a.reason;
+      }
+    }
+    ConvolutionAlgorithm best = Must(dnn_->FindBestConvolutionAlgorithm(kind, shape));
+    EXPECT_TRUE(best.available);
+    EXPECT_EQ(Must(dnn_->FindBestConvolutionAlgorithm(kind, shape)).id, best.id);  // Remembered.
+  }
+  for (const ConvolutionAlgorithm& a : Must(dnn_->GetConvolutionAlgorithms(ConvolutionKind::kForward, shape))) {
+    if (!a.available) continue;
+    SCOPED_TRACE(a.name);
+    CheckAllDirections(shape, a.id, a.id == OneDnn::kWinograd ? 100 : 1);
+  }
+  CheckAllDirections(shape, kBestAlgorithm);
+}
+
+// An explicit workspace of exactly the reported size works; with none, the
+// plugin allocates one through the executor and frees it.
+TEST_P(OneDnnConvTest, Workspace) {
+  const Case c = Cases()[2];
+  const ConvolutionShape shape{c.input, c.filter, c.conv, Must(ConvolutionOutput(c.input, c.filter, c.conv))};
+  for (const ConvolutionAlgorithm& a : Must(dnn_->GetConvolutionAlgorithms(ConvolutionKind::kBackwardFilter, shape))) {
+    if (!a.available) continue;
+    const std::vector<float> x = RandomFloats(shape.input.ElementCount(), 6);
+    const std::vector<float> dy = RandomFloats(shape.output.ElementCount(), 7);
+    DeviceMemory<float> dx = Upload(x), ddy = Upload(dy), dw = Output(shape.filter.ElementCount());
+    ScopedDeviceMemory<uint8_t> workspace;
+    if (a.workspace_bytes > 0) workspace = Must(exec_->AllocateOwnedArray<uint8_t>(a.workspace_bytes));
+    stream_->ThenConvolveBackwardFilter(ConvolutionArgs{shape, dx, dw, ddy, a.id, *workspace});
+    ASSERT_TRUE(IsOk(stream_->BlockHostUntilDone()));
+    EXPECT_TRUE(Matches("dw", Download(dw), BackwardFilter(shape, x, dy), a.id == OneDnn::kWinograd ? 100 : 1));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(HostDevices, OneDnnConvTest, ::testing::Values(0, 1), testing::DeviceName);
+
+}  // namespace
+}  // namespace rill
