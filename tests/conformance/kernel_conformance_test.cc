@@ -11,8 +11,23 @@
 #include "absl/strings/str_cat.h"
 #include "tests/conformance/conformance.h"
 
+#ifdef RILL_CONFORMANCE_CUDA
+// conformance_kernels.cu as a fatbin (rill_cuda_embed_kernels).
+extern const unsigned char rill_conformance_fatbin[];
+extern const std::size_t rill_conformance_fatbin_size;
+#endif
+
 namespace rill::conformance {
 namespace {
+
+// Adds the CUDA variant, when the CUDA backend is built.
+void AddCuda(KernelSpec& spec) {
+#ifdef RILL_CONFORMANCE_CUDA
+  spec.AddCudaFatbin(rill_conformance_fatbin, rill_conformance_fatbin_size);
+#else
+  (void)spec;
+#endif
+}
 
 using ::rill::testing::HasError;
 using ::rill::testing::IsOk;
@@ -34,6 +49,7 @@ __kernel void saxpy(float a, __global const float* x, __global float* y, ulong n
   const size_t i = get_global_id(0);
   if (i < n) y[i] = a * x[i] + y[i];
 })CL");
+  AddCuda(spec);
   return spec;
 }
 
@@ -68,6 +84,7 @@ __kernel void volume(__global long* out, __global long* dims, Dim3 extent, long 
     out[(z * extent.y + y) * extent.x + x] = x + 100 * y + 10000 * z + bias;
   }
 })CL");
+  AddCuda(spec);
   return spec;
 }
 
@@ -90,6 +107,7 @@ typedef struct { short a; double b; } Mixed;  // The test's Mixed.
 __kernel void scalars(char small, ulong wide, Mixed mixed, __global double* out) {
   if (get_global_id(0) == 0) out[0] = small + (double)wide + mixed.a * mixed.b;
 })CL");
+  AddCuda(spec);
   return spec;
 }
 
