@@ -10,6 +10,7 @@
 #include <string>
 
 #include "rill.h"
+#include "tools/demo_dnn.h"
 #include "tools/demo_engine.h"
 #include "tools/demo_pipeline.h"
 
@@ -72,6 +73,28 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("\n%d device(s), %d failed\n", devices, failures);
+
+  // A DNN forward pass (conv -> bias -> relu -> pool -> softmax) on every
+  // device whose platform has a DNN plugin.
+  std::printf("\n%-10s %-3s %-8s %12s\n", "platform", "dev", "dnn", "device ms");
+  for (rill::Platform* platform : manager.AvailablePlatforms()) {
+    for (int ordinal = 0; ordinal < platform->VisibleDeviceCount(); ++ordinal) {
+      absl::StatusOr<rill::StreamExecutor*> executor = platform->ExecutorForDevice(ordinal);
+      absl::StatusOr<rill::demo::DnnDemoResult> dnn =
+          executor.ok() ? rill::demo::RunDnnForward(*executor) : executor.status();
+      if (dnn.ok()) {
+        std::printf("%-10s %-3d %-8s %12.3f  conv3x3 -> bias -> relu -> maxpool -> softmax verified (max error %.1e)\n",
+                    platform->Name().c_str(), ordinal, dnn->plugin.c_str(), Ms(dnn->device_time),
+                    dnn->max_abs_error);
+      } else if (absl::IsUnimplemented(dnn.status())) {
+        std::printf("%-10s %-3d %-8s %12s  %s\n", platform->Name().c_str(), ordinal, "none", "-",
+                    std::string(dnn.status().message()).c_str());
+      } else {
+        ++failures;
+        std::printf("%-10s %-3d dnn FAILED: %s\n", platform->Name().c_str(), ordinal, dnn.status().ToString().c_str());
+      }
+    }
+  }
 
   // The dependency engine: a training-like loop across two host devices.
   constexpr int kIterations = 8;

@@ -1,0 +1,27 @@
+#ifndef RILL_TOOLS_DEMO_DNN_H_
+#define RILL_TOOLS_DEMO_DNN_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "executor/stream_executor.h"
+
+namespace rill::demo {
+
+struct DnnDemoResult {
+  std::string plugin;        // The DNN plugin that ran it ("onednn", "cudnn").
+  absl::Duration device_time;  // Timer around the five layers.
+  double max_abs_error = 0;  // Against the naive host reference.
+};
+
+// A small forward pass through the executor's DNN plugin on one stream:
+// convolution 3x3 (pad 1) -> bias add -> relu -> 2x2 max pool -> softmax
+// over channels, on a 2 x 3 x 16 x 16 input with 8 filters, checked against
+// naive loops on the host. Unimplemented (with the reason) when the
+// executor's platform has no DNN plugin.
+absl::StatusOr<DnnDemoResult> RunDnnForward(StreamExecutor* executor);
+
+}  // namespace rill::demo
+
+#endif  // RILL_TOOLS_DEMO_DNN_H_
