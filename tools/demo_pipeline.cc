@@ -7,6 +7,11 @@
 #include "absl/strings/str_cat.h"
 #include "rill.h"
 
+#ifdef RILL_DEMO_CUDA
+extern const unsigned char rill_demo_fatbin[];
+extern const std::size_t rill_demo_fatbin_size;
+#endif
+
 namespace rill::demo {
 namespace {
 
@@ -22,6 +27,15 @@ void SquareHost(const HostThread& t, const float* in, float* out, uint64_t n) {
   if (uint64_t i = t.global_x(); i < n) out[i] = in[i] * in[i];
 }
 
+// Adds the CUDA variant (demo_kernels.cu), when the CUDA backend is built.
+void AddCuda(KernelSpec& spec) {
+#ifdef RILL_DEMO_CUDA
+  spec.AddCudaFatbin(rill_demo_fatbin, rill_demo_fatbin_size);
+#else
+  (void)spec;
+#endif
+}
+
 KernelSpec SaxpySpec() {
   KernelSpec spec("saxpy");
   spec.AddHostFunction<float, DeviceMemory<float>, DeviceMemory<float>, uint64_t>(SaxpyHost);
@@ -30,6 +44,7 @@ __kernel void saxpy(float a, __global const float* x, __global float* y, ulong n
   const size_t i = get_global_id(0);
   if (i < n) y[i] = a * x[i] + y[i];
 })CL");
+  AddCuda(spec);
   return spec;
 }
 
@@ -41,6 +56,7 @@ __kernel void square(__global const float* in, __global float* out, ulong n) {
   const size_t i = get_global_id(0);
   if (i < n) out[i] = in[i] * in[i];
 })CL");
+  AddCuda(spec);
   return spec;
 }
 
