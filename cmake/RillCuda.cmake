@@ -6,7 +6,7 @@
 #   RILL_CUDA_FOUND           ON when RILL_ENABLE_CUDA is ON and the toolkit
 #                             (headers, shared cudart, nvcc) was found.
 #   RILL_CUDNN_FOUND          ON when cuDNN's header and library were found;
-#                             then rill_cudnn is an INTERFACE target for them.
+#                             then rill_cudnn_library is an INTERFACE target for them.
 #   RILL_CUDA_ARCHITECTURES   the SM versions kernels are built for
 #                             (default 75;80;90: oldest CUDA 13 supports, A100, H100).
 # and defines rill_cuda_embed_kernels() below.
@@ -33,9 +33,9 @@ if(RILL_ENABLE_CUDA AND _rill_cuda_default)
   find_library(RILL_CUDNN_LIBRARY cudnn HINTS ${CUDAToolkit_LIBRARY_DIR})
   if(RILL_CUDNN_INCLUDE_DIR AND RILL_CUDNN_LIBRARY)
     set(RILL_CUDNN_FOUND ON)
-    add_library(rill_cudnn INTERFACE)
-    target_include_directories(rill_cudnn SYSTEM INTERFACE ${RILL_CUDNN_INCLUDE_DIR})
-    target_link_libraries(rill_cudnn INTERFACE ${RILL_CUDNN_LIBRARY})
+    add_library(rill_cudnn_library INTERFACE)
+    target_include_directories(rill_cudnn_library SYSTEM INTERFACE ${RILL_CUDNN_INCLUDE_DIR})
+    target_link_libraries(rill_cudnn_library INTERFACE ${RILL_CUDNN_LIBRARY})
     message(STATUS "Rill: cuDNN found (${RILL_CUDNN_LIBRARY})")
   else()
     message(STATUS "Rill: cuDNN not found: the cudnn plugin is not built")

@@ -31,6 +31,11 @@ absl::StatusOr<StreamExecutor*> Platform::ExecutorForDevice(int ordinal) {
   return GetExecutor(config);
 }
 
+StreamExecutor* Platform::ExistingExecutor(int ordinal) const {
+  absl::StatusOr<StreamExecutor*> executor = cache_.Get(StreamExecutorConfig{ordinal});
+  return executor.ok() ? *executor : nullptr;
+}
+
 absl::StatusOr<StreamExecutor*> Platform::GetExecutor(const StreamExecutorConfig& config) {
   RILL_RETURN_IF_ERROR(CheckOrdinal(config.ordinal));
   return cache_.GetOrCreate(config, [&]() -> absl::StatusOr<std::unique_ptr<StreamExecutor>> {

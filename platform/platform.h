@@ -48,6 +48,9 @@ class Platform {
   // the platform has no usable device.
   absl::StatusOr<StreamExecutor*> ExecutorForDevice(int ordinal);
   absl::StatusOr<StreamExecutor*> GetExecutor(const StreamExecutorConfig& config);
+  // The executor of device `ordinal` if it was created already; nullptr
+  // otherwise (never creates one).
+  StreamExecutor* ExistingExecutor(int ordinal) const;
 
  protected:
   // Checks `ordinal` as ExecutorForDevice documents.

@@ -74,6 +74,28 @@ absl::Status CheckDevice(const char* role, const DeviceMemoryBase* memory, uint6
   return absl::OkStatus();
 }
 
+// Checks that `memory` lies in an allocation of `executor` -- or, with
+// `peer`, of another device of the same platform (a peer copy) -- so that a
+// backend never receives a handle of another platform, or one past its
+// allocation, which it could not tell from its own.
+absl::Status CheckOwner(const char* role, const DeviceMemoryBase& memory, StreamExecutor* executor,
+                        bool peer) {
+  if (executor->implementation()->Owns(memory)) return absl::OkStatus();
+  if (peer) {
+    Platform* platform = executor->platform();
+    for (int i = 0; i < platform->VisibleDeviceCount(); ++i) {
+      StreamExecutor* other = platform->ExistingExecutor(i);
+      if (other != nullptr && other != executor && other->implementation()->Owns(memory)) {
+        return absl::OkStatus();
+      }
+    }
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      role, " ", memory.ToString(), " is not in an allocation of ", executor->DebugName(),
+      peer ? " or of another device of its platform" : "",
+      " (memory of another device or platform, freed memory, or a view past its allocation)"));
+}
+
 absl::Status CheckHost(const char* role, const void* ptr) {
   if (ptr == nullptr) return absl::InvalidArgumentError(absl::StrCat(role, " host pointer is null"));
   return absl::OkStatus();
@@ -84,6 +106,7 @@ absl::Status CheckHost(const char* role, const void* ptr) {
 Stream& Stream::ThenMemcpy(DeviceMemoryBase* device_dst, const void* host_src, uint64_t size) {
   if (!Usable() || size == 0) return *this;
   absl::Status status = CheckDevice("destination", device_dst, size);
+  if (status.ok()) status = CheckOwner("destination", *device_dst, parent(), false);
   if (status.ok()) status = CheckHost("source", host_src);
   if (status.ok() && size > 0) status = impl_->MemcpyHostToDevice(*device_dst, host_src, size);
   return Check(status, [&] { return absl::StrCat("ThenMemcpy(host->device, ", size, " bytes)"); });
@@ -92,6 +115,7 @@ Stream& Stream::ThenMemcpy(DeviceMemoryBase* device_dst, const void* host_src, u
 Stream& Stream::ThenMemcpy(void* host_dst, const DeviceMemoryBase& device_src, uint64_t size) {
   if (!Usable() || size == 0) return *this;
   absl::Status status = CheckDevice("source", &device_src, size);
+  if (status.ok()) status = CheckOwner("source", device_src, parent(), false);
   if (status.ok()) status = CheckHost("destination", host_dst);
   if (status.ok() && size > 0) status = impl_->MemcpyDeviceToHost(host_dst, device_src, size);
   return Check(status, [&] { return absl::StrCat("ThenMemcpy(device->host, ", size, " bytes)"); });
@@ -102,6 +126,8 @@ Stream& Stream::ThenMemcpy(DeviceMemoryBase* device_dst, const DeviceMemoryBase&
   if (!Usable()) return *this;
   absl::Status status = CheckDevice("destination", device_dst, size);
   if (status.ok()) status = CheckDevice("source", &device_src, size);
+  if (status.ok()) status = CheckOwner("destination", *device_dst, parent(), true);
+  if (status.ok()) status = CheckOwner("source", device_src, parent(), true);
   if (status.ok() && size > 0) status = parent()->Supports(Feature::kDeviceToDeviceCopy);
   if (status.ok() && size > 0) status = impl_->MemcpyDeviceToDevice(*device_dst, device_src, size);
   return Check(status, [&] { return absl::StrCat("ThenMemcpy(device->device, ", size, " bytes)"); });
@@ -110,6 +136,7 @@ Stream& Stream::ThenMemcpy(DeviceMemoryBase* device_dst, const DeviceMemoryBase&
 Stream& Stream::ThenMemset32(DeviceMemoryBase* device_dst, uint32_t pattern, uint64_t size) {
   if (!Usable()) return *this;
   absl::Status status = CheckDevice("destination", device_dst, size);
+  if (status.ok()) status = CheckOwner("destination", *device_dst, parent(), false);
   if (status.ok() && size % 4 != 0) {
     status = absl::InvalidArgumentError(absl::StrCat("size ", size, " is not a multiple of 4"));
   }
@@ -120,6 +147,7 @@ Stream& Stream::ThenMemset32(DeviceMemoryBase* device_dst, uint32_t pattern, uin
 Stream& Stream::ThenMemZero(DeviceMemoryBase* device_dst, uint64_t size) {
   if (!Usable()) return *this;
   absl::Status status = CheckDevice("destination", device_dst, size);
+  if (status.ok()) status = CheckOwner("destination", *device_dst, parent(), false);
   if (status.ok() && size % 4 != 0) {
     // Bytes past the last whole word: zero the words, then the tail from host.
     static constexpr uint8_t kZeros[4] = {0, 0, 0, 0};
@@ -311,6 +339,10 @@ absl::Status CheckLaunch(const StreamExecutor& executor, const ThreadDim& thread
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i].is_memory && args[i].memory.is_null()) {
       return absl::InvalidArgumentError(absl::StrCat("argument ", i, " is null device memory"));
+    }
+    if (args[i].is_memory) {
+      RILL_RETURN_IF_ERROR(CheckOwner(absl::StrCat("argument ", i).c_str(), args[i].memory,
+                                      const_cast<StreamExecutor*>(&executor), false));
     }
   }
   return absl::OkStatus();

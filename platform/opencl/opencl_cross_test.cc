@@ -283,13 +283,10 @@ TEST_F(OpenClCrossTest, CopiesBetweenHostMemoryAndOpenClBuffers) {
   EXPECT_TRUE(IsOk(cl_->HostMemoryDeallocate(pinned)));
 }
 
-// Stream::ThenMemcpy(device, device) with memory of another executor is not
-// supported, and today it is not detected either: the stream's backend gets
-// the foreign handle (an OpenCL stream hands a host address to
-// clEnqueueCopyBuffer as a cl_mem; a host stream memmoves into the cl_mem
-// object itself, corrupting the heap). Enable once the front checks
-// StreamExecutorInterface::Owns for every device operand.
-TEST_F(OpenClCrossTest, DISABLED_DeviceToDeviceCopyAcrossPlatformsIsInvalidArgument) {
+// Stream::ThenMemcpy(device, device) with memory of another platform is
+// refused by the front (StreamExecutorInterface::Owns of every device
+// operand), before a backend could take the foreign handle for its own.
+TEST_F(OpenClCrossTest, DeviceToDeviceCopyAcrossPlatformsIsInvalidArgument) {
   ScopedDeviceMemory<uint32_t> host_memory = HostWords();
   ScopedDeviceMemory<uint32_t> cl_memory = ClWords();
   cl_stream_->ThenMemcpy(cl_memory.ptr(), *host_memory, kN * sizeof(uint32_t));
