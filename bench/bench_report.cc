@@ -1,5 +1,7 @@
 #include "bench/bench_report.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <iostream>
 #include <vector>
@@ -9,10 +11,12 @@
 namespace rill::bench {
 namespace {
 
-// Prints as the console reporter does and keeps every run.
+// Prints as the console reporter does and keeps every run. Colour only on
+// a terminal, so that piped output has clean FIGURE/RATIO lines for grep.
 class CollectingReporter : public benchmark::ConsoleReporter {
  public:
-  explicit CollectingReporter(Results* results) : results_(results) {}
+  explicit CollectingReporter(Results* results)
+      : ConsoleReporter(isatty(STDOUT_FILENO) ? OO_Defaults : OO_Tabular), results_(results) {}
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
     for (const Run& run : runs) {

@@ -41,6 +41,16 @@ foreach(_dir IN LISTS _rill_header_dirs)
 endforeach()
 install(FILES rill.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rill)
 
+# Device backends the package carries, so RillConfig.cmake looks for their
+# libraries (rill::opencl needs OpenCL::OpenCL, rill::cuda CUDA::cudart).
+set(RILL_PACKAGE_HAS_OPENCL OFF)
+set(RILL_PACKAGE_HAS_CUDA OFF)
+if(TARGET rill::opencl)
+  set(RILL_PACKAGE_HAS_OPENCL ON)
+endif()
+if(TARGET rill::cuda)
+  set(RILL_PACKAGE_HAS_CUDA ON)
+endif()
 configure_package_config_file(cmake/RillConfig.cmake.in
   ${CMAKE_CURRENT_BINARY_DIR}/RillConfig.cmake
   INSTALL_DESTINATION ${RILL_INSTALL_CMAKEDIR})
