@@ -66,6 +66,17 @@ class EventInterface {
   // Device time between the completion of `start`'s record and of this one's.
   // FailedPrecondition if either is not complete.
   virtual absl::StatusOr<absl::Duration> ElapsedSince(const EventInterface& start) = 0;
+  // A wait for the record that is the latest one now: blocks until that
+  // record completes and returns as Synchronize does. Waits across
+  // platforms call it when they are enqueued and run it later, so a record
+  // made after the wait was enqueued does not delay it (the Event contract:
+  // waits keep the record they saw). Backends that can should return a
+  // callable that stays valid after the event is destroyed; the default
+  // waits for whatever record is the latest when it runs, and needs the
+  // event alive.
+  virtual absl::AnyInvocable<absl::Status() &&> WaiterForLatestRecord() {
+    return [this] { return Synchronize(); };
+  }
   // cudaEvent_t, cl_event, ...; nullptr where there is none.
   virtual void* native_handle() { return nullptr; }
 };

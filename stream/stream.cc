@@ -232,10 +232,12 @@ Stream& Stream::ThenWaitFor(Stream* other) {
 
 absl::Status Stream::WaitThroughHost(Event* event, std::unique_ptr<Event> owned) {
   RILL_RETURN_IF_ERROR(parent()->Supports(Feature::kHostCallbacks));
-  EventInterface* impl = event->implementation();
-  return impl_->DoHostCallback([impl, owned = std::move(owned)]() -> absl::Status {
-    return Annotate(impl->Synchronize(), "waiting through the host for an event of another platform");
-  });
+  // The waiter is taken now, so the wait keeps the record it sees at enqueue.
+  absl::AnyInvocable<absl::Status() &&> waiter = event->implementation()->WaiterForLatestRecord();
+  return impl_->DoHostCallback(
+      [waiter = std::move(waiter), owned = std::move(owned)]() mutable -> absl::Status {
+        return Annotate(std::move(waiter)(), "waiting through the host for an event of another platform");
+      });
 }
 
 namespace {

@@ -7,33 +7,63 @@
 
 namespace rill {
 
-absl::StatusOr<std::unique_ptr<CudaEvent>> CudaEvent::Create(int ordinal) {
+absl::StatusOr<std::shared_ptr<CudaEventRecord>> CudaEventRecord::Create(int ordinal) {
   CudaDeviceScope scope(ordinal);
   RILL_RETURN_IF_ERROR(scope.status());
   cudaEvent_t event = nullptr;
   RILL_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&event, cudaEventDefault));
-  return std::unique_ptr<CudaEvent>(new CudaEvent(ordinal, event));
+  return std::shared_ptr<CudaEventRecord>(new CudaEventRecord(ordinal, event));
 }
 
-CudaEvent::~CudaEvent() {
+CudaEventRecord::~CudaEventRecord() {
   CudaDeviceScope scope(ordinal_);
   cudaEventDestroy(event_);
 }
 
-void CudaEvent::SetRecordError(absl::Status error) {
+absl::Status CudaEventRecord::error() const {
   MutexLock lock(&mu_);
-  record_error_ = std::move(error);
+  return error_;
 }
 
-absl::Status CudaEvent::record_error() const {
+void CudaEventRecord::set_error(absl::Status error) {
   MutexLock lock(&mu_);
-  return record_error_;
+  error_ = std::move(error);
+}
+
+absl::Status CudaEventRecord::Synchronize() const {
+  absl::Status failed = error();
+  if (!failed.ok()) return Annotate(failed, "the stream that recorded the event had failed");
+  CudaDeviceScope scope(ordinal_);
+  RILL_RETURN_IF_ERROR(scope.status());
+  return CudaStatus(cudaEventSynchronize(event_), "cudaEventSynchronize");
+}
+
+absl::StatusOr<std::unique_ptr<CudaEvent>> CudaEvent::Create(int ordinal) {
+  RILL_ASSIGN_OR_RETURN(std::shared_ptr<CudaEventRecord> record, CudaEventRecord::Create(ordinal));
+  return std::unique_ptr<CudaEvent>(new CudaEvent(ordinal, std::move(record)));
+}
+
+std::shared_ptr<CudaEventRecord> CudaEvent::current() const {
+  MutexLock lock(&mu_);
+  return current_;
+}
+
+absl::StatusOr<std::shared_ptr<CudaEventRecord>> CudaEvent::NextRecord() {
+  {
+    MutexLock lock(&mu_);
+    if (current_.use_count() == 1) return current_;  // Nobody holds it: re-record.
+  }
+  RILL_ASSIGN_OR_RETURN(std::shared_ptr<CudaEventRecord> fresh, CudaEventRecord::Create(ordinal_));
+  MutexLock lock(&mu_);
+  current_ = fresh;
+  return fresh;
 }
 
 EventInterface::State CudaEvent::Poll() {
-  if (!record_error().ok()) return State::kError;
+  std::shared_ptr<CudaEventRecord> record = current();
+  if (!record->error().ok()) return State::kError;
   CudaDeviceScope scope(ordinal_);
-  const cudaError_t error = cudaEventQuery(event_);
+  const cudaError_t error = cudaEventQuery(record->event());
   if (error == cudaSuccess) return State::kComplete;
   if (error == cudaErrorNotReady) {
     (void)cudaGetLastError();
@@ -42,12 +72,10 @@ EventInterface::State CudaEvent::Poll() {
   return State::kError;
 }
 
-absl::Status CudaEvent::Synchronize() {
-  absl::Status error = record_error();
-  if (!error.ok()) return Annotate(error, "the stream that recorded the event had failed");
-  CudaDeviceScope scope(ordinal_);
-  RILL_RETURN_IF_ERROR(scope.status());
-  return CudaStatus(cudaEventSynchronize(event_), "cudaEventSynchronize");
+absl::Status CudaEvent::Synchronize() { return current()->Synchronize(); }
+
+absl::AnyInvocable<absl::Status() &&> CudaEvent::WaiterForLatestRecord() {
+  return [record = current()] { return record->Synchronize(); };
 }
 
 absl::StatusOr<absl::Duration> CudaEvent::ElapsedSince(const EventInterface& start) {
@@ -57,7 +85,7 @@ absl::StatusOr<absl::Duration> CudaEvent::ElapsedSince(const EventInterface& sta
   }
   CudaDeviceScope scope(ordinal_);
   float ms = 0;
-  const cudaError_t error = cudaEventElapsedTime(&ms, cuda_start->event_, event_);
+  const cudaError_t error = cudaEventElapsedTime(&ms, cuda_start->current()->event(), current()->event());
   if (error == cudaErrorNotReady) {
     (void)cudaGetLastError();
     return absl::FailedPreconditionError("ElapsedSince: both events must have completed");

@@ -102,18 +102,19 @@ absl::Status CudaStream::RecordEvent(EventInterface* event) {
     return absl::InvalidArgumentError(absl::StrCat("an event of cuda device ", cuda_event->ordinal(),
                                                    " cannot be recorded on a stream of device ", ordinal_));
   }
-  cuda_event->SetRecordError(status_->Get());
+  RILL_ASSIGN_OR_RETURN(std::shared_ptr<CudaEventRecord> record, cuda_event->NextRecord());
+  record->set_error(status_->Get());
   CudaDeviceScope scope(ordinal_);
-  return CudaStatus(cudaEventRecord(cuda_event->event(), stream_), "cudaEventRecord");
+  return CudaStatus(cudaEventRecord(record->event(), stream_), "cudaEventRecord");
 }
 
 absl::Status CudaStream::WaitForEvent(EventInterface* event) {
-  auto* cuda_event = static_cast<CudaEvent*>(event);
-  RILL_RETURN_IF_ERROR(
-      Annotate(cuda_event->record_error(), "the stream that recorded the awaited event had failed"));
+  std::shared_ptr<CudaEventRecord> record = static_cast<CudaEvent*>(event)->current();
+  RILL_RETURN_IF_ERROR(Annotate(record->error(), "the stream that recorded the awaited event had failed"));
   CudaDeviceScope scope(ordinal_);
-  // Works across devices too: the wait is on the event's device-side state.
-  return CudaStatus(cudaStreamWaitEvent(stream_, cuda_event->event(), 0), "cudaStreamWaitEvent");
+  // Works across devices too: the wait is on the event's device-side state,
+  // captured now (a later record does not move it).
+  return CudaStatus(cudaStreamWaitEvent(stream_, record->event(), 0), "cudaStreamWaitEvent");
 }
 
 absl::Status CudaStream::DoHostCallback(absl::AnyInvocable<absl::Status() &&> callback) {

@@ -47,6 +47,9 @@ class HostEvent : public EventInterface {
   HostEvent() : state_(std::make_shared<HostEventState>()) {}
   State Poll() override { return state_->Poll(); }
   absl::Status Synchronize() override { return state_->Wait(state_->latest()); }
+  absl::AnyInvocable<absl::Status() &&> WaiterForLatestRecord() override {
+    return [state = state_, generation = state_->latest()] { return state->Wait(generation); };
+  }
   absl::StatusOr<absl::Duration> ElapsedSince(const EventInterface& start) override;
   const std::shared_ptr<HostEventState>& state() const { return state_; }
 

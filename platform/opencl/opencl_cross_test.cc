@@ -149,7 +149,7 @@ TEST_F(OpenClCrossTest, HostStreamWaitsForOpenClStream) {
 
 // Events of the other platform, both ways, over several rounds that reuse
 // one word: each round's consumer must see that round's value. One event
-// per record (see DISABLED_WaitKeepsTheRecordItSawAcrossPlatforms).
+// per record (see WaitKeepsTheRecordItSawAcrossPlatforms).
 TEST_F(OpenClCrossTest, EventsOfTheOtherPlatformOrderBothWays) {
   ScopedDeviceMemory<uint32_t> word = HostWords();
   ScopedDeviceMemory<uint32_t> buffer = ClWords();
@@ -190,12 +190,11 @@ TEST_F(OpenClCrossTest, EventsOfTheOtherPlatformOrderBothWays) {
 
 // Event's contract: "re-recording moves the point; waits already enqueued
 // keep the record they saw". Across platforms the wait is a host callback
-// that calls EventInterface::Synchronize() when it runs, which waits for
-// the latest record at that time. So a wait enqueued after record 1 also
-// waits for a record 2 made later -- here one held behind a closed gate;
-// with streams that wait on each other this deadlocks. Enable once
-// Stream::WaitThroughHost waits for the record it saw at enqueue.
-TEST_F(OpenClCrossTest, DISABLED_WaitKeepsTheRecordItSawAcrossPlatforms) {
+// whose waiter (EventInterface::WaiterForLatestRecord) is taken at enqueue,
+// so a wait enqueued after record 1 does not wait for a record 2 made later
+// -- here one held behind a closed gate (with streams that wait on each
+// other, waiting for it would deadlock).
+TEST_F(OpenClCrossTest, WaitKeepsTheRecordItSawAcrossPlatforms) {
   std::unique_ptr<Event> event = Must(host_->CreateEvent());
   auto gate = ::rill::testing::Gate::Make();
   std::atomic<bool> passed{false};

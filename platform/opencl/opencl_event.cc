@@ -66,8 +66,8 @@ EventInterface::State OpenClEventState::Poll() const {
                                                                 : EventInterface::State::kError;
 }
 
-absl::Status OpenClEventState::Synchronize() {
-  OpenClRecord record = WaitRun(latest());
+absl::Status OpenClEventState::Synchronize(uint64_t generation) {
+  OpenClRecord record = WaitRun(generation);
   absl::Status status = Annotate(record.status, "the stream that recorded the event had failed");
   if (record.marker != nullptr) {
     if (status.ok()) {

@@ -43,9 +43,9 @@ class OpenClEventState {
   OpenClRecord WaitRun(uint64_t generation);
   uint64_t latest() const;
   EventInterface::State Poll() const;
-  // Blocks until the latest record's marker completes; its stream's error,
-  // or the marker's failure.
-  absl::Status Synchronize();
+  // Blocks until the record `generation` has run and the latest record's
+  // marker then completes; its stream's error, or the marker's failure.
+  absl::Status Synchronize(uint64_t generation);
   // The latest marker (not retained), nullptr when none.
   cl_event marker() const;
 
@@ -69,7 +69,10 @@ class OpenClEvent : public EventInterface {
  public:
   OpenClEvent() : state_(std::make_shared<OpenClEventState>()) {}
   State Poll() override { return state_->Poll(); }
-  absl::Status Synchronize() override { return state_->Synchronize(); }
+  absl::Status Synchronize() override { return state_->Synchronize(state_->latest()); }
+  absl::AnyInvocable<absl::Status() &&> WaiterForLatestRecord() override {
+    return [state = state_, generation = state_->latest()] { return state->Synchronize(generation); };
+  }
   absl::StatusOr<absl::Duration> ElapsedSince(const EventInterface& start) override;
   // The latest record's marker (cl_event), nullptr before the first record
   // has run or when its stream had failed.
