@@ -17,16 +17,22 @@ namespace {
 // Polls `done` for up to kSpinTime -- first with a CPU pause, which leaves
 // the cache line to the other core, then yielding the core in case the
 // thread we wait for needs it -- and returns whether it became true.
+// The clock is read after every yield: on a busy machine one yield can
+// last a scheduler slice, and a spinner that checked it only now and then
+// would keep a core from the threads doing the work (it once held the
+// caller of a multithreaded oneDNN convolution at 100% of a core).
 template <typename Done>
 bool SpinUntil(Done done) {
   constexpr auto kSpinTime = std::chrono::microseconds(50);
+  constexpr int kPauses = 256;
   const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
   for (int i = 0;; ++i) {
     if (done()) return true;
-    if ((i & 15) == 15 && std::chrono::steady_clock::now() > deadline) return false;
-    if (i < 256) {
+    if (i < kPauses) {
+      if ((i & 15) == 15 && std::chrono::steady_clock::now() > deadline) return false;
       __builtin_ia32_pause();
     } else {
+      if (std::chrono::steady_clock::now() > deadline) return false;
       std::this_thread::yield();
     }
   }
