@@ -8,6 +8,13 @@
 #include "platform/opencl/opencl_status.h"
 
 namespace rill {
+namespace {
+
+// OpenCL C 1.2, with the parameter info that OpenClKernelCore checks
+// launch arguments against.
+constexpr char kBuildOptions[] = "-cl-std=CL1.2 -cl-kernel-arg-info";
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<OpenClExecutor>> OpenClExecutor::Create(const OpenClDeviceInfo& info) {
   const cl_context_properties properties[] = {
@@ -184,7 +191,7 @@ absl::StatusOr<std::unique_ptr<KernelInterface>> OpenClExecutor::LoadKernel(cons
         absl::StrCat("kernel spec \"", spec.name(), "\" has no OpenCL C variant (AddOpenClSource)"));
   }
   RILL_ASSIGN_OR_RETURN(cl_program program,
-                        programs_.GetOrBuild(spec.opencl_source(), "-cl-std=CL1.2",
+                        programs_.GetOrBuild(spec.opencl_source(), kBuildOptions,
                                              absl::StrCat("kernel \"", spec.name(), "\"")));
   absl::StatusOr<std::shared_ptr<OpenClKernelCore>> core = OpenClKernelCore::Create(program, spec.name());
   clReleaseProgram(program);  // The kernel holds the program.

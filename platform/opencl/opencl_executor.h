@@ -61,8 +61,9 @@ class OpenClExecutor : public StreamExecutorInterface {
   absl::StatusOr<std::unique_ptr<StreamInterface>> CreateStream(const StreamOptions& options,
                                                                 StreamStatus* status) override;
   absl::StatusOr<std::unique_ptr<EventInterface>> CreateEvent() override;
-  // Builds the spec's OpenCL C source (AddOpenClSource) with "-cl-std=CL1.2"
-  // (cached per executor) and creates the kernel named spec.name().
+  // Builds the spec's OpenCL C source (AddOpenClSource) with "-cl-std=CL1.2
+  // -cl-kernel-arg-info" (cached per executor) and creates the kernel named
+  // spec.name(), whose launches are checked against its parameters.
   absl::StatusOr<std::unique_ptr<KernelInterface>> LoadKernel(const KernelSpec& spec) override;
 
   // Native handles, valid for the executor's life.

@@ -1,5 +1,6 @@
 #include "platform/opencl/opencl_stream.h"
 
+#include <chrono>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -11,6 +12,27 @@
 #include "platform/opencl/opencl_status.h"
 
 namespace rill {
+namespace {
+
+// Polls `done` for up to 50 us -- first with a CPU pause, then yielding the
+// core, which PoCL's own threads may need -- and returns whether it became
+// true.
+template <typename Done>
+bool SpinUntil(Done done) {
+  constexpr auto kSpinTime = std::chrono::microseconds(50);
+  const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
+  for (int i = 0;; ++i) {
+    if (done()) return true;
+    if ((i & 15) == 15 && std::chrono::steady_clock::now() > deadline) return false;
+    if (i < 256) {
+      __builtin_ia32_pause();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+}
+
+}  // namespace
 
 void OpenClStreamRegistry::Add(OpenClStream* stream) {
   MutexLock lock(&mu_);
@@ -48,6 +70,7 @@ OpenClStream::OpenClStream(cl_context context, cl_command_queue queue, uint64_t 
       registry_(std::move(registry)) {
   registry_->Add(this);
   worker_ = std::thread([this] { WorkLoop(); });
+  worker_id_ = worker_.get_id();
 }
 
 OpenClStream::~OpenClStream() {
@@ -55,7 +78,7 @@ OpenClStream::~OpenClStream() {
   {
     MutexLock lock(&mu_);
     stop_ = true;
-    work_cv_.SignalAll();
+    work_cv_.Signal();
   }
   worker_.join();
   registry_->Remove(this);
@@ -64,39 +87,58 @@ OpenClStream::~OpenClStream() {
   clReleaseCommandQueue(queue_);
 }
 
-void OpenClStream::Enqueue(Task task, bool run_after_error) {
+uint64_t OpenClStream::Enqueue(Task task, bool run_after_error) {
   MutexLock lock(&mu_);
-  queue_entries_.push_back(Entry{std::move(task), run_after_error});
-  ++enqueued_;
-  work_cv_.Signal();
+  entries_.push_back(Entry{std::move(task), run_after_error});
+  pending_.fetch_add(1, std::memory_order_release);
+  if (sleeping_) work_cv_.Signal();
+  return ++enqueued_;
 }
 
 void OpenClStream::WorkLoop() {
+  std::vector<Entry> batch;
   for (;;) {
-    Entry entry;
+    // A producer that queues back to back never pays for a wake-up.
+    SpinUntil([this] { return pending_.load(std::memory_order_acquire) != 0; });
     {
       MutexLock lock(&mu_);
-      work_cv_.Wait(&mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return !queue_entries_.empty() || stop_;
-      });
-      if (queue_entries_.empty()) return;  // stop_ and drained.
-      entry = std::move(queue_entries_.front());
-      queue_entries_.pop_front();
+      while (entries_.empty() && !stop_) {
+        sleeping_ = true;
+        work_cv_.Wait(&mu_);
+        sleeping_ = false;
+      }
+      if (entries_.empty()) return;  // stop_ and drained.
+      batch.swap(entries_);
+      pending_.fetch_sub(batch.size(), std::memory_order_relaxed);
     }
-    if (status_->ok() || entry.run_after_error) status_->Update(std::move(entry.task)());
-    entry.task = nullptr;  // Release captures before signalling completion.
-    MutexLock lock(&mu_);
-    ++completed_;
-    done_cv_.SignalAll();
+    for (Entry& entry : batch) {
+      if (status_->ok() || entry.run_after_error) status_->Update(std::move(entry.task)());
+      entry.task = nullptr;  // Release captures before signalling completion.
+      const uint64_t done = completed_.fetch_add(1, std::memory_order_seq_cst) + 1;
+      if (done >= wake_at_.load(std::memory_order_seq_cst)) {
+        MutexLock lock(&mu_);
+        done_cv_.SignalAll();
+      }
+    }
+    // A burst must not pin its memory for the stream's life.
+    if (batch.capacity() > kKeepCapacity) {
+      std::vector<Entry>().swap(batch);
+    } else {
+      batch.clear();
+    }
   }
 }
 
-absl::Status OpenClStream::Track(cl_int error, cl_event event, const char* what) {
-  RILL_RETURN_IF_ERROR(ClStatus(error, what));
+absl::Status OpenClStream::Track(cl_int error, cl_event event, absl::FunctionRef<std::string()> what) {
+  if (error != CL_SUCCESS) return ClStatus(error, what());
+  Track(event);
+  return absl::OkStatus();
+}
+
+void OpenClStream::Track(cl_event event) {
   if (last_event_ != nullptr) clReleaseEvent(last_event_);
   last_event_ = event;
   dirty_ = true;
-  return absl::OkStatus();
 }
 
 absl::Status OpenClStream::DrainDevice() {
@@ -111,18 +153,21 @@ absl::Status OpenClStream::DrainDevice() {
 }
 
 absl::Status OpenClStream::BlockHostUntilDone() {
-  uint64_t target;
-  {
-    MutexLock lock(&mu_);
-    if (std::this_thread::get_id() == worker_.get_id()) {
-      return absl::FailedPreconditionError(
-          "BlockHostUntilDone called from a host callback of the same stream would deadlock");
-    }
+  if (std::this_thread::get_id() == worker_id_) {
+    return absl::FailedPreconditionError(
+        "BlockHostUntilDone called from a host callback of the same stream would deadlock");
   }
-  Enqueue([this] { return DrainDevice(); }, /*run_after_error=*/true);
+  const uint64_t target = Enqueue([this] { return DrainDevice(); }, /*run_after_error=*/true);
+  // Short work is usually done within microseconds: poll before sleeping.
+  if (SpinUntil([&] { return completed_.load(std::memory_order_acquire) >= target; })) {
+    return absl::OkStatus();
+  }
   MutexLock lock(&mu_);
-  target = enqueued_;
-  done_cv_.Wait(&mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return completed_ >= target; });
+  wait_targets_.insert(target);
+  wake_at_.store(*wait_targets_.begin(), std::memory_order_seq_cst);
+  done_cv_.Wait(&mu_, [&] { return completed_.load(std::memory_order_seq_cst) >= target; });
+  wait_targets_.erase(wait_targets_.find(target));
+  wake_at_.store(wait_targets_.empty() ? UINT64_MAX : *wait_targets_.begin(), std::memory_order_seq_cst);
   return absl::OkStatus();
 }
 
@@ -131,7 +176,9 @@ absl::Status OpenClStream::MemcpyHostToDevice(DeviceMemoryBase dst, const void* 
     cl_event event = nullptr;
     const cl_int error = clEnqueueWriteBuffer(queue_, ClMem(dst), CL_FALSE, dst.offset(), size, src,
                                               0, nullptr, &event);
-    return Track(error, event, "clEnqueueWriteBuffer");
+    return Track(error, event, [&] {
+      return absl::StrCat("clEnqueueWriteBuffer(offset=", dst.offset(), ", size=", size, ")");
+    });
   });
   return absl::OkStatus();
 }
@@ -141,7 +188,9 @@ absl::Status OpenClStream::MemcpyDeviceToHost(void* dst, DeviceMemoryBase src, u
     cl_event event = nullptr;
     const cl_int error = clEnqueueReadBuffer(queue_, ClMem(src), CL_FALSE, src.offset(), size, dst,
                                              0, nullptr, &event);
-    return Track(error, event, "clEnqueueReadBuffer");
+    return Track(error, event, [&] {
+      return absl::StrCat("clEnqueueReadBuffer(offset=", src.offset(), ", size=", size, ")");
+    });
   });
   return absl::OkStatus();
 }
@@ -152,7 +201,10 @@ absl::Status OpenClStream::MemcpyDeviceToDevice(DeviceMemoryBase dst, DeviceMemo
     cl_event event = nullptr;
     const cl_int error = clEnqueueCopyBuffer(queue_, ClMem(src), ClMem(dst), src.offset(),
                                              dst.offset(), size, 0, nullptr, &event);
-    return Track(error, event, "clEnqueueCopyBuffer");
+    return Track(error, event, [&] {
+      return absl::StrCat("clEnqueueCopyBuffer(src_offset=", src.offset(), ", dst_offset=", dst.offset(),
+                          ", size=", size, ")");
+    });
   });
   return absl::OkStatus();
 }
@@ -163,20 +215,27 @@ absl::Status OpenClStream::Memset32(DeviceMemoryBase dst, uint32_t pattern, uint
     std::memcpy(bytes, &pattern, 4);
     cl_event event = nullptr;
     cl_int error;
+    const char* call = "clEnqueueFillBuffer";
+    int pattern_size = 4;
     if (bytes[0] == bytes[1] && bytes[0] == bytes[2] && bytes[0] == bytes[3]) {
       // One repeated byte (zeroing): any offset works.
+      pattern_size = 1;
       error = clEnqueueFillBuffer(queue_, ClMem(dst), bytes, 1, dst.offset(), size, 0, nullptr, &event);
     } else if (dst.offset() % 4 == 0) {
       error = clEnqueueFillBuffer(queue_, ClMem(dst), bytes, 4, dst.offset(), size, 0, nullptr, &event);
     } else {
       // clEnqueueFillBuffer needs offset % pattern_size == 0: write the
       // pattern from the host instead, kept alive until the next drain.
+      call = "clEnqueueWriteBuffer";
       auto host = std::make_shared<std::vector<uint32_t>>(size / 4, pattern);
       keep_alive_.push_back(host);
       error = clEnqueueWriteBuffer(queue_, ClMem(dst), CL_FALSE, dst.offset(), size, host->data(),
                                    0, nullptr, &event);
     }
-    return Track(error, event, "clEnqueueFillBuffer");
+    return Track(error, event, [&] {
+      return absl::StrCat(call, "(Memset32, offset=", dst.offset(), ", size=", size,
+                          ", pattern_size=", pattern_size, ")");
+    });
   });
   return absl::OkStatus();
 }
@@ -215,7 +274,7 @@ absl::Status OpenClStream::WaitForEvent(EventInterface* event) {
       if (status.ok() && context == context_) {
         cl_event barrier = nullptr;
         status = Track(clEnqueueBarrierWithWaitList(queue_, 1, &record.marker, &barrier), barrier,
-                       "clEnqueueBarrierWithWaitList(wait for event)");
+                       [] { return std::string("clEnqueueBarrierWithWaitList(wait for event)"); });
       } else if (status.ok()) {
         // Another context (another device): its events cannot be in our
         // wait lists, so wait here; our later commands are not enqueued yet.
@@ -251,21 +310,25 @@ absl::Status OpenClStream::Notify(absl::AnyInvocable<void() &&> callback) {
 
 absl::Status OpenClStream::Launch(const ThreadDim& threads, const BlockDim& blocks,
                                   const KernelInterface& kernel, KernelArgs args) {
-  // The core, not the kernel, so the Kernel may be destroyed before this runs.
-  std::shared_ptr<OpenClKernelCore> core = static_cast<const OpenClKernel&>(kernel).core();
-  // Resolved now, so count and alignment errors surface at enqueue.
-  RILL_ASSIGN_OR_RETURN(std::vector<OpenClArg> resolved, ResolveArgs(*core, args, base_align_));
-  // Released when the task goes, run or skipped; enqueued commands hold
-  // their own references.
-  std::shared_ptr<std::vector<OpenClArg>> owned(
-      new std::vector<OpenClArg>(std::move(resolved)), [](std::vector<OpenClArg>* args) {
-        ReleaseArgs(*args);
-        delete args;
-      });
-  Enqueue([this, core = std::move(core), threads, blocks, owned = std::move(owned)]() -> absl::Status {
-    absl::StatusOr<cl_event> event = core->Enqueue(queue_, threads, blocks, *owned);
-    if (!event.ok()) return event.status();
-    return Track(CL_SUCCESS, *event, "clEnqueueNDRangeKernel");
+  // Resolved now, so count, kind, size and alignment errors surface at enqueue.
+  const std::shared_ptr<OpenClKernelCore>& core = static_cast<const OpenClKernel&>(kernel).core();
+  RILL_ASSIGN_OR_RETURN(OpenClArgs resolved, ResolveArgs(*core, args, base_align_));
+  // Holds the core, not the kernel, so the Kernel may be destroyed before
+  // this runs. The arguments are released when the task goes, run or
+  // skipped; enqueued commands hold their own references.
+  struct PendingLaunch {
+    std::shared_ptr<OpenClKernelCore> core;
+    ThreadDim threads;
+    BlockDim blocks;
+    OpenClArgs args;
+  };
+  // One allocation per launch: the task itself fits in the Task's inline storage.
+  auto launch = std::make_unique<PendingLaunch>(PendingLaunch{core, threads, blocks, std::move(resolved)});
+  Enqueue([this, launch = std::move(launch)]() -> absl::Status {
+    RILL_ASSIGN_OR_RETURN(cl_event event,
+                          launch->core->Enqueue(queue_, launch->threads, launch->blocks, launch->args));
+    Track(event);
+    return absl::OkStatus();
   });
   return absl::OkStatus();
 }
@@ -278,7 +341,8 @@ void OpenClStream::EnqueueDeviceWork(DeviceWork work) {
       dirty_ = true;
       return absl::OkStatus();
     }
-    return Track(CL_SUCCESS, *event, "device work");
+    Track(*event);
+    return absl::OkStatus();
   });
 }
 

@@ -1,9 +1,11 @@
 #ifndef RILL_PLATFORM_OPENCL_OPENCL_STREAM_H_
 #define RILL_PLATFORM_OPENCL_OPENCL_STREAM_H_
 
+#include <atomic>
 #include <cstdint>
-#include <deque>
 #include <memory>
+#include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -11,6 +13,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/functional/any_invocable.h"
+#include "absl/functional/function_ref.h"
 #include "base/mutex.h"
 #include "executor/stream_executor_interface.h"
 
@@ -51,6 +54,11 @@ class OpenClStreamRegistry {
 // clEnqueueBarrierWithWaitList on its marker, so cross-stream order is kept
 // on the device without a host round trip; an event of another context is
 // waited for on the worker (clWaitForEvents).
+//
+// Hand-off: the worker takes every queued entry per lock and polls for up
+// to 50 us before it sleeps, so a producer that queues back to back never
+// pays for a wake-up (producers signal only a sleeping worker); a thread in
+// BlockHostUntilDone is woken only once its own drain has run.
 //
 // Host memory passed to asynchronous copies must stay valid until the copy
 // has run (as with CUDA's async copies). The queue is unbounded. Destruction
@@ -102,10 +110,15 @@ class OpenClStream : public StreamInterface {
   OpenClStream(cl_context context, cl_command_queue queue, uint64_t base_align,
                StreamStatus* status, std::shared_ptr<OpenClStreamRegistry> registry);
 
-  void Enqueue(Task task, bool run_after_error = false);
+  // Queues `task` for the worker; returns its sequence number (1, 2, ...),
+  // which completed_ reaches once it has run or been skipped.
+  uint64_t Enqueue(Task task, bool run_after_error = false);
   void WorkLoop();
-  // Worker only: keeps `event` as the last command (or reports `error`).
-  absl::Status Track(cl_int error, cl_event event, const char* what);
+  // Worker only: keeps `event` (its reference passes to the stream) as the
+  // latest command, or returns ClStatus(error, what()) for a failed enqueue;
+  // `what` names the call with its offsets and sizes.
+  absl::Status Track(cl_int error, cl_event event, absl::FunctionRef<std::string()> what);
+  void Track(cl_event event);
   // Worker only: waits for the queue and reports the last command's failure.
   absl::Status DrainDevice();
 
@@ -120,14 +133,24 @@ class OpenClStream : public StreamInterface {
   bool dirty_ = false;             // Commands enqueued since the last drain.
   std::vector<std::shared_ptr<const void>> keep_alive_;  // Host data of pending commands.
 
+  // The worker keeps a taken batch's capacity up to this many entries.
+  static constexpr size_t kKeepCapacity = 4096;
+
   Mutex mu_;
-  CondVar work_cv_;
-  CondVar done_cv_;
-  std::deque<Entry> queue_entries_ ABSL_GUARDED_BY(mu_);
+  CondVar work_cv_;  // Signalled only while the worker sleeps.
+  CondVar done_cv_;  // Signalled only when completed_ reaches wake_at_.
+  std::vector<Entry> entries_ ABSL_GUARDED_BY(mu_);  // Taken by the worker a batch at a time.
+  bool sleeping_ ABSL_GUARDED_BY(mu_) = false;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t enqueued_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t completed_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<uint64_t> pending_{0};    // Enqueued, not yet taken by the worker.
+  std::atomic<uint64_t> completed_{0};  // Entries finished (run or skipped).
+  // Targets of the threads blocked in BlockHostUntilDone; wake_at_ is the
+  // smallest (UINT64_MAX when none), so the worker signals only then.
+  std::multiset<uint64_t> wait_targets_ ABSL_GUARDED_BY(mu_);
+  std::atomic<uint64_t> wake_at_{UINT64_MAX};
   std::thread worker_;
+  std::thread::id worker_id_;  // Set before any entry can run.
 };
 
 }  // namespace rill
