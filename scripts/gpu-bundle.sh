@@ -9,8 +9,9 @@
 #
 # CUDA's own libraries (cudart, cuBLAS, cuRAND, cuFFT, cuDNN) are NOT packed:
 # the binaries find the GPU machine's through their RUNPATH
-# (/usr/local/cuda/lib) or LD_LIBRARY_PATH. Binaries are stripped to keep
-# the bundle small (the device tool carries 64 MiB at most).
+# (/usr/local/cuda/lib) or LD_LIBRARY_PATH. Binaries are stripped and the
+# libraries packed into lib.tar.xz (about 15 MB instead of 97: the device
+# tool carries 64 MiB at most); run.sh unpacks them on first use.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -54,10 +55,14 @@ done | sort -u | while read -r lib; do
   is_system "$lib" && continue
   cp -L "$lib" "$OUT/lib/"
 done
+tar -cJf "$OUT/lib.tar.xz" -C "$OUT" lib
+rm -rf "$OUT/lib"
+
 cat > "$OUT/run.sh" <<'RUN'
 #!/usr/bin/env bash
 # Runs the bundled CUDA tests and/or benchmarks: run.sh [tests|bench|all].
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+[[ -d "$HERE/lib" ]] || tar -xJf "$HERE/lib.tar.xz" -C "$HERE"
 export LD_LIBRARY_PATH="$HERE/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
 export RILL_HOST_DEVICES=2
 what="${1:-all}"
