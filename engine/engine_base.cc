@@ -78,6 +78,9 @@ OprBlock* EngineBase::NewBlock() {
     if (spare_ != nullptr) {
       op = spare_;
       spare_ = op->next_free;
+      // A worker reset the next block last: start its miss now, for the
+      // next push.
+      if (spare_ != nullptr) __builtin_prefetch(&spare_->next_free, 1);
     }
   }
   if (op == nullptr) op = new OprBlock();
@@ -161,16 +164,30 @@ absl::Status EngineBase::Normalize(absl::Span<const VarHandle> const_vars,
   return absl::OkStatus();
 }
 
+int64_t EngineBase::InFlight() const {
+  // Retirements first: every push and hold a seen retirement follows is then
+  // seen too, so the result is never below the true count.
+  const int64_t retired = retired_.load(std::memory_order_seq_cst);
+  const int64_t holds = holds_.load(std::memory_order_seq_cst);
+  return pushed_.load(std::memory_order_seq_cst) + holds - retired;
+}
+
 void EngineBase::WaitForRoom() {
-  if (InsideEngineFunction() || in_flight_.load(std::memory_order_acquire) < options_.max_in_flight) {
+  if (InsideEngineFunction()) return;
+  // retired_seen_ lags retired_, so this overestimates: no read of the
+  // workers' line while the bound is far.
+  if (pushed_.load(std::memory_order_relaxed) + holds_.load(std::memory_order_relaxed) -
+          retired_seen_.load(std::memory_order_relaxed) < options_.max_in_flight) {
     return;
   }
+  retired_seen_.store(retired_.load(std::memory_order_acquire), std::memory_order_relaxed);
+  if (InFlight() < options_.max_in_flight) return;
   // Resume at a low-water mark, not at the first free slot: otherwise every
   // completion would wake the pusher for one push (a wake-up per function).
   MutexLock lock(&wait_mu_);
   room_waiters_.fetch_add(1, std::memory_order_seq_cst);
   wait_cv_.Wait(&wait_mu_, [&] {
-    return in_flight_.load(std::memory_order_seq_cst) <= LowWater();
+    return InFlight() <= LowWater();
   });
   room_waiters_.fetch_sub(1, std::memory_order_seq_cst);
 }
@@ -192,8 +209,10 @@ absl::Status EngineBase::PushOne(BlockPtr op,
   {
     MutexLock lock(&push_mu_);
     if (op->opr == &op->own) {
-      RILL_RETURN_IF_ERROR(Annotate(Normalize(const_vars, mutate_vars, op->opr),
-                                    absl::StrCat("push of ", OpName(op.get()))));
+      // Annotated only on error: building the text costs two allocations.
+      if (absl::Status normalized = Normalize(const_vars, mutate_vars, op->opr); !normalized.ok()) {
+        return Annotate(normalized, absl::StrCat("push of ", OpName(op.get())));
+      }
     }
     ready = PushBlock(op.get());
   }
@@ -206,17 +225,27 @@ bool EngineBase::PushBlock(OprBlock* op) {
   op->engine = this;
   op->seq = next_seq_++;
   const Opr& opr = *op->opr;
-  op->deps.reserve(opr.const_vars.size() + opr.mutate_vars.size());
+  // The vars' lock lines were last written by workers: start the misses
+  // together rather than one per lock.
+  for (Var* v : opr.const_vars) __builtin_prefetch(&v->mu, 1);
+  for (Var* v : opr.mutate_vars) __builtin_prefetch(&v->mu, 1);
+  const size_t n_deps = opr.const_vars.size() + opr.mutate_vars.size();
+  if (n_deps > op->deps.capacity()) op->deps.reserve(n_deps);
   for (Var* v : opr.const_vars) op->deps.push_back(VarDep{op, v, false, nullptr});
   for (Var* v : opr.mutate_vars) op->deps.push_back(VarDep{op, v, true, nullptr});
   const int n = static_cast<int>(op->deps.size());
   op->wait.store(n + 1, std::memory_order_relaxed);
-  in_flight_.fetch_add(1, std::memory_order_relaxed);
-  pushed_.fetch_add(1, std::memory_order_relaxed);
+  // Only pushers write pushed_, under push_mu_: no read-modify-write.
+  pushed_.store(pushed_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   int granted = 0;
   for (VarDep& dep : op->deps) {
     SpinLockHolder lock(&dep.var->mu);
     if (dep.var->AppendLocked(&dep)) ++granted;
+  }
+  // All granted here: no completion can grant it, so nobody else touches wait.
+  if (granted == n) {
+    op->wait.store(0, std::memory_order_relaxed);
+    return true;
   }
   // Ready when every dependency is granted (the +1 kept it from being
   // dispatched by a completion while the appends were under way).
@@ -358,7 +387,7 @@ absl::Status EngineBase::WaitForAll() {
   }
   MutexLock lock(&wait_mu_);
   idle_waiters_.fetch_add(1, std::memory_order_seq_cst);
-  wait_cv_.Wait(&wait_mu_, [&] { return in_flight_.load(std::memory_order_seq_cst) == 0; });
+  wait_cv_.Wait(&wait_mu_, [&] { return InFlight() == 0; });
   idle_waiters_.fetch_sub(1, std::memory_order_seq_cst);
   absl::Status error = first_error_;
   first_error_ = absl::OkStatus();
@@ -500,7 +529,7 @@ void EngineBase::RunBody(OprBlock* op, RunContext rc) {
   Completion completion = op->MakeCompletion();
   // Counted in flight until the body returns, so that WaitForAll also sees
   // a body that completes and then throws (reported as a double completion).
-  in_flight_.fetch_add(1, std::memory_order_relaxed);
+  holds_.fetch_add(1, std::memory_order_relaxed);
   try {
     opr.async_fn(rc, completion);
   } catch (const std::exception& e) {
@@ -593,10 +622,15 @@ void EngineBase::Finish(OprBlock* op) {
 
 void EngineBase::Retire(const absl::Status& status) {
   if (!status.ok()) RecordError(status);
-  const int64_t left = in_flight_.fetch_sub(1, std::memory_order_seq_cst) - 1;
+  retired_.fetch_add(1, std::memory_order_seq_cst);
+  // A waiter counts itself before it checks InFlight(), and this counted
+  // its retirement before it looks for waiters: one of the two sees the other.
+  const bool idle = idle_waiters_.load(std::memory_order_seq_cst) > 0;
+  const bool room = room_waiters_.load(std::memory_order_seq_cst) > 0;
+  if (!idle && !room) return;
+  const int64_t left = InFlight();
   // Wake only a waiter whose condition now holds (see WaitForRoom).
-  if ((left == 0 && idle_waiters_.load(std::memory_order_seq_cst) > 0) ||
-      (left <= LowWater() && room_waiters_.load(std::memory_order_seq_cst) > 0)) {
+  if ((left == 0 && idle) || (left <= LowWater() && room)) {
     MutexLock lock(&wait_mu_);
     wait_cv_.SignalAll();
   }
@@ -608,7 +642,7 @@ void EngineBase::RecordError(const absl::Status& status) {
 }
 
 std::string EngineBase::DescribePending() {
-  std::string out = absl::StrCat("in flight: ", in_flight_.load(), "\n");
+  std::string out = absl::StrCat("in flight: ", InFlight(), "\n");
   MutexLock lock(&push_mu_);
   for (Var* v : vars_.Live()) {
     SpinLockHolder var_lock(&v->mu);
@@ -640,7 +674,7 @@ EngineStats EngineBase::Stats() const {
   s.skipped = skipped_.load();
   s.failed = failed_.load();
   s.double_completions = double_completions_.load();
-  s.in_flight = in_flight_.load();
+  s.in_flight = InFlight();
   return s;
 }
 
@@ -650,7 +684,7 @@ void EngineBase::Shutdown(bool cancel) {
   {
     MutexLock lock(&wait_mu_);
     idle_waiters_.fetch_add(1, std::memory_order_seq_cst);
-    wait_cv_.Wait(&wait_mu_, [&] { return in_flight_.load(std::memory_order_seq_cst) == 0; });
+    wait_cv_.Wait(&wait_mu_, [&] { return InFlight() == 0; });
     idle_waiters_.fetch_sub(1, std::memory_order_seq_cst);
   }
   StopThreads();
@@ -680,7 +714,7 @@ void EngineBase::Watchdog() {
     }
     if (watchdog_stop_) break;
     const int64_t done = completed_.load();
-    if (in_flight_.load() > 0 && done == last_completed) {
+    if (InFlight() > 0 && done == last_completed) {
       RILL_LOG(WARNING) << "engine: no function finished for "
                         << absl::FormatDuration(options_.watchdog_period) << "; pending:\n"
                         << DescribePending();

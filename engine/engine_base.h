@@ -117,19 +117,29 @@ class EngineBase : public Engine {
   const uint16_t tag_;
   // Spare blocks: any thread pushes onto `returned_` (a lock-free stack);
   // NewBlock takes the whole stack at once into `spare_`, so there is no ABA.
-  std::atomic<OprBlock*> returned_{nullptr};
-  SpinLock spare_mu_;
+  // Each on its own cache line: workers push onto returned_ at every
+  // completion, while the pusher takes spare_mu_ at every push.
+  alignas(64) std::atomic<OprBlock*> returned_{nullptr};
+  alignas(64) SpinLock spare_mu_;
   OprBlock* spare_ ABSL_GUARDED_BY(spare_mu_) = nullptr;
-  Mutex push_mu_;
+  alignas(64) Mutex push_mu_;
   VarTable vars_ ABSL_GUARDED_BY(push_mu_);
   uint64_t next_seq_ ABSL_GUARDED_BY(push_mu_) = 0;
   absl::flat_hash_map<uint64_t, OperatorEntry> operators_ ABSL_GUARDED_BY(push_mu_);
   uint64_t next_operator_ ABSL_GUARDED_BY(push_mu_) = 1;
 
-  // In flight: pushed and not finished (device work included).
+  // In flight: pushed and not finished (device work included), kept as
+  // monotone counts on separate cache lines, so that the pushing thread and
+  // the workers do not contend on one counter: pushed_ (pushers, under
+  // push_mu_) + holds_ (async bodies running) - retired_ (workers).
+  int64_t InFlight() const;
   Mutex wait_mu_;
   CondVar wait_cv_;
-  alignas(64) std::atomic<int64_t> in_flight_{0};
+  alignas(64) std::atomic<int64_t> retired_{0};
+  alignas(64) std::atomic<int64_t> holds_{0};
+  // A recent value of retired_ (never above it) that pushers check the bound
+  // against before they read retired_ itself.
+  alignas(64) std::atomic<int64_t> retired_seen_{0};
   std::atomic<int> idle_waiters_{0};  // In WaitForAll / Shutdown: wake at 0.
   std::atomic<int> room_waiters_{0};  // In WaitForRoom: wake at LowWater().
   int64_t LowWater() const {
@@ -139,8 +149,8 @@ class EngineBase : public Engine {
   std::atomic<bool> shutdown_{false};
   std::atomic<bool> cancel_{false};
 
-  // Counters: pushed_ is written by pushers, the rest by workers; kept on
-  // separate cache lines from in_flight_.
+  // Counters: pushed_ is written by pushers (under push_mu_), the rest by
+  // workers; kept on separate cache lines from retired_.
   alignas(64) std::atomic<int64_t> pushed_{0};
   alignas(64) std::atomic<int64_t> completed_{0}, skipped_{0}, failed_{0}, double_completions_{0};
 

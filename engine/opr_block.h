@@ -86,7 +86,8 @@ struct OprBlock {
   int64_t end_ns = 0;
   int worker = -1;
 
-  OprBlock* next_free = nullptr;  // In the engine's pool of spare blocks.
+  OprBlock* next_free = nullptr;   // In the engine's pool of spare blocks.
+  OprBlock* next_ready = nullptr;  // In a worker pool's inbox.
 
   void Ref() { refs.fetch_add(1, std::memory_order_relaxed); }
   // The last reference gives the block back to its engine's pool.

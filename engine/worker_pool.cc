@@ -30,16 +30,17 @@ thread_local int tls_taken = 0;
 }  // namespace
 
 void WorkerPool::Push(OprBlock* op, bool may_continue) {
-  if (may_continue && tls_pool == this && tls_next == nullptr && tls_taken == 0 &&
-      queued_.load(std::memory_order_acquire) == 0) {
+  if (may_continue && tls_pool == this && tls_next == nullptr && tls_taken == 0 && !HasWork()) {
     tls_next = op;
     return;
   }
-  {
-    SpinLockHolder lock(&queue_mu_);
-    queue_.push(Entry{op->priority, op->seq, op});
-  }
-  queued_.fetch_add(1, std::memory_order_seq_cst);
+  OprBlock* head = inbox_.load(std::memory_order_relaxed);
+  do {
+    op->next_ready = head;
+  } while (!inbox_.compare_exchange_weak(head, op, std::memory_order_seq_cst,
+                                         std::memory_order_relaxed));
+  // Dekker with Work's sleep: the CAS is ordered before this load, and the
+  // sleeper's increment before its HasWork check.
   if (sleeping_.load(std::memory_order_seq_cst) > 0) {
     MutexLock lock(&sleep_mu_);
     cv_.Signal();
@@ -57,6 +58,7 @@ void WorkerPool::Stop() {
 
 int WorkerPool::QueuedForDescribe(std::vector<OprBlock*>* out) {
   SpinLockHolder lock(&queue_mu_);
+  DrainInboxLocked();
   std::priority_queue<Entry> copy = queue_;
   int n = 0;
   while (!copy.empty()) {
@@ -67,19 +69,45 @@ int WorkerPool::QueuedForDescribe(std::vector<OprBlock*>* out) {
   return n;
 }
 
-int WorkerPool::TryPop(OprBlock** out) {
-  const int64_t queued = queued_.load(std::memory_order_acquire);
-  if (queued == 0) return 0;
-  // A share of the backlog, so the other workers find work too.
-  const int64_t want = std::clamp<int64_t>(queued / static_cast<int64_t>(threads_.size() + 1), 1,
-                                           kMaxTaken);
+void WorkerPool::DrainInboxLocked() {
+  OprBlock* list = inbox_.exchange(nullptr, std::memory_order_acquire);
+  if (list == nullptr) return;
+  // Newest first: reverse, so that the heap mostly appends in push order.
+  OprBlock* oldest = nullptr;
+  while (list != nullptr) {
+    OprBlock* next = list->next_ready;
+    list->next_ready = oldest;
+    oldest = list;
+    list = next;
+  }
+  for (OprBlock* op = oldest; op != nullptr; op = op->next_ready) {
+    queue_.push(Entry{op->priority, op->seq, op});
+  }
+  queued_.store(static_cast<int64_t>(queue_.size()), std::memory_order_seq_cst);
+}
+
+bool WorkerPool::AnyReady() {
   SpinLockHolder lock(&queue_mu_);
+  return inbox_.load(std::memory_order_seq_cst) != nullptr || !queue_.empty();
+}
+
+int WorkerPool::TryPop(OprBlock** out) {
+  if (inbox_.load(std::memory_order_relaxed) == nullptr &&
+      queued_.load(std::memory_order_relaxed) == 0) {
+    return 0;
+  }
+  SpinLockHolder lock(&queue_mu_);
+  DrainInboxLocked();
+  // A share of the backlog, so the other workers find work too.
+  const int64_t want = std::clamp<int64_t>(
+      static_cast<int64_t>(queue_.size()) / static_cast<int64_t>(threads_.size() + 1), 1,
+      kMaxTaken);
   int n = 0;
   while (n < want && !queue_.empty()) {
     out[n++] = queue_.top().op;
     queue_.pop();
   }
-  if (n > 0) queued_.fetch_sub(n, std::memory_order_relaxed);
+  queued_.store(static_cast<int64_t>(queue_.size()), std::memory_order_seq_cst);
   return n;
 }
 
@@ -107,11 +135,13 @@ void WorkerPool::Work(int worker) {
     if (n == 0) {
       MutexLock lock(&sleep_mu_);
       sleeping_.fetch_add(1, std::memory_order_seq_cst);
-      // Push increments queued_ before it reads sleeping_, so either it sees
-      // this sleeper and signals under sleep_mu_, or this sees its entry.
-      while (queued_.load(std::memory_order_seq_cst) == 0 && !stop_.load()) cv_.Wait(&sleep_mu_);
+      // Push links into the inbox before it reads sleeping_, so either it
+      // sees this sleeper and signals under sleep_mu_, or this sees its entry
+      // (AnyReady looks under queue_mu_, so it also sees entries that another
+      // worker is moving from the inbox into the queue).
+      while (!AnyReady() && !stop_.load()) cv_.Wait(&sleep_mu_);
       sleeping_.fetch_sub(1, std::memory_order_seq_cst);
-      if (queued_.load() == 0 && stop_.load()) return;  // Stopped and drained.
+      if (!AnyReady() && stop_.load()) return;  // Stopped and drained.
       continue;
     }
     for (int i = 0; i < n; ++i) {

@@ -18,8 +18,11 @@ namespace rill::engine::internal {
 struct OprBlock;
 
 // A ready queue and the threads that drain it. Ready functions are taken by
-// priority (higher first), then by push order. Workers spin briefly before
-// sleeping, and a producer signals only when a worker sleeps. Thread-safe.
+// priority (higher first), then by push order. A producer never takes the
+// queue's lock: it links the function onto a lock-free inbox, which a worker
+// moves into the ordered queue whole when it takes work. Workers spin
+// briefly before sleeping, and a producer signals only when a worker sleeps.
+// Thread-safe.
 class WorkerPool {
  public:
   // How long an idle worker polls for work before it sleeps.
@@ -59,16 +62,30 @@ class WorkerPool {
   static constexpr int kMaxTaken = 16;
   // Takes the best ready entries -- one, or a share of a long queue, up to
   // kMaxTaken -- into `out`; returns how many (0: the queue is empty).
-  // Taking several per lock keeps workers off the lock the pusher needs.
+  // Taking several per lock keeps the workers off each other's lock.
   int TryPop(OprBlock** out);
+  // Moves the inbox into the ordered queue. Caller holds queue_mu_.
+  void DrainInboxLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue_mu_);
+  // Whether anything is ready, exactly: takes queue_mu_, so that an inbox
+  // being moved into the queue is seen in one place or the other.
+  bool AnyReady();
+  // The same without the lock: may miss entries being moved (a hint).
+  bool HasWork() const {
+    return inbox_.load(std::memory_order_seq_cst) != nullptr ||
+           queued_.load(std::memory_order_seq_cst) > 0;
+  }
 
   const std::string name_;
   const RunFn run_;
-  // The queue is guarded by a spin lock (held for a heap operation only);
-  // sleeping and waking use the mutex and condition variable.
-  SpinLock queue_mu_;
+  // Ready functions not yet in the queue, newest first, linked through
+  // OprBlock::next_ready: producers push with a CAS, a worker takes all.
+  alignas(64) std::atomic<OprBlock*> inbox_{nullptr};
+  // The queue is guarded by a spin lock that only workers (and
+  // QueuedForDescribe) take; queued_ is its size, written under the lock.
+  // Sleeping and waking use the mutex and condition variable.
+  alignas(64) SpinLock queue_mu_;
   std::priority_queue<Entry> queue_ ABSL_GUARDED_BY(queue_mu_);
-  alignas(64) std::atomic<int64_t> queued_{0};
+  std::atomic<int64_t> queued_{0};
   alignas(64) std::atomic<int> sleeping_{0};
   Mutex sleep_mu_;
   CondVar cv_;
