@@ -118,6 +118,56 @@ TEST_F(CrossPlatformTest, WaitingOnADetachedStreamIsFailedPrecondition) {
                        {"detached"}));
 }
 
+// The front refuses device memory its executor does not own -- another
+// platform's, or a view past its allocation -- before any backend sees it;
+// a device-to-device copy also takes memory of another device of the same
+// platform (a peer copy).
+TEST_F(CrossPlatformTest, MemoryOfAnotherPlatformIsInvalidArgument) {
+  ScopedDeviceMemory<uint32_t> theirs = Must(beta_->AllocateOwnedArray<uint32_t>(16));
+  ScopedDeviceMemory<uint32_t> ours = Must(alpha_->AllocateOwnedArray<uint32_t>(16));
+  uint32_t host[16] = {};
+  std::unique_ptr<Stream> s1 = Must(alpha_->CreateStream());
+  s1->ThenMemcpy(theirs.ptr(), host, sizeof(host));
+  EXPECT_TRUE(HasError(s1->status(), absl::StatusCode::kInvalidArgument,
+                       {"destination", "not in an allocation of", alpha_->DebugName()}));
+  std::unique_ptr<Stream> s2 = Must(alpha_->CreateStream());
+  s2->ThenMemcpy(host, *theirs, sizeof(host));
+  EXPECT_TRUE(HasError(s2->status(), absl::StatusCode::kInvalidArgument, {"source"}));
+  std::unique_ptr<Stream> s3 = Must(alpha_->CreateStream());
+  s3->ThenMemcpy(ours.ptr(), *theirs, sizeof(host));
+  EXPECT_TRUE(HasError(s3->status(), absl::StatusCode::kInvalidArgument,
+                       {"source", "or of another device of its platform"}));
+  std::unique_ptr<Stream> s4 = Must(alpha_->CreateStream());
+  s4->ThenMemset32(theirs.ptr(), 7, sizeof(host));
+  EXPECT_TRUE(HasError(s4->status(), absl::StatusCode::kInvalidArgument, {"destination"}));
+  // A view past its allocation, made by hand.
+  DeviceMemoryBase past(ours->opaque(), 64, 32);
+  std::unique_ptr<Stream> s5 = Must(alpha_->CreateStream());
+  s5->ThenMemcpy(&past, host, 64);
+  EXPECT_TRUE(HasError(s5->status(), absl::StatusCode::kInvalidArgument, {"offset=32", "size=64"}));
+}
+
+TEST(StreamPeerCopy, DeviceToDeviceBetweenDevicesOfOnePlatform) {
+  PlatformManager manager;
+  const PlatformIdInfo id{"pair"};
+  ASSERT_TRUE(IsOk(manager.RegisterPlatform(
+      std::make_unique<HostPlatform>(HostPlatformOptions{"pair", &id, 2, 1 << 20}))));
+  Platform* pair = Must(manager.PlatformWithName("pair"));
+  StreamExecutor* d0 = Must(pair->ExecutorForDevice(0));
+  StreamExecutor* d1 = Must(pair->ExecutorForDevice(1));
+  ScopedDeviceMemory<uint32_t> a = Must(d0->AllocateOwnedArray<uint32_t>(4));
+  ScopedDeviceMemory<uint32_t> b = Must(d1->AllocateOwnedArray<uint32_t>(4));
+  const uint32_t in[4] = {1, 2, 3, 4};
+  uint32_t out[4] = {};
+  std::unique_ptr<Stream> s = Must(d0->CreateStream());
+  s->ThenMemcpy(a.ptr(), in, sizeof(in)).ThenMemcpy(b.ptr(), *a, sizeof(in));
+  ASSERT_TRUE(IsOk(s->BlockHostUntilDone()));
+  std::unique_ptr<Stream> t = Must(d1->CreateStream());
+  t->ThenMemcpy(out, *b, sizeof(out));
+  ASSERT_TRUE(IsOk(t->BlockHostUntilDone()));
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(out[i], in[i]);
+}
+
 TEST(Stream, SetErrorKeepsTheFirstError) {
   Platform* host = Must(PlatformManager::Default().PlatformWithName("host"));
   std::unique_ptr<Stream> stream = Must(Must(host->ExecutorForDevice(0))->CreateStream());
