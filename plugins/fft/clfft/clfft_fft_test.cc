@@ -39,6 +39,13 @@
 #include "rill.h"
 #include "tests/testing/status_testing.h"
 
+// clFFT 2.12 deletes a plan's internal objects through a base pointer
+// without a virtual destructor (FFTRepo::deletePlan, inside libclFFT), which
+// AddressSanitizer reports as new-delete-type-mismatch on every
+// clfftDestroyPlan. Not ours to fix; the check stays on for every other
+// binary.
+extern "C" const char* __asan_default_options() { return "new_delete_type_mismatch=0"; }
+
 namespace rill {
 namespace {
 
