@@ -1,14 +1,17 @@
 #ifndef RILL_PLUGINS_FFT_FFT_TEST_UTIL_H_
 #define RILL_PLUGINS_FFT_FFT_TEST_UTIL_H_
 
-// Test-only helpers for FftSupport implementations (fftw now; cuFFT and
-// clFFT later): a naive DFT in double as the independent reference, and
-// the addressing of a resolved FftPlanSpec's layouts.
+// Test-only helpers shared by the FftSupport implementations' tests (fftw,
+// clfft, cufft): a naive DFT in double as the independent reference, the
+// addressing of a resolved FftPlanSpec's layouts, inputs, error bounds and
+// plan specs.
 
 #include <cmath>
 #include <complex>
 #include <cstdint>
+#include <limits>
 #include <numbers>
+#include <random>
 #include <vector>
 
 #include "plugins/fft/fft.h"
@@ -16,6 +19,43 @@
 namespace rill::fft_testing {
 
 using Cd = std::complex<double>;
+
+// Uniform values in [-1, 1), reproducible from `seed`.
+template <typename T>
+std::vector<T> Random(size_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> dist(-1, 1);
+  std::vector<T> v(n);
+  for (T& x : v) x = static_cast<T>(dist(gen));
+  return v;
+}
+
+// The normwise FFT error bound 4 (log2 n + 1) eps(T) ||.|| (Higham,
+// "Accuracy and Stability of Numerical Algorithms", 24.1) for a reference
+// of 2-norm `norm`.
+template <typename T>
+double Tolerance(int64_t n, double norm) {
+  return 4 * (std::log2(static_cast<double>(n)) + 1) * std::numeric_limits<T>::epsilon() * norm;
+}
+
+// ||got - scale x|| / ||scale x||, for round trips (scale = n).
+template <typename T>
+double RelativeError(const std::vector<T>& got, const std::vector<T>& x, double scale) {
+  double err = 0, norm = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    err += (got[i] - scale * x[i]) * (got[i] - scale * x[i]);
+    norm += scale * x[i] * scale * x[i];
+  }
+  return std::sqrt(err / norm);
+}
+
+// A plan spec with the usual defaults (one transform, out of place, packed
+// layouts, float).
+inline FftPlanSpec Spec(FftType type, FftDirection direction, std::vector<int64_t> dims, int64_t batch = 1,
+                        FftPlacement placement = FftPlacement::kOutOfPlace, FftLayout in = {},
+                        FftLayout out = {}, DataType precision = DataType::kFloat) {
+  return FftPlanSpec{precision, type, direction, std::move(dims), batch, placement, std::move(in), std::move(out)};
+}
 
 inline int64_t Product(const std::vector<int64_t>& dims) {
   int64_t n = 1;

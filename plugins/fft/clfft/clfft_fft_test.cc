@@ -52,6 +52,10 @@ namespace {
 using fft_testing::Cd;
 using fft_testing::ElementIndex;
 using fft_testing::Product;
+using fft_testing::Random;
+using fft_testing::Tolerance;
+using fft_testing::Spec;
+using fft_testing::RelativeError;
 using fft_testing::SideDims;
 using testing::HasError;
 using testing::IsOk;
@@ -64,26 +68,6 @@ constexpr auto kOut = FftPlacement::kOutOfPlace;
 constexpr auto kC2C = FftType::kC2C;
 constexpr auto kR2C = FftType::kR2C;
 constexpr auto kC2R = FftType::kC2R;
-
-template <typename T>
-std::vector<T> Random(size_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> dist(-1, 1);
-  std::vector<T> v(n);
-  for (T& x : v) x = static_cast<T>(dist(gen));
-  return v;
-}
-
-template <typename T>
-double Tolerance(int64_t n, double norm) {
-  return 4 * (std::log2(static_cast<double>(n)) + 1) * std::numeric_limits<T>::epsilon() * norm;
-}
-
-FftPlanSpec Spec(FftType type, FftDirection direction, std::vector<int64_t> dims, int64_t batch = 1,
-                 FftPlacement placement = kOut, FftLayout in = {}, FftLayout out = {},
-                 DataType precision = DataType::kFloat) {
-  return FftPlanSpec{precision, type, direction, std::move(dims), batch, placement, std::move(in), std::move(out)};
-}
 
 // One executor with a stream, and buffers freed with the object.
 struct Device {
@@ -312,16 +296,6 @@ TEST_P(ClFftTest, ViewsAtOffsets) {
       Check<double>(spec, 8, offset);
     }
   }
-}
-
-template <typename T>
-double RelativeError(const std::vector<T>& got, const std::vector<T>& x, double scale) {
-  double err = 0, norm = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    err += (got[i] - scale * x[i]) * (got[i] - scale * x[i]);
-    norm += scale * x[i] * scale * x[i];
-  }
-  return std::sqrt(err / norm);
 }
 
 template <typename T>

@@ -40,23 +40,13 @@ namespace {
 using fft_testing::Cd;
 using fft_testing::ElementIndex;
 using fft_testing::Product;
+using fft_testing::Random;
+using fft_testing::Tolerance;
+using fft_testing::Spec;
+using fft_testing::RelativeError;
 using fft_testing::SideDims;
 using testing::IsOk;
 using testing::Must;
-
-template <typename T>
-std::vector<T> Random(size_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> dist(-1, 1);
-  std::vector<T> v(n);
-  for (T& x : v) x = static_cast<T>(dist(gen));
-  return v;
-}
-
-template <typename T>
-double Tolerance(int64_t n, double norm) {
-  return 4 * (std::log2(static_cast<double>(n)) + 1) * std::numeric_limits<T>::epsilon() * norm;
-}
 
 // Runs `plan` on views of the given types.
 template <typename T>
@@ -204,12 +194,6 @@ void FftwTest::Check(const FftPlanSpec& spec, uint32_t seed, uint64_t misalign) 
   }
 }
 
-FftPlanSpec Spec(FftType type, FftDirection direction, std::vector<int64_t> dims, int64_t batch = 1,
-                 FftPlacement placement = FftPlacement::kOutOfPlace, FftLayout in = {}, FftLayout out = {},
-                 DataType precision = DataType::kFloat) {
-  return FftPlanSpec{precision, type, direction, std::move(dims), batch, placement, std::move(in), std::move(out)};
-}
-
 // The small cases every precision runs through Check.
 std::vector<FftPlanSpec> SmallCases() {
   const auto kFwd = FftDirection::kForward, kInv = FftDirection::kInverse;
@@ -266,16 +250,6 @@ TEST_P(FftwTest, MisalignedViews) {
     spec.precision = DataType::kDouble;
     Check<double>(spec, 8, /*misalign=*/8);
   }
-}
-
-template <typename T>
-double RelativeError(const std::vector<T>& got, const std::vector<T>& x, double scale) {
-  double err = 0, norm = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    err += (got[i] - scale * x[i]) * (got[i] - scale * x[i]);
-    norm += scale * x[i] * scale * x[i];
-  }
-  return std::sqrt(err / norm);
 }
 
 template <typename T>
