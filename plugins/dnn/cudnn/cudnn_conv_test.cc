@@ -26,64 +26,13 @@ namespace rill {
 namespace {
 
 using testing::HasError;
+using testing::BackwardData;
+using testing::BackwardFilter;
+using testing::Forward;
+using testing::Reference;
 using testing::IsOk;
 using testing::Must;
 using testing::RandomFloats;
-
-// Reference sums and sums of |products| per output element.
-struct Reference {
-  std::vector<double> value, scale;
-  int64_t terms = 0;
-  explicit Reference(size_t n) : value(n, 0), scale(n, 0) {}
-  void Add(int64_t i, double a, double b) {
-    value[i] += a * b;
-    scale[i] += std::fabs(a * b);
-  }
-};
-
-// Calls f(y, x, w) -- the offsets of an output element, an input element
-// and a weight -- for every (output, tap) pair that reads an input element
-// inside the (unpadded) input.
-template <typename F>
-void ForEachTap(const ConvolutionShape& s, F f) {
-  const ConvolutionDescriptor& c = s.conv;
-  const int64_t k_per_group = s.filter.output_channels / c.group_count, c_per_group = s.filter.input_channels;
-  for (int64_t n = 0; n < s.output.n; ++n)
-    for (int64_t k = 0; k < s.output.c; ++k)
-      for (int64_t oh = 0; oh < s.output.h; ++oh)
-        for (int64_t ow = 0; ow < s.output.w; ++ow)
-          for (int64_t ci = 0; ci < c_per_group; ++ci)
-            for (int64_t r = 0; r < s.filter.height; ++r)
-              for (int64_t q = 0; q < s.filter.width; ++q) {
-                const int64_t ih = oh * c.stride_h - c.pad_h + r * c.dilation_h;
-                const int64_t iw = ow * c.stride_w - c.pad_w + q * c.dilation_w;
-                if (ih < 0 || ih >= s.input.h || iw < 0 || iw >= s.input.w) continue;
-                const int64_t channel = (k / k_per_group) * c_per_group + ci;
-                f(s.output.Offset(n, k, oh, ow), s.input.Offset(n, channel, ih, iw), s.filter.Offset(k, ci, r, q));
-              }
-}
-
-template <typename T>
-Reference Forward(const ConvolutionShape& s, const std::vector<T>& x, const std::vector<T>& w) {
-  Reference ref(s.output.ElementCount());
-  ref.terms = s.filter.input_channels * s.filter.height * s.filter.width;
-  ForEachTap(s, [&](int64_t y, int64_t xi, int64_t wi) { ref.Add(y, x[xi], w[wi]); });
-  return ref;
-}
-
-Reference BackwardData(const ConvolutionShape& s, const std::vector<float>& dy, const std::vector<float>& w) {
-  Reference ref(s.input.ElementCount());
-  ref.terms = s.filter.output_channels / s.conv.group_count * s.filter.height * s.filter.width;
-  ForEachTap(s, [&](int64_t y, int64_t xi, int64_t wi) { ref.Add(xi, dy[y], w[wi]); });
-  return ref;
-}
-
-Reference BackwardFilter(const ConvolutionShape& s, const std::vector<float>& x, const std::vector<float>& dy) {
-  Reference ref(s.filter.ElementCount());
-  ref.terms = s.output.n * s.output.h * s.output.w;
-  ForEachTap(s, [&](int64_t y, int64_t xi, int64_t wi) { ref.Add(wi, x[xi], dy[y]); });
-  return ref;
-}
 
 template <typename T>
 ::testing::AssertionResult Matches(const char* what, const std::vector<T>& got, const Reference& ref,

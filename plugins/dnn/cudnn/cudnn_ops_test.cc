@@ -23,6 +23,8 @@ namespace {
 
 using testing::AllNear;
 using testing::ForEach;
+using testing::ChannelStats;
+using testing::PoolReference;
 using testing::IsOk;
 using testing::Must;
 using testing::RandomFloats;
@@ -106,39 +108,6 @@ TEST_F(CudnnOpsTest, ActivationsForwardAndBackward) {
       EXPECT_TRUE(AllNear("dx", Download(dx), ref_dx, a.tol > 1e-6 ? 2e-6 : 1e-7, a.tol));
     }
   }
-}
-
-// Pooling reference: y and, given dy, dx (max: to the first maximum).
-void PoolReference(const PoolingDescriptor& p, const TensorDescriptor& xt, const TensorDescriptor& yt,
-                   const std::vector<float>& x, const std::vector<float>& dy, std::vector<double>& y,
-                   std::vector<double>& dx) {
-  y.assign(yt.ElementCount(), 0);
-  dx.assign(xt.ElementCount(), 0);
-  ForEach(yt, [&](int64_t n, int64_t c, int64_t oh, int64_t ow) {
-    double best = -INFINITY, sum = 0;
-    int64_t best_at = -1, valid = 0;
-    for (int64_t r = 0; r < p.window_h; ++r)
-      for (int64_t s = 0; s < p.window_w; ++s) {
-        const int64_t ih = oh * p.stride_h - p.pad_h + r, iw = ow * p.stride_w - p.pad_w + s;
-        if (ih < 0 || ih >= xt.h || iw < 0 || iw >= xt.w) continue;
-        const int64_t i = xt.Offset(n, c, ih, iw);
-        ++valid;
-        sum += x[i];
-        if (x[i] > best) best = x[i], best_at = i;
-      }
-    const int64_t o = yt.Offset(n, c, oh, ow);
-    const double divisor = p.mode == PoolingMode::kAverageIncludePadding ? p.window_h * p.window_w : valid;
-    y[o] = p.mode == PoolingMode::kMax ? best : sum / divisor;
-    if (p.mode == PoolingMode::kMax) {
-      dx[best_at] += dy[o];
-      return;
-    }
-    for (int64_t r = 0; r < p.window_h; ++r)
-      for (int64_t s = 0; s < p.window_w; ++s) {
-        const int64_t ih = oh * p.stride_h - p.pad_h + r, iw = ow * p.stride_w - p.pad_w + s;
-        if (ih >= 0 && ih < xt.h && iw >= 0 && iw < xt.w) dx[xt.Offset(n, c, ih, iw)] += dy[o] / divisor;
-      }
-  });
 }
 
 TEST_F(CudnnOpsTest, PoolingForwardAndBackward) {
@@ -235,19 +204,6 @@ TEST_F(CudnnOpsTest, DoubleTensors) {
   EXPECT_TRUE(AllNear("y", Download(y), ref_y, 1e-12, 1e-12));
   EXPECT_TRUE(AllNear("dx", Download(dx), ref_dx, 1e-12, 1e-12));
   EXPECT_TRUE(AllNear("relu", Download(r), ref_r, 0, 0));
-}
-
-// Per-channel batch statistics: mean and biased variance over n, h, w.
-void ChannelStats(const TensorDescriptor& t, const std::vector<float>& x, std::vector<double>& mean,
-                  std::vector<double>& var) {
-  const double m = static_cast<double>(t.n) * t.h * t.w;
-  mean.assign(t.c, 0);
-  var.assign(t.c, 0);
-  ForEach(t, [&](int64_t n, int64_t c, int64_t h, int64_t w) { mean[c] += x[t.Offset(n, c, h, w)] / m; });
-  ForEach(t, [&](int64_t n, int64_t c, int64_t h, int64_t w) {
-    const double d = x[t.Offset(n, c, h, w)] - mean[c];
-    var[c] += d * d / m;
-  });
 }
 
 TEST_F(CudnnOpsTest, BatchNormInference) {

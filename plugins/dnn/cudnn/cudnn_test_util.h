@@ -10,10 +10,10 @@
 
 #include <cmath>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "plugins/dnn/dnn_test_reference.h"
 #include "gtest/gtest.h"
 #include "plugins/dnn/cudnn/cudnn_dnn.h"
 #include "plugins/dnn/dnn.h"
@@ -21,14 +21,6 @@
 #include "tests/testing/status_testing.h"
 
 namespace rill::testing {
-
-inline std::vector<float> RandomFloats(size_t n, uint32_t seed, double lo = -1, double hi = 1) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = static_cast<float>(dist(gen));
-  return v;
-}
 
 // |got - ref| <= abs_tol + rel_tol |ref| for every element.
 template <typename T>
@@ -45,15 +37,6 @@ template <typename T>
     }
   }
   return ::testing::AssertionSuccess();
-}
-
-// Calls f(n, c, h, w) over every element of `t`.
-template <typename F>
-void ForEach(const TensorDescriptor& t, F f) {
-  for (int64_t n = 0; n < t.n; ++n)
-    for (int64_t c = 0; c < t.c; ++c)
-      for (int64_t h = 0; h < t.h; ++h)
-        for (int64_t w = 0; w < t.w; ++w) f(n, c, h, w);
 }
 
 // Why CUDA tests cannot run here ("" when device 0 exists).

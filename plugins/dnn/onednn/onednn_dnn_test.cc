@@ -22,6 +22,9 @@ namespace rill {
 namespace {
 
 using testing::AllNear;
+using testing::ChannelStats;
+using testing::ForEach;
+using testing::PoolReference;
 using testing::IsOk;
 using testing::Must;
 using testing::RandomFloats;
@@ -30,15 +33,6 @@ constexpr DataLayout kLayouts[] = {DataLayout::kNCHW, DataLayout::kNHWC};
 
 TensorDescriptor Tensor(DataLayout layout, int64_t n = 2, int64_t c = 5, int64_t h = 6, int64_t w = 7) {
   return {.n = n, .c = c, .h = h, .w = w, .layout = layout};
-}
-
-// Calls f(n, c, h, w) over every element.
-template <typename F>
-void ForEach(const TensorDescriptor& t, F f) {
-  for (int64_t n = 0; n < t.n; ++n)
-    for (int64_t c = 0; c < t.c; ++c)
-      for (int64_t h = 0; h < t.h; ++h)
-        for (int64_t w = 0; w < t.w; ++w) f(n, c, h, w);
 }
 
 using OneDnnOpsTest = testing::OneDnnTest;
@@ -107,39 +101,6 @@ TEST_P(OneDnnOpsTest, ActivationsForwardAndBackward) {
   }
 }
 
-// Pooling reference: y and, given dy, dx.
-void PoolReference(const PoolingDescriptor& p, const TensorDescriptor& xt, const TensorDescriptor& yt,
-                   const std::vector<float>& x, const std::vector<float>& dy, std::vector<double>& y,
-                   std::vector<double>& dx) {
-  y.assign(yt.ElementCount(), 0);
-  dx.assign(xt.ElementCount(), 0);
-  ForEach(yt, [&](int64_t n, int64_t c, int64_t oh, int64_t ow) {
-    double best = -INFINITY, sum = 0;
-    int64_t best_at = -1, valid = 0;
-    for (int64_t r = 0; r < p.window_h; ++r)
-      for (int64_t s = 0; s < p.window_w; ++s) {
-        const int64_t ih = oh * p.stride_h - p.pad_h + r, iw = ow * p.stride_w - p.pad_w + s;
-        if (ih < 0 || ih >= xt.h || iw < 0 || iw >= xt.w) continue;
-        const int64_t i = xt.Offset(n, c, ih, iw);
-        ++valid;
-        sum += x[i];
-        if (x[i] > best) best = x[i], best_at = i;
-      }
-    const int64_t o = yt.Offset(n, c, oh, ow);
-    const double divisor = p.mode == PoolingMode::kAverageIncludePadding ? p.window_h * p.window_w : valid;
-    y[o] = p.mode == PoolingMode::kMax ? best : sum / divisor;
-    if (p.mode == PoolingMode::kMax) {
-      dx[best_at] += dy[o];
-      return;
-    }
-    for (int64_t r = 0; r < p.window_h; ++r)
-      for (int64_t s = 0; s < p.window_w; ++s) {
-        const int64_t ih = oh * p.stride_h - p.pad_h + r, iw = ow * p.stride_w - p.pad_w + s;
-        if (ih >= 0 && ih < xt.h && iw >= 0 && iw < xt.w) dx[xt.Offset(n, c, ih, iw)] += dy[o] / divisor;
-      }
-  });
-}
-
 TEST_P(OneDnnOpsTest, PoolingForwardAndBackward) {
   for (DataLayout layout : kLayouts) {
     for (PoolingMode mode : {PoolingMode::kMax, PoolingMode::kAverageIncludePadding,
@@ -201,19 +162,6 @@ TEST_P(OneDnnOpsTest, SoftmaxAndLogSoftmaxForwardAndBackward) {
       EXPECT_TRUE(AllNear("dx", Download(dx), ref_dx, 2e-6, 2e-5));
     }
   }
-}
-
-// Per-channel batch statistics: mean and biased variance over n, h, w.
-void ChannelStats(const TensorDescriptor& t, const std::vector<float>& x, std::vector<double>& mean,
-                  std::vector<double>& var) {
-  const double m = static_cast<double>(t.n) * t.h * t.w;
-  mean.assign(t.c, 0);
-  var.assign(t.c, 0);
-  ForEach(t, [&](int64_t n, int64_t c, int64_t h, int64_t w) { mean[c] += x[t.Offset(n, c, h, w)] / m; });
-  ForEach(t, [&](int64_t n, int64_t c, int64_t h, int64_t w) {
-    const double d = x[t.Offset(n, c, h, w)] - mean[c];
-    var[c] += d * d / m;
-  });
 }
 
 TEST_P(OneDnnOpsTest, BatchNormInference) {

@@ -1,16 +1,17 @@
 #ifndef RILL_PLUGINS_DNN_ONEDNN_ONEDNN_TEST_UTIL_H_
 #define RILL_PLUGINS_DNN_ONEDNN_ONEDNN_TEST_UTIL_H_
 
-// Shared by the oneDNN plugin's tests: a fixture parameterized over the
+// Shared by the oneDNN plugin's tests (the naive references are in
+// plugins/dnn/dnn_test_reference.h): a fixture parameterized over the
 // host devices (RILL_HOST_DEVICES=2 from ctest), device upload/download, and
 // a tolerance check that prints the index, value and reference.
 
 #include <cmath>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "plugins/dnn/dnn_test_reference.h"
 #include "gtest/gtest.h"
 #include "platform/host/host_platform.h"
 #include "plugins/dnn/dnn.h"
@@ -19,14 +20,6 @@
 #include "tests/testing/status_testing.h"
 
 namespace rill::testing {
-
-inline std::vector<float> RandomFloats(size_t n, uint32_t seed, double lo = -1, double hi = 1) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = static_cast<float>(dist(gen));
-  return v;
-}
 
 // |got - ref| <= abs_tol + rel_tol |ref| for every element.
 inline ::testing::AssertionResult AllNear(const char* what, const std::vector<float>& got,
