@@ -89,12 +89,46 @@ OprBlock* EngineBase::NewBlock() {
   return op;
 }
 
-void EngineBase::Recycle(OprBlock* op) {
-  op->Reset();
-  op->next_free = returned_.load(std::memory_order_relaxed);
-  while (!returned_.compare_exchange_weak(op->next_free, op, std::memory_order_release,
+namespace {
+
+// The blocks a worker thread freed and has not handed back yet.
+struct RecycleBatch {
+  static constexpr int kSize = 32;
+  const EngineBase* engine = nullptr;  // Set: this thread is one of its workers.
+  OprBlock* first = nullptr;
+  OprBlock* last = nullptr;
+  int size = 0;
+};
+thread_local RecycleBatch tls_recycle;
+
+}  // namespace
+
+void EngineBase::ReturnBlocks(OprBlock* first, OprBlock* last) {
+  last->next_free = returned_.load(std::memory_order_relaxed);
+  while (!returned_.compare_exchange_weak(last->next_free, first, std::memory_order_release,
                                           std::memory_order_relaxed)) {
   }
+}
+
+void EngineBase::Recycle(OprBlock* op) {
+  op->Reset();
+  RecycleBatch& batch = tls_recycle;
+  if (batch.engine != this) {
+    ReturnBlocks(op, op);
+    return;
+  }
+  op->next_free = batch.first;
+  batch.first = op;
+  if (batch.last == nullptr) batch.last = op;
+  if (++batch.size == RecycleBatch::kSize) WorkerIdle();
+}
+
+void EngineBase::WorkerIdle() {
+  RecycleBatch& batch = tls_recycle;
+  batch.engine = this;
+  if (batch.first == nullptr) return;
+  ReturnBlocks(batch.first, batch.last);
+  batch = RecycleBatch{this};
 }
 
 void OprBlock::Unref() {
@@ -102,27 +136,25 @@ void OprBlock::Unref() {
 }
 
 void OprBlock::Reset() {
-  own.sync_fn = nullptr;
-  own.async_fn = nullptr;
-  own.const_vars.clear();
-  own.mutate_vars.clear();
-  own.prop = FnProperty::kNormal;
-  own.name.clear();
-  shared.reset();
+  if (own.sync_fn) own.sync_fn = nullptr;
+  if (own.async_fn) own.async_fn = nullptr;
+  if (own.prop != FnProperty::kNormal) own.prop = FnProperty::kNormal;
+  if (!own.name.empty()) own.name.clear();
+  if (shared != nullptr) shared.reset();
   opr = &own;
-  ctx = Context();
+  if (!(ctx == Context())) ctx = Context();
   priority = 0;
   seq = 0;
   refs.store(1, std::memory_order_relaxed);
   completed.store(false, std::memory_order_relaxed);
   deps.clear();
-  status = absl::OkStatus();
   pending_fences.store(0, std::memory_order_relaxed);
-  stream = nullptr;
-  pool = nullptr;
-  fence.reset();
-  start_ns = end_ns = 0;
   worker = -1;
+  if (!status.ok()) status = absl::OkStatus();
+  if (stream != nullptr) stream = nullptr;
+  if (pool != nullptr) pool = nullptr;
+  if (fence != nullptr) fence.reset();
+  if (start_ns != 0 || end_ns != 0) start_ns = end_ns = 0;
 }
 
 VarHandle EngineBase::NewVariable() {
@@ -131,18 +163,21 @@ VarHandle EngineBase::NewVariable() {
 }
 
 absl::Status EngineBase::Normalize(absl::Span<const VarHandle> const_vars,
-                                   absl::Span<const VarHandle> mutate_vars, Opr* opr) {
-  opr->mutate_vars.clear();
-  opr->const_vars.clear();
+                                   absl::Span<const VarHandle> mutate_vars, FnProperty prop,
+                                   VarLists* lists) {
+  auto& reads = lists->reads;
+  auto& writes = lists->writes;
+  writes.clear();
+  reads.clear();
   for (size_t i = 0; i < mutate_vars.size(); ++i) {
-    auto var = vars_.Resolve(mutate_vars[i], opr->prop == FnProperty::kDeleteVar);
+    auto var = vars_.Resolve(mutate_vars[i], prop == FnProperty::kDeleteVar);
     if (!var.ok()) return Annotate(var.status(), absl::StrCat("mutate_vars[", i, "]"));
-    opr->mutate_vars.push_back(*var);
+    writes.push_back(*var);
   }
   for (size_t i = 0; i < const_vars.size(); ++i) {
     auto var = vars_.Resolve(const_vars[i], false);
     if (!var.ok()) return Annotate(var.status(), absl::StrCat("const_vars[", i, "]"));
-    opr->const_vars.push_back(*var);
+    reads.push_back(*var);
   }
   // A var listed twice counts once; a var in both lists is a write.
   auto sort_unique = [](auto& v) {
@@ -150,14 +185,12 @@ absl::Status EngineBase::Normalize(absl::Span<const VarHandle> const_vars,
     std::sort(v.begin(), v.end());
     v.erase(std::unique(v.begin(), v.end()), v.end());
   };
-  sort_unique(opr->mutate_vars);
-  sort_unique(opr->const_vars);
-  auto& reads = opr->const_vars;
-  if (!reads.empty() && !opr->mutate_vars.empty()) {
+  sort_unique(writes);
+  sort_unique(reads);
+  if (!reads.empty() && !writes.empty()) {
     reads.erase(std::remove_if(reads.begin(), reads.end(),
                                [&](Var* v) {
-                                 return std::binary_search(opr->mutate_vars.begin(),
-                                                           opr->mutate_vars.end(), v);
+                                 return std::binary_search(writes.begin(), writes.end(), v);
                                }),
                 reads.end());
   }
@@ -167,7 +200,7 @@ absl::Status EngineBase::Normalize(absl::Span<const VarHandle> const_vars,
 int64_t EngineBase::InFlight() const {
   // Retirements first: every push and hold a seen retirement follows is then
   // seen too, so the result is never below the true count.
-  const int64_t retired = retired_.load(std::memory_order_seq_cst);
+  const int64_t retired = retired_.Sum(std::memory_order_seq_cst);
   const int64_t holds = holds_.load(std::memory_order_seq_cst);
   return pushed_.load(std::memory_order_seq_cst) + holds - retired;
 }
@@ -180,7 +213,7 @@ void EngineBase::WaitForRoom() {
           retired_seen_.load(std::memory_order_relaxed) < options_.max_in_flight) {
     return;
   }
-  retired_seen_.store(retired_.load(std::memory_order_acquire), std::memory_order_relaxed);
+  retired_seen_.store(retired_.Sum(std::memory_order_acquire), std::memory_order_relaxed);
   if (InFlight() < options_.max_in_flight) return;
   // Resume at a low-water mark, not at the first free slot: otherwise every
   // completion would wake the pusher for one push (a wake-up per function).
@@ -208,31 +241,30 @@ absl::Status EngineBase::PushOne(BlockPtr op,
   bool ready;
   {
     MutexLock lock(&push_mu_);
-    if (op->opr == &op->own) {
-      // Annotated only on error: building the text costs two allocations.
-      if (absl::Status normalized = Normalize(const_vars, mutate_vars, op->opr); !normalized.ok()) {
-        return Annotate(normalized, absl::StrCat("push of ", OpName(op.get())));
-      }
+    // Annotated only on error: building the text costs two allocations.
+    VarLists lists;
+    if (absl::Status normalized = Normalize(const_vars, mutate_vars, op->own.prop, &lists);
+        !normalized.ok()) {
+      return Annotate(normalized, absl::StrCat("push of ", OpName(op.get())));
     }
-    ready = PushBlock(op.get());
+    ready = PushBlock(op.get(), lists);
   }
   OprBlock* raw = op.release();
   if (ready) Dispatch(raw);
   return absl::OkStatus();
 }
 
-bool EngineBase::PushBlock(OprBlock* op) {
+bool EngineBase::PushBlock(OprBlock* op, const VarLists& vars) {
   op->engine = this;
   op->seq = next_seq_++;
-  const Opr& opr = *op->opr;
   // The vars' lock lines were last written by workers: start the misses
   // together rather than one per lock.
-  for (Var* v : opr.const_vars) __builtin_prefetch(&v->mu, 1);
-  for (Var* v : opr.mutate_vars) __builtin_prefetch(&v->mu, 1);
-  const size_t n_deps = opr.const_vars.size() + opr.mutate_vars.size();
+  for (Var* v : vars.reads) __builtin_prefetch(&v->mu, 1);
+  for (Var* v : vars.writes) __builtin_prefetch(&v->mu, 1);
+  const size_t n_deps = vars.reads.size() + vars.writes.size();
   if (n_deps > op->deps.capacity()) op->deps.reserve(n_deps);
-  for (Var* v : opr.const_vars) op->deps.push_back(VarDep{op, v, false, nullptr});
-  for (Var* v : opr.mutate_vars) op->deps.push_back(VarDep{op, v, true, nullptr});
+  for (Var* v : vars.reads) op->deps.push_back(VarDep{op, v, nullptr, false});
+  for (Var* v : vars.writes) op->deps.push_back(VarDep{op, v, nullptr, true});
   const int n = static_cast<int>(op->deps.size());
   op->wait.store(n + 1, std::memory_order_relaxed);
   // Only pushers write pushed_, under push_mu_: no read-modify-write.
@@ -255,9 +287,11 @@ bool EngineBase::PushBlock(OprBlock* op) {
 EngineBase::BlockPtr EngineBase::NewOneShot(Context ctx, FnProperty prop, int priority,
                                             std::string_view name) {
   BlockPtr op(NewBlock());
-  op->own.prop = prop;
+  // A fresh block's fields are already the defaults: writing them anyway
+  // would take the line from the worker that reset the block.
+  if (prop != FnProperty::kNormal) op->own.prop = prop;
   if (!name.empty()) op->own.name = std::string(name);
-  op->ctx = ctx;
+  if (!(ctx == Context())) op->ctx = ctx;
   op->priority = priority + (prop == FnProperty::kPrioritized ? kPrioritizedBoost : 0);
   return op;
 }
@@ -293,7 +327,7 @@ absl::StatusOr<OperatorHandle> EngineBase::NewOperator(AsyncFn fn,
   opr->prop = prop;
   opr->name = std::string(name);
   MutexLock lock(&push_mu_);
-  RILL_RETURN_IF_ERROR(Annotate(Normalize(const_vars, mutate_vars, opr.get()),
+  RILL_RETURN_IF_ERROR(Annotate(Normalize(const_vars, mutate_vars, prop, &opr->vars),
                                 absl::StrCat("NewOperator('", AsAbsl(name), "')")));
   const uint64_t id = next_operator_++;
   operators_[id] = OperatorEntry{std::move(opr)};
@@ -316,10 +350,11 @@ absl::Status EngineBase::Push(OperatorHandle handle, Context ctx, int priority) 
     op->shared = it->second.opr;
     op->opr = op->shared.get();
     // The operator's vars may have been deleted since NewOperator.
-    for (Var* v : op->opr->mutate_vars) RILL_RETURN_IF_ERROR(vars_.Resolve(vars_.HandleOf(v), false).status());
-    for (Var* v : op->opr->const_vars) RILL_RETURN_IF_ERROR(vars_.Resolve(vars_.HandleOf(v), false).status());
+    const VarLists& vars = op->opr->vars;
+    for (Var* v : vars.writes) RILL_RETURN_IF_ERROR(vars_.Resolve(vars_.HandleOf(v), false).status());
+    for (Var* v : vars.reads) RILL_RETURN_IF_ERROR(vars_.Resolve(vars_.HandleOf(v), false).status());
     op->priority = priority + (op->opr->prop == FnProperty::kPrioritized ? kPrioritizedBoost : 0);
-    ready = PushBlock(op.get());
+    ready = PushBlock(op.get(), vars);
   }
   OprBlock* raw = op.release();
   if (ready) Dispatch(raw);
@@ -613,7 +648,7 @@ void EngineBase::Finish(OprBlock* op) {
                               : absl::StrCat("worker ", op->worker),
         op->start_ns, op->end_ns != 0 ? op->end_ns : Profiler::NowNs()});
   }
-  completed_.fetch_add(1, std::memory_order_relaxed);
+  completed_.Add(1);
   const bool device = op->fence != nullptr;
   op->Unref();
   if (!device) Retire(absl::OkStatus());
@@ -622,7 +657,7 @@ void EngineBase::Finish(OprBlock* op) {
 
 void EngineBase::Retire(const absl::Status& status) {
   if (!status.ok()) RecordError(status);
-  retired_.fetch_add(1, std::memory_order_seq_cst);
+  retired_.Add(1, std::memory_order_seq_cst);
   // A waiter counts itself before it checks InFlight(), and this counted
   // its retirement before it looks for waiters: one of the two sees the other.
   const bool idle = idle_waiters_.load(std::memory_order_seq_cst) > 0;
@@ -670,7 +705,7 @@ std::string EngineBase::DescribePending() {
 EngineStats EngineBase::Stats() const {
   EngineStats s;
   s.pushed = pushed_.load();
-  s.completed = completed_.load();
+  s.completed = completed_.Sum();
   s.skipped = skipped_.load();
   s.failed = failed_.load();
   s.double_completions = double_completions_.load();
@@ -713,7 +748,7 @@ void EngineBase::Watchdog() {
       watchdog_mu_.Lock();
     }
     if (watchdog_stop_) break;
-    const int64_t done = completed_.load();
+    const int64_t done = completed_.Sum();
     if (InFlight() > 0 && done == last_completed) {
       RILL_LOG(WARNING) << "engine: no function finished for "
                         << absl::FormatDuration(options_.watchdog_period) << "; pending:\n"

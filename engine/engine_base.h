@@ -13,6 +13,7 @@
 #include "engine/engine.h"
 #include "engine/opr_block.h"
 #include "engine/profiler.h"
+#include "engine/sharded_counter.h"
 #include "engine/stream_pool.h"
 #include "engine/var_table.h"
 #include "executor/stream_executor.h"
@@ -62,6 +63,11 @@ class EngineBase : public Engine {
   // allocator's cross-thread frees were a bottleneck.
   OprBlock* NewBlock();
   void Recycle(OprBlock* op);
+  // For the kind's worker threads, at start, when idle and at exit: from its
+  // first call on a thread, Recycle batches that thread's blocks (one
+  // hand-back per batch instead of one contended CAS per function), and
+  // each call hands the batch back.
+  void WorkerIdle();
 
   // Called by Completion: the function has finished with `status`.
   void Complete(OprBlock* op, absl::Status status);
@@ -86,11 +92,12 @@ class EngineBase : public Engine {
     std::shared_ptr<Opr> opr;
   };
 
+  // Resolves and normalizes a push's vars into `lists`.
   absl::Status Normalize(absl::Span<const VarHandle> const_vars,
-                         absl::Span<const VarHandle> mutate_vars, Opr* opr)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(push_mu_);
-  // Appends op's dependencies to its vars; true when all are granted.
-  bool PushBlock(OprBlock* op) ABSL_EXCLUSIVE_LOCKS_REQUIRED(push_mu_);
+                         absl::Span<const VarHandle> mutate_vars, FnProperty prop,
+                         VarLists* lists) ABSL_EXCLUSIVE_LOCKS_REQUIRED(push_mu_);
+  // Appends op's dependencies on `vars` to them; true when all are granted.
+  bool PushBlock(OprBlock* op, const VarLists& vars) ABSL_EXCLUSIVE_LOCKS_REQUIRED(push_mu_);
   // Owns a block until it is pushed; gives it back to the pool otherwise.
   struct BlockRecycler {
     void operator()(OprBlock* op) const { op->engine->Recycle(op); }
@@ -120,6 +127,8 @@ class EngineBase : public Engine {
   // Each on its own cache line: workers push onto returned_ at every
   // completion, while the pusher takes spare_mu_ at every push.
   alignas(64) std::atomic<OprBlock*> returned_{nullptr};
+  // Links the list first..last onto returned_.
+  void ReturnBlocks(OprBlock* first, OprBlock* last);
   alignas(64) SpinLock spare_mu_;
   OprBlock* spare_ ABSL_GUARDED_BY(spare_mu_) = nullptr;
   alignas(64) Mutex push_mu_;
@@ -135,7 +144,7 @@ class EngineBase : public Engine {
   int64_t InFlight() const;
   Mutex wait_mu_;
   CondVar wait_cv_;
-  alignas(64) std::atomic<int64_t> retired_{0};
+  ShardedCounter retired_;
   alignas(64) std::atomic<int64_t> holds_{0};
   // A recent value of retired_ (never above it) that pushers check the bound
   // against before they read retired_ itself.
@@ -149,10 +158,11 @@ class EngineBase : public Engine {
   std::atomic<bool> shutdown_{false};
   std::atomic<bool> cancel_{false};
 
-  // Counters: pushed_ is written by pushers (under push_mu_), the rest by
-  // workers; kept on separate cache lines from retired_.
+  // Counters: pushed_ is written by pushers (under push_mu_), completed_ by
+  // workers at every function (sharded), the rest rarely.
   alignas(64) std::atomic<int64_t> pushed_{0};
-  alignas(64) std::atomic<int64_t> completed_{0}, skipped_{0}, failed_{0}, double_completions_{0};
+  ShardedCounter completed_;
+  alignas(64) std::atomic<int64_t> skipped_{0}, failed_{0}, double_completions_{0};
 
   Mutex pools_mu_;
   std::map<std::tuple<PlatformId, int, bool>, std::unique_ptr<StreamPool>> stream_pools_

@@ -22,18 +22,22 @@ namespace rill::engine::internal {
 
 class EngineBase;
 
-// What a function is: its body and normalized vars. Pushed once
-// (PushSync/PushAsync) or many times (NewOperator + Push).
+// The vars of a function, normalized: sorted, unique, none both read and
+// written.
+struct VarLists {
+  absl::InlinedVector<Var*, 4> reads;
+  absl::InlinedVector<Var*, 2> writes;
+};
+
+// What a function is: its body, and for NewOperator its vars. Pushed once
+// (PushSync/PushAsync, whose vars go straight into the block's deps) or
+// many times (NewOperator + Push).
 struct Opr {
   SyncFn sync_fn;    // One of the two is set.
   AsyncFn async_fn;
-  absl::InlinedVector<Var*, 4> const_vars;   // Sorted, unique, none also written.
-  absl::InlinedVector<Var*, 2> mutate_vars;  // Sorted, unique.
   FnProperty prop = FnProperty::kNormal;
   std::string name;
-  // For NewOperator: pushes in flight, and whether DeleteOperator came.
-  std::atomic<int> pending_runs{0};
-  std::atomic<bool> deleted{false};
+  VarLists vars;  // NewOperator only.
 };
 
 // The end of a device function's work on its stream: an event recorded
@@ -61,38 +65,42 @@ struct Fence {
 // One push of an Opr (MXNet's OprBlock). Reference-counted: the engine holds
 // one reference until the function has completed; each Completion copy holds
 // one, so a late or second completion call never touches freed memory.
-struct OprBlock {
-  EngineBase* engine = nullptr;
-  Opr* opr = nullptr;              // &own, or shared.get() for NewOperator.
-  Opr own;
-  std::shared_ptr<Opr> shared;
-  Context ctx;
-  int priority = 0;
-  uint64_t seq = 0;  // Push order.
-
+//
+// Laid out for the hand-off between the pushing thread and a worker: the
+// first cache line holds what queueing and dependency counting touch, the
+// deps and the function follow, and what only device work, errors and
+// profiling use comes last (Reset leaves those lines alone when unused).
+struct alignas(64) OprBlock {
   std::atomic<int> wait{0};        // Ungranted dependencies (+1 while pushing).
   std::atomic<int> refs{1};
+  int priority = 0;
+  std::atomic<int> pending_fences{0};  // Host work waiting on device fences.
+  uint64_t seq = 0;  // Push order.
+  Context ctx;
+  Opr* opr = nullptr;              // &own, or shared.get() for NewOperator.
+  OprBlock* next_ready = nullptr;  // In a worker pool's inbox.
+  EngineBase* engine = nullptr;
+  // -- 64 bytes --
+  OprBlock* next_free = nullptr;   // In the engine's pool of spare blocks.
   std::atomic<bool> completed{false};
+  int worker = -1;                 // Profiling: the worker that ran it.
+
   absl::InlinedVector<VarDep, 6> deps;  // Const vars first, then mutate vars.
+  Opr own;
+  std::shared_ptr<Opr> shared;
 
   absl::Status status;        // The function's result, or the error it inherited.
-  std::atomic<int> pending_fences{0};  // Host work waiting on device fences.
   Stream* stream = nullptr;   // Device functions: the stream they were given,
   class StreamPool* pool = nullptr;  // and the pool it goes back to.
   std::shared_ptr<Fence> fence;
-
-  // Profiling.
-  int64_t start_ns = 0;
+  int64_t start_ns = 0;       // Profiling.
   int64_t end_ns = 0;
-  int worker = -1;
-
-  OprBlock* next_free = nullptr;   // In the engine's pool of spare blocks.
-  OprBlock* next_ready = nullptr;  // In a worker pool's inbox.
 
   void Ref() { refs.fetch_add(1, std::memory_order_relaxed); }
   // The last reference gives the block back to its engine's pool.
   void Unref();
-  // Back to the state of a fresh block (destroys the function and its captures).
+  // Back to the state of a fresh block (destroys the function and its
+  // captures), writing only the fields that changed.
   void Reset();
   Completion MakeCompletion() { return Completion(this); }
   const std::string& name() const { return opr->name; }

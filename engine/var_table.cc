@@ -20,8 +20,10 @@ bool Var::AppendLocked(VarDep* dep) {
   dep->next = nullptr;
   if (tail == nullptr) {
     head = tail = dep;
+    head_write = dep->write;
   } else {
     tail->next = dep;
+    tail->next_write = dep->write;
     tail = dep;
   }
   return false;
@@ -44,18 +46,23 @@ void Var::CompleteLocked(OprBlock* op, bool write, ReadyList* ready) {
 void Var::GrantFrontLocked(ReadyList* ready) {
   // Grant the reads at the front together, or the single write there.
   while (head != nullptr) {
+    const bool write = head_write;
+    if (write && (running_reads > 0 || write_running)) return;
     VarDep* dep = head;
-    if (dep->write && (running_reads > 0 || write_running)) return;
     head = dep->next;
-    if (head == nullptr) tail = nullptr;
-    if (dep->write) {
+    if (head == nullptr) {
+      tail = nullptr;
+    } else {
+      head_write = dep->next_write;
+    }
+    if (write) {
       write_running = true;
     } else {
       ++running_reads;
     }
     holders.push_back(dep->op);
     if (dep->op->wait.fetch_sub(1, std::memory_order_acq_rel) == 1) ready->push_back(dep->op);
-    if (dep->write) return;
+    if (write) return;
   }
 }
 

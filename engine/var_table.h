@@ -27,29 +27,40 @@ using ReadyList = absl::InlinedVector<OprBlock*, 8>;
 struct VarDep {
   OprBlock* op = nullptr;
   struct Var* var = nullptr;
-  bool write = false;
   VarDep* next = nullptr;
+  bool write = false;
+  // `next->write`, kept here so that granting this entry tells whether the
+  // next one may be granted too without touching the next function's block
+  // (another thread's cache line).
+  bool next_write = false;
 };
 
 // The dependency state of one var (MXNet's ThreadedVar): readers between two
 // writes run together, a write waits for the readers before it, and every
 // dependency behind a waiting write waits too (FIFO at write boundaries, so
 // writers never starve). Thread-safe through `mu`.
-struct Var {
+//
+// What every push and completion touches fits the first cache line (the
+// pusher and the workers pass it between them); the poison, the device
+// fences and the table's bookkeeping are on the second.
+struct alignas(64) Var {
   SpinLock mu;
-  int running_reads ABSL_GUARDED_BY(mu) = 0;
   bool write_running ABSL_GUARDED_BY(mu) = false;
+  bool head_write ABSL_GUARDED_BY(mu) = false;  // head->write, when head is set.
+  // True when `error` or a fence may be set: lets the common case (host work,
+  // no error) skip the lock when a function starts. Written under `mu`.
+  std::atomic<bool> has_state{false};
+  int running_reads ABSL_GUARDED_BY(mu) = 0;
   VarDep* head ABSL_GUARDED_BY(mu) = nullptr;  // Waiting dependencies, oldest first.
   VarDep* tail ABSL_GUARDED_BY(mu) = nullptr;
-  std::vector<OprBlock*> holders ABSL_GUARDED_BY(mu);  // Granted, not completed.
-  absl::Status error ABSL_GUARDED_BY(mu);              // The poison.
+  // Granted, not completed: for DescribePending.
+  absl::InlinedVector<OprBlock*, 4> holders ABSL_GUARDED_BY(mu);
+
+  absl::Status error ABSL_GUARDED_BY(mu);  // The poison.
   // Device work that touched the var and may still be running: the last
   // writer's, and the readers' since that write.
   std::shared_ptr<Fence> write_fence ABSL_GUARDED_BY(mu);
   std::vector<std::shared_ptr<Fence>> read_fences ABSL_GUARDED_BY(mu);
-  // True when `error` or a fence may be set: lets the common case (host work,
-  // no error) skip the lock when a function starts. Written under `mu`.
-  std::atomic<bool> has_state{false};
 
   // Table bookkeeping, guarded by the table's mutex.
   uint32_t index = 0;

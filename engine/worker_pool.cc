@@ -2,13 +2,18 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
+
+#include <pthread.h>
+
+#include "absl/strings/str_cat.h"
 
 #include "engine/opr_block.h"
 
 namespace rill::engine::internal {
 
-WorkerPool::WorkerPool(std::string name, int threads, int first_worker_id, RunFn run)
-    : name_(std::move(name)), run_(std::move(run)) {
+WorkerPool::WorkerPool(std::string name, int threads, int first_worker_id, RunFn run, IdleFn idle)
+    : name_(std::move(name)), run_(std::move(run)), idle_(std::move(idle)) {
   for (int i = 0; i < threads; ++i) {
     threads_.emplace_back([this, id = first_worker_id + i] { Work(id); });
   }
@@ -113,9 +118,14 @@ int WorkerPool::TryPop(OprBlock** out) {
 
 void WorkerPool::Work(int worker) {
   tls_pool = this;
+  // "rill-<pool>-<n>" (the kernel keeps 15 characters), for debuggers and profilers.
+  const std::string thread_name = absl::StrCat("rill-", name_, "-", worker).substr(0, 15);
+  pthread_setname_np(pthread_self(), thread_name.c_str());
+  if (idle_) idle_();
   OprBlock* taken[kMaxTaken];
   for (;;) {
     int n = TryPop(taken);
+    if (n == 0 && idle_) idle_();
     // Poll (yielding the core) before sleeping: waking a sleeping thread
     // costs far more than a push, above all on virtual machines whose idle
     // vCPUs halt, so a producer that pushes back to back must find the
@@ -141,7 +151,10 @@ void WorkerPool::Work(int worker) {
       // worker is moving from the inbox into the queue).
       while (!AnyReady() && !stop_.load()) cv_.Wait(&sleep_mu_);
       sleeping_.fetch_sub(1, std::memory_order_seq_cst);
-      if (!AnyReady() && stop_.load()) return;  // Stopped and drained.
+      if (!AnyReady() && stop_.load()) {  // Stopped and drained.
+        if (idle_) idle_();
+        return;
+      }
       continue;
     }
     for (int i = 0; i < n; ++i) {

@@ -33,9 +33,12 @@ class WorkerPool {
   static constexpr std::chrono::microseconds kNapTime{20};
 
   using RunFn = std::function<void(OprBlock* op, int worker)>;
+  // Called on a worker thread when it starts, each time it finds no work,
+  // and before it exits: the place to hand back what it batches.
+  using IdleFn = std::function<void()>;
 
   // `first_worker_id` numbers the threads for profiles.
-  WorkerPool(std::string name, int threads, int first_worker_id, RunFn run);
+  WorkerPool(std::string name, int threads, int first_worker_id, RunFn run, IdleFn idle = nullptr);
   ~WorkerPool();  // Stop() if not yet stopped.
 
   // Queues `op`. With `may_continue`, a worker of this pool pushing it (a
@@ -77,6 +80,7 @@ class WorkerPool {
 
   const std::string name_;
   const RunFn run_;
+  const IdleFn idle_;
   // Ready functions not yet in the queue, newest first, linked through
   // OprBlock::next_ready: producers push with a CAS, a worker takes all.
   alignas(64) std::atomic<OprBlock*> inbox_{nullptr};
