@@ -127,7 +127,7 @@ struct EngineOptions {
   int workers_per_device = 1;       // Threads that run device functions (they only enqueue).
   int copy_workers_per_device = 1;  // Threads for kCopyToDevice / kCopyFromDevice.
   int streams_per_device = 2;       // Compute streams in each device's pool (copy streams: 1).
-  int64_t max_in_flight = 1 << 16;  // Pushed but unfinished; past it, Push waits.
+  int64_t max_in_flight = 4096;     // Pushed but unfinished; past it, Push waits.
   absl::Duration watchdog_period = absl::ZeroDuration();  // 0: no watchdog.
   std::string trace_path;           // Non-empty: profile and write a Chrome trace at shutdown.
   PlatformManager* platforms = nullptr;  // nullptr: PlatformManager::Default().

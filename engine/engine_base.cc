@@ -263,8 +263,8 @@ bool EngineBase::PushBlock(OprBlock* op, const VarLists& vars) {
   for (Var* v : vars.writes) __builtin_prefetch(&v->mu, 1);
   const size_t n_deps = vars.reads.size() + vars.writes.size();
   if (n_deps > op->deps.capacity()) op->deps.reserve(n_deps);
-  for (Var* v : vars.reads) op->deps.push_back(VarDep{op, v, nullptr, false});
-  for (Var* v : vars.writes) op->deps.push_back(VarDep{op, v, nullptr, true});
+  for (Var* v : vars.reads) op->deps.push_back(VarDep{v, nullptr, nullptr, false, false});
+  for (Var* v : vars.writes) op->deps.push_back(VarDep{v, nullptr, nullptr, false, true});
   const int n = static_cast<int>(op->deps.size());
   op->wait.store(n + 1, std::memory_order_relaxed);
   // Only pushers write pushed_, under push_mu_: no read-modify-write.
@@ -272,7 +272,7 @@ bool EngineBase::PushBlock(OprBlock* op, const VarLists& vars) {
   int granted = 0;
   for (VarDep& dep : op->deps) {
     SpinLockHolder lock(&dep.var->mu);
-    if (dep.var->AppendLocked(&dep)) ++granted;
+    if (dep.var->AppendLocked(op, &dep)) ++granted;
   }
   // All granted here: no completion can grant it, so nobody else touches wait.
   if (granted == n) {
@@ -480,6 +480,10 @@ void EngineBase::Run(OprBlock* op, int worker) {
     Finish(op);
     return;
   }
+  // What Finish will touch (the vars, and the functions waiting at their
+  // heads) was last written by other threads: start those misses now, so
+  // that they overlap each other and the body.
+  for (const VarDep& dep : op->deps) dep.var->Prefetch();
   std::vector<std::shared_ptr<Fence>> fences;
   absl::Status poison = GatherDependencies(op, &fences);
   const bool no_skip = opr.prop == FnProperty::kNoSkip || opr.prop == FnProperty::kDeleteVar;
@@ -691,8 +695,9 @@ std::string EngineBase::DescribePending() {
     }
     if (v->head != nullptr) {
       absl::StrAppend(&out, "; waiting:");
-      for (VarDep* d = v->head; d != nullptr; d = d->next) {
-        absl::StrAppend(&out, " ", OpName(d->op), d->write ? " (write)" : " (read)");
+      OprBlock* op = v->head_op.load(std::memory_order_relaxed);
+      for (VarDep* d = v->head; d != nullptr; op = d->next_op, d = d->next) {
+        absl::StrAppend(&out, " ", OpName(op), d->write ? " (write)" : " (read)");
       }
     }
     if (!v->error.ok()) absl::StrAppend(&out, "; poisoned: ", v->error.message());

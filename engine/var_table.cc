@@ -7,22 +7,25 @@
 
 namespace rill::engine::internal {
 
-bool Var::AppendLocked(VarDep* dep) {
+bool Var::AppendLocked(OprBlock* op, VarDep* dep) {
   if (head == nullptr && !write_running && (!dep->write || running_reads == 0)) {
     if (dep->write) {
       write_running = true;
     } else {
       ++running_reads;
     }
-    holders.push_back(dep->op);
+    holders.push_back(op);
     return true;
   }
   dep->next = nullptr;
+  dep->next_op = nullptr;
   if (tail == nullptr) {
     head = tail = dep;
     head_write = dep->write;
+    head_op.store(op, std::memory_order_relaxed);
   } else {
     tail->next = dep;
+    tail->next_op = op;
     tail->next_write = dep->write;
     tail = dep;
   }
@@ -48,20 +51,19 @@ void Var::GrantFrontLocked(ReadyList* ready) {
   while (head != nullptr) {
     const bool write = head_write;
     if (write && (running_reads > 0 || write_running)) return;
+    OprBlock* op = head_op.load(std::memory_order_relaxed);
     VarDep* dep = head;
     head = dep->next;
-    if (head == nullptr) {
-      tail = nullptr;
-    } else {
-      head_write = dep->next_write;
-    }
+    head_write = dep->next_write;
+    head_op.store(dep->next_op, std::memory_order_relaxed);
+    if (head == nullptr) tail = nullptr;
     if (write) {
       write_running = true;
     } else {
       ++running_reads;
     }
-    holders.push_back(dep->op);
-    if (dep->op->wait.fetch_sub(1, std::memory_order_acq_rel) == 1) ready->push_back(dep->op);
+    holders.push_back(op);
+    if (op->wait.fetch_sub(1, std::memory_order_acq_rel) == 1) ready->push_back(op);
     if (write) return;
   }
 }

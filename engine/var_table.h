@@ -24,15 +24,15 @@ struct Fence;
 using ReadyList = absl::InlinedVector<OprBlock*, 8>;
 
 // One entry of a var's wait queue; lives inside the OprBlock that waits.
+// A queue entry knows its successor's function and kind, so that granting
+// an entry never reads the next function's block (another thread's cache
+// line) just to learn whether it may be granted too.
 struct VarDep {
-  OprBlock* op = nullptr;
   struct Var* var = nullptr;
   VarDep* next = nullptr;
-  bool write = false;
-  // `next->write`, kept here so that granting this entry tells whether the
-  // next one may be granted too without touching the next function's block
-  // (another thread's cache line).
+  OprBlock* next_op = nullptr;  // next's function and kind.
   bool next_write = false;
+  bool write = false;
 };
 
 // The dependency state of one var (MXNet's ThreadedVar): readers between two
@@ -46,15 +46,18 @@ struct VarDep {
 struct alignas(64) Var {
   SpinLock mu;
   bool write_running ABSL_GUARDED_BY(mu) = false;
-  bool head_write ABSL_GUARDED_BY(mu) = false;  // head->write, when head is set.
+  bool head_write ABSL_GUARDED_BY(mu) = false;  // head's kind, when head is set.
   // True when `error` or a fence may be set: lets the common case (host work,
   // no error) skip the lock when a function starts. Written under `mu`.
   std::atomic<bool> has_state{false};
   int running_reads ABSL_GUARDED_BY(mu) = 0;
   VarDep* head ABSL_GUARDED_BY(mu) = nullptr;  // Waiting dependencies, oldest first.
   VarDep* tail ABSL_GUARDED_BY(mu) = nullptr;
+  // head's function, written under `mu`; read without it only as a hint
+  // for prefetching the block that the next grant will touch.
+  std::atomic<OprBlock*> head_op{nullptr};
   // Granted, not completed: for DescribePending.
-  absl::InlinedVector<OprBlock*, 4> holders ABSL_GUARDED_BY(mu);
+  absl::InlinedVector<OprBlock*, 3> holders ABSL_GUARDED_BY(mu);
 
   absl::Status error ABSL_GUARDED_BY(mu);  // The poison.
   // Device work that touched the var and may still be running: the last
@@ -68,8 +71,18 @@ struct alignas(64) Var {
   bool live = false;
   bool delete_pushed = false;
 
-  // Appends `dep`; true when it is granted at once. Caller holds `mu`.
-  bool AppendLocked(VarDep* dep) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // Appends `dep` of `op`; true when it is granted at once. Caller holds `mu`.
+  bool AppendLocked(OprBlock* op, VarDep* dep) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // Starts loading what completing a dependency on this var will touch:
+  // the var's line and the block of the function waiting at its head.
+  void Prefetch() const {
+    __builtin_prefetch(this, 1);
+    if (const OprBlock* next = head_op.load(std::memory_order_relaxed)) {
+      // Its first lines: the dependency count and the first deps.
+      const char* p = reinterpret_cast<const char*>(next);
+      for (int line = 0; line < 3; ++line) __builtin_prefetch(p + 64 * line, 1);
+    }
+  }
   // Completes a granted dependency of `op`; appends to `ready` every op
   // whose last dependency this grants. Caller holds `mu`.
   void CompleteLocked(OprBlock* op, bool write, ReadyList* ready)
