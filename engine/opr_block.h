@@ -85,7 +85,7 @@ struct alignas(64) OprBlock {
   std::atomic<bool> completed{false};
   int worker = -1;                 // Profiling: the worker that ran it.
 
-  absl::InlinedVector<VarDep, 6> deps;  // Const vars first, then mutate vars.
+  absl::InlinedVector<VarDep, 4> deps;  // Const vars first, then mutate vars.
   Opr own;
   std::shared_ptr<Opr> shared;
 
