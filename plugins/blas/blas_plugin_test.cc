@@ -29,6 +29,7 @@
 #include "gtest/gtest.h"
 #include "platform/host/host_platform.h"
 #include "plugins/blas/blas.h"
+#include "plugins/blas/blas_test_util.h"
 #include "plugins/plugin_registry.h"
 #include "rill.h"
 #include "tests/testing/status_testing.h"
@@ -59,14 +60,7 @@ std::vector<std::string> BuiltPlugins() {
   return names;
 }
 
-template <typename T>
-std::vector<T> Random(size_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> dist(-1, 1);
-  std::vector<T> v(n);
-  for (T& x : v) x = static_cast<T>(dist(gen));
-  return v;
-}
+using ::rill::blas_testing::Random;
 
 template <typename T>
 ::testing::AssertionResult Near(const char* what, size_t i, T got, Acc ref, Acc scale, int64_t terms) {

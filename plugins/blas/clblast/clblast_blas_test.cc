@@ -14,6 +14,7 @@
 
 #include "gtest/gtest.h"
 #include "plugins/blas/blas.h"
+#include "plugins/blas/blas_test_util.h"
 #include "plugins/blas/clblast/clblast_blas.h"
 #include "rill.h"
 #include "tests/testing/status_testing.h"
@@ -24,25 +25,10 @@ namespace {
 using ::rill::testing::HasError;
 using ::rill::testing::IsOk;
 using ::rill::testing::Must;
-
-template <typename T>
-std::vector<T> Random(size_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> dist(-1, 1);
-  std::vector<T> v(n);
-  for (T& x : v) x = static_cast<T>(dist(gen));
-  return v;
-}
-
-template <typename T>
-void ExpectNear(const std::vector<T>& got, const std::vector<double>& ref,
-                const std::vector<double>& scale, int64_t terms) {
-  ASSERT_EQ(got.size(), ref.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double tol = 4.0 * (terms + 2) * std::numeric_limits<T>::epsilon() * scale[i];
-    ASSERT_LE(std::fabs(got[i] - ref[i]), tol) << "element " << i << ": " << got[i] << " vs " << ref[i];
-  }
-}
+using ::rill::blas_testing::ExpectNear;
+using ::rill::blas_testing::GemmRef;
+using ::rill::blas_testing::NaiveGemm;
+using ::rill::blas_testing::Random;
 
 class ClBlastTest : public ::testing::Test {
  protected:
@@ -95,18 +81,13 @@ class ClBlastTest : public ::testing::Test {
     std::vector<double> ref(got.begin(), got.end()), scale(got.size(), 0.0);
     for (size_t i = 0; i < got.size(); ++i) ref[i] = c[i];  // Untouched elements stay exact.
     for (int64_t p = 0; p < batch; ++p) {
+      const GemmRef r = NaiveGemm(at, bt, m, n, k, alpha, &a[pad + p * sa], lda, &b[p * sb], ldb_eff,
+                                  beta, &c[pad + p * sc], ldc);
       for (int64_t j = 0; j < n; ++j) {
         for (int64_t i = 0; i < m; ++i) {
-          double sum = 0, abs = 0;
-          for (int64_t l = 0; l < k; ++l) {
-            const double av = a[pad + p * sa + (at ? i * lda + l : l * lda + i)];
-            const double bv = b[p * sb + (bt ? l * ldb_eff + j : j * ldb_eff + l)];
-            sum += av * bv;
-            abs += std::fabs(av * bv);
-          }
           const size_t ci = pad + p * sc + j * ldc + i;
-          ref[ci] = alpha * sum + beta * c[ci];
-          scale[ci] = std::fabs(alpha) * abs + std::fabs(beta * c[ci]);
+          ref[ci] = r.value[j * m + i];
+          scale[ci] = r.scale[j * m + i];
         }
       }
     }

@@ -21,6 +21,7 @@
 #include "platform/cuda/cuda_platform.h"
 #include "platform/cuda/cuda_plugin.h"
 #include "plugins/blas/blas.h"
+#include "plugins/blas/blas_test_util.h"
 #include "plugins/blas/cublas/cublas_blas.h"
 #include "plugins/blas/cublas/cublas_status.h"
 #include "rill.h"
@@ -32,6 +33,10 @@ namespace {
 using ::rill::testing::HasError;
 using ::rill::testing::IsOk;
 using ::rill::testing::Must;
+using ::rill::blas_testing::ExpectNear;
+using ::rill::blas_testing::GemmRef;
+using ::rill::blas_testing::NaiveGemm;
+using ::rill::blas_testing::Random;
 
 // --- Without a device.
 
@@ -77,51 +82,6 @@ TEST(CuBlasCreateTest, RejectsAHostExecutor) {
 }
 
 // --- On a device.
-
-template <typename T>
-std::vector<T> Random(size_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> dist(-1, 1);
-  std::vector<T> v(n);
-  for (T& x : v) x = static_cast<T>(dist(gen));
-  return v;
-}
-
-template <typename T>
-void ExpectNear(const std::vector<T>& got, const std::vector<double>& ref, const std::vector<double>& scale,
-                int64_t terms) {
-  ASSERT_EQ(got.size(), ref.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double tol = 4.0 * (terms + 2) * std::numeric_limits<T>::epsilon() * scale[i];
-    ASSERT_LE(std::fabs(got[i] - ref[i]), tol) << "element " << i << ": " << got[i] << " vs " << ref[i];
-  }
-}
-
-// Column-major C = alpha op(A) op(B) + beta C as a naive loop: the reference
-// values and the error scale of each element of one m x n matrix.
-struct GemmRef {
-  std::vector<double> value, scale;
-};
-template <typename T>
-GemmRef NaiveGemm(bool at, bool bt, int64_t m, int64_t n, int64_t k, double alpha, const T* a, int64_t lda,
-                  const T* b, int64_t ldb, double beta, const T* c, int64_t ldc) {
-  GemmRef r{std::vector<double>(m * n), std::vector<double>(m * n)};
-  for (int64_t j = 0; j < n; ++j) {
-    for (int64_t i = 0; i < m; ++i) {
-      double sum = 0, abs = 0;
-      for (int64_t l = 0; l < k; ++l) {
-        const double av = a[at ? i * lda + l : l * lda + i];
-        const double bv = b[bt ? l * ldb + j : j * ldb + l];
-        sum += av * bv;
-        abs += std::fabs(av * bv);
-      }
-      const double cv = c[j * ldc + i];
-      r.value[j * m + i] = alpha * sum + beta * cv;
-      r.scale[j * m + i] = std::fabs(alpha) * abs + std::fabs(beta * cv);
-    }
-  }
-  return r;
-}
 
 class CuBlasTest : public ::testing::Test {
  protected:
