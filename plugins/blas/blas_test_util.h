@@ -10,22 +10,14 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/testing/random_testing.h"
 
 namespace rill::blas_testing {
 
-// n values uniform in [-1, 1), reproducible from `seed`.
-template <typename T>
-std::vector<T> Random(size_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> dist(-1, 1);
-  std::vector<T> v(n);
-  for (T& x : v) x = static_cast<T>(dist(gen));
-  return v;
-}
+using ::rill::testing::Random;  // Uniform in [-1, 1), reproducible from a seed.
 
 // Every got[i] within the bound of ref[i] for sums of `terms` products.
 template <typename T>

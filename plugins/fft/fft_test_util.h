@@ -11,24 +11,16 @@
 #include <cstdint>
 #include <limits>
 #include <numbers>
-#include <random>
 #include <vector>
 
 #include "plugins/fft/fft.h"
+#include "tests/testing/random_testing.h"
 
 namespace rill::fft_testing {
 
 using Cd = std::complex<double>;
 
-// Uniform values in [-1, 1), reproducible from `seed`.
-template <typename T>
-std::vector<T> Random(size_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> dist(-1, 1);
-  std::vector<T> v(n);
-  for (T& x : v) x = static_cast<T>(dist(gen));
-  return v;
-}
+using ::rill::testing::Random;  // Uniform in [-1, 1), reproducible from a seed.
 
 // The normwise FFT error bound 4 (log2 n + 1) eps(T) ||.|| (Higham,
 // "Accuracy and Stability of Numerical Algorithms", 24.1) for a reference
