@@ -621,7 +621,7 @@ void EngineBase::Complete(OprBlock* op, absl::Status status) {
 void EngineBase::Finish(OprBlock* op) {
   const absl::Status& error = op->status;
   if (!error.ok()) RecordError(error);
-  ReadyList ready;
+  ReadyList granted;
   for (VarDep& dep : op->deps) {
     Var* v = dep.var;
     SpinLockHolder lock(&v->mu);
@@ -639,8 +639,16 @@ void EngineBase::Finish(OprBlock* op) {
       }
       v->read_fences.push_back(op->fence);
     }
-    v->CompleteLocked(op, dep.write, &ready);
+    v->CompleteLocked(op, dep.write, &granted);
   }
+  // Ready when this took the last of its dependencies (in place: the
+  // granted list shrinks to the ready ones).
+  size_t n_ready = 0;
+  for (OprBlock* g : granted) {
+    if (g->wait.fetch_sub(1, std::memory_order_acq_rel) == 1) granted[n_ready++] = g;
+  }
+  granted.resize(n_ready);
+  const ReadyList& ready = granted;
   if (op->opr->prop == FnProperty::kDeleteVar) {
     MutexLock lock(&push_mu_);
     for (VarDep& dep : op->deps) vars_.Free(dep.var);

@@ -32,7 +32,7 @@ bool Var::AppendLocked(OprBlock* op, VarDep* dep) {
   return false;
 }
 
-void Var::CompleteLocked(OprBlock* op, bool write, ReadyList* ready) {
+void Var::CompleteLocked(OprBlock* op, bool write, ReadyList* granted) {
   auto it = std::find(holders.begin(), holders.end(), op);
   if (it != holders.end()) {
     *it = holders.back();
@@ -43,10 +43,10 @@ void Var::CompleteLocked(OprBlock* op, bool write, ReadyList* ready) {
   } else {
     --running_reads;
   }
-  if (running_reads == 0 && !write_running) GrantFrontLocked(ready);
+  if (running_reads == 0 && !write_running) GrantFrontLocked(granted);
 }
 
-void Var::GrantFrontLocked(ReadyList* ready) {
+void Var::GrantFrontLocked(ReadyList* granted) {
   // Grant the reads at the front together, or the single write there.
   while (head != nullptr) {
     const bool write = head_write;
@@ -63,7 +63,7 @@ void Var::GrantFrontLocked(ReadyList* ready) {
       ++running_reads;
     }
     holders.push_back(op);
-    if (op->wait.fetch_sub(1, std::memory_order_acq_rel) == 1) ready->push_back(op);
+    granted->push_back(op);
     if (write) return;
   }
 }

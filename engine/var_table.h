@@ -20,7 +20,8 @@ namespace rill::engine::internal {
 struct OprBlock;
 struct Fence;
 
-// Functions made ready by a completion (few at a time: no allocation).
+// Functions granted a dependency, or made ready, by a completion (few at a
+// time: no allocation).
 using ReadyList = absl::InlinedVector<OprBlock*, 8>;
 
 // One entry of a var's wait queue; lives inside the OprBlock that waits.
@@ -83,13 +84,16 @@ struct alignas(64) Var {
       for (int line = 0; line < 3; ++line) __builtin_prefetch(p + 64 * line, 1);
     }
   }
-  // Completes a granted dependency of `op`; appends to `ready` every op
-  // whose last dependency this grants. Caller holds `mu`.
-  void CompleteLocked(OprBlock* op, bool write, ReadyList* ready)
+  // Completes a granted dependency of `op`; appends to `granted` every op
+  // this grants a dependency to. The caller counts those grants down
+  // (OprBlock::wait) after letting go of `mu`, so that the misses on their
+  // blocks are not taken while the pusher waits for the lock. Caller holds
+  // `mu`.
+  void CompleteLocked(OprBlock* op, bool write, ReadyList* granted)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
 
  private:
-  void GrantFrontLocked(ReadyList* ready) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  void GrantFrontLocked(ReadyList* granted) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
 };
 
 // The vars of one engine, with generation-checked handles:
