@@ -263,8 +263,8 @@ bool EngineBase::PushBlock(OprBlock* op, const VarLists& vars) {
   for (Var* v : vars.writes) __builtin_prefetch(&v->mu, 1);
   const size_t n_deps = vars.reads.size() + vars.writes.size();
   if (n_deps > op->deps.capacity()) op->deps.reserve(n_deps);
-  for (Var* v : vars.reads) op->deps.push_back(VarDep{v, nullptr, nullptr, false, false});
-  for (Var* v : vars.writes) op->deps.push_back(VarDep{v, nullptr, nullptr, false, true});
+  for (Var* v : vars.reads) op->deps.push_back(VarDep{v, false});
+  for (Var* v : vars.writes) op->deps.push_back(VarDep{v, true});
   const int n = static_cast<int>(op->deps.size());
   op->wait.store(n + 1, std::memory_order_relaxed);
   // Only pushers write pushed_, under push_mu_: no read-modify-write.
@@ -272,7 +272,7 @@ bool EngineBase::PushBlock(OprBlock* op, const VarLists& vars) {
   int granted = 0;
   for (VarDep& dep : op->deps) {
     SpinLockHolder lock(&dep.var->mu);
-    if (dep.var->AppendLocked(op, &dep)) ++granted;
+    if (dep.var->AppendLocked(op, dep.write)) ++granted;
   }
   // All granted here: no completion can grant it, so nobody else touches wait.
   if (granted == n) {
@@ -693,7 +693,7 @@ std::string EngineBase::DescribePending() {
   MutexLock lock(&push_mu_);
   for (Var* v : vars_.Live()) {
     SpinLockHolder var_lock(&v->mu);
-    if (v->holders.empty() && v->head == nullptr) continue;
+    if (v->holders.empty() && v->waiting == 0) continue;
     absl::StrAppend(&out, absl::StrFormat("var %#x:", vars_.HandleOf(v).bits()));
     if (!v->holders.empty()) {
       absl::StrAppend(&out, " held by");
@@ -701,11 +701,11 @@ std::string EngineBase::DescribePending() {
         absl::StrAppend(&out, " ", OpName(h), v->write_running ? " (write)" : " (read)");
       }
     }
-    if (v->head != nullptr) {
+    if (v->waiting > 0) {
       absl::StrAppend(&out, "; waiting:");
-      OprBlock* op = v->head_op.load(std::memory_order_relaxed);
-      for (VarDep* d = v->head; d != nullptr; op = d->next_op, d = d->next) {
-        absl::StrAppend(&out, " ", OpName(op), d->write ? " (write)" : " (read)");
+      for (uint32_t i = 0; i < v->waiting; ++i) {
+        const Var::Waiter& w = v->WaiterLocked(i);
+        absl::StrAppend(&out, " ", OpName(w.op), w.write ? " (write)" : " (read)");
       }
     }
     if (!v->error.ok()) absl::StrAppend(&out, "; poisoned: ", v->error.message());

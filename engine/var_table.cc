@@ -7,9 +7,9 @@
 
 namespace rill::engine::internal {
 
-bool Var::AppendLocked(OprBlock* op, VarDep* dep) {
-  if (head == nullptr && !write_running && (!dep->write || running_reads == 0)) {
-    if (dep->write) {
+bool Var::AppendLocked(OprBlock* op, bool write) {
+  if (waiting == 0 && !write_running && (!write || running_reads == 0)) {
+    if (write) {
       write_running = true;
     } else {
       ++running_reads;
@@ -17,19 +17,20 @@ bool Var::AppendLocked(OprBlock* op, VarDep* dep) {
     holders.push_back(op);
     return true;
   }
-  dep->next = nullptr;
-  dep->next_op = nullptr;
-  if (tail == nullptr) {
-    head = tail = dep;
-    head_write = dep->write;
-    head_op.store(op, std::memory_order_relaxed);
-  } else {
-    tail->next = dep;
-    tail->next_op = op;
-    tail->next_write = dep->write;
-    tail = dep;
-  }
+  if (ring == nullptr || waiting == ring_mask + 1) GrowLocked();
+  ring[(head + waiting) & ring_mask] = Waiter{op, write};
+  if (waiting++ == 0) head_op.store(op, std::memory_order_relaxed);
   return false;
+}
+
+void Var::GrowLocked() {
+  const uint32_t capacity = ring == nullptr ? 8 : 2 * (ring_mask + 1);
+  auto grown = std::make_unique<Waiter[]>(capacity);
+  for (uint32_t i = 0; i < waiting; ++i) grown[i] = WaiterLocked(i);
+  ring_storage = std::move(grown);
+  ring = ring_storage.get();
+  ring_mask = capacity - 1;
+  head = 0;
 }
 
 void Var::CompleteLocked(OprBlock* op, bool write, ReadyList* granted) {
@@ -48,23 +49,20 @@ void Var::CompleteLocked(OprBlock* op, bool write, ReadyList* granted) {
 
 void Var::GrantFrontLocked(ReadyList* granted) {
   // Grant the reads at the front together, or the single write there.
-  while (head != nullptr) {
-    const bool write = head_write;
-    if (write && (running_reads > 0 || write_running)) return;
-    OprBlock* op = head_op.load(std::memory_order_relaxed);
-    VarDep* dep = head;
-    head = dep->next;
-    head_write = dep->next_write;
-    head_op.store(dep->next_op, std::memory_order_relaxed);
-    if (head == nullptr) tail = nullptr;
-    if (write) {
+  while (waiting > 0) {
+    const Waiter w = ring[head];
+    if (w.write && (running_reads > 0 || write_running)) return;
+    head = (head + 1) & ring_mask;
+    --waiting;
+    head_op.store(waiting > 0 ? ring[head].op : nullptr, std::memory_order_relaxed);
+    if (w.write) {
       write_running = true;
     } else {
       ++running_reads;
     }
-    holders.push_back(op);
-    granted->push_back(op);
-    if (write) return;
+    holders.push_back(w.op);
+    granted->push_back(w.op);
+    if (w.write) return;
   }
 }
 

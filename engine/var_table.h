@@ -24,15 +24,9 @@ struct Fence;
 // time: no allocation).
 using ReadyList = absl::InlinedVector<OprBlock*, 8>;
 
-// One entry of a var's wait queue; lives inside the OprBlock that waits.
-// A queue entry knows its successor's function and kind, so that granting
-// an entry never reads the next function's block (another thread's cache
-// line) just to learn whether it may be granted too.
+// One dependency of a function on a var; lives inside the OprBlock.
 struct VarDep {
   struct Var* var = nullptr;
-  VarDep* next = nullptr;
-  OprBlock* next_op = nullptr;  // next's function and kind.
-  bool next_write = false;
   bool write = false;
 };
 
@@ -41,30 +35,40 @@ struct VarDep {
 // dependency behind a waiting write waits too (FIFO at write boundaries, so
 // writers never starve). Thread-safe through `mu`.
 //
-// What every push and completion touches fits the first cache line (the
-// pusher and the workers pass it between them); the poison, the device
-// fences and the table's bookkeeping are on the second.
+// Waiting dependencies sit in a ring of (function, kind) entries owned by
+// the var, not in a list linked through the waiting blocks: appending and
+// granting then never write or read another function's block (another
+// thread's cache lines), and consecutive entries share lines. What every
+// push and completion touches fits the first cache line; the poison, the
+// device fences and the table's bookkeeping are on the second.
 struct alignas(64) Var {
+  struct Waiter {
+    OprBlock* op;
+    bool write;
+  };
+
   SpinLock mu;
   bool write_running ABSL_GUARDED_BY(mu) = false;
-  bool head_write ABSL_GUARDED_BY(mu) = false;  // head's kind, when head is set.
   // True when `error` or a fence may be set: lets the common case (host work,
   // no error) skip the lock when a function starts. Written under `mu`.
   std::atomic<bool> has_state{false};
   int running_reads ABSL_GUARDED_BY(mu) = 0;
-  VarDep* head ABSL_GUARDED_BY(mu) = nullptr;  // Waiting dependencies, oldest first.
-  VarDep* tail ABSL_GUARDED_BY(mu) = nullptr;
-  // head's function, written under `mu`; read without it only as a hint
-  // for prefetching the block that the next grant will touch.
+  Waiter* ring ABSL_GUARDED_BY(mu) = nullptr;  // Capacity ring_mask + 1 (a power of two).
+  uint32_t ring_mask ABSL_GUARDED_BY(mu) = 0;
+  uint32_t head ABSL_GUARDED_BY(mu) = 0;       // Oldest waiting entry.
+  uint32_t waiting ABSL_GUARDED_BY(mu) = 0;    // Entries in the ring.
+  // The function at the head, written under `mu`; read without it only as
+  // a hint for prefetching the block that the next grant will touch.
   std::atomic<OprBlock*> head_op{nullptr};
   // Granted, not completed: for DescribePending.
-  absl::InlinedVector<OprBlock*, 3> holders ABSL_GUARDED_BY(mu);
+  absl::InlinedVector<OprBlock*, 2> holders ABSL_GUARDED_BY(mu);
 
   absl::Status error ABSL_GUARDED_BY(mu);  // The poison.
   // Device work that touched the var and may still be running: the last
   // writer's, and the readers' since that write.
   std::shared_ptr<Fence> write_fence ABSL_GUARDED_BY(mu);
   std::vector<std::shared_ptr<Fence>> read_fences ABSL_GUARDED_BY(mu);
+  std::unique_ptr<Waiter[]> ring_storage;  // Owns `ring`.
 
   // Table bookkeeping, guarded by the table's mutex.
   uint32_t index = 0;
@@ -72,17 +76,19 @@ struct alignas(64) Var {
   bool live = false;
   bool delete_pushed = false;
 
-  // Appends `dep` of `op`; true when it is granted at once. Caller holds `mu`.
-  bool AppendLocked(OprBlock* op, VarDep* dep) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // Appends a dependency of `op`; true when it is granted at once. Caller
+  // holds `mu`.
+  bool AppendLocked(OprBlock* op, bool write) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // The i-th waiting entry, oldest first (i < waiting).
+  const Waiter& WaiterLocked(uint32_t i) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    return ring[(head + i) & ring_mask];
+  }
   // Starts loading what completing a dependency on this var will touch:
   // the var's line and the block of the function waiting at its head.
   void Prefetch() const {
     __builtin_prefetch(this, 1);
-    if (const OprBlock* next = head_op.load(std::memory_order_relaxed)) {
-      // Its first lines: the dependency count and the first deps.
-      const char* p = reinterpret_cast<const char*>(next);
-      for (int line = 0; line < 3; ++line) __builtin_prefetch(p + 64 * line, 1);
-    }
+    // Its first line holds the dependency count.
+    if (const OprBlock* next = head_op.load(std::memory_order_relaxed)) __builtin_prefetch(next, 1);
   }
   // Completes a granted dependency of `op`; appends to `granted` every op
   // this grants a dependency to. The caller counts those grants down
@@ -94,6 +100,8 @@ struct alignas(64) Var {
 
  private:
   void GrantFrontLocked(ReadyList* granted) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // Doubles the ring (at least 8 entries), keeping the order.
+  void GrowLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
 };
 
 // The vars of one engine, with generation-checked handles:
