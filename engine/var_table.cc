@@ -55,6 +55,12 @@ void Var::GrantFrontLocked(ReadyList* granted) {
     head = (head + 1) & ring_mask;
     --waiting;
     head_op.store(waiting > 0 ? ring[head].op : nullptr, std::memory_order_relaxed);
+    if (waiting == 0 && ring_mask + 1 > kKeptRing) {
+      ring_storage.reset();
+      ring = nullptr;
+      ring_mask = 0;
+      head = 0;
+    }
     if (w.write) {
       write_running = true;
     } else {

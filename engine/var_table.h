@@ -102,6 +102,9 @@ struct alignas(64) Var {
   void GrantFrontLocked(ReadyList* granted) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   // Doubles the ring (at least 8 entries), keeping the order.
   void GrowLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // A ring that a burst grew past kKeptRing entries is given back once it
+  // empties, so that a var does not pin a burst's memory for its life.
+  static constexpr uint32_t kKeptRing = 64;
 };
 
 // The vars of one engine, with generation-checked handles:

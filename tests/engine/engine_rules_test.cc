@@ -85,6 +85,63 @@ TEST_P(EngineRules, WritesRunInPushOrderAndReadersSeeThePrecedingWrites) {
   EXPECT_EQ(seen, expected);
 }
 
+// A long queue on one var (its waiting entries outgrow the var's ring many
+// times over while the first writer is held) is granted in push order, is
+// reported oldest first by DescribePending, and works again after the queue
+// drained and the ring was given back.
+TEST(ThreadedEngineRules, ALongQueueOnOneVarKeepsPushOrderAcrossRingGrowth) {
+  auto engine = MakeEngine(Kind::kThreaded, Workers(2));
+  VarHandle v = engine->NewVariable();
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(::testing::Message() << "round " << round);
+    auto gate = Latch::Make();
+    OpenLatchOnExit open_gate(gate);
+    ASSERT_TRUE(IsOk(engine->PushSync(
+        [gate](RunContext) {
+          gate->Wait();
+          return absl::OkStatus();
+        },
+        Context::Host(), {}, {v}, FnProperty::kNormal, 0, "held")));
+    constexpr int kQueued = 1000;
+    std::vector<int> order;  // Guarded by the engine through v (writes).
+    std::atomic<int> reads_seen_wrong{0};
+    for (int i = 0; i < kQueued; ++i) {
+      if (i % 4 == 3) {  // Readers between writes see every write before them.
+        ASSERT_TRUE(IsOk(engine->PushSync(
+            [&order, &reads_seen_wrong, i](RunContext) {
+              if (static_cast<int>(order.size()) != i - i / 4) reads_seen_wrong.fetch_add(1);
+              return absl::OkStatus();
+            },
+            Context::Host(), {v}, {}, FnProperty::kNormal, 0, "r" + std::to_string(i))));
+      } else {
+        ASSERT_TRUE(IsOk(engine->PushSync(
+            [&order, i](RunContext) {
+              order.push_back(i);
+              return absl::OkStatus();
+            },
+            Context::Host(), {}, {v}, FnProperty::kNormal, 0, "w" + std::to_string(i))));
+      }
+    }
+    const std::string pending = engine->DescribePending();
+    const size_t held = pending.find("'held' (write)");
+    const size_t first = pending.find("'w0' (write)");
+    const size_t third_read = pending.find("'r3' (read)");
+    const size_t last = pending.find("'w998' (write)");
+    EXPECT_NE(held, std::string::npos) << pending.substr(0, 400);
+    EXPECT_NE(last, std::string::npos) << pending.substr(0, 400);
+    EXPECT_LT(first, third_read);
+    EXPECT_LT(third_read, last);
+    gate->Open();
+    ASSERT_TRUE(IsOk(engine->WaitForAll()));
+    std::vector<int> expected;
+    for (int i = 0; i < kQueued; ++i) {
+      if (i % 4 != 3) expected.push_back(i);
+    }
+    EXPECT_EQ(order, expected);
+    EXPECT_EQ(reads_seen_wrong.load(), 0);
+  }
+}
+
 // Each WaitForVar(v) returns once everything pushed on v before it is done,
 // while later unrelated work may still be pending.
 TEST_P(EngineRules, WaitForVarWaitsForEveryEarlierUserOfTheVar) {
