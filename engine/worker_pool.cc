@@ -64,14 +64,9 @@ void WorkerPool::Stop() {
 int WorkerPool::QueuedForDescribe(std::vector<OprBlock*>* out) {
   SpinLockHolder lock(&queue_mu_);
   DrainInboxLocked();
-  std::priority_queue<Entry> copy = queue_;
-  int n = 0;
-  while (!copy.empty()) {
-    out->push_back(copy.top().op);
-    copy.pop();
-    ++n;
-  }
-  return n;
+  const std::vector<OprBlock*> ordered = queue_.InOrder();
+  out->insert(out->end(), ordered.begin(), ordered.end());
+  return static_cast<int>(ordered.size());
 }
 
 void WorkerPool::DrainInboxLocked() {
@@ -86,7 +81,7 @@ void WorkerPool::DrainInboxLocked() {
     list = next;
   }
   for (OprBlock* op = oldest; op != nullptr; op = op->next_ready) {
-    queue_.push(Entry{op->priority, op->seq, op});
+    queue_.Push({op->priority, op->seq, op});
   }
   queued_.store(static_cast<int64_t>(queue_.size()), std::memory_order_seq_cst);
 }
@@ -108,10 +103,7 @@ int WorkerPool::TryPop(OprBlock** out) {
       static_cast<int64_t>(queue_.size()) / static_cast<int64_t>(threads_.size() + 1), 1,
       kMaxTaken);
   int n = 0;
-  while (n < want && !queue_.empty()) {
-    out[n++] = queue_.top().op;
-    queue_.pop();
-  }
+  while (n < want && !queue_.empty()) out[n++] = queue_.Pop();
   queued_.store(static_cast<int64_t>(queue_.size()), std::memory_order_seq_cst);
   return n;
 }

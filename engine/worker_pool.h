@@ -5,13 +5,13 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <queue>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "base/mutex.h"
 #include "base/spin_lock.h"
+#include "engine/ready_queue.h"
 
 namespace rill::engine::internal {
 
@@ -51,14 +51,6 @@ class WorkerPool {
   const std::string& name() const { return name_; }
 
  private:
-  struct Entry {
-    int priority;
-    uint64_t seq;
-    OprBlock* op;
-    bool operator<(const Entry& o) const {  // Max-heap: higher priority, then older.
-      return priority != o.priority ? priority < o.priority : seq > o.seq;
-    }
-  };
   void Work(int worker);
 
   // Most functions a worker takes from the queue at once.
@@ -88,7 +80,7 @@ class WorkerPool {
   // QueuedForDescribe) take; queued_ is its size, written under the lock.
   // Sleeping and waking use the mutex and condition variable.
   alignas(64) SpinLock queue_mu_;
-  std::priority_queue<Entry> queue_ ABSL_GUARDED_BY(queue_mu_);
+  ReadyQueue<OprBlock*> queue_ ABSL_GUARDED_BY(queue_mu_);
   std::atomic<int64_t> queued_{0};
   alignas(64) std::atomic<int> sleeping_{0};
   Mutex sleep_mu_;
