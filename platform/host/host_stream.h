@@ -1,28 +1,21 @@
 #ifndef RILL_PLATFORM_HOST_HOST_STREAM_H_
 #define RILL_PLATFORM_HOST_HOST_STREAM_H_
 
-#include <atomic>
 #include <cstdint>
-#include <vector>
 #include <memory>
-#include <set>
-#include <thread>
 
 #include "absl/functional/any_invocable.h"
 #include "base/mutex.h"
 #include "executor/stream_executor_interface.h"
 #include "platform/host/host_task.h"
+#include "stream/stream_worker.h"
 
 namespace rill {
 
 class HostStreamRegistry;
 
-// A host stream: an in-order queue drained by its own worker thread.
-//
-// Hand-off cost: the worker takes every queued task at once and runs them
-// without touching the lock again; before sleeping it spins briefly, and
-// the producer signals only a sleeping worker. So work queued back to back
-// costs one lock and no wake-up per operation.
+// A host stream: an in-order queue drained by its own worker thread (a
+// StreamWorker, which says what a hand-off costs).
 //
 // After a task fails, the stream's StreamStatus holds the error and later
 // tasks are skipped, except event records, which complete carrying the
@@ -60,38 +53,13 @@ class HostStream : public StreamInterface {
   void EnqueueTask(HostTask task) { Enqueue(std::move(task)); }
 
  private:
-  struct Entry {
-    HostTask task;
-    bool run_after_error;  // Event records still run on a failed stream.
-  };
-  // Batches larger than this give their memory back after running.
-  static constexpr size_t kKeepCapacity = 4096;
-
-  void Enqueue(HostTask task, bool run_after_error = false);
-  void WorkLoop();
+  void Enqueue(HostTask task, bool run_after_error = false) {
+    worker_.Enqueue(std::move(task), run_after_error);
+  }
 
   StreamStatus* const status_;
   const std::shared_ptr<HostStreamRegistry> registry_;
-
-  Mutex mu_;
-  CondVar work_cv_;
-  CondVar done_cv_;
-  CondVar space_cv_;
-  // Swapped with the worker's batch, so both keep their capacity: no
-  // allocation per operation in steady state.
-  std::vector<Entry> queue_ ABSL_GUARDED_BY(mu_);
-  bool sleeping_ ABSL_GUARDED_BY(mu_) = false;
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  int blocked_producers_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t enqueued_ ABSL_GUARDED_BY(mu_) = 0;
-  std::atomic<uint64_t> pending_{0};    // Enqueued, not yet taken by the worker.
-  std::atomic<uint64_t> completed_{0};  // Tasks finished (run or skipped).
-  // Targets of the threads asleep in BlockHostUntilDone, and the smallest
-  // of them: the worker signals only when it reaches one, not per task.
-  std::multiset<uint64_t> wait_targets_ ABSL_GUARDED_BY(mu_);
-  std::atomic<uint64_t> wake_at_{UINT64_MAX};
-  std::thread worker_;
-  std::thread::id worker_id_;
+  StreamWorker<HostTask> worker_;  // Last: its thread runs tasks that use the rest.
 };
 
 }  // namespace rill

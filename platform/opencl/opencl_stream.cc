@@ -1,6 +1,5 @@
 #include "platform/opencl/opencl_stream.h"
 
-#include <chrono>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -12,28 +11,6 @@
 #include "platform/opencl/opencl_status.h"
 
 namespace rill {
-namespace {
-
-// Polls `done` for up to 50 us -- first with a CPU pause, then yielding the
-// core, which PoCL's own threads may need -- and returns whether it became
-// true.
-template <typename Done>
-bool SpinUntil(Done done) {
-  constexpr auto kSpinTime = std::chrono::microseconds(50);
-  const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
-  for (int i = 0;; ++i) {
-    if (done()) return true;
-    if ((i & 15) == 15 && std::chrono::steady_clock::now() > deadline) return false;
-    if (i < 256) {
-      __builtin_ia32_pause();
-    } else {
-      std::this_thread::yield();
-    }
-  }
-}
-
-}  // namespace
-
 void OpenClStreamRegistry::Add(OpenClStream* stream) {
   MutexLock lock(&mu_);
   streams_.insert(stream);
@@ -67,66 +44,17 @@ absl::StatusOr<std::unique_ptr<OpenClStream>> OpenClStream::Create(
 OpenClStream::OpenClStream(cl_context context, cl_command_queue queue, uint64_t base_align,
                            StreamStatus* status, std::shared_ptr<OpenClStreamRegistry> registry)
     : context_(context), queue_(queue), base_align_(base_align), status_(status),
-      registry_(std::move(registry)) {
+      registry_(std::move(registry)), worker_(status) {
   registry_->Add(this);
-  worker_ = std::thread([this] { WorkLoop(); });
-  worker_id_ = worker_.get_id();
 }
 
 OpenClStream::~OpenClStream() {
   (void)BlockHostUntilDone();
-  {
-    MutexLock lock(&mu_);
-    stop_ = true;
-    work_cv_.Signal();
-  }
-  worker_.join();
+  worker_.Stop();
   registry_->Remove(this);
   clFinish(queue_);
   if (last_event_ != nullptr) clReleaseEvent(last_event_);
   clReleaseCommandQueue(queue_);
-}
-
-uint64_t OpenClStream::Enqueue(Task task, bool run_after_error) {
-  MutexLock lock(&mu_);
-  entries_.push_back(Entry{std::move(task), run_after_error});
-  pending_.fetch_add(1, std::memory_order_release);
-  if (sleeping_) work_cv_.Signal();
-  return ++enqueued_;
-}
-
-void OpenClStream::WorkLoop() {
-  std::vector<Entry> batch;
-  for (;;) {
-    // A producer that queues back to back never pays for a wake-up.
-    SpinUntil([this] { return pending_.load(std::memory_order_acquire) != 0; });
-    {
-      MutexLock lock(&mu_);
-      while (entries_.empty() && !stop_) {
-        sleeping_ = true;
-        work_cv_.Wait(&mu_);
-        sleeping_ = false;
-      }
-      if (entries_.empty()) return;  // stop_ and drained.
-      batch.swap(entries_);
-      pending_.fetch_sub(batch.size(), std::memory_order_relaxed);
-    }
-    for (Entry& entry : batch) {
-      if (status_->ok() || entry.run_after_error) status_->Update(std::move(entry.task)());
-      entry.task = nullptr;  // Release captures before signalling completion.
-      const uint64_t done = completed_.fetch_add(1, std::memory_order_seq_cst) + 1;
-      if (done >= wake_at_.load(std::memory_order_seq_cst)) {
-        MutexLock lock(&mu_);
-        done_cv_.SignalAll();
-      }
-    }
-    // A burst must not pin its memory for the stream's life.
-    if (batch.capacity() > kKeepCapacity) {
-      std::vector<Entry>().swap(batch);
-    } else {
-      batch.clear();
-    }
-  }
 }
 
 absl::Status OpenClStream::Track(cl_int error, cl_event event, absl::FunctionRef<std::string()> what) {
@@ -153,21 +81,11 @@ absl::Status OpenClStream::DrainDevice() {
 }
 
 absl::Status OpenClStream::BlockHostUntilDone() {
-  if (std::this_thread::get_id() == worker_id_) {
+  if (worker_.OnThread()) {
     return absl::FailedPreconditionError(
         "BlockHostUntilDone called from a host callback of the same stream would deadlock");
   }
-  const uint64_t target = Enqueue([this] { return DrainDevice(); }, /*run_after_error=*/true);
-  // Short work is usually done within microseconds: poll before sleeping.
-  if (SpinUntil([&] { return completed_.load(std::memory_order_acquire) >= target; })) {
-    return absl::OkStatus();
-  }
-  MutexLock lock(&mu_);
-  wait_targets_.insert(target);
-  wake_at_.store(*wait_targets_.begin(), std::memory_order_seq_cst);
-  done_cv_.Wait(&mu_, [&] { return completed_.load(std::memory_order_seq_cst) >= target; });
-  wait_targets_.erase(wait_targets_.find(target));
-  wake_at_.store(wait_targets_.empty() ? UINT64_MAX : *wait_targets_.begin(), std::memory_order_seq_cst);
+  worker_.WaitFor(Enqueue([this] { return DrainDevice(); }, /*run_after_error=*/true));
   return absl::OkStatus();
 }
 

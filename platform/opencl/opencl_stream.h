@@ -16,6 +16,7 @@
 #include "absl/functional/function_ref.h"
 #include "base/mutex.h"
 #include "executor/stream_executor_interface.h"
+#include "stream/stream_worker.h"
 
 namespace rill {
 
@@ -102,18 +103,15 @@ class OpenClStream : public StreamInterface {
 
  private:
   using Task = absl::AnyInvocable<absl::Status() &&>;
-  struct Entry {
-    Task task;
-    bool run_after_error;  // Event records, Notify and drains still run on a failed stream.
-  };
 
   OpenClStream(cl_context context, cl_command_queue queue, uint64_t base_align,
                StreamStatus* status, std::shared_ptr<OpenClStreamRegistry> registry);
 
-  // Queues `task` for the worker; returns its sequence number (1, 2, ...),
-  // which completed_ reaches once it has run or been skipped.
-  uint64_t Enqueue(Task task, bool run_after_error = false);
-  void WorkLoop();
+  // Queues `task` for the worker (run_after_error: event records, Notify and
+  // drains still run on a failed stream); returns its number.
+  uint64_t Enqueue(Task task, bool run_after_error = false) {
+    return worker_.Enqueue(std::move(task), run_after_error);
+  }
   // Worker only: keeps `event` (its reference passes to the stream) as the
   // latest command, or returns ClStatus(error, what()) for a failed enqueue;
   // `what` names the call with its offsets and sizes.
@@ -133,24 +131,7 @@ class OpenClStream : public StreamInterface {
   bool dirty_ = false;             // Commands enqueued since the last drain.
   std::vector<std::shared_ptr<const void>> keep_alive_;  // Host data of pending commands.
 
-  // The worker keeps a taken batch's capacity up to this many entries.
-  static constexpr size_t kKeepCapacity = 4096;
-
-  Mutex mu_;
-  CondVar work_cv_;  // Signalled only while the worker sleeps.
-  CondVar done_cv_;  // Signalled only when completed_ reaches wake_at_.
-  std::vector<Entry> entries_ ABSL_GUARDED_BY(mu_);  // Taken by the worker a batch at a time.
-  bool sleeping_ ABSL_GUARDED_BY(mu_) = false;
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  uint64_t enqueued_ ABSL_GUARDED_BY(mu_) = 0;
-  std::atomic<uint64_t> pending_{0};    // Enqueued, not yet taken by the worker.
-  std::atomic<uint64_t> completed_{0};  // Entries finished (run or skipped).
-  // Targets of the threads blocked in BlockHostUntilDone; wake_at_ is the
-  // smallest (UINT64_MAX when none), so the worker signals only then.
-  std::multiset<uint64_t> wait_targets_ ABSL_GUARDED_BY(mu_);
-  std::atomic<uint64_t> wake_at_{UINT64_MAX};
-  std::thread worker_;
-  std::thread::id worker_id_;  // Set before any entry can run.
+  StreamWorker<Task> worker_;  // Last: its thread runs tasks that use the rest.
 };
 
 }  // namespace rill
