@@ -257,10 +257,11 @@ absl::Status EngineBase::PushOne(BlockPtr op,
 bool EngineBase::PushBlock(OprBlock* op, const VarLists& vars) {
   op->engine = this;
   op->seq = next_seq_++;
-  // The vars' lock lines were last written by workers: start the misses
-  // together rather than one per lock.
-  for (Var* v : vars.reads) __builtin_prefetch(&v->mu, 1);
-  for (Var* v : vars.writes) __builtin_prefetch(&v->mu, 1);
+  // What the appends touch first (`pending`) may have been written by
+  // workers: start the misses together rather than one per var. A busy
+  // var's first line, which its holders use, is left alone.
+  for (Var* v : vars.reads) __builtin_prefetch(&v->pending, 1);
+  for (Var* v : vars.writes) __builtin_prefetch(&v->pending, 1);
   const size_t n_deps = vars.reads.size() + vars.writes.size();
   if (n_deps > op->deps.capacity()) op->deps.reserve(n_deps);
   for (Var* v : vars.reads) op->deps.push_back(VarDep{v, false});
@@ -271,6 +272,7 @@ bool EngineBase::PushBlock(OprBlock* op, const VarLists& vars) {
   pushed_.store(pushed_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   int granted = 0;
   for (VarDep& dep : op->deps) {
+    if (dep.var->TryAppendPending(op, dep.write)) continue;
     SpinLockHolder lock(&dep.var->mu);
     if (dep.var->AppendLocked(op, dep.write)) ++granted;
   }
@@ -627,8 +629,10 @@ void EngineBase::Finish(OprBlock* op) {
     SpinLockHolder lock(&v->mu);
     if (dep.write) {
       if (!error.ok() && v->error.ok()) v->error = error;
-      v->write_fence = op->fence;  // Null for host work, which waited for the rest.
-      v->read_fences.clear();
+      // Null for host work, which waited for the rest. Written only when it
+      // changes: the line is the one the pusher appends to.
+      if (v->write_fence != op->fence) v->write_fence = op->fence;
+      if (!v->read_fences.empty()) v->read_fences.clear();
       v->has_state.store(!v->error.ok() || v->write_fence != nullptr, std::memory_order_release);
     } else if (op->fence != nullptr) {
       v->has_state.store(true, std::memory_order_release);
@@ -693,6 +697,7 @@ std::string EngineBase::DescribePending() {
   MutexLock lock(&push_mu_);
   for (Var* v : vars_.Live()) {
     SpinLockHolder var_lock(&v->mu);
+    v->TakePendingLocked();
     if (v->holders.empty() && v->waiting == 0) continue;
     absl::StrAppend(&out, absl::StrFormat("var %#x:", vars_.HandleOf(v).bits()));
     if (!v->holders.empty()) {

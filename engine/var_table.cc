@@ -8,7 +8,8 @@
 namespace rill::engine::internal {
 
 bool Var::AppendLocked(OprBlock* op, bool write) {
-  if (waiting == 0 && !write_running && (!write || running_reads == 0)) {
+  if (waiting == 0 && !write_running && (!write || running_reads == 0) &&
+      pending.load(std::memory_order_relaxed) == 0) {
     if (write) {
       write_running = true;
     } else {
@@ -17,18 +18,58 @@ bool Var::AppendLocked(OprBlock* op, bool write) {
     holders.push_back(op);
     return true;
   }
+  // Busy with a full buffer: empty it first, to keep push order.
+  if ((pending.load(std::memory_order_relaxed) & kBusy) != 0) DrainPendLocked();
+  PushWaiterLocked(op, write);
+  if (waiting >= kBusyAt && pending.load(std::memory_order_relaxed) == 0) {
+    if (pend == nullptr) pend = std::make_unique<Waiter[]>(kPendCapacity);
+    pending.store(kBusy, std::memory_order_release);
+  }
+  return false;
+}
+
+void Var::PushWaiterLocked(OprBlock* op, bool write) {
   if (ring == nullptr || waiting == ring_mask + 1) GrowLocked();
   ring[(head + waiting) & ring_mask] = Waiter{op, write};
   if (waiting++ == 0) head_op.store(op, std::memory_order_relaxed);
-  return false;
+}
+
+void Var::DrainPendLocked() {
+  uint32_t p = pending.load(std::memory_order_acquire);
+  uint32_t copied = 0;
+  for (;;) {
+    for (; copied < (p >> 1); ++copied) PushWaiterLocked(pend[copied].op, pend[copied].write);
+    // The pusher may have added one meanwhile: then copy it too.
+    if (pending.compare_exchange_weak(p, kBusy, std::memory_order_acq_rel,
+                                      std::memory_order_acquire)) {
+      return;
+    }
+  }
+}
+
+void Var::TakePendingLocked() {
+  if ((pending.load(std::memory_order_relaxed) & kBusy) != 0) DrainPendLocked();
+}
+
+bool Var::RefillLocked() {
+  uint32_t p = pending.load(std::memory_order_acquire);
+  while (p == kBusy) {
+    // Nothing pending: not busy any more, unless the pusher adds one now.
+    if (pending.compare_exchange_weak(p, 0, std::memory_order_acq_rel,
+                                      std::memory_order_acquire)) {
+      return false;
+    }
+  }
+  if (p == 0) return false;  // Was not busy.
+  DrainPendLocked();
+  return true;
 }
 
 void Var::GrowLocked() {
   const uint32_t capacity = ring == nullptr ? 8 : 2 * (ring_mask + 1);
   auto grown = std::make_unique<Waiter[]>(capacity);
   for (uint32_t i = 0; i < waiting; ++i) grown[i] = WaiterLocked(i);
-  ring_storage = std::move(grown);
-  ring = ring_storage.get();
+  ring = std::move(grown);
   ring_mask = capacity - 1;
   head = 0;
 }
@@ -56,8 +97,7 @@ void Var::GrantFrontLocked(ReadyList* granted) {
     --waiting;
     head_op.store(waiting > 0 ? ring[head].op : nullptr, std::memory_order_relaxed);
     if (waiting == 0 && ring_mask + 1 > kKeptRing) {
-      ring_storage.reset();
-      ring = nullptr;
+      ring.reset();
       ring_mask = 0;
       head = 0;
     }
@@ -68,6 +108,9 @@ void Var::GrantFrontLocked(ReadyList* granted) {
     }
     holders.push_back(w.op);
     granted->push_back(w.op);
+    // The ring emptied: what was pushed meanwhile comes next (or the var
+    // stops being busy).
+    if (waiting == 0 && !RefillLocked()) return;
     if (w.write) return;
   }
 }
@@ -88,7 +131,7 @@ VarHandle VarTable::New() {
 }
 
 VarHandle VarTable::HandleOf(const Var* var) const {
-  return VarHandle::FromBits((uint64_t{tag_} << 48) | (uint64_t{var->generation & 0xffff} << 32) |
+  return VarHandle::FromBits((uint64_t{tag_} << 48) | (uint64_t{var->generation} << 32) |
                              var->index);
 }
 
@@ -103,7 +146,7 @@ absl::StatusOr<Var*> VarTable::Resolve(VarHandle handle, bool for_delete) {
         absl::StrFormat("var %#x belongs to another engine", bits));
   }
   Var* var = index < vars_.size() ? vars_[index].get() : nullptr;
-  if (var == nullptr || (var->generation & 0xffff) != generation || !var->live) {
+  if (var == nullptr || var->generation != generation || !var->live) {
     return absl::InvalidArgumentError(absl::StrFormat("var %#x was deleted", bits));
   }
   if (var->delete_pushed) {
@@ -119,6 +162,7 @@ void VarTable::Free(Var* var) {
   ++var->generation;
   {
     SpinLockHolder var_lock(&var->mu);
+    var->pending.store(0, std::memory_order_relaxed);  // Deleted last: nothing waits.
     var->error = absl::OkStatus();
     var->write_fence.reset();
     var->read_fences.clear();

@@ -33,14 +33,21 @@ struct VarDep {
 // The dependency state of one var (MXNet's ThreadedVar): readers between two
 // writes run together, a write waits for the readers before it, and every
 // dependency behind a waiting write waits too (FIFO at write boundaries, so
-// writers never starve). Thread-safe through `mu`.
+// writers never starve). Thread-safe through `mu`, except the pending buffer.
 //
 // Waiting dependencies sit in a ring of (function, kind) entries owned by
 // the var, not in a list linked through the waiting blocks: appending and
 // granting then never write or read another function's block (another
 // thread's cache lines), and consecutive entries share lines. What every
-// push and completion touches fits the first cache line; the poison, the
-// device fences and the table's bookkeeping are on the second.
+// completion touches fits the first cache line.
+//
+// A var with a long queue is busy: whatever arrives waits behind the ring.
+// The pushing thread then does not take `mu`; it writes the new entry into
+// a small pending buffer and publishes it with one CAS on `pending` (second
+// line), and the holder that empties the ring moves the buffer into it. The
+// pusher and the workers then meet on the var's lines once per batch rather
+// than at every push and every completion. Pushes are serialized by the
+// engine's push lock, so the buffer has one writer at a time.
 struct alignas(64) Var {
   struct Waiter {
     OprBlock* op;
@@ -53,7 +60,8 @@ struct alignas(64) Var {
   // no error) skip the lock when a function starts. Written under `mu`.
   std::atomic<bool> has_state{false};
   int running_reads ABSL_GUARDED_BY(mu) = 0;
-  Waiter* ring ABSL_GUARDED_BY(mu) = nullptr;  // Capacity ring_mask + 1 (a power of two).
+  // Capacity ring_mask + 1 (a power of two).
+  std::unique_ptr<Waiter[]> ring ABSL_GUARDED_BY(mu);
   uint32_t ring_mask ABSL_GUARDED_BY(mu) = 0;
   uint32_t head ABSL_GUARDED_BY(mu) = 0;       // Oldest waiting entry.
   uint32_t waiting ABSL_GUARDED_BY(mu) = 0;    // Entries in the ring.
@@ -63,22 +71,47 @@ struct alignas(64) Var {
   // Granted, not completed: for DescribePending.
   absl::InlinedVector<OprBlock*, 2> holders ABSL_GUARDED_BY(mu);
 
-  absl::Status error ABSL_GUARDED_BY(mu);  // The poison.
+  // -- Second line: the pusher's. kBusy | (entries in `pend`) << 1. The
+  // pusher fills pend[count] and then raises the count; a holder of `mu`
+  // copies pend[0, count) into the ring and then resets the count, so the
+  // two never touch one entry at once.
+  static constexpr uint32_t kBusy = 1;
+  static constexpr uint32_t kPendCapacity = 128;
+  std::atomic<uint32_t> pending{0};
+  // Table bookkeeping, guarded by the table's mutex (read at every push).
+  uint32_t index = 0;
+  // Allocated when the var first becomes busy; kept for the var's life
+  // (the pusher may still be writing an entry when the var stops being busy).
+  std::unique_ptr<Waiter[]> pend;
+  uint16_t generation = 1;
+  bool live = false;
+  bool delete_pushed = false;
   // Device work that touched the var and may still be running: the last
   // writer's, and the readers' since that write.
   std::shared_ptr<Fence> write_fence ABSL_GUARDED_BY(mu);
   std::vector<std::shared_ptr<Fence>> read_fences ABSL_GUARDED_BY(mu);
-  std::unique_ptr<Waiter[]> ring_storage;  // Owns `ring`.
+  // -- Third line.
+  absl::Status error ABSL_GUARDED_BY(mu);  // The poison.
 
-  // Table bookkeeping, guarded by the table's mutex.
-  uint32_t index = 0;
-  uint32_t generation = 1;
-  bool live = false;
-  bool delete_pushed = false;
-
+  // Appends a dependency of `op` without `mu` when the var is busy and its
+  // buffer has room; false otherwise, and the caller appends under `mu`
+  // instead. Only the pushing thread (under the engine's push lock) calls it.
+  bool TryAppendPending(OprBlock* op, bool write) {
+    uint32_t p = pending.load(std::memory_order_acquire);
+    while ((p & kBusy) != 0 && (p >> 1) < kPendCapacity) {
+      pend[p >> 1] = Waiter{op, write};
+      if (pending.compare_exchange_weak(p, p + 2, std::memory_order_release,
+                                        std::memory_order_acquire)) {
+        return true;
+      }
+    }
+    return false;
+  }
   // Appends a dependency of `op`; true when it is granted at once. Caller
-  // holds `mu`.
+  // holds `mu`, and TryAppendPending just failed.
   bool AppendLocked(OprBlock* op, bool write) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // Moves the pending buffer into the ring (DescribePending's view).
+  void TakePendingLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   // The i-th waiting entry, oldest first (i < waiting).
   const Waiter& WaiterLocked(uint32_t i) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     return ring[(head + i) & ring_mask];
@@ -100,12 +133,23 @@ struct alignas(64) Var {
 
  private:
   void GrantFrontLocked(ReadyList* granted) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // The ring just emptied: moves the pending buffer into it, or, when it
+  // is empty, marks the var not busy. True when it moved entries.
+  bool RefillLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // Moves the buffer's entries into the ring; leaves the var busy.
+  void DrainPendLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  void PushWaiterLocked(OprBlock* op, bool write) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   // Doubles the ring (at least 8 entries), keeping the order.
   void GrowLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   // A ring that a burst grew past kKeptRing entries is given back once it
   // empties, so that a var does not pin a burst's memory for its life.
   static constexpr uint32_t kKeptRing = 64;
+  // A var becomes busy when this many wait in its ring. Short queues stay
+  // on the lock: moving them through the buffer costs the workers more
+  // than it saves the pusher.
+  static constexpr uint32_t kBusyAt = 64;
 };
+static_assert(sizeof(Var) == 192, "a var is three lines: holders', pusher's, cold");
 
 // The vars of one engine, with generation-checked handles:
 // bits = engine tag (16) | generation (16) | index (32). A handle of a freed

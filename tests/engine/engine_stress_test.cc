@@ -343,5 +343,133 @@ TEST_P(EngineStress, RandomWorkloadsMatchASerialExecution) {
               static_cast<long long>(stats.skipped));
 }
 
+// Long queues on a few hot vars: the path where the pushing thread appends
+// to a busy var without its lock (a pending buffer that the workers move
+// into the var's queue when it empties). Two threads push chains on their
+// own two vars and add to one shared accumulator; cheap bodies let the
+// workers catch up with the pushers (the var stops being busy), and a slow
+// function every 2,048 lets a queue grow past the buffer. Every written
+// value and every reader's view must match a serial execution.
+struct HotVarConfig {
+  std::string name;
+  int cpu_workers;
+  int64_t max_in_flight;
+};
+
+void PrintTo(const HotVarConfig& config, std::ostream* os) { *os << config.name; }
+
+class EngineHotVarStress : public ::testing::TestWithParam<HotVarConfig> {};
+
+INSTANTIATE_TEST_SUITE_P(Configs, EngineHotVarStress,
+                         ::testing::Values(HotVarConfig{"Threaded2", 2, 4096},
+                                           HotVarConfig{"Threaded4SmallBound", 4, 256}),
+                         [](const auto& info) { return info.param.name; });
+
+TEST_P(EngineHotVarStress, LongQueuesOnFewVarsMatchASerialExecution) {
+  constexpr int kPushers = 2;
+  const HotVarConfig& config = GetParam();
+  EngineOptions options;
+  options.cpu_workers = config.cpu_workers;
+  options.max_in_flight = config.max_in_flight;
+  auto engine = MakeEngine(Kind::kThreaded, options);
+  const int64_t ops_per_thread = TotalOps() / kPushers;
+
+  // values[2t], values[2t+1]: thread t's chain vars; values[2 * kPushers]: the accumulator.
+  std::vector<uint64_t> values(2 * kPushers + 1, 0);
+  std::vector<VarHandle> vars;
+  for (size_t i = 0; i < values.size(); ++i) vars.push_back(engine->NewVariable());
+  const int acc = 2 * kPushers;
+  // What each reader saw (0 where the function was not a reader).
+  std::vector<std::vector<uint64_t>> seen(kPushers, std::vector<uint64_t>(ops_per_thread, 0));
+  std::vector<std::vector<uint64_t>> seen_model = seen;
+  std::vector<uint64_t> acc_model(kPushers, 0);
+  std::vector<uint64_t> chain_model(2 * kPushers, 0);
+  std::atomic<int64_t> push_errors{0};
+  Completers completers(2);
+
+  auto pusher = [&](int t) {
+    std::mt19937_64 rng(0x407000 + t);
+    const int a = 2 * t, b = 2 * t + 1;
+    uint64_t& ma = chain_model[a];
+    uint64_t& mb = chain_model[b];
+    for (int64_t i = 0; i < ops_per_thread; ++i) {
+      const uint64_t id = Mix((static_cast<uint64_t>(t) << 40) | static_cast<uint64_t>(i));
+      const int roll = static_cast<int>(rng() % 100);
+      absl::Status pushed;
+      if (roll < 60) {  // a = Mix(a + id): a chain whose order shows in the result.
+        ma = Mix(ma + id);
+        const bool slow = i % 2048 == 2047;
+        if (roll < 8) {  // Async, completed from another thread.
+          pushed = engine->PushAsync(
+              [&values, &completers, a, id](RunContext, Completion done) {
+                values[a] = Mix(values[a] + id);
+                completers.Post([done] { done(); });
+              },
+              Context::Host(), {}, {vars[a]});
+        } else {
+          pushed = engine->PushSync(
+              [&values, a, id, slow](RunContext) {
+                if (slow) std::this_thread::sleep_for(std::chrono::microseconds(200));
+                values[a] = Mix(values[a] + id);
+                return absl::OkStatus();
+              },
+              Context::Host(), {}, {vars[a]});
+        }
+      } else if (roll < 75) {  // b = Mix(b ^ a ^ id)
+        mb = Mix(mb ^ ma ^ id);
+        pushed = engine->PushSync(
+            [&values, a, b, id](RunContext) {
+              values[b] = Mix(values[b] ^ values[a] ^ id);
+              return absl::OkStatus();
+            },
+            Context::Host(), {vars[a]}, {vars[b]});
+      } else if (roll < 90) {  // A reader of both.
+        seen_model[t][i] = Mix(ma ^ mb) | 1;
+        pushed = engine->PushSync(
+            [&values, &seen, t, i, a, b](RunContext) {
+              seen[t][i] = Mix(values[a] ^ values[b]) | 1;
+              return absl::OkStatus();
+            },
+            Context::Host(), {vars[a], vars[b]}, {});
+      } else {  // acc += Mix(a ^ id): commutes across the two threads.
+        acc_model[t] += Mix(ma ^ id);
+        pushed = engine->PushSync(
+            [&values, a, acc, id](RunContext) {
+              values[acc] += Mix(values[a] ^ id);
+              return absl::OkStatus();
+            },
+            Context::Host(), {vars[a]}, {vars[acc]});
+      }
+      if (!pushed.ok()) push_errors.fetch_add(1);
+    }
+  };
+
+  WithDeadline("hot-var workload", engine.get(), [&] {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kPushers; ++t) threads.emplace_back(pusher, t);
+    for (std::thread& th : threads) th.join();
+    EXPECT_TRUE(IsOk(engine->WaitForAll()));
+  }, std::chrono::seconds(kUnderTsan ? 110 : 60));
+  ASSERT_EQ(push_errors.load(), 0);
+
+  for (int v = 0; v < 2 * kPushers; ++v) {
+    EXPECT_EQ(values[v], chain_model[v]) << "chain var " << v;
+  }
+  uint64_t acc_sum = 0;
+  for (uint64_t part : acc_model) acc_sum += part;
+  EXPECT_EQ(values[acc], acc_sum) << "accumulator";
+  int64_t wrong_views = 0;
+  for (int t = 0; t < kPushers; ++t) {
+    for (int64_t i = 0; i < ops_per_thread; ++i) {
+      if (seen[t][i] != seen_model[t][i] && ++wrong_views <= 5) {
+        ADD_FAILURE() << "thread " << t << " function " << i << ": the reader saw " << seen[t][i]
+                      << ", a serial execution " << seen_model[t][i];
+      }
+    }
+  }
+  EXPECT_EQ(wrong_views, 0);
+  EXPECT_EQ(engine->Stats().double_completions, 0);
+}
+
 }  // namespace
 }  // namespace rill::engine
