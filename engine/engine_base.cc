@@ -49,7 +49,13 @@ bool InsideEngineFunction() { return tls_running_engine != nullptr; }
 // --- EngineBase --------------------------------------------------------------
 
 EngineBase::EngineBase(const EngineOptions& options)
-    : options_(options), tag_(NewTag()), vars_(tag_) {
+    : options_(options),
+      // A fraction of the bound's slack, so a small bound still resumes
+      // its pusher as soon as there is room.
+      room_check_every_(static_cast<int>(
+          std::clamp<int64_t>((options.max_in_flight - LowWater()) / 8, 1, 16))),
+      tag_(NewTag()),
+      vars_(tag_) {
   if (!options_.trace_path.empty()) profiler_.Start();
 }
 
@@ -91,13 +97,16 @@ OprBlock* EngineBase::NewBlock() {
 
 namespace {
 
-// The blocks a worker thread freed and has not handed back yet.
+// What a worker thread batches: the blocks it freed and has not handed back
+// yet, and how many functions it retired since it last looked for a pusher
+// waiting for room.
 struct RecycleBatch {
   static constexpr int kSize = 32;
   const EngineBase* engine = nullptr;  // Set: this thread is one of its workers.
   OprBlock* first = nullptr;
   OprBlock* last = nullptr;
   int size = 0;
+  int retired_unchecked = 0;
 };
 thread_local RecycleBatch tls_recycle;
 
@@ -120,15 +129,25 @@ void EngineBase::Recycle(OprBlock* op) {
   op->next_free = batch.first;
   batch.first = op;
   if (batch.last == nullptr) batch.last = op;
-  if (++batch.size == RecycleBatch::kSize) WorkerIdle();
+  if (++batch.size == RecycleBatch::kSize) FlushRecycled();
+}
+
+void EngineBase::FlushRecycled() {
+  RecycleBatch& batch = tls_recycle;
+  if (batch.first == nullptr) return;
+  ReturnBlocks(batch.first, batch.last);
+  batch.first = batch.last = nullptr;
+  batch.size = 0;
 }
 
 void EngineBase::WorkerIdle() {
   RecycleBatch& batch = tls_recycle;
   batch.engine = this;
-  if (batch.first == nullptr) return;
-  ReturnBlocks(batch.first, batch.last);
-  batch = RecycleBatch{this};
+  FlushRecycled();
+  // Retire skips most checks for a pusher waiting for room; a worker that
+  // runs out of work makes the one it may have skipped last.
+  batch.retired_unchecked = 0;
+  if (room_waiters_.load(std::memory_order_seq_cst) > 0) WakeWaiters(false, true);
 }
 
 void OprBlock::Unref() {
@@ -257,11 +276,16 @@ absl::Status EngineBase::PushOne(BlockPtr op,
 bool EngineBase::PushBlock(OprBlock* op, const VarLists& vars) {
   op->engine = this;
   op->seq = next_seq_++;
-  // What the appends touch first (`pending`) may have been written by
-  // workers: start the misses together rather than one per var. A busy
-  // var's first line, which its holders use, is left alone.
-  for (Var* v : vars.reads) __builtin_prefetch(&v->pending, 1);
-  for (Var* v : vars.writes) __builtin_prefetch(&v->pending, 1);
+  // A var that is not busy is appended to under its lock, whose line the
+  // worker that last released the var holds: start those misses together
+  // rather than one per lock. A busy var's first line, which its holders
+  // use, is left alone (its appends go through `pending`, on the line
+  // Normalize just read).
+  auto prefetch = [](Var* v) {
+    if ((v->pending.load(std::memory_order_relaxed) & Var::kBusy) == 0) __builtin_prefetch(v, 1);
+  };
+  for (Var* v : vars.reads) prefetch(v);
+  for (Var* v : vars.writes) prefetch(v);
   const size_t n_deps = vars.reads.size() + vars.writes.size();
   if (n_deps > op->deps.capacity()) op->deps.reserve(n_deps);
   for (Var* v : vars.reads) op->deps.push_back(VarDep{v, false});
@@ -679,6 +703,20 @@ void EngineBase::Retire(const absl::Status& status) {
   const bool idle = idle_waiters_.load(std::memory_order_seq_cst) > 0;
   const bool room = room_waiters_.load(std::memory_order_seq_cst) > 0;
   if (!idle && !room) return;
+  // A pusher waiting for room resumes only hundreds of retirements later,
+  // and InFlight() reads every worker's shard (a miss on each other's line):
+  // a worker of this engine looks every room_check_every_ retirements, and
+  // when it runs out of work (WorkerIdle), not at each. Other threads
+  // (async completions, device callbacks) look every time.
+  if (!idle) {
+    RecycleBatch& batch = tls_recycle;
+    if (batch.engine == this && ++batch.retired_unchecked < room_check_every_) return;
+    batch.retired_unchecked = 0;
+  }
+  WakeWaiters(idle, room);
+}
+
+void EngineBase::WakeWaiters(bool idle, bool room) {
   const int64_t left = InFlight();
   // Wake only a waiter whose condition now holds (see WaitForRoom).
   if ((left == 0 && idle) || (left <= LowWater() && room)) {

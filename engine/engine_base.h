@@ -63,10 +63,13 @@ class EngineBase : public Engine {
   // allocator's cross-thread frees were a bottleneck.
   OprBlock* NewBlock();
   void Recycle(OprBlock* op);
+  // Hands this worker thread's batch of freed blocks back.
+  void FlushRecycled();
   // For the kind's worker threads, at start, when idle and at exit: from its
   // first call on a thread, Recycle batches that thread's blocks (one
   // hand-back per batch instead of one contended CAS per function), and
-  // each call hands the batch back.
+  // each call hands the batch back and makes the room check that Retire
+  // may have deferred.
   void WorkerIdle();
 
   // Called by Completion: the function has finished with `status`.
@@ -118,9 +121,15 @@ class EngineBase : public Engine {
   void Finish(OprBlock* op);
   // One function is done (device work included): in-flight count, waiters.
   void Retire(const absl::Status& status);
+  // Signals the waiters whose condition holds now (`idle`: WaitForAll and
+  // Shutdown, at zero in flight; `room`: pushers, at LowWater()).
+  void WakeWaiters(bool idle, bool room);
   void RecordError(const absl::Status& status);
   void Watchdog();
 
+  // How many retirements a worker makes between looks for a pusher waiting
+  // for room (see Retire).
+  const int room_check_every_;
   const uint16_t tag_;
   // Spare blocks: any thread pushes onto `returned_` (a lock-free stack);
   // NewBlock takes the whole stack at once into `spare_`, so there is no ABA.
@@ -149,7 +158,9 @@ class EngineBase : public Engine {
   // A recent value of retired_ (never above it) that pushers check the bound
   // against before they read retired_ itself.
   alignas(64) std::atomic<int64_t> retired_seen_{0};
-  std::atomic<int> idle_waiters_{0};  // In WaitForAll / Shutdown: wake at 0.
+  // Read by every retirement, written only when a thread starts or stops
+  // waiting: a line of their own.
+  alignas(64) std::atomic<int> idle_waiters_{0};  // In WaitForAll / Shutdown: wake at 0.
   std::atomic<int> room_waiters_{0};  // In WaitForRoom: wake at LowWater().
   int64_t LowWater() const {
     return options_.max_in_flight - std::max<int64_t>(1, options_.max_in_flight / 8);

@@ -74,14 +74,19 @@ struct alignas(64) OprBlock {
   std::atomic<int> wait{0};        // Ungranted dependencies (+1 while pushing).
   std::atomic<int> refs{1};
   int priority = 0;
-  std::atomic<int> pending_fences{0};  // Host work waiting on device fences.
   uint64_t seq = 0;  // Push order.
   Context ctx;
   Opr* opr = nullptr;              // &own, or shared.get() for NewOperator.
   OprBlock* next_ready = nullptr;  // In a worker pool's inbox.
-  EngineBase* engine = nullptr;
+  // A hint for the worker that walks the inbox: the block the dispatching
+  // thread queued a few dispatches earlier, most likely a few links further
+  // along, prefetched so that the walk's misses overlap instead of following
+  // one another. Only ever prefetched, never read through: it may be stale.
+  OprBlock* inbox_hint = nullptr;
   // -- 64 bytes --
+  EngineBase* engine = nullptr;
   OprBlock* next_free = nullptr;   // In the engine's pool of spare blocks.
+  std::atomic<int> pending_fences{0};  // Host work waiting on device fences.
   std::atomic<bool> completed{false};
   int worker = -1;                 // Profiling: the worker that ran it.
 

@@ -32,6 +32,14 @@ thread_local OprBlock* tls_next = nullptr;
 // there are any, a new ready function goes through the queue behind them.
 thread_local int tls_taken = 0;
 
+// The blocks this thread linked into an inbox most recently, for
+// OprBlock::inbox_hint: a block points at the one linked kHintDistance
+// links before it, which a walk of the inbox (newest first) meets
+// kHintDistance steps later.
+constexpr int kHintDistance = 4;
+thread_local OprBlock* tls_linked[kHintDistance] = {};
+thread_local unsigned tls_linked_count = 0;
+
 }  // namespace
 
 void WorkerPool::Push(OprBlock* op, bool may_continue) {
@@ -39,6 +47,9 @@ void WorkerPool::Push(OprBlock* op, bool may_continue) {
     tls_next = op;
     return;
   }
+  OprBlock*& earlier = tls_linked[tls_linked_count++ % kHintDistance];
+  op->inbox_hint = earlier;
+  earlier = op;
   OprBlock* head = inbox_.load(std::memory_order_relaxed);
   do {
     op->next_ready = head;
@@ -72,15 +83,18 @@ int WorkerPool::QueuedForDescribe(std::vector<OprBlock*>* out) {
 void WorkerPool::DrainInboxLocked() {
   OprBlock* list = inbox_.exchange(nullptr, std::memory_order_acquire);
   if (list == nullptr) return;
-  // Newest first: reverse, so that the heap mostly appends in push order.
-  OprBlock* oldest = nullptr;
-  while (list != nullptr) {
-    OprBlock* next = list->next_ready;
-    list->next_ready = oldest;
-    oldest = list;
-    list = next;
+  // Each link is a miss on a block that another thread just wrote; the
+  // hints keep several of them in flight. The walk only reads the blocks
+  // (their lines stay shared with the thread that wrote them).
+  drained_.clear();
+  for (OprBlock* op = list; op != nullptr; op = op->next_ready) {
+    __builtin_prefetch(op->inbox_hint);
+    drained_.push_back(op);
   }
-  for (OprBlock* op = oldest; op != nullptr; op = op->next_ready) {
+  // Newest first: queue them oldest first, so the queue mostly appends in
+  // push order.
+  for (auto it = drained_.rbegin(); it != drained_.rend(); ++it) {
+    OprBlock* op = *it;
     queue_.Push({op->priority, op->seq, op});
   }
   queued_.store(static_cast<int64_t>(queue_.size()), std::memory_order_seq_cst);

@@ -81,6 +81,7 @@ class WorkerPool {
   // Sleeping and waking use the mutex and condition variable.
   alignas(64) SpinLock queue_mu_;
   ReadyQueue<OprBlock*> queue_ ABSL_GUARDED_BY(queue_mu_);
+  std::vector<OprBlock*> drained_ ABSL_GUARDED_BY(queue_mu_);  // DrainInboxLocked's scratch.
   std::atomic<int64_t> queued_{0};
   alignas(64) std::atomic<int> sleeping_{0};
   Mutex sleep_mu_;
