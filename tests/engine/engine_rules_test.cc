@@ -814,6 +814,53 @@ TEST(ThreadedEngineRules, InFlightStaysWithinTheBoundUnderALongProducerLoop) {
   EXPECT_GT(max_seen.load(), 1);
 }
 
+// Workers look for a pusher waiting for room every few retirements and
+// whenever they run out of work, not at every retirement. Here exactly
+// enough functions can run to make room (the bound of 1000 resumes a pusher
+// at 875 in flight: 125 retirements), and everything else waits on a holder
+// that finishes only once the blocked push has returned: the pusher must be
+// woken by the worker that runs dry, or the holder gives up after 10 s.
+TEST(ThreadedEngineRules, APusherAtTheBoundResumesWhenTheWorkersRunDry) {
+  EngineOptions options = Workers(2);
+  options.max_in_flight = 1000;
+  auto engine = MakeEngine(Kind::kThreaded, options);
+  const VarHandle x = engine->NewVariable();
+  const VarHandle y = engine->NewVariable();
+  auto resumed = Latch::Make();
+  OpenLatchOnExit open_resumed(resumed);
+  auto gate = Latch::Make();
+  OpenLatchOnExit open_gate(gate);
+  std::atomic<bool> holder_gave_up{false};
+  ASSERT_TRUE(IsOk(engine->PushSync(
+      [resumed, &holder_gave_up](RunContext) {
+        if (!resumed->Wait(10s)) holder_gave_up = true;
+        return absl::OkStatus();
+      },
+      Context::Host(), {}, {x}, FnProperty::kNormal, 0, "holder")));
+  for (int i = 0; i < 874; ++i) ASSERT_TRUE(IsOk(engine->PushSync(Noop, Context::Host(), {x}, {})));
+  ASSERT_TRUE(IsOk(engine->PushSync(
+      [gate](RunContext) {
+        gate->Wait();
+        return absl::OkStatus();
+      },
+      Context::Host(), {}, {y}, FnProperty::kNormal, 0, "gate")));
+  for (int i = 0; i < 124; ++i) ASSERT_TRUE(IsOk(engine->PushSync(Noop, Context::Host(), {y}, {})));
+  ASSERT_EQ(engine->Stats().in_flight, 1000);
+  std::atomic<bool> returned{false};
+  std::thread pusher([&] {
+    EXPECT_TRUE(IsOk(engine->PushSync(Noop, Context::Host(), {}, {})));
+    returned = true;
+    resumed->Open();
+  });
+  std::this_thread::sleep_for(50ms);
+  EXPECT_FALSE(returned.load()) << "Push did not wait at max_in_flight = 1000";
+  gate->Open();
+  pusher.join();
+  ASSERT_TRUE(IsOk(engine->WaitForAll()));
+  EXPECT_FALSE(holder_gave_up.load())
+      << "the pusher blocked at the bound resumed only after the holder gave up";
+}
+
 // --- Async completion ------------------------------------------------------------
 
 // An async function completed later from a foreign std::thread: dependents
