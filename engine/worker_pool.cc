@@ -138,8 +138,8 @@ void WorkerPool::Work(int worker) {
     // workers awake.
     if (n == 0) {
       const auto start = std::chrono::steady_clock::now();
-      for (int i = 1; n == 0; ++i) {
-        if (i <= kYieldPolls) {
+      while (n == 0) {
+        if (std::chrono::steady_clock::now() - start < kYieldTime) {
           std::this_thread::yield();
         } else {
           std::this_thread::sleep_for(kNapTime);
