@@ -100,7 +100,7 @@ namespace {
 // What a worker thread batches: the blocks it freed and has not handed back
 // yet, and how many functions it retired since it last looked for a pusher
 // waiting for room.
-struct RecycleBatch {
+struct WorkerBatch {
   static constexpr int kSize = 32;
   const EngineBase* engine = nullptr;  // Set: this thread is one of its workers.
   OprBlock* first = nullptr;
@@ -108,7 +108,7 @@ struct RecycleBatch {
   int size = 0;
   int retired_unchecked = 0;
 };
-thread_local RecycleBatch tls_recycle;
+thread_local WorkerBatch tls_worker;
 
 }  // namespace
 
@@ -121,7 +121,7 @@ void EngineBase::ReturnBlocks(OprBlock* first, OprBlock* last) {
 
 void EngineBase::Recycle(OprBlock* op) {
   op->Reset();
-  RecycleBatch& batch = tls_recycle;
+  WorkerBatch& batch = tls_worker;
   if (batch.engine != this) {
     ReturnBlocks(op, op);
     return;
@@ -129,11 +129,11 @@ void EngineBase::Recycle(OprBlock* op) {
   op->next_free = batch.first;
   batch.first = op;
   if (batch.last == nullptr) batch.last = op;
-  if (++batch.size == RecycleBatch::kSize) FlushRecycled();
+  if (++batch.size == WorkerBatch::kSize) FlushRecycled();
 }
 
 void EngineBase::FlushRecycled() {
-  RecycleBatch& batch = tls_recycle;
+  WorkerBatch& batch = tls_worker;
   if (batch.first == nullptr) return;
   ReturnBlocks(batch.first, batch.last);
   batch.first = batch.last = nullptr;
@@ -141,7 +141,7 @@ void EngineBase::FlushRecycled() {
 }
 
 void EngineBase::WorkerIdle() {
-  RecycleBatch& batch = tls_recycle;
+  WorkerBatch& batch = tls_worker;
   batch.engine = this;
   FlushRecycled();
   // Retire skips most checks for a pusher waiting for room; a worker that
@@ -709,7 +709,7 @@ void EngineBase::Retire(const absl::Status& status) {
   // when it runs out of work (WorkerIdle), not at each. Other threads
   // (async completions, device callbacks) look every time.
   if (!idle) {
-    RecycleBatch& batch = tls_recycle;
+    WorkerBatch& batch = tls_worker;
     if (batch.engine == this && ++batch.retired_unchecked < room_check_every_) return;
     batch.retired_unchecked = 0;
   }

@@ -63,8 +63,6 @@ class EngineBase : public Engine {
   // allocator's cross-thread frees were a bottleneck.
   OprBlock* NewBlock();
   void Recycle(OprBlock* op);
-  // Hands this worker thread's batch of freed blocks back.
-  void FlushRecycled();
   // For the kind's worker threads, at start, when idle and at exit: from its
   // first call on a thread, Recycle batches that thread's blocks (one
   // hand-back per batch instead of one contended CAS per function), and
@@ -91,6 +89,8 @@ class EngineBase : public Engine {
   const EngineOptions options_;
 
  private:
+  // Hands this worker thread's batch of freed blocks back.
+  void FlushRecycled();
   struct OperatorEntry {
     std::shared_ptr<Opr> opr;
   };
