@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "engine/prefetch.h"
 #include "executor/stream_executor.h"
 #include "platform/platform.h"
 #include "platform/platform_manager.h"
@@ -86,7 +87,7 @@ OprBlock* EngineBase::NewBlock() {
       spare_ = op->next_free;
       // A worker reset the next block last: start its miss now, for the
       // next push.
-      if (spare_ != nullptr) __builtin_prefetch(&spare_->next_free, 1);
+      if (spare_ != nullptr) PrefetchForWrite(&spare_->next_free);
     }
   }
   if (op == nullptr) op = new OprBlock();
@@ -160,15 +161,15 @@ void OprBlock::Reset() {
   if (own.prop != FnProperty::kNormal) own.prop = FnProperty::kNormal;
   if (!own.name.empty()) own.name.clear();
   if (shared != nullptr) shared.reset();
-  opr = &own;
+  if (opr != &own) opr = &own;
   if (!(ctx == Context())) ctx = Context();
-  priority = 0;
-  seq = 0;
+  if (priority != 0) priority = 0;
   refs.store(1, std::memory_order_relaxed);
-  completed.store(false, std::memory_order_relaxed);
-  deps.clear();
-  pending_fences.store(0, std::memory_order_relaxed);
-  worker = -1;
+  if (completed.load(std::memory_order_relaxed)) completed.store(false, std::memory_order_relaxed);
+  if (pending_fences.load(std::memory_order_relaxed) != 0) {
+    pending_fences.store(0, std::memory_order_relaxed);
+  }
+  if (worker != -1) worker = -1;
   if (!status.ok()) status = absl::OkStatus();
   if (stream != nullptr) stream = nullptr;
   if (pool != nullptr) pool = nullptr;
@@ -276,13 +277,14 @@ absl::Status EngineBase::PushOne(BlockPtr op,
 bool EngineBase::PushBlock(OprBlock* op, const VarLists& vars) {
   op->engine = this;
   op->seq = next_seq_++;
+  op->deps.clear();  // Left by the block's last use (Reset leaves the line alone).
   // A var that is not busy is appended to under its lock, whose line the
   // worker that last released the var holds: start those misses together
   // rather than one per lock. A busy var's first line, which its holders
   // use, is left alone (its appends go through `pending`, on the line
   // Normalize just read).
   auto prefetch = [](Var* v) {
-    if ((v->pending.load(std::memory_order_relaxed) & Var::kBusy) == 0) __builtin_prefetch(v, 1);
+    if ((v->pending.load(std::memory_order_relaxed) & Var::kBusy) == 0) PrefetchForWrite(v);
   };
   for (Var* v : vars.reads) prefetch(v);
   for (Var* v : vars.writes) prefetch(v);
@@ -497,9 +499,13 @@ absl::Status EngineBase::GatherDependencies(OprBlock* op,
   return poison;
 }
 
+void EngineBase::LookAhead(const OprBlock* op) {
+  for (const VarDep& dep : op->deps) PrefetchForWrite(dep.var);
+}
+
 void EngineBase::Run(OprBlock* op, int worker) {
   const Opr& opr = *op->opr;
-  op->worker = worker;
+  if (profiler_.enabled()) op->worker = worker;
   if (cancel_.load(std::memory_order_acquire)) {
     op->status = absl::CancelledError(absl::StrCat(OpName(op), " was cancelled by Shutdown"));
     skipped_.fetch_add(1, std::memory_order_relaxed);
@@ -588,7 +594,9 @@ void EngineBase::RunBody(OprBlock* op, RunContext rc) {
     } catch (...) {
       status = absl::InternalError("threw a non-standard exception");
     }
-    Complete(op, std::move(status));
+    // A synchronous body completes exactly once, here: no need for the
+    // double-completion flag (whose line the pusher last wrote).
+    CompleteOnce(op, std::move(status));
     return;
   }
   Completion completion = op->MakeCompletion();
@@ -615,6 +623,10 @@ void EngineBase::Complete(OprBlock* op, absl::Status status) {
     RecordError(report);
     return;
   }
+  CompleteOnce(op, std::move(status));
+}
+
+void EngineBase::CompleteOnce(OprBlock* op, absl::Status status) {
   if (profiler_.enabled()) op->end_ns = Profiler::NowNs();
   if (!status.ok()) {
     failed_.fetch_add(1, std::memory_order_relaxed);

@@ -80,6 +80,10 @@ class EngineBase : public Engine {
   virtual void Dispatch(OprBlock* op, bool sole = false) = 0;
   // Runs `op` on the calling thread (`worker` numbers it for profiles).
   void Run(OprBlock* op, int worker);
+  // `op` runs on this thread after the function about to run: starts the
+  // misses on what Run will touch first (its vars' lines), so that they
+  // overlap the function before it.
+  static void LookAhead(const OprBlock* op);
   // Stops the kind's threads once nothing is pending.
   virtual void StopThreads() {}
   // Device work of `op` was enqueued; the naive engine waits for it here.
@@ -91,6 +95,9 @@ class EngineBase : public Engine {
  private:
   // Hands this worker thread's batch of freed blocks back.
   void FlushRecycled();
+  // Complete once the double-completion check has passed (or, for a
+  // synchronous body, cannot fail).
+  void CompleteOnce(OprBlock* op, absl::Status status);
   struct OperatorEntry {
     std::shared_ptr<Opr> opr;
   };

@@ -19,7 +19,7 @@ class ThreadedEngine : public EngineBase {
   explicit ThreadedEngine(const EngineOptions& options) : EngineBase(options) {
     int cpu = options.cpu_workers > 0 ? options.cpu_workers
                                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    cpu_pool_ = std::make_unique<WorkerPool>("cpu", cpu, 0, Runner(), Idler());
+    cpu_pool_ = std::make_unique<WorkerPool>("cpu", cpu, 0, Runner(), Idler(), &LookAhead);
     next_worker_id_ = cpu;
   }
   ~ThreadedEngine() override { Shutdown(false); }
@@ -71,7 +71,8 @@ class ThreadedEngine : public EngineBase {
     if (it != device_pools_.end()) return it->second.get();
     const int threads = copy ? options_.copy_workers_per_device : options_.workers_per_device;
     auto pool = std::make_unique<WorkerPool>(absl::StrCat(ctx.ToString(), copy ? " copy" : ""),
-                                             std::max(1, threads), next_worker_id_, Runner(), Idler());
+                                             std::max(1, threads), next_worker_id_, Runner(), Idler(),
+                                             &LookAhead);
     next_worker_id_ += std::max(1, threads);
     return device_pools_.emplace(key, std::move(pool)).first->second.get();
   }

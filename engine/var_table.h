@@ -14,6 +14,7 @@
 #include "base/mutex.h"
 #include "base/spin_lock.h"
 #include "engine/engine.h"
+#include "engine/prefetch.h"
 
 namespace rill::engine::internal {
 
@@ -119,9 +120,9 @@ struct alignas(64) Var {
   // Starts loading what completing a dependency on this var will touch:
   // the var's line and the block of the function waiting at its head.
   void Prefetch() const {
-    __builtin_prefetch(this, 1);
+    PrefetchForWrite(this);
     // Its first line holds the dependency count.
-    if (const OprBlock* next = head_op.load(std::memory_order_relaxed)) __builtin_prefetch(next, 1);
+    if (const OprBlock* next = head_op.load(std::memory_order_relaxed)) PrefetchForWrite(next);
   }
   // Completes a granted dependency of `op`; appends to `granted` every op
   // this grants a dependency to. The caller counts those grants down

@@ -7,13 +7,15 @@
 #include <pthread.h>
 
 #include "absl/strings/str_cat.h"
+#include "engine/prefetch.h"
 
 #include "engine/opr_block.h"
 
 namespace rill::engine::internal {
 
-WorkerPool::WorkerPool(std::string name, int threads, int first_worker_id, RunFn run, IdleFn idle)
-    : name_(std::move(name)), run_(std::move(run)), idle_(std::move(idle)) {
+WorkerPool::WorkerPool(std::string name, int threads, int first_worker_id, RunFn run, IdleFn idle,
+                       LookAheadFn look_ahead)
+    : name_(std::move(name)), run_(std::move(run)), idle_(std::move(idle)), look_ahead_(look_ahead) {
   for (int i = 0; i < threads; ++i) {
     threads_.emplace_back([this, id = first_worker_id + i] { Work(id); });
   }
@@ -88,7 +90,7 @@ void WorkerPool::DrainInboxLocked() {
   // (their lines stay shared with the thread that wrote them).
   drained_.clear();
   for (OprBlock* op = list; op != nullptr; op = op->next_ready) {
-    __builtin_prefetch(op->inbox_hint);
+    PrefetchForRead(op->inbox_hint);
     drained_.push_back(op);
   }
   // Newest first: queue them oldest first, so the queue mostly appends in
@@ -163,8 +165,13 @@ void WorkerPool::Work(int worker) {
       }
       continue;
     }
+    if (look_ahead_ != nullptr) {
+      // The look-ahead reads each block's deps, which the pusher wrote.
+      for (int i = 1; i < n; ++i) PrefetchForRead(&taken[i]->deps);
+    }
     for (int i = 0; i < n; ++i) {
       tls_taken = n - i - 1;
+      if (i + 1 < n && look_ahead_ != nullptr) look_ahead_(taken[i + 1]);
       run_(taken[i], worker);
       while (tls_next != nullptr) {
         OprBlock* next = tls_next;

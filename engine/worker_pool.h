@@ -38,9 +38,13 @@ class WorkerPool {
   // Called on a worker thread when it starts, each time it finds no work,
   // and before it exits: the place to hand back what it batches.
   using IdleFn = std::function<void()>;
+  // Called on a worker thread with the function it will run after the one
+  // it is about to run: the place to start cache misses early.
+  using LookAheadFn = void (*)(const OprBlock* op);
 
   // `first_worker_id` numbers the threads for profiles.
-  WorkerPool(std::string name, int threads, int first_worker_id, RunFn run, IdleFn idle = nullptr);
+  WorkerPool(std::string name, int threads, int first_worker_id, RunFn run, IdleFn idle = nullptr,
+             LookAheadFn look_ahead = nullptr);
   ~WorkerPool();  // Stop() if not yet stopped.
 
   // Queues `op`. With `may_continue`, a worker of this pool pushing it (a
@@ -75,6 +79,7 @@ class WorkerPool {
   const std::string name_;
   const RunFn run_;
   const IdleFn idle_;
+  const LookAheadFn look_ahead_;
   // Ready functions not yet in the queue, newest first, linked through
   // OprBlock::next_ready: producers push with a CAS, a worker takes all.
   alignas(64) std::atomic<OprBlock*> inbox_{nullptr};
