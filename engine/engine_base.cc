@@ -85,9 +85,13 @@ OprBlock* EngineBase::NewBlock() {
     if (spare_ != nullptr) {
       op = spare_;
       spare_ = op->next_free;
-      // A worker reset the next block last: start its miss now, for the
-      // next push.
-      if (spare_ != nullptr) PrefetchForWrite(&spare_->next_free);
+      // A worker reset the next block last: start the misses on the lines
+      // a push writes (header, deps, function) now, for the next push.
+      if (spare_ != nullptr) {
+        const char* first = reinterpret_cast<const char*>(spare_);
+        const char* end = reinterpret_cast<const char*>(&spare_->own.prop);
+        for (const char* line = first; line < end; line += 64) PrefetchForWrite(line);
+      }
     }
   }
   if (op == nullptr) op = new OprBlock();
