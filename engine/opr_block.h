@@ -105,7 +105,8 @@ struct alignas(64) OprBlock {
   // The last reference gives the block back to its engine's pool.
   void Unref();
   // Back to the state of a fresh block (destroys the function and its
-  // captures), writing only the fields that changed.
+  // captures), writing only the fields that changed; `deps` and `seq` are
+  // left for the next push to write (the worker keeps off those lines).
   void Reset();
   Completion MakeCompletion() { return Completion(this); }
   const std::string& name() const { return opr->name; }

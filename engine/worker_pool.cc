@@ -7,9 +7,8 @@
 #include <pthread.h>
 
 #include "absl/strings/str_cat.h"
-#include "engine/prefetch.h"
-
 #include "engine/opr_block.h"
+#include "engine/prefetch.h"
 
 namespace rill::engine::internal {
 
