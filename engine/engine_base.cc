@@ -18,6 +18,8 @@ namespace rill::engine::internal {
 namespace {
 
 thread_local const EngineBase* tls_running_engine = nullptr;
+// The number Run was given for the function this thread runs (profiles).
+thread_local int tls_run_worker = -1;
 std::atomic<uint16_t> next_engine_tag{1};
 
 uint16_t NewTag() {
@@ -509,7 +511,7 @@ void EngineBase::LookAhead(const OprBlock* op) {
 
 void EngineBase::Run(OprBlock* op, int worker) {
   const Opr& opr = *op->opr;
-  if (profiler_.enabled()) op->worker = worker;
+  tls_run_worker = worker;
   if (cancel_.load(std::memory_order_acquire)) {
     op->status = absl::CancelledError(absl::StrCat(OpName(op), " was cancelled by Shutdown"));
     skipped_.fetch_add(1, std::memory_order_relaxed);
@@ -587,7 +589,12 @@ void EngineBase::RunOnDevice(OprBlock* op, std::vector<std::shared_ptr<Fence>>& 
 
 void EngineBase::RunBody(OprBlock* op, RunContext rc) {
   Opr& opr = *op->opr;
-  if (profiler_.enabled()) op->start_ns = Profiler::NowNs();
+  if (profiler_.enabled()) {
+    // Set together, so that a span never lacks its worker, even when
+    // profiling started while the function was on its way here.
+    op->start_ns = Profiler::NowNs();
+    op->worker = tls_run_worker;
+  }
   RunningScope scope(this);
   if (opr.sync_fn) {
     absl::Status status;

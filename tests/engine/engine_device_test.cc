@@ -707,6 +707,38 @@ TEST_P(EngineDevices, ProfilingWritesAChromeTraceNamingTheFunctions) {
   EXPECT_NE(json.find("gamma \\\"quoted\\\" op"), std::string::npos) << json;
 }
 
+// Profiling may start while functions run: every span still names the
+// worker that ran it (the number is taken with the start time).
+TEST_P(EngineDevices, ProfilingStartedMidRunLabelsEverySpanWithItsWorker) {
+  auto engine = MakeEngine(GetParam());
+  std::vector<VarHandle> vars;
+  for (int i = 0; i < 8; ++i) vars.push_back(engine->NewVariable());
+  std::atomic<bool> pushing{true};
+  std::thread starter([&] {
+    while (pushing.load() && engine->Stats().completed < 100) std::this_thread::yield();
+    engine->StartProfiling();
+  });
+  for (int i = 0; i < 20000; ++i) {
+    ASSERT_TRUE(IsOk(engine->PushSync([](RunContext) { return absl::OkStatus(); }, Context::Host(),
+                                      {}, {vars[i % vars.size()]}, FnProperty::kNormal, 0, "tick")));
+  }
+  pushing.store(false);
+  starter.join();
+  for (int i = 0; i < 100; ++i) {  // Profiled for sure.
+    ASSERT_TRUE(IsOk(engine->PushSync([](RunContext) { return absl::OkStatus(); }, Context::Host(),
+                                      {}, {vars[i % vars.size()]}, FnProperty::kNormal, 0, "tock")));
+  }
+  ASSERT_TRUE(IsOk(engine->WaitForAll()));
+  const std::string path = TempPath("rill_engine_trace_mid_run");
+  ASSERT_TRUE(IsOk(engine->WriteTrace(path)));
+  const std::string json = ReadFile(path);
+  std::remove(path.c_str());
+  EXPECT_TRUE(JsonChecker(json).Valid());
+  EXPECT_NE(json.find("tock"), std::string::npos);
+  EXPECT_NE(json.find("\"worker "), std::string::npos) << json.substr(0, 2000);
+  EXPECT_EQ(json.find("worker -1"), std::string::npos) << json.substr(0, 2000);
+}
+
 // EngineOptions::trace_path writes the trace at shutdown.
 TEST_P(EngineDevices, TracePathOptionWritesTheTraceAtShutdown) {
   const std::string path = TempPath("rill_engine_trace_option");
