@@ -184,7 +184,7 @@ void OprBlock::Reset() {
 }
 
 VarHandle EngineBase::NewVariable() {
-  MutexLock lock(&push_mu_);
+  SpinLockHolder lock(&push_mu_);
   return vars_.New();
 }
 
@@ -266,7 +266,7 @@ absl::Status EngineBase::PushOne(BlockPtr op,
   WaitForRoom();
   bool ready;
   {
-    MutexLock lock(&push_mu_);
+    SpinLockHolder lock(&push_mu_);
     // Annotated only on error: building the text costs two allocations.
     VarLists lists;
     if (absl::Status normalized = Normalize(const_vars, mutate_vars, op->own.prop, &lists);
@@ -360,7 +360,7 @@ absl::StatusOr<OperatorHandle> EngineBase::NewOperator(AsyncFn fn,
   opr->async_fn = std::move(fn);
   opr->prop = prop;
   opr->name = std::string(name);
-  MutexLock lock(&push_mu_);
+  SpinLockHolder lock(&push_mu_);
   RILL_RETURN_IF_ERROR(Annotate(Normalize(const_vars, mutate_vars, prop, &opr->vars),
                                 absl::StrCat("NewOperator('", AsAbsl(name), "')")));
   const uint64_t id = next_operator_++;
@@ -375,7 +375,7 @@ absl::Status EngineBase::Push(OperatorHandle handle, Context ctx, int priority) 
   op->ctx = ctx;
   bool ready;
   {
-    MutexLock lock(&push_mu_);
+    SpinLockHolder lock(&push_mu_);
     auto it = operators_.find(handle.id());
     if (it == operators_.end()) {
       return absl::InvalidArgumentError(
@@ -396,7 +396,7 @@ absl::Status EngineBase::Push(OperatorHandle handle, Context ctx, int priority) 
 }
 
 absl::Status EngineBase::DeleteOperator(OperatorHandle handle) {
-  MutexLock lock(&push_mu_);
+  SpinLockHolder lock(&push_mu_);
   // Runs already pushed hold the Opr; it goes with the last of them.
   if (operators_.erase(handle.id()) == 0) {
     return absl::InvalidArgumentError(
@@ -419,7 +419,7 @@ absl::Status EngineBase::WaitForVar(VarHandle var) {
   }
   Var* v;
   {
-    MutexLock lock(&push_mu_);
+    SpinLockHolder lock(&push_mu_);
     absl::StatusOr<Var*> resolved = vars_.Resolve(var, false);
     if (!resolved.ok()) return Annotate(resolved.status(), "WaitForVar");
     v = *resolved;
@@ -466,7 +466,7 @@ absl::Status EngineBase::WaitForAll() {
 absl::Status EngineBase::ClearError(VarHandle var) {
   Var* v;
   {
-    MutexLock lock(&push_mu_);
+    SpinLockHolder lock(&push_mu_);
     RILL_ASSIGN_OR_RETURN(v, vars_.Resolve(var, false));
   }
   return PushSync(
@@ -701,7 +701,7 @@ void EngineBase::Finish(OprBlock* op) {
   granted.resize(n_ready);
   const ReadyList& ready = granted;
   if (op->opr->prop == FnProperty::kDeleteVar) {
-    MutexLock lock(&push_mu_);
+    SpinLockHolder lock(&push_mu_);
     for (VarDep& dep : op->deps) vars_.Free(dep.var);
   }
   if (profiler_.enabled() && op->start_ns != 0) {
@@ -755,7 +755,7 @@ void EngineBase::RecordError(const absl::Status& status) {
 
 std::string EngineBase::DescribePending() {
   std::string out = absl::StrCat("in flight: ", InFlight(), "\n");
-  MutexLock lock(&push_mu_);
+  SpinLockHolder lock(&push_mu_);
   for (Var* v : vars_.Live()) {
     SpinLockHolder var_lock(&v->mu);
     v->TakePendingLocked();

@@ -147,7 +147,12 @@ class EngineBase : public Engine {
   void ReturnBlocks(OprBlock* first, OprBlock* last);
   alignas(64) SpinLock spare_mu_;
   OprBlock* spare_ ABSL_GUARDED_BY(spare_mu_) = nullptr;
-  alignas(64) Mutex push_mu_;
+  // Serializes pushes (and guards the var table). A spin lock, not a
+  // Mutex: every push takes it, and a spin lock's release is a plain store
+  // where a mutex's is a second locked instruction (measured: W1 +35 % in
+  // the VM's fast state, W2 up in its slow one). Held for a push's few
+  // hundred nanoseconds; only DescribePending holds it longer.
+  alignas(64) SpinLock push_mu_;
   VarTable vars_ ABSL_GUARDED_BY(push_mu_);
   uint64_t next_seq_ ABSL_GUARDED_BY(push_mu_) = 0;
   absl::flat_hash_map<uint64_t, OperatorEntry> operators_ ABSL_GUARDED_BY(push_mu_);
