@@ -718,12 +718,14 @@ TEST_P(EngineDevices, ProfilingStartedMidRunLabelsEverySpanWithItsWorker) {
     while (pushing.load() && engine->Stats().completed < 100) std::this_thread::yield();
     engine->StartProfiling();
   });
-  for (int i = 0; i < 20000; ++i) {
-    ASSERT_TRUE(IsOk(engine->PushSync([](RunContext) { return absl::OkStatus(); }, Context::Host(),
-                                      {}, {vars[i % vars.size()]}, FnProperty::kNormal, 0, "tick")));
+  bool pushed = true;  // No ASSERT while the starter runs: it must be joined.
+  for (int i = 0; i < 20000 && pushed; ++i) {
+    pushed = IsOk(engine->PushSync([](RunContext) { return absl::OkStatus(); }, Context::Host(), {},
+                                   {vars[i % vars.size()]}, FnProperty::kNormal, 0, "tick"));
   }
   pushing.store(false);
   starter.join();
+  ASSERT_TRUE(pushed);
   for (int i = 0; i < 100; ++i) {  // Profiled for sure.
     ASSERT_TRUE(IsOk(engine->PushSync([](RunContext) { return absl::OkStatus(); }, Context::Host(),
                                       {}, {vars[i % vars.size()]}, FnProperty::kNormal, 0, "tock")));
