@@ -755,12 +755,21 @@ void EngineBase::RecordError(const absl::Status& status) {
 
 std::string EngineBase::DescribePending() {
   std::string out = absl::StrCat("in flight: ", InFlight(), "\n");
-  SpinLockHolder lock(&push_mu_);
-  for (Var* v : vars_.Live()) {
+  // The push lock only for the list of vars (pushes wait while it is held);
+  // each var is then described under its own lock, which keeps its holders
+  // and waiters (and so their blocks and names) in place. Vars are never
+  // freed while the engine lives, so a var deleted meanwhile is safe to
+  // read: it has nothing held or waiting.
+  std::vector<std::pair<Var*, uint64_t>> vars;
+  {
+    SpinLockHolder lock(&push_mu_);
+    for (Var* v : vars_.Live()) vars.emplace_back(v, vars_.HandleOf(v).bits());
+  }
+  for (const auto& [v, bits] : vars) {
     SpinLockHolder var_lock(&v->mu);
     v->TakePendingLocked();
     if (v->holders.empty() && v->waiting == 0) continue;
-    absl::StrAppend(&out, absl::StrFormat("var %#x:", vars_.HandleOf(v).bits()));
+    absl::StrAppend(&out, absl::StrFormat("var %#x:", bits));
     if (!v->holders.empty()) {
       absl::StrAppend(&out, " held by");
       for (OprBlock* h : v->holders) {
@@ -780,6 +789,8 @@ std::string EngineBase::DescribePending() {
   DescribeQueued(&out);
   return out;
 }
+
+std::string EngineBase::DescribeOp(const OprBlock* op) { return OpName(op); }
 
 EngineStats EngineBase::Stats() const {
   EngineStats s;

@@ -88,7 +88,12 @@ class EngineBase : public Engine {
   virtual void StopThreads() {}
   // Device work of `op` was enqueued; the naive engine waits for it here.
   virtual void AfterDeviceEnqueue(OprBlock* op) {}
+  // Appends the functions that are ready and wait for a worker. Their
+  // blocks may be taken and recycled as soon as the queue's lock is let go,
+  // so names are read under it (DescribeOp).
   virtual void DescribeQueued(std::string* out) {}
+  // How DescribePending names a function: 'name', or (unnamed #seq).
+  static std::string DescribeOp(const OprBlock* op);
 
   const EngineOptions options_;
 
@@ -151,7 +156,7 @@ class EngineBase : public Engine {
   // Mutex: every push takes it, and a spin lock's release is a plain store
   // where a mutex's is a second locked instruction (measured: W1 +35 % in
   // the VM's fast state, W2 up in its slow one). Held for a push's few
-  // hundred nanoseconds; only DescribePending holds it longer.
+  // hundred nanoseconds (DescribePending holds it only to list the vars).
   alignas(64) SpinLock push_mu_;
   VarTable vars_ ABSL_GUARDED_BY(push_mu_);
   uint64_t next_seq_ ABSL_GUARDED_BY(push_mu_) = 0;

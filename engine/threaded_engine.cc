@@ -42,18 +42,14 @@ class ThreadedEngine : public EngineBase {
   }
 
   void DescribeQueued(std::string* out) override {
-    std::vector<OprBlock*> queued;
-    cpu_pool_->QueuedForDescribe(&queued);
+    std::string names;
+    auto describe = [&](const OprBlock* op) { absl::StrAppend(&names, " ", DescribeOp(op)); };
+    cpu_pool_->DescribeQueued(describe);
     {
       MutexLock lock(&mu_);
-      for (auto& [key, pool] : device_pools_) pool->QueuedForDescribe(&queued);
+      for (auto& [key, pool] : device_pools_) pool->DescribeQueued(describe);
     }
-    if (queued.empty()) return;
-    absl::StrAppend(out, "ready, waiting for a worker:");
-    for (OprBlock* op : queued) {
-      absl::StrAppend(out, " '", op->name(), "'");
-    }
-    absl::StrAppend(out, "\n");
+    if (!names.empty()) absl::StrAppend(out, "ready, waiting for a worker:", names, "\n");
   }
 
  private:

@@ -73,11 +73,11 @@ void WorkerPool::Stop() {
   for (std::thread& t : threads_) t.join();
 }
 
-int WorkerPool::QueuedForDescribe(std::vector<OprBlock*>* out) {
+int WorkerPool::DescribeQueued(absl::FunctionRef<void(const OprBlock*)> describe) {
   SpinLockHolder lock(&queue_mu_);
   DrainInboxLocked();
   const std::vector<OprBlock*> ordered = queue_.InOrder();
-  out->insert(out->end(), ordered.begin(), ordered.end());
+  for (const OprBlock* op : ordered) describe(op);
   return static_cast<int>(ordered.size());
 }
 

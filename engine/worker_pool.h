@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "base/mutex.h"
 #include "base/spin_lock.h"
 #include "engine/ready_queue.h"
@@ -53,7 +54,10 @@ class WorkerPool {
   void Push(OprBlock* op, bool may_continue = false);
   // Lets the workers finish what is queued, then joins them.
   void Stop();
-  int QueuedForDescribe(std::vector<OprBlock*>* out);
+  // Calls `describe` on each queued function, best first, under the
+  // queue's lock (so no worker takes and recycles one meanwhile); returns
+  // how many there are.
+  int DescribeQueued(absl::FunctionRef<void(const OprBlock*)> describe);
   const std::string& name() const { return name_; }
 
  private:

@@ -4,6 +4,7 @@
 // dependency the engine fails to carry from one stream to another shows up
 // as wrong data.
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <chrono>
@@ -498,6 +499,74 @@ TEST(EngineDiagnosis, DescribePendingNamesTheWaiterAndTheHolder) {
   ASSERT_TRUE(IsOk(engine->WaitForAll()));
   const std::string after = engine->DescribePending();
   EXPECT_EQ(after.find("waiting_op"), std::string::npos) << after;
+}
+
+// DescribePending may be called at any time, also while workers take, run
+// and recycle the functions it lists: every name it prints is one that was
+// pushed (a block recycled under it would show a torn or foreign name, and
+// ThreadSanitizer reports the race). Operators are pushed too: their blocks
+// drop the operator's body when recycled.
+TEST(EngineDiagnosis, DescribePendingIsSafeWhileFunctionsRunAndAreRecycled) {
+  EngineOptions options;
+  options.cpu_workers = 2;
+  auto engine = MakeEngine(Kind::kThreaded, options);
+  // Names past the small-string buffer, so a reused block reallocates them.
+  const std::vector<std::string> names = {"describe_race_function_alpha_0123456789",
+                                          "describe_race_function_beta_0123456789",
+                                          "describe_race_operator_gamma_0123456789"};
+  std::vector<VarHandle> vars;
+  for (int i = 0; i < 8; ++i) vars.push_back(engine->NewVariable());
+  absl::StatusOr<OperatorHandle> op = engine->NewOperator(
+      [](RunContext, Completion done) { done(); }, {vars[0]}, {vars[1]}, FnProperty::kNormal,
+      names[2]);
+  ASSERT_TRUE(IsOk(op.status()));
+
+  std::atomic<bool> pushing{true};
+  std::atomic<int> descriptions{0};
+  std::atomic<bool> failed{false};
+  std::string bad;  // Written by the describer only; read after it joins.
+  std::thread describer([&] {
+    while (pushing.load()) {
+      const std::string text = engine->DescribePending();
+      descriptions.fetch_add(1);
+      // Every quoted name must be one that was pushed.
+      for (size_t open = text.find('\''); open != std::string::npos;
+           open = text.find('\'', open + 1)) {
+        const size_t close = text.find('\'', open + 1);
+        if (close == std::string::npos) {
+          bad = "unterminated name in: " + text;
+          failed = true;
+          return;
+        }
+        const std::string name = text.substr(open + 1, close - open - 1);
+        if (std::find(names.begin(), names.end(), name) == names.end()) {
+          bad = "unknown name '" + name + "' in: " + text;
+          failed = true;
+          return;
+        }
+        open = close;
+      }
+    }
+  });
+  for (int i = 0; i < 60000 && !failed.load(); ++i) {
+    absl::Status pushed;
+    if (i % 3 == 2) {
+      pushed = engine->Push(*op, Context::Host());
+    } else {
+      // Independent functions, so most are ready at once and queue for a worker.
+      pushed = engine->PushSync([](RunContext) { return absl::OkStatus(); }, Context::Host(), {},
+                                {vars[2 + i % 6]}, FnProperty::kNormal, 0, names[i % 3]);
+    }
+    if (!pushed.ok()) {
+      ADD_FAILURE() << pushed;
+      break;
+    }
+  }
+  EXPECT_TRUE(WaitUntil([&] { return descriptions.load() >= 2 || failed.load(); }));
+  pushing = false;
+  describer.join();
+  EXPECT_TRUE(bad.empty()) << bad;
+  ASSERT_TRUE(IsOk(engine->WaitForAll()));
 }
 
 // The watchdog, after a period without progress, reports what is pending
