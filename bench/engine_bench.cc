@@ -22,14 +22,22 @@
 // Ends with FIGURE engine.W<n>.<peer>_mops lines (millions of functions per
 // second), FIGURE engine.W5.<peer>_efficiency, and RATIO
 // engine.W<n>.rill_vs_<peer> (Rill's rate over the peer's).
+//
+// The run starts and ends with BM_Handoff, two threads passing one cache
+// line back and forth: FIGURE machine.handoff_ns.{first,last} is the
+// one-way time. Nearly all of an engine's cost per empty function is such
+// hand-offs, so this says what state a (virtual) machine was in when the
+// figures were taken; compare figures only between runs where it agrees.
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -326,8 +334,39 @@ void BM_TBB(benchmark::State& state) {
 }
 #endif
 
+// --- Machine probe -------------------------------------------------------------------
+
+// One-way time of a cache line between two threads (a ping-pong on one
+// atomic), as counter "one_way_ns".
+void BM_Handoff(benchmark::State& state) {
+  constexpr int kRoundTrips = 100000;
+  alignas(64) std::atomic<int> line{0};
+  double one_way_ns = 0;
+  for (auto _ : state) {
+    line.store(0);
+    std::thread partner([&line] {
+      for (int i = 0; i < kRoundTrips; ++i) {
+        while (line.load(std::memory_order_acquire) != 2 * i + 1) {
+        }
+        line.store(2 * i + 2, std::memory_order_release);
+      }
+    });
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < kRoundTrips; ++i) {
+      line.store(2 * i + 1, std::memory_order_release);
+      while (line.load(std::memory_order_acquire) != 2 * i + 2) {
+      }
+    }
+    const std::chrono::duration<double, std::nano> took = std::chrono::steady_clock::now() - start;
+    partner.join();
+    one_way_ns = took.count() / (2.0 * kRoundTrips);
+  }
+  state.counters["one_way_ns"] = one_way_ns;
+}
+
 void Register() {
   const int iters = Iterations();
+  benchmark::RegisterBenchmark("BM_Handoff/first", BM_Handoff)->Iterations(1)->UseRealTime();
   for (int w = 1; w <= 5; ++w) {
     const std::string name = GetWorkload(w).name;
     benchmark::RegisterBenchmark(("BM_Rill/" + name).c_str(), BM_Rill)
@@ -343,6 +382,7 @@ void Register() {
   }
   benchmark::RegisterBenchmark("BM_Serial/W5", BM_Serial)
       ->Arg(5)->Iterations(iters)->UseRealTime()->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("BM_Handoff/last", BM_Handoff)->Iterations(1)->UseRealTime();
 }
 
 void Summarize(const bench::Results& results, bench::Report& report) {
@@ -372,6 +412,15 @@ void Summarize(const bench::Results& results, bench::Report& report) {
     for (int p = 1; p < 3; ++p) {
       if (mops[0] > 0 && mops[p] > 0) {
         report.Ratio("engine." + workload.name + ".rill_vs_" + peers[p], mops[0] / mops[p]);
+      }
+    }
+  }
+  for (const std::string when : {"first", "last"}) {
+    for (const auto& [key, measured] : results) {
+      if (key.rfind("BM_Handoff/" + when + "/", 0) != 0) continue;
+      auto counter = measured.counters.find("one_way_ns");
+      if (counter != measured.counters.end()) {
+        report.Figure("machine.handoff_ns." + when, counter->second);
       }
     }
   }
