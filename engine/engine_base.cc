@@ -267,6 +267,13 @@ absl::Status EngineBase::PushOne(BlockPtr op,
   bool ready;
   {
     SpinLockHolder lock(&push_mu_);
+    // Checked again under the lock: Shutdown passes through it after
+    // setting the flag, so a push either is counted before Shutdown waits
+    // for what is in flight, or is refused.
+    if (shutdown_.load(std::memory_order_acquire)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("push of ", OpName(op.get()), ": the engine is shut down"));
+    }
     // Annotated only on error: building the text costs two allocations.
     VarLists lists;
     if (absl::Status normalized = Normalize(const_vars, mutate_vars, op->own.prop, &lists);
@@ -363,6 +370,8 @@ absl::StatusOr<OperatorHandle> EngineBase::NewOperator(AsyncFn fn,
   SpinLockHolder lock(&push_mu_);
   RILL_RETURN_IF_ERROR(Annotate(Normalize(const_vars, mutate_vars, prop, &opr->vars),
                                 absl::StrCat("NewOperator('", AsAbsl(name), "')")));
+  for (Var* v : opr->vars.reads) opr->handles.push_back(vars_.HandleOf(v));
+  for (Var* v : opr->vars.writes) opr->handles.push_back(vars_.HandleOf(v));
   const uint64_t id = next_operator_++;
   operators_[id] = OperatorEntry{std::move(opr)};
   return OperatorHandle::FromId(id);
@@ -376,6 +385,9 @@ absl::Status EngineBase::Push(OperatorHandle handle, Context ctx, int priority) 
   bool ready;
   {
     SpinLockHolder lock(&push_mu_);
+    if (shutdown_.load(std::memory_order_acquire)) {
+      return absl::FailedPreconditionError("Push: the engine is shut down");
+    }
     auto it = operators_.find(handle.id());
     if (it == operators_.end()) {
       return absl::InvalidArgumentError(
@@ -383,10 +395,14 @@ absl::Status EngineBase::Push(OperatorHandle handle, Context ctx, int priority) 
     }
     op->shared = it->second.opr;
     op->opr = op->shared.get();
-    // The operator's vars may have been deleted since NewOperator.
+    // The operator's vars may have been deleted since NewOperator (and
+    // their slots reused): check the handles it was given, not the slots.
     const VarLists& vars = op->opr->vars;
-    for (Var* v : vars.writes) RILL_RETURN_IF_ERROR(vars_.Resolve(vars_.HandleOf(v), false).status());
-    for (Var* v : vars.reads) RILL_RETURN_IF_ERROR(vars_.Resolve(vars_.HandleOf(v), false).status());
+    for (VarHandle h : op->opr->handles) {
+      RILL_RETURN_IF_ERROR(Annotate(vars_.Resolve(h, false).status(),
+                                    absl::StrCat("Push of operator ", handle.id(), " ('",
+                                                 op->opr->name, "')")));
+    }
     op->priority = priority + (op->opr->prop == FnProperty::kPrioritized ? kPrioritizedBoost : 0);
     ready = PushBlock(op.get(), vars);
   }
@@ -424,29 +440,51 @@ absl::Status EngineBase::WaitForVar(VarHandle var) {
     if (!resolved.ok()) return Annotate(resolved.status(), "WaitForVar");
     v = *resolved;
   }
-  Mutex mu;
-  CondVar cv;
-  bool done = false;
-  absl::Status result;
+  // The waiter's state outlives this call: the function holding it is
+  // destroyed when its block is recycled, later. If the function is dropped
+  // without running (Shutdown cancelled it), its destructor still wakes the
+  // waiter, with an error.
+  struct WaitState {
+    Mutex mu;
+    CondVar cv;
+    bool done ABSL_GUARDED_BY(mu) = false;
+    absl::Status result ABSL_GUARDED_BY(mu);
+    void Set(absl::Status status) {
+      MutexLock lock(&mu);
+      if (done) return;
+      result = std::move(status);
+      done = true;
+      cv.SignalAll();
+    }
+  };
+  struct WakeOnDrop {
+    std::shared_ptr<WaitState> state;
+    explicit WakeOnDrop(std::shared_ptr<WaitState> s) : state(std::move(s)) {}
+    WakeOnDrop(WakeOnDrop&&) = default;
+    ~WakeOnDrop() {
+      if (state != nullptr) {
+        state->Set(absl::CancelledError(
+            "WaitForVar: the engine was shut down (cancelling pending work) before the var was ready"));
+      }
+    }
+  };
+  auto state = std::make_shared<WaitState>();
   absl::Status pushed = PushSync(
-      [&, v](RunContext) {
+      [v, wake = WakeOnDrop(state)](RunContext) {
         absl::Status error;
         {
           SpinLockHolder lock(&v->mu);
           error = v->error;
         }
-        MutexLock lock(&mu);
-        result = error;
-        done = true;
-        cv.SignalAll();
+        wake.state->Set(std::move(error));
         return absl::OkStatus();
       },
       // A write, so that it also waits for earlier readers of the var.
       Context::Host(), {}, {var}, FnProperty::kNoSkip, 0, "WaitForVar");
   RILL_RETURN_IF_ERROR(pushed);
-  MutexLock lock(&mu);
-  cv.Wait(&mu, [&] { return done; });
-  return result;
+  MutexLock lock(&state->mu);
+  state->cv.Wait(&state->mu, [&] { return state->done; });
+  return state->result;
 }
 
 absl::Status EngineBase::WaitForAll() {
@@ -515,7 +553,7 @@ void EngineBase::Run(OprBlock* op, int worker) {
   if (cancel_.load(std::memory_order_acquire)) {
     op->status = absl::CancelledError(absl::StrCat(OpName(op), " was cancelled by Shutdown"));
     skipped_.fetch_add(1, std::memory_order_relaxed);
-    Finish(op);
+    Finish(op, /*ran=*/false);
     return;
   }
   // What Finish will touch (the vars, and the functions waiting at their
@@ -528,7 +566,7 @@ void EngineBase::Run(OprBlock* op, int worker) {
   if (!poison.ok() && !no_skip) {
     op->status = poison;
     skipped_.fetch_add(1, std::memory_order_relaxed);
-    Finish(op);
+    Finish(op, /*ran=*/false);
     return;
   }
   if (op->ctx.is_host()) {
@@ -574,7 +612,7 @@ void EngineBase::RunOnDevice(OprBlock* op, std::vector<std::shared_ptr<Fence>>& 
     op->status = Annotate(stream.status(), absl::StrCat(OpName(op), " on ", op->ctx.ToString()));
     failed_.fetch_add(1, std::memory_order_relaxed);
     op->completed.store(true);
-    Finish(op);
+    Finish(op, /*ran=*/false);
     return;
   }
   // Device work this function depends on: an event wait on the device, or
@@ -656,6 +694,10 @@ void EngineBase::CompleteOnce(OprBlock* op, absl::Status status) {
     op->fence = fence;
     StreamPool* pool = op->pool;
     Stream* stream = op->stream;
+    // The notification retires the push and may run before Finish below:
+    // hold the function in flight until Finish (which retires the hold) has
+    // recorded its error, counted it and released its vars.
+    holds_.fetch_add(1, std::memory_order_relaxed);
     stream->ThenNotify([this, fence, pool, stream](absl::Status s) {
       pool->WorkDone(stream);
       fence->Complete(s);
@@ -664,10 +706,10 @@ void EngineBase::CompleteOnce(OprBlock* op, absl::Status status) {
     pool->Release(stream, fence.get());
     AfterDeviceEnqueue(op);
   }
-  Finish(op);
+  Finish(op, /*ran=*/true);
 }
 
-void EngineBase::Finish(OprBlock* op) {
+void EngineBase::Finish(OprBlock* op, bool ran) {
   const absl::Status& error = op->status;
   if (!error.ok()) RecordError(error);
   ReadyList granted;
@@ -676,11 +718,17 @@ void EngineBase::Finish(OprBlock* op) {
     SpinLockHolder lock(&v->mu);
     if (dep.write) {
       if (!error.ok() && v->error.ok()) v->error = error;
-      // Null for host work, which waited for the rest. Written only when it
-      // changes: the line is the one the pusher appends to.
-      if (v->write_fence != op->fence) v->write_fence = op->fence;
-      if (!v->read_fences.empty()) v->read_fences.clear();
-      v->has_state.store(!v->error.ok() || v->write_fence != nullptr, std::memory_order_release);
+      if (ran) {
+        // Null for host work, which waited for the rest. Written only when
+        // it changes: the line is the one the pusher appends to.
+        if (v->write_fence != op->fence) v->write_fence = op->fence;
+        if (!v->read_fences.empty()) v->read_fences.clear();
+      }
+      // A function that did not run (skipped, cancelled, no stream) waited
+      // for no device work: what still runs on the var stays its fences,
+      // for the next user, WaitForVar and DeleteVariable to wait on.
+      v->has_state.store(!v->error.ok() || v->write_fence != nullptr || !v->read_fences.empty(),
+                         std::memory_order_release);
     } else if (op->fence != nullptr) {
       v->has_state.store(true, std::memory_order_release);
       if (v->read_fences.size() >= 16) {
@@ -712,9 +760,10 @@ void EngineBase::Finish(OprBlock* op) {
         op->start_ns, op->end_ns != 0 ? op->end_ns : Profiler::NowNs()});
   }
   completed_.Add(1);
-  const bool device = op->fence != nullptr;
   op->Unref();
-  if (!device) Retire(absl::OkStatus());
+  // The push, or for device work the hold CompleteOnce took (the stream's
+  // notification retires the push).
+  Retire(absl::OkStatus());
   for (OprBlock* r : ready) Dispatch(r, ready.size() == 1);
 }
 
@@ -804,8 +853,24 @@ EngineStats EngineBase::Stats() const {
 }
 
 void EngineBase::Shutdown(bool cancel) {
-  if (shutdown_.exchange(true)) return;
+  if (tls_running_engine == this) {
+    // It would wait for the calling function itself, then join its thread.
+    RILL_LOG(ERROR) << "engine: Shutdown called from inside one of the engine's own functions; "
+                       "ignored (it would wait on itself): call it from outside";
+    return;
+  }
+  // A second caller (which may ask to cancel what the first lets drain)
+  // returns once the first has finished.
   if (cancel) cancel_.store(true);
+  if (shutdown_.exchange(true)) {
+    MutexLock lock(&stopped_mu_);
+    stopped_cv_.Wait(&stopped_mu_, [&] { return stopped_; });
+    return;
+  }
+  // A push that saw the engine running before the flag was set holds the
+  // push lock until it is counted: passing through the lock makes every
+  // such push visible to the wait below (later ones are refused).
+  { SpinLockHolder lock(&push_mu_); }
   {
     MutexLock lock(&wait_mu_);
     idle_waiters_.fetch_add(1, std::memory_order_seq_cst);
@@ -823,8 +888,13 @@ void EngineBase::Shutdown(bool cancel) {
     absl::Status written = profiler_.Write(options_.trace_path);
     if (!written.ok()) RILL_LOG(ERROR) << written.ToString();
   }
-  MutexLock lock(&pools_mu_);
-  stream_pools_.clear();
+  {
+    MutexLock lock(&pools_mu_);
+    stream_pools_.clear();
+  }
+  MutexLock lock(&stopped_mu_);
+  stopped_ = true;
+  stopped_cv_.SignalAll();
 }
 
 void EngineBase::Watchdog() {

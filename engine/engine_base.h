@@ -129,8 +129,10 @@ class EngineBase : public Engine {
   void RunBody(OprBlock* op, RunContext rc);
   absl::StatusOr<StreamPool*> PoolFor(const Context& ctx, bool copy);
   // Releases op's vars, poisoning the written ones on error, and dispatches
-  // what that makes ready.
-  void Finish(OprBlock* op);
+  // what that makes ready. `ran`: its body ran (after the device work it
+  // depended on), so its own fence replaces the written vars' fences;
+  // false for a function skipped, cancelled or refused a stream.
+  void Finish(OprBlock* op, bool ran);
   // One function is done (device work included): in-flight count, waiters.
   void Retire(const absl::Status& status);
   // Signals the waiters whose condition holds now (`idle`: WaitForAll and
@@ -184,6 +186,10 @@ class EngineBase : public Engine {
   }
   absl::Status first_error_ ABSL_GUARDED_BY(wait_mu_);
   std::atomic<bool> shutdown_{false};
+  // Shutdown has finished (later callers wait for it).
+  Mutex stopped_mu_;
+  CondVar stopped_cv_;
+  bool stopped_ ABSL_GUARDED_BY(stopped_mu_) = false;
   std::atomic<bool> cancel_{false};
 
   // Counters: pushed_ is written by pushers (under push_mu_), completed_ by

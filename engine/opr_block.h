@@ -37,7 +37,11 @@ struct Opr {
   AsyncFn async_fn;
   FnProperty prop = FnProperty::kNormal;
   std::string name;
-  VarLists vars;  // NewOperator only.
+  // NewOperator only: the vars, and the handles they were named by (in the
+  // same order, reads then writes), which each Push checks again -- a var
+  // deleted since, whose slot a new var may now use, must not resolve.
+  VarLists vars;
+  absl::InlinedVector<VarHandle, 6> handles;
 };
 
 // The end of a device function's work on its stream: an event recorded

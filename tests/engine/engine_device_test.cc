@@ -344,6 +344,67 @@ TEST_P(EngineDevices, AFailureOnTheStreamPoisonsTheWrittenVarsAndSkipsDownstream
   EXPECT_TRUE(HasError(engine->WaitForAll(), absl::StatusCode::kDataLoss));
 }
 
+// WaitForAll returns only after a device function has been finished in
+// full: its error is the one returned, and it is counted as completed.
+// (The stream's notification could retire it before the worker had.)
+TEST_P(EngineDevices, WaitForAllSeesTheErrorOfADeviceFunctionEveryTime) {
+  auto engine = MakeEngine(GetParam());
+  const int rounds = ::rill::engine::testing::kUnderTsan ? 300 : 2000;
+  for (int i = 0; i < rounds; ++i) {
+    VarHandle v = engine->NewVariable();
+    ASSERT_TRUE(IsOk(engine->PushSync([](RunContext) { return absl::InvalidArgumentError("bad shape"); },
+                                      devices_[0], {}, {v}, FnProperty::kNormal, 0, "fails")));
+    absl::Status waited = engine->WaitForAll();
+    const EngineStats stats = engine->Stats();
+    ASSERT_TRUE(HasError(waited, absl::StatusCode::kInvalidArgument, {"bad shape"})) << "round " << i;
+    ASSERT_EQ(stats.completed, stats.pushed) << "round " << i;
+    ASSERT_TRUE(IsOk(engine->DeleteVariable(nullptr, Context::Host(), v)));
+    ASSERT_TRUE(IsOk(engine->WaitForAll())) << "round " << i;
+  }
+}
+
+// A function skipped because it reads a poisoned var did not wait for the
+// device work still writing its other vars: that work stays what the next
+// users wait for. WaitForVar returns, and DeleteVariable's function (which
+// would free the buffer) runs, only after the device write has finished.
+TEST_P(EngineDevices, ASkippedFunctionLeavesRunningDeviceWorkToBeWaitedFor) {
+  auto engine = MakeEngine(GetParam());
+  VarHandle poisoned = engine->NewVariable(), v = engine->NewVariable();
+  std::atomic<bool> device_write_done{false};
+  ASSERT_TRUE(IsOk(engine->PushSync([](RunContext) { return absl::InternalError("poison"); },
+                                    Context::Host(), {}, {poisoned}, FnProperty::kNormal, 0,
+                                    "poisoner")));
+  ASSERT_TRUE(IsOk(engine->PushSync(
+      [&](RunContext rc) {
+        rc.stream->ThenDoHostCallback([&] {
+          std::this_thread::sleep_for(200ms);
+          device_write_done = true;
+        });
+        return absl::OkStatus();
+      },
+      devices_[0], {}, {v}, FnProperty::kNormal, 0, "slow_device_write")));
+  std::atomic<bool> skipped_ran{false};
+  ASSERT_TRUE(IsOk(engine->PushSync(
+      [&](RunContext) {
+        skipped_ran = true;
+        return absl::OkStatus();
+      },
+      Context::Host(), {poisoned}, {v}, FnProperty::kNormal, 0, "skipped_writer")));
+  // v is poisoned by the skipped writer, and WaitForVar waited for the device.
+  EXPECT_TRUE(HasError(engine->WaitForVar(v), absl::StatusCode::kInternal, {"poison"}));
+  EXPECT_TRUE(device_write_done.load()) << "WaitForVar returned while device work wrote the var";
+  EXPECT_FALSE(skipped_ran.load());
+  std::atomic<int> deleted_early{-1};
+  ASSERT_TRUE(IsOk(engine->DeleteVariable(
+      [&](RunContext) {
+        deleted_early = device_write_done.load() ? 0 : 1;
+        return absl::OkStatus();
+      },
+      Context::Host(), v)));
+  EXPECT_TRUE(HasError(engine->WaitForAll(), absl::StatusCode::kInternal));
+  EXPECT_EQ(deleted_early.load(), 0) << "DeleteVariable ran while device work wrote the var";
+}
+
 // After a stream failure, independent work on the same device runs and
 // succeeds: the failed stream does not stay in the pool and fail everything
 // after it. Several rounds, so every stream of the pool is used.

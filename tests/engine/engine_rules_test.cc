@@ -929,6 +929,41 @@ TEST_P(EngineRules, OperatorsArePushedManyTimesAndDeletedCleanly) {
   EXPECT_FALSE(engine->DeleteOperator(OperatorHandle::FromId(987654321)).ok());
 }
 
+// An operator whose var was deleted cannot be pushed any more, also once a
+// new var has taken the deleted var's slot: the push fails naming the
+// deleted handle, and the new var is never written or poisoned by it.
+TEST_P(EngineRules, AnOperatorOfADeletedVarNeverWritesTheVarThatReusesItsSlot) {
+  auto engine = MakeEngine(GetParam(), Workers(2));
+  VarHandle a = engine->NewVariable();
+  std::atomic<int> runs{0};
+  absl::StatusOr<OperatorHandle> op = engine->NewOperator(
+      [&](RunContext, Completion done) {
+        ++runs;
+        done(absl::InternalError("operator ran"));
+      },
+      {}, {a}, FnProperty::kNormal, "writes_a");
+  ASSERT_TRUE(op.ok()) << op.status();
+  ASSERT_TRUE(IsOk(engine->DeleteVariable(nullptr, Context::Host(), a)));
+  ASSERT_TRUE(IsOk(engine->WaitForAll()));
+  absl::Status before = engine->Push(*op, Context::Host());
+  EXPECT_EQ(before.code(), absl::StatusCode::kInvalidArgument) << before;
+  // Slots are reused: keep making vars until one lands in a's slot.
+  VarHandle b;
+  for (int i = 0; i < 64 && (b.is_null() || (b.bits() & 0xffffffffu) != (a.bits() & 0xffffffffu));
+       ++i) {
+    b = engine->NewVariable();
+  }
+  ASSERT_EQ(b.bits() & 0xffffffffu, a.bits() & 0xffffffffu) << "no new var reused a's slot";
+  ASSERT_NE(b.bits(), a.bits());
+  absl::Status after = engine->Push(*op, Context::Host());
+  EXPECT_EQ(after.code(), absl::StatusCode::kInvalidArgument) << after;
+  EXPECT_NE(after.message().find("was deleted"), std::string::npos) << after;
+  EXPECT_NE(after.message().find("writes_a"), std::string::npos) << after;
+  EXPECT_TRUE(IsOk(engine->WaitForAll()));
+  EXPECT_EQ(runs.load(), 0);
+  EXPECT_TRUE(IsOk(engine->WaitForVar(b))) << "the new var was poisoned by the old operator";
+}
+
 // DeleteOperator does not wait on or write the operator's vars (MXNet's
 // trap 4): it returns while a pushed run still waits behind a held writer,
 // and that run still happens.
@@ -1048,6 +1083,130 @@ TEST(ThreadedEngineRules, ShutdownWithCancelSkipsWhatHasNotStarted) {
   EXPECT_TRUE(held_finished.load());
   EXPECT_EQ(queued_ran.load(), 0) << "cancelled functions ran";
   EXPECT_GE(engine->Stats().skipped - skipped_before, 20);
+}
+
+// A WaitForVar whose function Shutdown(true) cancels returns Cancelled
+// instead of waiting forever for a function that will never run.
+TEST(ThreadedEngineRules, WaitForVarReturnsWhenShutdownCancelsItsFunction) {
+  auto engine = MakeEngine(Kind::kThreaded, Workers(1));
+  VarHandle v = engine->NewVariable();
+  auto gate = Latch::Make();
+  OpenLatchOnExit open_gate(gate);
+  std::atomic<bool> started{false};
+  ASSERT_TRUE(IsOk(engine->PushSync(
+      [&](RunContext) {
+        started = true;
+        gate->Wait();
+        return absl::OkStatus();
+      },
+      Context::Host(), {}, {v}, FnProperty::kNormal, 0, "held")));
+  ASSERT_TRUE(WaitUntil([&] { return started.load(); }));
+  absl::Status waited;
+  std::atomic<bool> waiter_returned{false};
+  std::thread waiter([&] {
+    waited = engine->WaitForVar(v);
+    waiter_returned = true;
+  });
+  // The wait's function is queued behind `held` once in flight is 2.
+  ASSERT_TRUE(WaitUntil([&] { return engine->Stats().in_flight == 2; }));
+  std::thread shutdown([&] { engine->Shutdown(/*cancel=*/true); });
+  ASSERT_TRUE(WaitUntil([&] {
+    return engine->PushSync(Noop, Context::Host(), {}, {}).code() ==
+           absl::StatusCode::kFailedPrecondition;
+  }));
+  gate->Open();
+  shutdown.join();
+  const bool returned = WaitUntil([&] { return waiter_returned.load(); });
+  EXPECT_TRUE(returned) << "WaitForVar still blocked after Shutdown(true)";
+  if (!returned) std::abort();  // The waiter thread cannot be joined.
+  waiter.join();
+  EXPECT_TRUE(HasError(waited, absl::StatusCode::kCancelled, {"WaitForVar", "shut down"}));
+}
+
+// Every push racing Shutdown either runs before Shutdown returns or is
+// refused: none is accepted and then dropped (which would leave it in
+// flight for ever). Many short engine lives, since the window is narrow.
+TEST(ThreadedEngineRules, APushRacingShutdownRunsOrIsRefused) {
+  const int lives = kUnderTsan ? 300 : 2000;
+  for (int life = 0; life < lives; ++life) {
+    auto engine = MakeEngine(Kind::kThreaded, Workers(1));
+    VarHandle v = engine->NewVariable();
+    std::atomic<int64_t> accepted{0}, ran{0};
+    std::atomic<bool> go{false};
+    std::thread pusher([&] {
+      while (!go.load()) {
+      }
+      for (;;) {
+        absl::Status s = engine->PushSync(
+            [&ran](RunContext) {
+              ran.fetch_add(1);
+              return absl::OkStatus();
+            },
+            Context::Host(), {}, {v});
+        if (!s.ok()) {
+          EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+          break;
+        }
+        accepted.fetch_add(1);
+      }
+    });
+    go = true;
+    std::this_thread::yield();
+    engine->Shutdown(false);
+    pusher.join();
+    ASSERT_EQ(accepted.load(), ran.load()) << "engine life " << life;
+    ASSERT_EQ(engine->Stats().in_flight, 0) << "engine life " << life;
+  }
+}
+
+// Shutdown from inside one of the engine's own functions would wait for
+// that function: it is refused (logged) and the function returns; the
+// engine keeps working. A second, concurrent Shutdown returns only once the
+// first has drained.
+TEST(ThreadedEngineRules, ShutdownFromInsideAFunctionIsRefusedAndConcurrentShutdownsBothWait) {
+  auto engine = MakeEngine(Kind::kThreaded, Workers(2));
+  VarHandle v = engine->NewVariable();
+  ::testing::internal::CaptureStderr();
+  WithDeadline("Shutdown inside a function", engine.get(), [&] {
+    ASSERT_TRUE(IsOk(engine->PushSync(
+        [&](RunContext) {
+          engine->Shutdown(false);
+          return absl::OkStatus();
+        },
+        Context::Host(), {}, {v}, FnProperty::kNormal, 0, "shuts_down")));
+    EXPECT_TRUE(IsOk(engine->WaitForAll()));
+  });
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("inside one of the engine's own functions"), std::string::npos) << err;
+  EXPECT_TRUE(IsOk(engine->PushSync(Noop, Context::Host(), {}, {v})));
+
+  auto gate = Latch::Make();
+  OpenLatchOnExit open_gate(gate);
+  std::atomic<bool> started{false}, finished{false};
+  ASSERT_TRUE(IsOk(engine->PushSync(
+      [&](RunContext) {
+        started = true;
+        gate->Wait();
+        finished = true;
+        return absl::OkStatus();
+      },
+      Context::Host(), {}, {v}, FnProperty::kNormal, 0, "held")));
+  ASSERT_TRUE(WaitUntil([&] { return started.load(); }));
+  std::atomic<int> returned{0};
+  std::atomic<bool> early{false};
+  auto shut = [&] {
+    engine->Shutdown(false);
+    if (!finished.load()) early = true;
+    returned.fetch_add(1);
+  };
+  std::thread first(shut), second(shut);
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(returned.load(), 0) << "a Shutdown returned while a function was still running";
+  gate->Open();
+  first.join();
+  second.join();
+  EXPECT_FALSE(early.load());
+  EXPECT_EQ(returned.load(), 2);
 }
 
 // --- Stats, options, the default engine -----------------------------------------
