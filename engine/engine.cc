@@ -26,37 +26,12 @@ std::string Context::ToString() const {
 
 // --- Completion ----------------------------------------------------------------
 
-Completion::Completion(internal::OprBlock* op) : op_(op) { op_->Ref(); }
-Completion::Completion(const Completion& other) : op_(other.op_) {
-  if (op_ != nullptr) op_->Ref();
-}
-Completion& Completion::operator=(const Completion& other) {
-  if (this != &other) {
-    if (other.op_ != nullptr) other.op_->Ref();
-    if (op_ != nullptr) op_->Unref();
-    op_ = other.op_;
-  }
-  return *this;
-}
-Completion::Completion(Completion&& other) noexcept : op_(other.op_) { other.op_ = nullptr; }
-Completion& Completion::operator=(Completion&& other) noexcept {
-  if (this != &other) {
-    if (op_ != nullptr) op_->Unref();
-    op_ = other.op_;
-    other.op_ = nullptr;
-  }
-  return *this;
-}
-Completion::~Completion() {
-  if (op_ != nullptr) op_->Unref();
-}
-
 void Completion::operator()(absl::Status status) const {
   if (op_ == nullptr) {
     RILL_LOG(ERROR) << "an empty engine Completion was called";
     return;
   }
-  op_->engine->Complete(op_, std::move(status));
+  op_->engine->Complete(op_, seq_, std::move(status));
 }
 
 // --- Options and creation ------------------------------------------------------

@@ -83,22 +83,20 @@ struct OprBlock;
 // Completes an asynchronous function. Call it exactly once, from any
 // thread, with the function's result. A second call does nothing to the
 // engine's state: it is reported (logged, and returned by WaitForAll as
-// FailedPrecondition). Copyable; copies share one completion.
+// FailedPrecondition) while the engine lives. Copyable; copies share one
+// completion. A copy may outlive the engine (destroying it touches nothing),
+// but calling it after the engine is destroyed is undefined.
 class Completion {
  public:
   Completion() = default;
-  Completion(const Completion& other);
-  Completion& operator=(const Completion& other);
-  Completion(Completion&& other) noexcept;
-  Completion& operator=(Completion&& other) noexcept;
-  ~Completion();
 
   void operator()(absl::Status status = absl::OkStatus()) const;
 
  private:
   friend struct internal::OprBlock;
-  explicit Completion(internal::OprBlock* op);
+  Completion(internal::OprBlock* op, uint64_t seq) : op_(op), seq_(seq) {}
   internal::OprBlock* op_ = nullptr;
+  uint64_t seq_ = 0;  // Which push of the (recycled) block this completes.
 };
 
 using SyncFn = absl::AnyInvocable<absl::Status(RunContext)>;

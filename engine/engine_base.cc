@@ -96,8 +96,10 @@ OprBlock* EngineBase::NewBlock() {
       }
     }
   }
-  if (op == nullptr) op = new OprBlock();
-  op->engine = this;
+  if (op == nullptr) {
+    op = new OprBlock();
+    op->engine = this;
+  }
   op->opr = &op->own;
   return op;
 }
@@ -171,7 +173,6 @@ void OprBlock::Reset() {
   if (!(ctx == Context())) ctx = Context();
   if (priority != 0) priority = 0;
   refs.store(1, std::memory_order_relaxed);
-  if (completed.load(std::memory_order_relaxed)) completed.store(false, std::memory_order_relaxed);
   if (pending_fences.load(std::memory_order_relaxed) != 0) {
     pending_fences.store(0, std::memory_order_relaxed);
   }
@@ -288,7 +289,6 @@ absl::Status EngineBase::PushOne(BlockPtr op,
 }
 
 bool EngineBase::PushBlock(OprBlock* op, const VarLists& vars) {
-  op->engine = this;
   op->seq = next_seq_++;
   op->deps.clear();  // Left by the block's last use (Reset leaves the line alone).
   // A var that is not busy is appended to under its lock, whose line the
@@ -611,7 +611,6 @@ void EngineBase::RunOnDevice(OprBlock* op, std::vector<std::shared_ptr<Fence>>& 
   if (!stream.ok()) {
     op->status = Annotate(stream.status(), absl::StrCat(OpName(op), " on ", op->ctx.ToString()));
     failed_.fetch_add(1, std::memory_order_relaxed);
-    op->completed.store(true);
     Finish(op, /*ran=*/false);
     return;
   }
@@ -650,8 +649,11 @@ void EngineBase::RunBody(OprBlock* op, RunContext rc) {
   }
   Completion completion = op->MakeCompletion();
   // Counted in flight until the body returns, so that WaitForAll also sees
-  // a body that completes and then throws (reported as a double completion).
+  // a body that completes and then throws (reported as a double completion);
+  // and referenced, so that a completion inside the body does not recycle
+  // the block (and destroy the body) while it runs.
   holds_.fetch_add(1, std::memory_order_relaxed);
+  op->Ref();
   try {
     opr.async_fn(rc, completion);
   } catch (const std::exception& e) {
@@ -659,14 +661,27 @@ void EngineBase::RunBody(OprBlock* op, RunContext rc) {
   } catch (...) {
     completion(absl::InternalError("threw a non-standard exception"));
   }
+  op->Unref();
   Retire(absl::OkStatus());
 }
 
-void EngineBase::Complete(OprBlock* op, absl::Status status) {
-  if (op->completed.exchange(true, std::memory_order_acq_rel)) {
+void EngineBase::Complete(OprBlock* op, uint64_t seq, absl::Status status) {
+  // The first call for push `seq` raises done_seq past it; a late call (the
+  // block may hold a later push by now) finds it there or beyond.
+  uint64_t done = op->done_seq.load(std::memory_order_acquire);
+  bool first = false;
+  while (done < seq + 1) {
+    if (op->done_seq.compare_exchange_weak(done, seq + 1, std::memory_order_acq_rel,
+                                           std::memory_order_acquire)) {
+      first = true;
+      break;
+    }
+  }
+  if (!first) {
     double_completions_.fetch_add(1, std::memory_order_relaxed);
+    // Not named: the block may hold another function by now.
     absl::Status report = absl::FailedPreconditionError(
-        absl::StrCat("the completion of ", OpName(op),
+        absl::StrCat("the completion of function #", seq,
                      " was called again (or it threw after completing); ignored"));
     RILL_LOG(ERROR) << report.message();
     RecordError(report);
@@ -769,6 +784,21 @@ void EngineBase::Finish(OprBlock* op, bool ran) {
 
 void EngineBase::Retire(const absl::Status& status) {
   if (!status.ok()) RecordError(status);
+  WorkerBatch& batch = tls_worker;
+  if (batch.engine != this) {
+    // Another thread (an async completion, a device callback, the naive
+    // engine's pusher): once this retirement is seen, WaitForAll may return
+    // and the engine be destroyed. Retire and wake under the waiters' mutex,
+    // and touch nothing after letting go of it.
+    MutexLock lock(&wait_mu_);
+    retired_.Add(1, std::memory_order_seq_cst);
+    const int64_t left = InFlight();
+    if ((left == 0 && idle_waiters_.load(std::memory_order_seq_cst) > 0) ||
+        (left <= LowWater() && room_waiters_.load(std::memory_order_seq_cst) > 0)) {
+      wait_cv_.SignalAll();
+    }
+    return;
+  }
   retired_.Add(1, std::memory_order_seq_cst);
   // A waiter counts itself before it checks InFlight(), and this counted
   // its retirement before it looks for waiters: one of the two sees the other.
@@ -778,11 +808,9 @@ void EngineBase::Retire(const absl::Status& status) {
   // A pusher waiting for room resumes only hundreds of retirements later,
   // and InFlight() reads every worker's shard (a miss on each other's line):
   // a worker of this engine looks every room_check_every_ retirements, and
-  // when it runs out of work (WorkerIdle), not at each. Other threads
-  // (async completions, device callbacks) look every time.
+  // when it runs out of work (WorkerIdle), not at each.
   if (!idle) {
-    WorkerBatch& batch = tls_worker;
-    if (batch.engine == this && ++batch.retired_unchecked < room_check_every_) return;
+    if (++batch.retired_unchecked < room_check_every_) return;
     batch.retired_unchecked = 0;
   }
   WakeWaiters(idle, room);

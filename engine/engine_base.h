@@ -70,8 +70,9 @@ class EngineBase : public Engine {
   // may have deferred.
   void WorkerIdle();
 
-  // Called by Completion: the function has finished with `status`.
-  void Complete(OprBlock* op, absl::Status status);
+  // Called by Completion: push `seq` of `op` has finished with `status`
+  // (a late or second call is reported and otherwise ignored).
+  void Complete(OprBlock* op, uint64_t seq, absl::Status status);
 
  protected:
   // Runs `op` (its dependencies are granted) now or later on some thread.

@@ -66,9 +66,14 @@ struct Fence {
   std::vector<absl::AnyInvocable<void(absl::Status) &&>> waiters_ ABSL_GUARDED_BY(mu_);
 };
 
-// One push of an Opr (MXNet's OprBlock). Reference-counted: the engine holds
-// one reference until the function has completed; each Completion copy holds
-// one, so a late or second completion call never touches freed memory.
+// One push of an Opr (MXNet's OprBlock). Reference-counted by the engine
+// alone: one reference until the function has completed, and one while an
+// asynchronous body runs (it may complete before it returns). Blocks are
+// recycled, never freed while the engine lives; a Completion names its
+// function by (block, seq), and `done_seq` (the latest completed seq + 1,
+// only rising) tells a first call from a late or second one, also after the
+// block was reused. A Completion holds no reference, so destroying one
+// never touches the engine.
 //
 // Laid out for the hand-off between the pushing thread and a worker: the
 // first cache line holds what queueing and dependency counting touch, the
@@ -88,10 +93,10 @@ struct alignas(64) OprBlock {
   // one another. Only ever prefetched, never read through: it may be stale.
   OprBlock* inbox_hint = nullptr;
   // -- 64 bytes --
-  EngineBase* engine = nullptr;
+  EngineBase* engine = nullptr;    // Set once, when the engine allocates the block.
   OprBlock* next_free = nullptr;   // In the engine's pool of spare blocks.
+  std::atomic<uint64_t> done_seq{0};   // See above; asynchronous bodies only.
   std::atomic<int> pending_fences{0};  // Host work waiting on device fences.
-  std::atomic<bool> completed{false};
   int worker = -1;                 // Profiling: the worker that ran it.
 
   absl::InlinedVector<VarDep, 4> deps;  // Const vars first, then mutate vars.
@@ -112,7 +117,7 @@ struct alignas(64) OprBlock {
   // captures), writing only the fields that changed; `deps` and `seq` are
   // left for the next push to write (the worker keeps off those lines).
   void Reset();
-  Completion MakeCompletion() { return Completion(this); }
+  Completion MakeCompletion() { return Completion(this, seq); }
   const std::string& name() const { return opr->name; }
 };
 

@@ -23,6 +23,7 @@ namespace rill::engine {
 namespace {
 
 using ::rill::engine::testing::Kind;
+using ::rill::engine::testing::kUnderTsan;
 using ::rill::engine::testing::KindName;
 using ::rill::engine::testing::MakeEngine;
 using ::rill::engine::testing::WaitUntil;
@@ -375,6 +376,36 @@ TEST_P(EngineErrorRules, DoubleCompletionIsReportedNotACrash) {
   EXPECT_TRUE(IsOk(engine->WaitForVar(v)));
   EXPECT_TRUE(ran.load());
   EXPECT_TRUE(IsOk(engine->WaitForAll()));
+}
+
+// A completion called from a foreign thread lets WaitForAll return; the
+// program may then destroy the engine at once, while that thread is still
+// on its way out of the call, and copies of the completion may be
+// destroyed after the engine (they hold nothing of it). Many short engine
+// lives; ASan and TSan report any touch of the freed engine.
+TEST_P(EngineErrorRules, ACompletionMayOutliveItsEngine) {
+  const int lives = kUnderTsan ? 100 : 400;
+  for (int life = 0; life < lives; ++life) {
+    ForeignThreads threads;
+    std::atomic<bool> engine_gone{false};
+    {
+      auto engine = MakeEngine(GetParam());
+      VarHandle v = engine->NewVariable();
+      ASSERT_TRUE(IsOk(engine->PushAsync(
+          [&](RunContext, Completion done) {
+            threads.Start([done, &engine_gone, life] {
+              Completion kept = done;  // Destroyed after the engine, every other life.
+              done();
+              if (life % 2 == 0) {
+                while (!engine_gone.load()) std::this_thread::yield();
+              }
+            });
+          },
+          Context::Host(), {}, {v}, FnProperty::kAsync, 0, "completed_elsewhere")));
+      ASSERT_TRUE(IsOk(engine->WaitForAll())) << "life " << life;
+    }
+    engine_gone = true;
+  }
 }
 
 // An async function that completes and then throws (MXNet's trap 7) is not
