@@ -569,19 +569,23 @@ void EngineBase::Run(OprBlock* op, int worker) {
     Finish(op, /*ran=*/false);
     return;
   }
-  if (op->ctx.is_host()) {
-    if (!fences.empty()) {
-      // Host work after device work: come back once the device is done; no
-      // thread waits meanwhile.
-      op->pending_fences.store(static_cast<int>(fences.size()) + 1);
-      for (auto& f : fences) {
-        f->OnDone([this, op](absl::Status) {
-          if (op->pending_fences.fetch_sub(1) == 1) Dispatch(op);
-        });
-      }
-      if (op->pending_fences.fetch_sub(1) == 1) Dispatch(op);
-      return;
+  // Host work after device work comes back once the device is done (no
+  // thread waits meanwhile); so does device work after device work that
+  // has no event to wait on (its backend could not create one).
+  const bool wait_on_host =
+      op->ctx.is_host() ||
+      std::any_of(fences.begin(), fences.end(), [](const auto& f) { return f->event == nullptr; });
+  if (wait_on_host && !fences.empty()) {
+    op->pending_fences.store(static_cast<int>(fences.size()) + 1);
+    for (auto& f : fences) {
+      f->OnDone([this, op](absl::Status) {
+        if (op->pending_fences.fetch_sub(1) == 1) Dispatch(op);
+      });
     }
+    if (op->pending_fences.fetch_sub(1) == 1) Dispatch(op);
+    return;
+  }
+  if (op->ctx.is_host()) {
     RunBody(op, RunContext{op->ctx, nullptr});
   } else {
     RunOnDevice(op, fences);
@@ -747,8 +751,17 @@ void EngineBase::Finish(OprBlock* op, bool ran) {
     } else if (op->fence != nullptr) {
       v->has_state.store(true, std::memory_order_release);
       if (v->read_fences.size() >= 16) {
+        // Drop the finished ones; a failed one poisons the var first, as it
+        // would have when the next writer gathered it.
         auto& fs = v->read_fences;
-        fs.erase(std::remove_if(fs.begin(), fs.end(), [](const auto& f) { return f->done(); }),
+        fs.erase(std::remove_if(fs.begin(), fs.end(),
+                                [v](const auto& f) ABSL_EXCLUSIVE_LOCKS_REQUIRED(v->mu) {
+                                  if (!f->done()) return false;
+                                  if (absl::Status s = f->status(); !s.ok() && v->error.ok()) {
+                                    v->error = s;
+                                  }
+                                  return true;
+                                }),
                  fs.end());
       }
       v->read_fences.push_back(op->fence);

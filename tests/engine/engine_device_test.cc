@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "engine/engine.h"
 #include "gtest/gtest.h"
 #include "platform/host/host_platform.h"
@@ -360,6 +361,43 @@ TEST_P(EngineDevices, WaitForAllSeesTheErrorOfADeviceFunctionEveryTime) {
     ASSERT_EQ(stats.completed, stats.pushed) << "round " << i;
     ASSERT_TRUE(IsOk(engine->DeleteVariable(nullptr, Context::Host(), v)));
     ASSERT_TRUE(IsOk(engine->WaitForAll())) << "round " << i;
+  }
+}
+
+// Device work that read a var and failed poisons the var for its next
+// writer -- also when so many readers follow that the finished readers'
+// records are pruned before that writer comes.
+TEST_P(EngineDevices, AFailedDeviceReaderPoisonsTheVarHoweverManyReadersFollow) {
+  for (const int later_readers : {3, 40}) {
+    SCOPED_TRACE(absl::StrCat(later_readers, " later readers"));
+    auto engine = MakeEngine(GetParam());
+    VarHandle v = engine->NewVariable(), x = engine->NewVariable();
+    ASSERT_TRUE(IsOk(engine->PushSync(
+        [](RunContext rc) {
+          rc.stream->ThenDoHostCallbackWithStatus([] { return absl::DataLossError("reader failed"); });
+          return absl::OkStatus();
+        },
+        devices_[0], {v}, {x}, FnProperty::kNormal, 0, "failing_reader")));
+    // Its device work has finished (failed) once x is ready.
+    EXPECT_TRUE(HasError(engine->WaitForVar(x), absl::StatusCode::kDataLoss));
+    for (int i = 0; i < later_readers; ++i) {
+      ASSERT_TRUE(IsOk(engine->PushSync(
+          [](RunContext rc) {
+            rc.stream->ThenDoHostCallback([] {});
+            return absl::OkStatus();
+          },
+          devices_[i % 2], {v}, {}, FnProperty::kNormal, 0, "reader")));
+    }
+    std::atomic<bool> writer_ran{false};
+    ASSERT_TRUE(IsOk(engine->PushSync(
+        [&](RunContext) {
+          writer_ran = true;
+          return absl::OkStatus();
+        },
+        Context::Host(), {}, {v}, FnProperty::kNormal, 0, "writer")));
+    EXPECT_TRUE(HasError(engine->WaitForVar(v), absl::StatusCode::kDataLoss, {"reader failed"}));
+    EXPECT_FALSE(writer_ran.load()) << "a writer ran after a failed device read of its var";
+    EXPECT_FALSE(engine->WaitForAll().ok());
   }
 }
 
