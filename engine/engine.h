@@ -218,7 +218,8 @@ class Engine {
 
   // Returns once every function pushed before this call that touches `var`
   // has completed, with `var`'s error. From inside a running function it
-  // fails fast with FailedPrecondition instead of deadlocking.
+  // fails fast with FailedPrecondition instead of deadlocking; Cancelled
+  // when Shutdown(true) skips it.
   virtual absl::Status WaitForVar(VarHandle var) = 0;
   // Returns once everything pushed before has completed (with concurrent
   // pushers it may also wait for their work), with the first error since the
@@ -227,7 +228,10 @@ class Engine {
   // Clears `var`'s poison, in push order (an ordered write).
   virtual absl::Status ClearError(VarHandle var) = 0;
 
-  // What is pending: which functions wait on which vars, and who holds them.
+  // What is pending: which functions wait on which vars, and who holds them,
+  // and which are ready and wait for a worker. Safe to call at any time, from
+  // any thread (the watchdog calls it); pushes wait only while it lists the
+  // vars.
   virtual std::string DescribePending() = 0;
   virtual EngineStats Stats() const = 0;
 
@@ -239,8 +243,12 @@ class Engine {
 
   // Stops the engine: with `cancel`, functions not yet started are skipped
   // (their vars get a Cancelled error); otherwise everything pending runs.
-  // Joins the threads. Later pushes fail with FailedPrecondition. Idempotent;
-  // the destructor calls Shutdown(false).
+  // Joins the threads. A push racing it is either run first or refused;
+  // later pushes fail with FailedPrecondition. Idempotent: a concurrent
+  // caller returns once the first has finished (and with `cancel`, asks it
+  // to cancel). Called from inside one of the engine's own functions it
+  // would wait on itself: it logs an error and returns. The destructor calls
+  // Shutdown(false).
   virtual void Shutdown(bool cancel) = 0;
 };
 
