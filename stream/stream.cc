@@ -293,10 +293,21 @@ Stream& Stream::ThenNotify(absl::AnyInvocable<void(absl::Status) &&> callback) {
   }
   // Shared so that the callback can still be called if the backend refuses it.
   auto holder = std::make_shared<absl::AnyInvocable<void(absl::Status) &&>>(std::move(callback));
-  absl::Status status = impl_->Notify([this, holder] { std::move(*holder)(status_.Get()); });
+  // A callback that throws fails the stream; the exception never reaches the
+  // backend's thread (where it would end the process).
+  auto notify = [this, holder] {
+    try {
+      std::move(*holder)(status_.Get());
+    } catch (const std::exception& e) {
+      status_.Update(absl::InternalError(absl::StrCat("ThenNotify callback threw: ", e.what())));
+    } catch (...) {
+      status_.Update(absl::InternalError("ThenNotify callback threw a non-standard exception"));
+    }
+  };
+  absl::Status status = impl_->Notify(notify);
   if (!status.ok()) {
     Check(status, "ThenNotify");
-    std::move(*holder)(this->status());
+    notify();
   }
   return *this;
 }

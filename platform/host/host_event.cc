@@ -7,15 +7,35 @@ namespace rill {
 uint64_t HostEventState::BeginRecord() {
   MutexLock lock(&mu_);
   outstanding_.insert(++recorded_);
+  ForgetLocked(recorded_ - 1);  // No longer the latest.
   return recorded_;
 }
 
 void HostEventState::Complete(uint64_t generation, const absl::Status& status) {
   MutexLock lock(&mu_);
   outstanding_.erase(generation);
-  status_ = status;
-  completed_at_ = std::chrono::steady_clock::now();
+  if (generation == recorded_ || held_.contains(generation)) {
+    results_[generation] = Result{status, std::chrono::steady_clock::now()};
+  }
   cv_.SignalAll();
+}
+
+uint64_t HostEventState::Hold() {
+  MutexLock lock(&mu_);
+  ++held_[recorded_];
+  return recorded_;
+}
+
+void HostEventState::Release(uint64_t generation) {
+  MutexLock lock(&mu_);
+  auto it = held_.find(generation);
+  if (it == held_.end() || --it->second > 0) return;
+  held_.erase(it);
+  ForgetLocked(generation);
+}
+
+void HostEventState::ForgetLocked(uint64_t generation) {
+  if (generation != recorded_ && !held_.contains(generation)) results_.erase(generation);
 }
 
 absl::Status HostEventState::Wait(uint64_t generation) {
@@ -23,23 +43,44 @@ absl::Status HostEventState::Wait(uint64_t generation) {
   cv_.Wait(&mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return !outstanding_.contains(generation);
   });
-  return Annotate(status_, "the stream that recorded the event had failed");
+  auto it = results_.find(generation);
+  if (it == results_.end()) return absl::OkStatus();  // Generation 0: never recorded.
+  return Annotate(it->second.status, "the stream that recorded the event had failed");
 }
 
-uint64_t HostEventState::latest() const {
-  MutexLock lock(&mu_);
-  return recorded_;
+absl::AnyInvocable<absl::Status() &&> HostEventState::WaiterForLatest(
+    std::shared_ptr<HostEventState> state) {
+  // Holds the record's result until the wait has run or is dropped (a
+  // failed stream skips it).
+  struct Held {
+    std::shared_ptr<HostEventState> state;
+    uint64_t generation;
+    ~Held() { state->Release(generation); }
+  };
+  const uint64_t generation = state->Hold();
+  std::shared_ptr<Held> held(new Held{std::move(state), generation});  // No temporary to release.
+  return [held] { return held->state->Wait(held->generation); };
+}
+
+absl::Status HostEventState::WaitForLatest() {
+  const uint64_t generation = Hold();
+  absl::Status status = Wait(generation);
+  Release(generation);
+  return status;
 }
 
 EventInterface::State HostEventState::Poll() const {
   MutexLock lock(&mu_);
   if (!outstanding_.empty()) return EventInterface::State::kPending;
-  return status_.ok() ? EventInterface::State::kComplete : EventInterface::State::kError;
+  auto it = results_.find(recorded_);
+  return it == results_.end() || it->second.status.ok() ? EventInterface::State::kComplete
+                                                        : EventInterface::State::kError;
 }
 
 std::chrono::steady_clock::time_point HostEventState::completed_at() const {
   MutexLock lock(&mu_);
-  return completed_at_;
+  auto it = results_.find(recorded_);
+  return it == results_.end() ? std::chrono::steady_clock::time_point() : it->second.at;
 }
 
 absl::StatusOr<absl::Duration> HostEvent::ElapsedSince(const EventInterface& start) {

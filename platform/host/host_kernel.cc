@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <deque>
+#include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -114,19 +116,38 @@ absl::Status RunHostKernel(const HostBlockFn& fn, const ThreadDim& threads, cons
       native[i] = args[i].bytes.data();
     }
   }
+  // A block that throws fails the launch (the blocks not yet started are
+  // skipped); the exception never leaves this function, so it neither ends
+  // the stream's thread nor unwinds through the parallel-for's pool.
+  std::atomic<bool> threw{false};
+  std::mutex what_mu;
+  std::string what;
   auto run_block = [&](int64_t linear) {
+    if (threw.load(std::memory_order_relaxed)) return;
     HostThread block;
     block.block_dim = threads;
     block.grid_dim = blocks;
     block.block_idx = Dim3{linear % blocks.x, (linear / blocks.x) % blocks.y,
                            linear / (blocks.x * blocks.y)};
-    fn(block, native.data());
+    try {
+      fn(block, native.data());
+    } catch (const std::exception& e) {
+      std::lock_guard<std::mutex> lock(what_mu);
+      if (!threw.exchange(true)) what = e.what();
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(what_mu);
+      if (!threw.exchange(true)) what = "a non-standard exception";
+    }
   };
   const int64_t num_blocks = blocks.product();
   if (num_blocks * threads.product() < HostKernel::kParallelThreshold) {
     for (int64_t b = 0; b < num_blocks; ++b) run_block(b);
   } else {
     HostParallelFor(num_blocks, run_block);
+  }
+  if (threw.load()) {
+    std::lock_guard<std::mutex> lock(what_mu);
+    return absl::InternalError(absl::StrCat("host kernel threw: ", what));
   }
   return absl::OkStatus();
 }

@@ -1,8 +1,10 @@
 #include "platform/host/host_platform.h"
 
 #include <cstdlib>
+#include <future>
 #include <numeric>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -147,6 +149,85 @@ TEST(HostExecutor, LoadKernelWithoutHostVariantIsUnimplemented) {
   spec.AddCudaPtx(".version 8.0\n.target sm_90\n");
   EXPECT_TRUE(HasError(exec->LoadKernel(spec).status(), absl::StatusCode::kUnimplemented,
                        {"\"cuda_only\"", "no host variant", "host:0"}));
+}
+
+// A host kernel that throws fails its stream with the exception's text,
+// on the serial path and on the parallel one (a grid past the threshold),
+// instead of ending the process; the executor keeps working.
+TEST(HostExecutor, AKernelThatThrowsFailsItsStream) {
+  StreamExecutor* exec = *(*PlatformManager::Default().PlatformWithName("host"))->ExecutorForDevice(0);
+  KernelSpec spec("throws");
+  spec.AddHostFunction<uint64_t>([](const HostThread& t, uint64_t throw_at) {
+    if (static_cast<uint64_t>(t.global_x()) == throw_at) throw std::runtime_error("kernel gave up");
+  });
+  absl::StatusOr<TypedKernel<uint64_t>> kernel = exec->LoadKernel<uint64_t>(spec);
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  for (const int64_t blocks : {int64_t{4}, int64_t{4096}}) {
+    SCOPED_TRACE(blocks);
+    auto stream = exec->CreateStream();
+    ASSERT_TRUE(stream.ok());
+    (*stream)->ThenLaunch(ThreadDim(64), BlockDim(blocks), *kernel, uint64_t{3 * 64 + 5});
+    EXPECT_TRUE(HasError((*stream)->BlockHostUntilDone(), absl::StatusCode::kInternal,
+                         {"host kernel threw", "kernel gave up"}));
+  }
+  auto healthy = exec->CreateStream();
+  ASSERT_TRUE(healthy.ok());
+  (*healthy)->ThenLaunch(ThreadDim(64), BlockDim(4096), *kernel, ~uint64_t{0});
+  EXPECT_TRUE(IsOk((*healthy)->BlockHostUntilDone()));
+}
+
+// A ThenNotify callback that throws fails the stream instead of ending the
+// process from the stream's thread.
+TEST(HostExecutor, ANotifyCallbackThatThrowsFailsItsStream) {
+  StreamExecutor* exec = *(*PlatformManager::Default().PlatformWithName("host"))->ExecutorForDevice(0);
+  auto stream = exec->CreateStream();
+  ASSERT_TRUE(stream.ok());
+  bool notified = false;
+  (*stream)->ThenNotify([&](absl::Status) {
+    notified = true;
+    throw std::runtime_error("listener broke");
+  });
+  EXPECT_TRUE(HasError((*stream)->BlockHostUntilDone(), absl::StatusCode::kInternal,
+                       {"ThenNotify callback threw", "listener broke"}));
+  EXPECT_TRUE(notified);
+}
+
+// A wait on an event gets the result of the record it was enqueued after,
+// not of whichever record ran last: a later record on a failed stream does
+// not fail it, and a later healthy record does not hide a failed one.
+TEST(HostEvent, AWaitGetsTheResultOfTheRecordItSaw) {
+  StreamExecutor* exec = *(*PlatformManager::Default().PlatformWithName("host"))->ExecutorForDevice(0);
+  for (const bool first_fails : {false, true}) {
+    SCOPED_TRACE(first_fails ? "failed record, then a healthy one" : "healthy record, then a failed one");
+    auto first = exec->CreateStream(), second = exec->CreateStream(), waiter = exec->CreateStream();
+    ASSERT_TRUE(first.ok() && second.ok() && waiter.ok());
+    auto event = exec->CreateEvent();
+    ASSERT_TRUE(event.ok()) << event.status();
+    auto failing = [] { return absl::InternalError("recording stream failed"); };
+    if (first_fails) (*first)->ThenDoHostCallbackWithStatus(failing);
+    (*first)->ThenRecordEvent(event->get());
+    const absl::Status first_status = (*first)->BlockHostUntilDone();
+    EXPECT_EQ(first_status.ok(), !first_fails) << first_status;
+    EXPECT_EQ((*event)->PollForStatus(), first_fails ? Event::Status::kError : Event::Status::kComplete);
+    // The wait is enqueued now (it saw the first record) but runs only after
+    // the event has been recorded again.
+    std::promise<void> recorded_again;
+    std::shared_future<void> gate = recorded_again.get_future().share();
+    (*waiter)->ThenDoHostCallback([gate] { gate.wait(); });
+    (*waiter)->ThenWaitFor(event->get());
+    if (!first_fails) (*second)->ThenDoHostCallbackWithStatus(failing);
+    (*second)->ThenRecordEvent(event->get());
+    (void)(*second)->BlockHostUntilDone();
+    recorded_again.set_value();
+    absl::Status waited = (*waiter)->BlockHostUntilDone();
+    if (first_fails) {
+      EXPECT_TRUE(HasError(waited, absl::StatusCode::kInternal, {"recording stream failed"}));
+    } else {
+      EXPECT_TRUE(IsOk(waited)) << "failed by a record made after the wait";
+    }
+    // The event itself reports its latest record.
+    EXPECT_EQ((*event)->PollForStatus(), first_fails ? Event::Status::kComplete : Event::Status::kError);
+  }
 }
 
 }  // namespace

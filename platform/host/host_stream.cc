@@ -73,9 +73,7 @@ absl::Status HostStream::RecordEvent(EventInterface* event) {
 }
 
 absl::Status HostStream::WaitForEvent(EventInterface* event) {
-  std::shared_ptr<HostEventState> state = static_cast<HostEvent*>(event)->state();
-  const uint64_t generation = state->latest();
-  Enqueue([state, generation] { return state->Wait(generation); });
+  Enqueue(HostEventState::WaiterForLatest(static_cast<HostEvent*>(event)->state()));
   return absl::OkStatus();
 }
 

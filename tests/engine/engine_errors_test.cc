@@ -394,7 +394,7 @@ TEST_P(EngineErrorRules, ACompletionMayOutliveItsEngine) {
       ASSERT_TRUE(IsOk(engine->PushAsync(
           [&](RunContext, Completion done) {
             threads.Start([done, &engine_gone, life] {
-              Completion kept = done;  // Destroyed after the engine, every other life.
+              [[maybe_unused]] Completion kept = done;  // Destroyed after the engine, every other life.
               done();
               if (life % 2 == 0) {
                 while (!engine_gone.load()) std::this_thread::yield();
