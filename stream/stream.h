@@ -90,7 +90,8 @@ class Stream {
   // when the stream is in the error state (it is not skipped): for
   // schedulers that must learn when work finished, whatever the outcome.
   // If it cannot be enqueued (a detached stream, a backend refusal), it is
-  // called at once with the error.
+  // called at once with the error. An exception it throws puts the stream in
+  // error (Internal) instead of reaching the backend's thread.
   Stream& ThenNotify(absl::AnyInvocable<void(absl::Status) &&> callback);
   Stream& ThenStartTimer(Timer* timer);
   Stream& ThenStopTimer(Timer* timer);
