@@ -90,9 +90,12 @@ class KernelInterface {
 // An in-order queue of device work. Every method enqueues and returns at
 // once; work runs in enqueue order. A returned error means nothing was
 // enqueued. Errors found while running are recorded in the StreamStatus the
-// stream was created with, and work enqueued after a failure is skipped --
-// except event records, which still complete (carrying the error), so that
-// no other stream waits forever.
+// stream was created with (Update), and work queued after a failure is
+// skipped -- except event records, which still complete (carrying the
+// error), so that no other stream waits forever. Skip, and read the error
+// for records, by the status's queue view (queue_ok(), QueueGet()): an
+// error the front found in a call takes effect at that call's place in the
+// queue, not at once.
 class StreamInterface {
  public:
   virtual ~StreamInterface() = default;

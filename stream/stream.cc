@@ -51,13 +51,25 @@ bool Stream::Usable() {
 }
 
 Stream& Stream::Check(const absl::Status& status, const std::string& call) {
-  if (!status.ok()) status_.Update(Annotate(status, call));
+  if (!status.ok()) FailHere(Annotate(status, call));
   return *this;
 }
 
 Stream& Stream::Check(const absl::Status& status, absl::FunctionRef<std::string()> call) {
-  if (!status.ok()) status_.Update(Annotate(status, call()));
+  if (!status.ok()) FailHere(Annotate(status, call()));
   return *this;
+}
+
+void Stream::FailHere(const absl::Status& error) {
+  if (!status_.UpdateAtFront(error)) return;  // An earlier error already stops what follows.
+  // The marker: work already queued runs first, then the queue fails.
+  StreamExecutor* parent = parent_.load(std::memory_order_acquire);
+  if (parent != nullptr && impl_ != nullptr &&
+      parent->implementation()->Supports(Feature::kHostCallbacks).ok() &&
+      impl_->DoHostCallback([error] { return error; }).ok()) {
+    return;
+  }
+  status_.Update(error);  // No marker could be queued: the queue fails at once.
 }
 
 namespace {
@@ -295,19 +307,21 @@ Stream& Stream::ThenNotify(absl::AnyInvocable<void(absl::Status) &&> callback) {
   auto holder = std::make_shared<absl::AnyInvocable<void(absl::Status) &&>>(std::move(callback));
   // A callback that throws fails the stream; the exception never reaches the
   // backend's thread (where it would end the process).
-  auto notify = [this, holder] {
+  auto notify = [this, holder](const absl::Status& outcome) {
     try {
-      std::move(*holder)(status_.Get());
+      std::move(*holder)(outcome);
     } catch (const std::exception& e) {
       status_.Update(absl::InternalError(absl::StrCat("ThenNotify callback threw: ", e.what())));
     } catch (...) {
       status_.Update(absl::InternalError("ThenNotify callback threw a non-standard exception"));
     }
   };
-  absl::Status status = impl_->Notify(notify);
+  // In the queue it is told the outcome of the work before it, not of calls
+  // made after it.
+  absl::Status status = impl_->Notify([this, notify] { notify(status_.QueueGet()); });
   if (!status.ok()) {
     Check(status, "ThenNotify");
-    notify();
+    notify(status_.Get());
   }
   return *this;
 }

@@ -35,8 +35,10 @@ struct StreamOptions;
 // runs (a failing host callback, a device error) -- puts the stream in the
 // error state: ok() turns false, status() returns that first error with its
 // context (the call, its sizes, the backend's code and text), and later Then*
-// calls are skipped. BlockHostUntilDone() waits for the work and returns
-// status(). Zero-byte copies and fills are no-ops.
+// calls are skipped. An error takes effect at its place in the stream: work
+// queued before a bad call still runs, and events recorded and
+// notifications queued before it see no error. BlockHostUntilDone() waits
+// for the work and returns status(). Zero-byte copies and fills are no-ops.
 //
 //   RILL_ASSIGN_OR_RETURN(auto stream, executor->CreateStream());
 //   stream->ThenMemcpy(&dev, host.data(), bytes)
@@ -250,6 +252,10 @@ class Stream {
   // Records `status`, prefixed with `call`, as the stream's error if it is one.
   Stream& Check(const absl::Status& status, const std::string& call);
   Stream& Check(const absl::Status& status, absl::FunctionRef<std::string()> call);
+  // Records `error`, found in the call being made, at that call's place:
+  // later calls are skipped at once, work already queued still runs (a
+  // marker queued now fails the backend's queue when it is reached).
+  void FailHere(const absl::Status& error);
   // Enqueues a wait on `event` of another platform: a host callback that
   // blocks until it completes. `owned` is destroyed after the wait.
   absl::Status WaitThroughHost(Event* event, std::unique_ptr<Event> owned);

@@ -22,6 +22,36 @@ TEST(StreamStatus, KeepsTheFirstErrorOnly) {
   EXPECT_EQ(status.Get(), absl::InvalidArgumentError("first"));
 }
 
+TEST(StreamStatus, AFrontErrorReachesTheQueueOnlyThroughItsMarker) {
+  StreamStatus status;
+  EXPECT_TRUE(status.UpdateAtFront(absl::InvalidArgumentError("bad size 8")));
+  EXPECT_FALSE(status.ok());
+  EXPECT_EQ(status.Get(), absl::InvalidArgumentError("bad size 8"));
+  EXPECT_TRUE(status.queue_ok()) << "work queued before the bad call still runs";
+  EXPECT_TRUE(status.QueueGet().ok());
+  // A second front error is not kept and needs no marker.
+  EXPECT_FALSE(status.UpdateAtFront(absl::InternalError("later")));
+  // A task failing before the marker is reached: the queue fails with it,
+  // the front keeps the error it reported first.
+  status.Update(absl::DataLossError("task 3 failed"));
+  EXPECT_FALSE(status.queue_ok());
+  EXPECT_EQ(status.QueueGet(), absl::DataLossError("task 3 failed"));
+  EXPECT_EQ(status.Get(), absl::InvalidArgumentError("bad size 8"));
+  // The marker, reached later, changes neither.
+  status.Update(absl::InvalidArgumentError("bad size 8"));
+  EXPECT_EQ(status.QueueGet(), absl::DataLossError("task 3 failed"));
+}
+
+TEST(StreamStatus, AQueueErrorFailsBothViews) {
+  StreamStatus status;
+  status.Update(absl::UnavailableError("link down"));
+  EXPECT_FALSE(status.ok());
+  EXPECT_FALSE(status.queue_ok());
+  EXPECT_EQ(status.QueueGet(), absl::UnavailableError("link down"));
+  EXPECT_FALSE(status.UpdateAtFront(absl::InvalidArgumentError("late")));
+  EXPECT_EQ(status.Get(), absl::UnavailableError("link down"));
+}
+
 TEST(StreamStatus, ConcurrentUpdatesKeepExactlyOneOfThem) {
   StreamStatus status;
   std::vector<std::thread> threads;

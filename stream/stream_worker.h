@@ -145,7 +145,7 @@ class StreamWorker {
         if (blocked_producers_ > 0) space_cv_.SignalAll();
       }
       for (Entry& entry : batch) {
-        if (status_->ok() || entry.run_after_error) status_->Update(std::move(entry.task)());
+        if (status_->queue_ok() || entry.run_after_error) status_->Update(std::move(entry.task)());
         entry.task = Task();  // Release captures before signalling completion.
         const uint64_t done = completed_.fetch_add(1, std::memory_order_seq_cst) + 1;
         if (done >= wake_at_.load(std::memory_order_seq_cst)) {

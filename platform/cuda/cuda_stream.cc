@@ -178,7 +178,7 @@ void CudaStream::CallbackLoop() {
     const bool blocking = callback->blocking;
     if (blocking) {
       // A failed stream skips later callbacks, as the host backend does.
-      if (status_->ok()) status_->Update(std::move(callback->with_status)());
+      if (status_->queue_ok()) status_->Update(std::move(callback->with_status)());
     } else {
       std::move(callback->notify)();
     }

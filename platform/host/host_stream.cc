@@ -65,7 +65,7 @@ absl::Status HostStream::RecordEvent(EventInterface* event) {
   const uint64_t generation = state->BeginRecord();
   Enqueue(
       [this, state, generation] {
-        state->Complete(generation, status_->Get());
+        state->Complete(generation, status_->QueueGet());
         return absl::OkStatus();
       },
       /*run_after_error=*/true);

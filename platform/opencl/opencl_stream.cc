@@ -163,7 +163,7 @@ absl::Status OpenClStream::RecordEvent(EventInterface* event) {
   const uint64_t generation = state->BeginRecord();
   Enqueue(
       [this, state, generation] {
-        absl::Status status = status_->Get();
+        absl::Status status = status_->QueueGet();
         cl_event marker = nullptr;
         if (status.ok()) {
           status = ClStatus(clEnqueueMarkerWithWaitList(queue_, 0, nullptr, &marker),

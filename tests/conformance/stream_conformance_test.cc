@@ -236,6 +236,55 @@ TEST_P(StreamConformance, EnqueueErrorIsKeptBeforeLaterRuntimeErrors) {
                        {"8 bytes overrun"}));
 }
 
+// An argument error takes effect at the bad call's place: the work queued
+// before it still runs, and an event recorded or a notification queued
+// before it sees no error; what comes after sees it.
+TEST_P(StreamConformance, AnEnqueueErrorLetsTheWorkQueuedBeforeItRun) {
+  if (absl::Status s = RequireCallbacks(); !s.ok()) GTEST_SKIP() << s;
+  ScopedDeviceMemory<int32_t> word = Allocate<int32_t>(1);
+  const int32_t value = 41;
+  int32_t out = -1, bad[2] = {0, 0};
+  bool before = false, after = false;
+  absl::Status notified_before = absl::UnknownError("not notified");
+  absl::Status notified_after = absl::UnknownError("not notified");
+  std::unique_ptr<Event> early = Must(executor_->CreateEvent());
+  std::unique_ptr<Event> late = Must(executor_->CreateEvent());
+  auto gate = Gate::Make();
+  {
+    OpenOnExit open(gate);
+    // Held behind the gate, so everything below is still queued when the
+    // bad call is made.
+    stream_->ThenDoHostCallback([gate] { gate->Wait(); })
+        .ThenMemcpy(word.ptr(), &value, 4)
+        .ThenMemcpy(&out, *word, 4)
+        .ThenDoHostCallback([&] { before = true; })
+        .ThenRecordEvent(early.get())
+        .ThenNotify([&](absl::Status s) { notified_before = s; })
+        .ThenMemcpy(word.ptr(), bad, 8)  // 8 bytes into 4.
+        .ThenDoHostCallback([&] { after = true; })
+        .ThenRecordEvent(late.get())
+        .ThenNotify([&](absl::Status s) { notified_after = s; });
+    EXPECT_FALSE(stream_->ok()) << "the argument error is known at once";
+  }
+  EXPECT_TRUE(HasError(stream_->BlockHostUntilDone(), absl::StatusCode::kInvalidArgument,
+                       {"8 bytes overrun"}));
+  EXPECT_EQ(out, value) << "the copies queued before the bad call were skipped";
+  EXPECT_TRUE(before) << "a callback queued before the bad call was skipped";
+  EXPECT_FALSE(after) << "a callback queued after the bad call ran";
+  EXPECT_TRUE(IsOk(early->Synchronize())) << "an event recorded before the bad call failed";
+  EXPECT_TRUE(IsOk(notified_before));
+  EXPECT_TRUE(HasError(late->Synchronize(), absl::StatusCode::kInvalidArgument, {"8 bytes overrun"}));
+  EXPECT_TRUE(HasError(notified_after, absl::StatusCode::kInvalidArgument, {"8 bytes overrun"}));
+
+  // A stream that waits for the early event runs; one that waits for the
+  // late one fails.
+  std::unique_ptr<Stream> first = NewStream();
+  std::unique_ptr<Stream> second = NewStream();
+  EXPECT_TRUE(IsOk(first->ThenWaitFor(early.get()).BlockHostUntilDone()));
+  EXPECT_TRUE(HasError(second->ThenWaitFor(late.get()).BlockHostUntilDone(),
+                       absl::StatusCode::kInvalidArgument));
+}
+
 TEST_P(StreamConformance, EventStates) {
   if (absl::Status s = RequireCallbacks(); !s.ok()) GTEST_SKIP() << s;
   std::unique_ptr<Event> event = Must(executor_->CreateEvent());
@@ -344,7 +393,9 @@ TEST_P(StreamConformance, TimerMeasuresWorkBetweenStartAndStop) {
       .ThenStopTimer(timer.get());
   absl::StatusOr<absl::Duration> elapsed = timer->Elapsed();  // Waits for the stop.
   ASSERT_TRUE(elapsed.ok()) << elapsed.status();
-  EXPECT_GE(*elapsed, absl::Milliseconds(20));
+  // A device timer reads the device's clock, not the host's steady clock the
+  // sleep used: PoCL's markers once measured 19.98 ms for it.
+  EXPECT_GE(*elapsed, absl::Milliseconds(19));
   EXPECT_LT(*elapsed, absl::Seconds(10));
 
   // A stream that fails between start and stop makes Elapsed fail.
