@@ -35,17 +35,11 @@ StreamExecutor::StreamExecutor(Platform* platform, int device_ordinal,
       impl_(std::move(impl)) {}
 
 StreamExecutor::~StreamExecutor() {
-  std::vector<Stream*> streams;
-  {
-    MutexLock lock(&mu_);
-    streams.assign(live_streams_.begin(), live_streams_.end());
-    live_streams_.clear();
-  }
-  if (!streams.empty()) {
-    RILL_LOG(WARNING) << "executor " << debug_name_ << " destroyed with " << streams.size()
+  const int detached = streams_->DetachAll([](Stream* stream) { stream->Detach(); });
+  if (detached > 0) {
+    RILL_LOG(WARNING) << "executor " << debug_name_ << " destroyed with " << detached
                       << " live stream(s); their work was drained and they are detached";
   }
-  for (Stream* stream : streams) stream->Detach();
 }
 
 absl::Status StreamExecutor::Supports(Feature feature) const {
@@ -135,16 +129,10 @@ absl::Status StreamExecutor::SynchronousMemcpy(void* host_dst, const DeviceMemor
 }
 
 absl::StatusOr<std::unique_ptr<Stream>> StreamExecutor::CreateStream(const StreamOptions& options) {
-  std::unique_ptr<Stream> stream(new Stream(this));
+  std::unique_ptr<Stream> stream(new Stream(this, streams_));
   RILL_RETURN_IF_ERROR(Annotate(stream->Init(options), absl::StrCat("CreateStream on ", debug_name_)));
-  MutexLock lock(&mu_);
-  live_streams_.insert(stream.get());
+  streams_->Add(stream.get());
   return stream;
-}
-
-void StreamExecutor::UnregisterStream(Stream* stream) {
-  MutexLock lock(&mu_);
-  live_streams_.erase(stream);
 }
 
 absl::StatusOr<std::unique_ptr<Event>> StreamExecutor::CreateEvent() {

@@ -7,7 +7,6 @@
 #include <string_view>
 #include <typeinfo>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "base/mutex.h"
@@ -17,6 +16,7 @@
 #include "stream/event.h"
 #include "stream/kernel.h"
 #include "stream/stream.h"
+#include "stream/stream_registry.h"
 
 namespace rill {
 
@@ -110,15 +110,14 @@ class StreamExecutor {
 
  private:
   friend class Stream;
-  void UnregisterStream(Stream* stream);
   absl::Status CheckSignature(const KernelSpec& spec, const std::type_info& signature, int arity) const;
 
   Platform* platform_;
   int device_ordinal_;
   std::string debug_name_;
   std::unique_ptr<StreamExecutorInterface> impl_;
-  Mutex mu_;
-  absl::flat_hash_set<Stream*> live_streams_ ABSL_GUARDED_BY(mu_);
+  // Shared with the streams: either side may be destroyed first.
+  const std::shared_ptr<StreamRegistry> streams_ = std::make_shared<StreamRegistry>();
 
   struct PluginSlot {
     std::string selected;  // Empty: the registry's choice.

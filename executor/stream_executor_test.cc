@@ -19,6 +19,9 @@ namespace {
 using ::rill::testing::HasError;
 using ::rill::testing::IsOk;
 using ::rill::testing::Must;
+using ::rill::testing::Gate;
+using ::rill::testing::OpenOnExit;
+using ::rill::testing::WithDeadline;
 
 const PlatformIdInfo kSmallIdInfo{"small"};
 const PlatformIdInfo kLimitedIdInfo{"limited"};
@@ -129,6 +132,63 @@ TEST(StreamExecutor, SynchronizeAllActivityWaitsForEveryStream) {
   }
   EXPECT_TRUE(IsOk(exec->SynchronizeAllActivity()));
   EXPECT_EQ(done.load(), 3);
+}
+
+// SynchronizeAllActivity waits for streams without holding the executor's
+// stream registry, so work it waits for may create and destroy streams of
+// the same executor (this deadlocked when the registry lock was held).
+TEST(StreamExecutor, SynchronizeAllActivityLetsTheWorkItWaitsForCreateAndDestroyStreams) {
+  auto manager = SmallManager();
+  StreamExecutor* exec = ExecutorOf(*manager, "small");
+  std::unique_ptr<Stream> stream = Must(exec->CreateStream());
+  std::unique_ptr<Stream> other = Must(exec->CreateStream());
+  auto gate = Gate::Make();
+  OpenOnExit open(gate);
+  std::atomic<bool> created{false}, destroyed{false};
+  stream->ThenDoHostCallback([&, gate] {
+    gate->Wait();
+    absl::StatusOr<std::unique_ptr<Stream>> fresh = exec->CreateStream();
+    created = fresh.ok();
+    other.reset();
+    destroyed = true;
+  });
+  WithDeadline("SynchronizeAllActivity while a callback creates and destroys streams", [&] {
+    // Opened once SynchronizeAllActivity is (most likely) waiting.
+    std::thread opener([gate] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      gate->Open();
+    });
+    EXPECT_TRUE(IsOk(exec->SynchronizeAllActivity()));
+    opener.join();
+  });
+  EXPECT_TRUE(created);
+  EXPECT_TRUE(destroyed);
+}
+
+// Destroying an executor and its streams on different threads at once:
+// each stream is either drained and detached by the executor or leaves it
+// by itself, never touched by one side after the other freed it (a
+// heap-use-after-free under ASan and TSan before).
+TEST(StreamExecutor, AnExecutorAndItsStreamsMayBeDestroyedAtOnce) {
+  for (int round = 0; round < 100; ++round) {
+    auto manager = SmallManager();
+    StreamExecutor* exec = ExecutorOf(*manager, "small");
+    std::vector<std::unique_ptr<Stream>> streams;
+    std::atomic<int> ran{0};
+    for (int i = 0; i < 4; ++i) {
+      streams.push_back(Must(exec->CreateStream()));
+      streams.back()->ThenDoHostCallback([&ran] { ++ran; });
+    }
+    auto go = Gate::Make();
+    std::thread destroyer([&streams, go] {
+      go->Wait();
+      streams.clear();
+    });
+    go->Open();
+    manager.reset();
+    destroyer.join();
+    EXPECT_EQ(ran.load(), 4) << "round " << round << ": work of a stream was lost";
+  }
 }
 
 // Destroying the executor (through its manager) while a stream lives: the

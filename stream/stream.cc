@@ -13,7 +13,8 @@
 
 namespace rill {
 
-Stream::Stream(StreamExecutor* parent) : parent_(parent) {}
+Stream::Stream(StreamExecutor* parent, std::shared_ptr<StreamRegistry> registry)
+    : parent_(parent), registry_(std::move(registry)) {}
 
 absl::Status Stream::Init(const StreamOptions& options) {
   absl::StatusOr<std::unique_ptr<StreamInterface>> impl =
@@ -24,12 +25,14 @@ absl::Status Stream::Init(const StreamOptions& options) {
 }
 
 Stream::~Stream() {
-  StreamExecutor* parent = parent_.load();
-  if (parent != nullptr && impl_ != nullptr) {
-    (void)impl_->BlockHostUntilDone();
-  }
+  // Leaves the executor's registry first: from then on the executor never
+  // touches this stream, and its destructor waits for EndRemove, so the
+  // backend outlives the backend stream. A stream detached meanwhile was
+  // drained by the executor.
+  const bool attached = registry_->BeginRemove(this);
+  if (attached && impl_ != nullptr) (void)impl_->BlockHostUntilDone();
   impl_.reset();
-  if (parent != nullptr) parent->UnregisterStream(this);
+  if (attached) registry_->EndRemove();
 }
 
 void Stream::Detach() {

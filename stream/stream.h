@@ -24,6 +24,7 @@ namespace rill {
 class Event;
 class StreamExecutor;
 class StreamInterface;
+class StreamRegistry;
 class Timer;
 struct StreamOptions;
 
@@ -241,7 +242,7 @@ class Stream {
 
  private:
   friend class StreamExecutor;
-  Stream(StreamExecutor* parent);
+  Stream(StreamExecutor* parent, std::shared_ptr<StreamRegistry> registry);
   absl::Status Init(const StreamOptions& options);
   // Called by the executor's destructor: waits for the work, then makes
   // every later call fail.
@@ -268,6 +269,7 @@ class Stream {
   Stream& EnqueueHostCallback(bool empty, absl::AnyInvocable<absl::Status() &&> guarded);
 
   std::atomic<StreamExecutor*> parent_;
+  const std::shared_ptr<StreamRegistry> registry_;  // The executor's; outlives it.
   StreamStatus status_;
   std::unique_ptr<StreamInterface> impl_;
 };

@@ -19,23 +19,6 @@ void AlignedFree(void* ptr) { ::operator delete(ptr, kAlignment); }
 
 }  // namespace
 
-void HostStreamRegistry::Add(HostStream* stream) {
-  MutexLock lock(&mu_);
-  streams_.insert(stream);
-}
-
-void HostStreamRegistry::Remove(HostStream* stream) {
-  MutexLock lock(&mu_);
-  streams_.erase(stream);
-}
-
-void HostStreamRegistry::SynchronizeAll() {
-  // Held across the waits so that no stream is destroyed meanwhile; a stream
-  // being destroyed waits in Remove() until this returns.
-  MutexLock lock(&mu_);
-  for (HostStream* stream : streams_) (void)stream->BlockHostUntilDone();
-}
-
 HostExecutor::HostExecutor(DeviceDescription description, int64_t memory_limit)
     : description_(std::move(description)), memory_limit_(memory_limit) {}
 

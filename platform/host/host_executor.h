@@ -8,30 +8,15 @@
 #include "absl/container/flat_hash_set.h"
 #include "base/mutex.h"
 #include "executor/stream_executor_interface.h"
+#include "platform/host/host_stream.h"
 
 namespace rill {
-
-class HostStream;
 
 // On the host, device memory is host memory: the handle is the allocation's
 // address and the view's offset is added to it.
 inline void* HostPointer(const DeviceMemoryBase& memory) {
   return static_cast<char*>(memory.opaque()) + memory.offset();
 }
-
-// The live streams of one host executor, shared with the streams so that a
-// stream outliving its executor can still unregister. Thread-safe.
-class HostStreamRegistry {
- public:
-  void Add(HostStream* stream);
-  void Remove(HostStream* stream);
-  // Waits for every live stream's work.
-  void SynchronizeAll();
-
- private:
-  Mutex mu_;
-  absl::flat_hash_set<HostStream*> streams_ ABSL_GUARDED_BY(mu_);
-};
 
 // One virtual host device. Memory comes from 64-byte-aligned host
 // allocations counted against `memory_limit` bytes. Thread-safe.

@@ -17,8 +17,8 @@ HostStream::HostStream(StreamStatus* status, std::shared_ptr<HostStreamRegistry>
 }
 
 HostStream::~HostStream() {
+  registry_->Remove(this);  // First: a SynchronizeAll waiting for this stream needs the worker.
   worker_.Stop();
-  registry_->Remove(this);
 }
 
 absl::Status HostStream::BlockHostUntilDone() {

@@ -8,11 +8,14 @@
 #include "base/mutex.h"
 #include "executor/stream_executor_interface.h"
 #include "platform/host/host_task.h"
+#include "stream/live_stream_set.h"
 #include "stream/stream_worker.h"
 
 namespace rill {
 
-class HostStreamRegistry;
+class HostStream;
+// The live streams of one host executor (for SynchronizeAllActivity).
+using HostStreamRegistry = LiveStreamSet<HostStream>;
 
 // A host stream: an in-order queue drained by its own worker thread (a
 // StreamWorker, which says what a hand-off costs).

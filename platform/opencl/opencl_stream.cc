@@ -11,22 +11,6 @@
 #include "platform/opencl/opencl_status.h"
 
 namespace rill {
-void OpenClStreamRegistry::Add(OpenClStream* stream) {
-  MutexLock lock(&mu_);
-  streams_.insert(stream);
-}
-
-void OpenClStreamRegistry::Remove(OpenClStream* stream) {
-  MutexLock lock(&mu_);
-  streams_.erase(stream);
-}
-
-void OpenClStreamRegistry::SynchronizeAll() {
-  // Held across the waits so no stream is destroyed meanwhile.
-  MutexLock lock(&mu_);
-  for (OpenClStream* stream : streams_) (void)stream->BlockHostUntilDone();
-}
-
 absl::StatusOr<std::unique_ptr<OpenClStream>> OpenClStream::Create(
     cl_context context, cl_device_id device, uint64_t base_align, StreamStatus* status,
     std::shared_ptr<OpenClStreamRegistry> registry) {
@@ -49,9 +33,9 @@ OpenClStream::OpenClStream(cl_context context, cl_command_queue queue, uint64_t 
 }
 
 OpenClStream::~OpenClStream() {
+  registry_->Remove(this);  // First: a SynchronizeAll waiting for this stream needs the worker.
   (void)BlockHostUntilDone();
   worker_.Stop();
-  registry_->Remove(this);
   clFinish(queue_);
   if (last_event_ != nullptr) clReleaseEvent(last_event_);
   clReleaseCommandQueue(queue_);

@@ -16,6 +16,7 @@
 #include "absl/functional/function_ref.h"
 #include "base/mutex.h"
 #include "executor/stream_executor_interface.h"
+#include "stream/live_stream_set.h"
 #include "stream/stream_worker.h"
 
 namespace rill {
@@ -25,19 +26,8 @@ class OpenClStream;
 // The cl_mem behind a view (DeviceMemoryBase::opaque() on this backend).
 inline cl_mem ClMem(const DeviceMemoryBase& memory) { return static_cast<cl_mem>(memory.opaque()); }
 
-// The live streams of one OpenCL executor, shared with the streams so that
-// a stream outliving its executor can still unregister. Thread-safe.
-class OpenClStreamRegistry {
- public:
-  void Add(OpenClStream* stream);
-  void Remove(OpenClStream* stream);
-  // Waits for every live stream's work.
-  void SynchronizeAll();
-
- private:
-  Mutex mu_;
-  absl::flat_hash_set<OpenClStream*> streams_ ABSL_GUARDED_BY(mu_);
-};
+// The live streams of one OpenCL executor (for SynchronizeAllActivity).
+using OpenClStreamRegistry = LiveStreamSet<OpenClStream>;
 
 // An OpenCL stream: one in-order cl_command_queue (profiling enabled), fed
 // by one host worker thread.

@@ -68,28 +68,15 @@ inline bool WaitUntil(const std::function<bool()>& done,
   return true;
 }
 
-// Runs `fn` on its own thread and waits up to `timeout` for it. If it has
-// not returned by then (a deadlock), prints `what` and the engine's
-// DescribePending() and aborts the binary: a hang becomes a failure with a
-// diagnosis instead of a ctest timeout.
+// ::rill::testing::WithDeadline, printing the engine's DescribePending()
+// when `fn` hangs.
 inline void WithDeadline(const std::string& what, Engine* engine, std::function<void()> fn,
                          std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
-  auto done = std::make_shared<std::promise<void>>();
-  std::future<void> future = done->get_future();
-  std::thread runner([fn = std::move(fn), done] {
-    fn();
-    done->set_value();
-  });
-  if (future.wait_for(timeout) != std::future_status::ready) {
-    std::fprintf(stderr, "DEADLOCK: %s did not finish in %lld ms\n", what.c_str(),
-                 static_cast<long long>(timeout.count()));
+  ::rill::testing::WithDeadline(what, std::move(fn), timeout, [engine] {
     if (engine != nullptr) {
       std::fprintf(stderr, "DescribePending():\n%s\n", engine->DescribePending().c_str());
     }
-    std::fflush(stderr);
-    std::abort();
-  }
-  runner.join();
+  });
 }
 
 // A latch: Wait() blocks until Open(), or until `timeout` (then returns

@@ -2,16 +2,22 @@
 #define RILL_TESTS_TESTING_STATUS_TESTING_H_
 
 // Small helpers shared by Rill's tests: status checks that print the status
-// on failure, a value-or-abort for test set-up, and a gate that holds a
-// stream's worker until the test opens it.
+// on failure, a value-or-abort for test set-up, a gate that holds a
+// stream's worker until the test opens it, and a deadline for calls that
+// could deadlock.
 
+#include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <future>
 #include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -51,6 +57,29 @@ T Must(absl::StatusOr<T> value, std::string_view what = "set-up") {
     std::abort();
   }
   return std::move(value).value();
+}
+
+// Runs `fn` on its own thread and waits up to `timeout` for it. If it has
+// not returned by then (a deadlock), prints `what`, calls `diagnose` (which
+// may print more) and aborts the binary: a hang becomes a failure that says
+// what hung instead of a ctest timeout.
+inline void WithDeadline(const std::string& what, std::function<void()> fn,
+                         std::chrono::milliseconds timeout = std::chrono::seconds(20),
+                         std::function<void()> diagnose = nullptr) {
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> future = done->get_future();
+  std::thread runner([fn = std::move(fn), done] {
+    fn();
+    done->set_value();
+  });
+  if (future.wait_for(timeout) != std::future_status::ready) {
+    std::fprintf(stderr, "DEADLOCK: %s did not finish in %lld ms\n", what.c_str(),
+                 static_cast<long long>(timeout.count()));
+    if (diagnose) diagnose();
+    std::fflush(stderr);
+    std::abort();
+  }
+  runner.join();
 }
 
 // A latch a host callback blocks on until the test opens it. Shared by
