@@ -805,9 +805,8 @@ void EngineBase::Retire(const absl::Status& status) {
     // and touch nothing after letting go of it.
     MutexLock lock(&wait_mu_);
     retired_.Add(1, std::memory_order_seq_cst);
-    const int64_t left = InFlight();
-    if ((left == 0 && idle_waiters_.load(std::memory_order_seq_cst) > 0) ||
-        (left <= LowWater() && room_waiters_.load(std::memory_order_seq_cst) > 0)) {
+    if (ShouldWake(InFlight(), idle_waiters_.load(std::memory_order_seq_cst) > 0,
+                   room_waiters_.load(std::memory_order_seq_cst) > 0)) {
       wait_cv_.SignalAll();
     }
     return;
@@ -829,10 +828,13 @@ void EngineBase::Retire(const absl::Status& status) {
   WakeWaiters(idle, room);
 }
 
+bool EngineBase::ShouldWake(int64_t in_flight, bool idle, bool room) const {
+  // Only a waiter whose condition now holds (see WaitForRoom).
+  return (in_flight == 0 && idle) || (in_flight <= LowWater() && room);
+}
+
 void EngineBase::WakeWaiters(bool idle, bool room) {
-  const int64_t left = InFlight();
-  // Wake only a waiter whose condition now holds (see WaitForRoom).
-  if ((left == 0 && idle) || (left <= LowWater() && room)) {
+  if (ShouldWake(InFlight(), idle, room)) {
     MutexLock lock(&wait_mu_);
     wait_cv_.SignalAll();
   }

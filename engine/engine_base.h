@@ -139,6 +139,8 @@ class EngineBase : public Engine {
   // Signals the waiters whose condition holds now (`idle`: WaitForAll and
   // Shutdown, at zero in flight; `room`: pushers, at LowWater()).
   void WakeWaiters(bool idle, bool room);
+  // Whether a waiter of those kinds may proceed with `in_flight` functions.
+  bool ShouldWake(int64_t in_flight, bool idle, bool room) const;
   void RecordError(const absl::Status& status);
   void Watchdog();
 

@@ -39,6 +39,7 @@ using ::rill::engine::testing::KindName;
 using ::rill::engine::testing::Latch;
 using ::rill::engine::testing::MakeEngine;
 using ::rill::engine::testing::OpenLatchOnExit;
+using ::rill::engine::testing::PushHeld;
 using ::rill::engine::testing::WaitUntil;
 using ::rill::engine::testing::WithDeadline;
 using ::rill::testing::HasError;
@@ -580,15 +581,7 @@ TEST(EngineDiagnosis, DescribePendingNamesTheWaiterAndTheHolder) {
   VarHandle v = engine->NewVariable();
   auto gate = Latch::Make();
   OpenLatchOnExit open_gate(gate);
-  std::atomic<bool> started{false};
-  ASSERT_TRUE(IsOk(engine->PushSync(
-      [&](RunContext) {
-        started = true;
-        gate->Wait();
-        return absl::OkStatus();
-      },
-      Context::Host(), {}, {v}, FnProperty::kNormal, 0, "holder_op")));
-  ASSERT_TRUE(WaitUntil([&] { return started.load(); }));
+  ASSERT_TRUE(IsOk(PushHeld(*engine, gate, {v}, "holder_op")));
   ASSERT_TRUE(IsOk(engine->PushSync([](RunContext) { return absl::OkStatus(); }, Context::Host(),
                                     {v}, {}, FnProperty::kNormal, 0, "waiting_op")));
   const std::string pending = engine->DescribePending();
@@ -679,12 +672,7 @@ TEST(EngineDiagnosis, WatchdogReportsAHang) {
   auto gate = Latch::Make();
   OpenLatchOnExit open_gate(gate);
   ::testing::internal::CaptureStderr();
-  ASSERT_TRUE(IsOk(engine->PushSync(
-      [&](RunContext) {
-        gate->Wait();
-        return absl::OkStatus();
-      },
-      Context::Host(), {}, {v}, FnProperty::kNormal, 0, "stuck_holder")));
+  ASSERT_TRUE(IsOk(PushHeld(*engine, gate, {v}, "stuck_holder")));
   ASSERT_TRUE(IsOk(engine->PushSync([](RunContext) { return absl::OkStatus(); }, Context::Host(),
                                     {v}, {}, FnProperty::kNormal, 0, "stuck_waiter")));
   // Long enough for several periods even under ThreadSanitizer.

@@ -30,6 +30,7 @@ using ::rill::engine::testing::KindName;
 using ::rill::engine::testing::Latch;
 using ::rill::engine::testing::MakeEngine;
 using ::rill::engine::testing::OpenLatchOnExit;
+using ::rill::engine::testing::PushHeld;
 using ::rill::engine::testing::Rendezvous;
 using ::rill::engine::testing::WaitUntil;
 using ::rill::engine::testing::WithDeadline;
@@ -96,12 +97,7 @@ TEST(ThreadedEngineRules, ALongQueueOnOneVarKeepsPushOrderAcrossRingGrowth) {
     SCOPED_TRACE(::testing::Message() << "round " << round);
     auto gate = Latch::Make();
     OpenLatchOnExit open_gate(gate);
-    ASSERT_TRUE(IsOk(engine->PushSync(
-        [gate](RunContext) {
-          gate->Wait();
-          return absl::OkStatus();
-        },
-        Context::Host(), {}, {v}, FnProperty::kNormal, 0, "held")));
+    ASSERT_TRUE(IsOk(PushHeld(*engine, gate, {v})));
     constexpr int kQueued = 1000;
     std::vector<int> order;  // Guarded by the engine through v (writes).
     std::atomic<int> reads_seen_wrong{0};
@@ -678,18 +674,11 @@ TEST(ThreadedEngineRules, ReadyFunctionsRunByPriorityThenPushOrder) {
     VarHandle v = engine->NewVariable();
     auto gate = Latch::Make();
     OpenLatchOnExit open_gate(gate);
-    std::atomic<bool> started{false};
     std::mutex order_mu;
     std::vector<std::string> order;
-    ASSERT_TRUE(IsOk(engine->PushSync(
-        [&](RunContext) {
-          started = true;
-          gate->Wait();
-          return absl::OkStatus();
-        },
-        Context::Host(), {}, through_var ? std::vector<VarHandle>{v} : std::vector<VarHandle>{},
-        FnProperty::kNormal, 0, "blocker")));
-    ASSERT_TRUE(WaitUntil([&] { return started.load(); }));
+    ASSERT_TRUE(IsOk(PushHeld(*engine, gate,
+                              through_var ? std::vector<VarHandle>{v} : std::vector<VarHandle>{},
+                              "blocker")));
     const std::vector<std::pair<std::string, int>> pushes = {
         {"low0", 0}, {"low1", 0}, {"high0", 9}, {"mid0", 4}, {"low2", 0}, {"high1", 9}, {"mid1", 4}};
     for (const auto& [name, priority] : pushes) {
@@ -714,17 +703,9 @@ TEST(ThreadedEngineRules, PrioritizedPropertyGoesAheadOfNormalFunctions) {
   auto engine = MakeEngine(Kind::kThreaded, Workers(1));
   auto gate = Latch::Make();
   OpenLatchOnExit open_gate(gate);
-  std::atomic<bool> started{false};
   std::mutex order_mu;
   std::vector<std::string> order;
-  ASSERT_TRUE(IsOk(engine->PushSync(
-      [&](RunContext) {
-        started = true;
-        gate->Wait();
-        return absl::OkStatus();
-      },
-      Context::Host(), {}, {}, FnProperty::kNormal, 0, "blocker")));
-  ASSERT_TRUE(WaitUntil([&] { return started.load(); }));
+  ASSERT_TRUE(IsOk(PushHeld(*engine, gate, {}, "blocker")));
   auto record = [&](std::string name) {
     return [&order, &order_mu, name](RunContext) {
       std::lock_guard<std::mutex> lock(order_mu);
@@ -972,12 +953,7 @@ TEST(ThreadedEngineRules, DeleteOperatorDoesNotWaitOnItsVars) {
   VarHandle v = engine->NewVariable();
   auto gate = Latch::Make();
   OpenLatchOnExit open_gate(gate);
-  ASSERT_TRUE(IsOk(engine->PushSync(
-      [&](RunContext) {
-        gate->Wait();
-        return absl::OkStatus();
-      },
-      Context::Host(), {}, {v}, FnProperty::kNormal, 0, "held_writer")));
+  ASSERT_TRUE(IsOk(PushHeld(*engine, gate, {v}, "held_writer")));
   std::atomic<int> runs{0};
   absl::StatusOr<OperatorHandle> op = engine->NewOperator(
       [&runs](RunContext, Completion done) {

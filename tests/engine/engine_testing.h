@@ -16,6 +16,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "engine/engine.h"
@@ -118,6 +119,29 @@ class OpenLatchOnExit {
  private:
   std::shared_ptr<Latch> latch_;
 };
+
+// Pushes a host function `name` that writes `writes` and blocks until
+// `gate` opens, and waits until it has started: a worker is then busy and
+// whatever the test pushes on `writes` next queues behind it.
+//   auto gate = Latch::Make();
+//   OpenLatchOnExit open_gate(gate);
+//   ASSERT_TRUE(IsOk(PushHeld(*engine, gate, {v})));
+inline absl::Status PushHeld(Engine& engine, std::shared_ptr<Latch> gate,
+                             std::vector<VarHandle> writes, const std::string& name = "held") {
+  auto started = std::make_shared<std::atomic<bool>>(false);
+  absl::Status pushed = engine.PushSync(
+      [gate = std::move(gate), started](RunContext) {
+        started->store(true);
+        gate->Wait();
+        return absl::OkStatus();
+      },
+      Context::Host(), {}, writes, FnProperty::kNormal, 0, name);
+  if (!pushed.ok()) return pushed;
+  if (!WaitUntil([&] { return started->load(); })) {
+    return absl::DeadlineExceededError("held function '" + name + "' did not start in 10 s");
+  }
+  return absl::OkStatus();
+}
 
 // Waits, with a timeout, until `count` reaches `target`: used inside engine
 // functions to observe that two of them are running at the same time.
