@@ -226,7 +226,9 @@ class Stream {
   Stream& ThenFft(FftPlan* plan, const DeviceMemory<std::complex<double>>& in, DeviceMemory<double>* out);
 
   // --- State.
-  // Waits until all enqueued work has run; returns status().
+  // Waits until all enqueued work has run; returns status(). Called from a
+  // host callback of this same stream (which the wait would include) it
+  // fails the stream with FailedPrecondition instead of deadlocking.
   absl::Status BlockHostUntilDone();
   bool ok() const { return status_.ok(); }
   // The first error, with its context; OK while none.

@@ -178,7 +178,11 @@ void CudaStream::CallbackLoop() {
     const bool blocking = callback->blocking;
     if (blocking) {
       // A failed stream skips later callbacks, as the host backend does.
-      if (status_->queue_ok()) status_->Update(std::move(callback->with_status)());
+      if (status_->queue_ok()) {
+        in_blocking_callback_ = true;
+        status_->Update(std::move(callback->with_status)());
+        in_blocking_callback_ = false;
+      }
     } else {
       std::move(callback->notify)();
     }
@@ -196,6 +200,11 @@ void CudaStream::CallbackLoop() {
 }
 
 absl::Status CudaStream::BlockHostUntilDone() {
+  // A blocking callback holds up the stream until it returns.
+  if (in_blocking_callback_ && std::this_thread::get_id() == callback_thread_.get_id()) {
+    return absl::FailedPreconditionError(
+        "BlockHostUntilDone called from a host callback of the same stream would deadlock");
+  }
   uint64_t target = 0;
   {
     MutexLock lock(&mu_);

@@ -22,6 +22,10 @@ HostStream::~HostStream() {
 }
 
 absl::Status HostStream::BlockHostUntilDone() {
+  if (worker_.OnThread()) {
+    return absl::FailedPreconditionError(
+        "BlockHostUntilDone called from a host callback of the same stream would deadlock");
+  }
   worker_.WaitFor(worker_.enqueued());
   return absl::OkStatus();
 }

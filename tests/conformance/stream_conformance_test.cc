@@ -19,6 +19,7 @@ using ::rill::testing::HasError;
 using ::rill::testing::IsOk;
 using ::rill::testing::Must;
 using ::rill::testing::OpenOnExit;
+using ::rill::testing::WithDeadline;
 
 // Long enough that work racing past a missing wait is caught, short enough
 // to keep the suite fast.
@@ -283,6 +284,20 @@ TEST_P(StreamConformance, AnEnqueueErrorLetsTheWorkQueuedBeforeItRun) {
   EXPECT_TRUE(IsOk(first->ThenWaitFor(early.get()).BlockHostUntilDone()));
   EXPECT_TRUE(HasError(second->ThenWaitFor(late.get()).BlockHostUntilDone(),
                        absl::StatusCode::kInvalidArgument));
+}
+
+TEST_P(StreamConformance, BlockHostUntilDoneFromItsOwnCallbackIsFailedPrecondition) {
+  if (absl::Status s = RequireCallbacks(); !s.ok()) GTEST_SKIP() << s;
+  absl::Status inner = absl::UnknownError("the callback did not run");
+  bool after = false;
+  WithDeadline("BlockHostUntilDone from a callback of its own stream", [&] {
+    stream_->ThenDoHostCallback([&] { inner = stream_->BlockHostUntilDone(); })
+        .ThenDoHostCallback([&] { after = true; });
+    EXPECT_TRUE(HasError(stream_->BlockHostUntilDone(), absl::StatusCode::kFailedPrecondition,
+                         {"would deadlock"}));
+  });
+  EXPECT_TRUE(HasError(inner, absl::StatusCode::kFailedPrecondition, {"would deadlock"}));
+  EXPECT_FALSE(after) << "the stream failed: later work is skipped";
 }
 
 TEST_P(StreamConformance, EventStates) {
