@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "engine/engine.h"
 #include "gtest/gtest.h"
 #include "tests/engine/engine_testing.h"
@@ -108,14 +109,14 @@ TEST(ThreadedEngineRules, ALongQueueOnOneVarKeepsPushOrderAcrossRingGrowth) {
               if (static_cast<int>(order.size()) != i - i / 4) reads_seen_wrong.fetch_add(1);
               return absl::OkStatus();
             },
-            Context::Host(), {v}, {}, FnProperty::kNormal, 0, "r" + std::to_string(i))));
+            Context::Host(), {v}, {}, FnProperty::kNormal, 0, absl::StrCat("r", i))));
       } else {
         ASSERT_TRUE(IsOk(engine->PushSync(
             [&order, i](RunContext) {
               order.push_back(i);
               return absl::OkStatus();
             },
-            Context::Host(), {}, {v}, FnProperty::kNormal, 0, "w" + std::to_string(i))));
+            Context::Host(), {}, {v}, FnProperty::kNormal, 0, absl::StrCat("w", i))));
       }
     }
     const std::string pending = engine->DescribePending();
