@@ -95,7 +95,10 @@ class KernelInterface {
 // error), so that no other stream waits forever. Skip, and read the error
 // for records, by the status's queue view (queue_ok(), QueueGet()): an
 // error the front found in a call takes effect at that call's place in the
-// queue, not at once.
+// queue, not at once. (The CUDA backend reads an event record's error at
+// enqueue, from the front's view, which is the same for errors found in
+// calls; errors found later by its callbacks do not reach records already
+// enqueued.)
 class StreamInterface {
  public:
   virtual ~StreamInterface() = default;
@@ -118,7 +121,9 @@ class StreamInterface {
   virtual absl::Status Notify(absl::AnyInvocable<void() &&> callback) = 0;
   virtual absl::Status Launch(const ThreadDim& threads, const BlockDim& blocks,
                               const KernelInterface& kernel, KernelArgs args) = 0;
-  // Blocks until all enqueued work has run.
+  // Blocks until all enqueued work has run. Called from a host callback or
+  // notification of this same stream (which the wait would include), it
+  // returns FailedPrecondition at once instead of deadlocking.
   virtual absl::Status BlockHostUntilDone() = 0;
   // cudaStream_t, cl_command_queue, ...; nullptr where there is none.
   virtual void* native_handle() { return nullptr; }

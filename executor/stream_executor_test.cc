@@ -165,6 +165,32 @@ TEST(StreamExecutor, SynchronizeAllActivityLetsTheWorkItWaitsForCreateAndDestroy
   EXPECT_TRUE(destroyed);
 }
 
+// From a host callback of one of its streams, SynchronizeAllActivity
+// cannot wait for that stream: FailedPrecondition, after the others.
+TEST(StreamExecutor, SynchronizeAllActivityFromACallbackOfItsStreamIsFailedPrecondition) {
+  auto manager = SmallManager();
+  StreamExecutor* exec = ExecutorOf(*manager, "small");
+  std::unique_ptr<Stream> stream = Must(exec->CreateStream());
+  std::unique_ptr<Stream> other = Must(exec->CreateStream());
+  std::atomic<bool> other_done{false};
+  other->ThenDoHostCallback([&other_done] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    other_done = true;
+  });
+  absl::Status inner = absl::UnknownError("the callback did not run");
+  bool other_done_then = false;
+  WithDeadline("SynchronizeAllActivity from a callback of its own stream", [&] {
+    stream->ThenDoHostCallback([&] {
+      inner = exec->SynchronizeAllActivity();
+      other_done_then = other_done.load();
+    });
+    (void)stream->BlockHostUntilDone();
+  });
+  EXPECT_TRUE(HasError(inner, absl::StatusCode::kFailedPrecondition,
+                       {"SynchronizeAllActivity", "would deadlock"}));
+  EXPECT_TRUE(other_done_then) << "the other stream was not waited for";
+}
+
 // Destroying an executor and its streams on different threads at once:
 // each stream is either drained and detached by the executor or leaves it
 // by itself, never touched by one side after the other freed it (a

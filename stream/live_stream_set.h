@@ -5,6 +5,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
 #include "base/mutex.h"
 
 namespace rill {
@@ -36,8 +37,11 @@ class LiveStreamSet {
   }
 
   // Waits for the work of every stream live when it is called (and still
-  // live when its turn comes).
-  void SynchronizeAll() {
+  // live when its turn comes). Returns the first error of a wait: called
+  // from a host callback of one of these streams, FailedPrecondition (that
+  // stream's wait would include the caller), after waiting for the others.
+  absl::Status SynchronizeAll() {
+    absl::Status first;
     std::vector<StreamT*> snapshot;
     {
       MutexLock lock(&mu_);
@@ -49,13 +53,15 @@ class LiveStreamSet {
         if (!streams_.contains(stream)) continue;  // Destroyed: its destructor drained it.
         ++pins_[stream];
       }
-      (void)stream->BlockHostUntilDone();  // Its errors are the stream's to report.
+      absl::Status waited = stream->BlockHostUntilDone();
+      if (first.ok() && !waited.ok()) first = waited;
       MutexLock lock(&mu_);
       if (--pins_[stream] == 0) {
         pins_.erase(stream);
         unpinned_.SignalAll();
       }
     }
+    return first;
   }
 
  private:

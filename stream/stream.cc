@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/logging.h"
 #include "base/status_macros.h"
 #include "executor/stream_executor.h"
 #include "platform/platform.h"
@@ -29,14 +30,22 @@ Stream::~Stream() {
   // touches this stream, and its destructor waits for EndRemove, so the
   // backend outlives the backend stream. A stream detached meanwhile was
   // drained by the executor.
-  const bool attached = registry_->BeginRemove(this);
-  if (attached && impl_ != nullptr) (void)impl_->BlockHostUntilDone();
+  const StreamRegistry::Leave leave = registry_->BeginRemove(this);
+  if (leave.attached && impl_ != nullptr) (void)impl_->BlockHostUntilDone();
   impl_.reset();
-  if (attached) registry_->EndRemove();
+  if (leave.counted) registry_->EndRemove();
 }
 
 void Stream::Detach() {
-  if (impl_ != nullptr) (void)impl_->BlockHostUntilDone();
+  if (impl_ != nullptr) {
+    // Fails only on the stream's own thread: the executor is being
+    // destroyed from one of this stream's callbacks, and the work queued
+    // after it (which may use the executor's memory) cannot be drained.
+    absl::Status drained = impl_->BlockHostUntilDone();
+    RILL_CHECK(drained.ok()) << "an executor destroyed from a host callback of its own stream "
+                                "cannot drain that stream: "
+                             << drained;
+  }
   parent_.store(nullptr);
 }
 

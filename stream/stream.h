@@ -34,11 +34,15 @@ struct StreamOptions;
 // Every Then* call enqueues and returns *this, so calls chain. The first
 // failure -- found when a call is enqueued (bad arguments) or when the work
 // runs (a failing host callback, a device error) -- puts the stream in the
-// error state: ok() turns false, status() returns that first error with its
-// context (the call, its sizes, the backend's code and text), and later Then*
-// calls are skipped. An error takes effect at its place in the stream: work
-// queued before a bad call still runs, and events recorded and
-// notifications queued before it see no error. BlockHostUntilDone() waits
+// error state: ok() turns false, status() returns the first error known
+// with its context (the call, its sizes, the backend's code and text), and
+// later Then* calls are skipped. An error takes effect at its place in the
+// stream: work queued before a bad call still runs (on backends with host
+// callbacks, which carry the error to its place; elsewhere queued work is
+// skipped at once), and events and notifications report the first error
+// before them in stream order -- which, if work queued before a bad call
+// fails too, is that work's error, not status(). A call that fails after
+// queueing part of its work lets that part run. BlockHostUntilDone() waits
 // for the work and returns status(). Zero-byte copies and fills are no-ops.
 //
 //   RILL_ASSIGN_OR_RETURN(auto stream, executor->CreateStream());
@@ -89,11 +93,13 @@ class Stream {
   Stream& ThenDoHostCallback(absl::AnyInvocable<void() &&> callback);
   // As above; an error status (or an exception) puts the stream in error.
   Stream& ThenDoHostCallbackWithStatus(absl::AnyInvocable<absl::Status() &&> callback);
-  // Runs `callback(status())` on a host thread after all earlier work, even
+  // Runs `callback(outcome)` on a host thread after all earlier work, even
   // when the stream is in the error state (it is not skipped): for
   // schedulers that must learn when work finished, whatever the outcome.
-  // If it cannot be enqueued (a detached stream, a backend refusal), it is
-  // called at once with the error. An exception it throws puts the stream in
+  // `outcome` is the first error before it in stream order (OK if none), so
+  // a bad call made after ThenNotify does not reach it. If it cannot be
+  // enqueued (a detached stream, a backend refusal), it is called at once
+  // with status(). An exception it throws puts the stream in
   // error (Internal) instead of reaching the backend's thread.
   Stream& ThenNotify(absl::AnyInvocable<void(absl::Status) &&> callback);
   Stream& ThenStartTimer(Timer* timer);
@@ -238,8 +244,9 @@ class Stream {
   // The backend's handle (cudaStream_t, cl_command_queue); nullptr on host.
   void* native_handle() const;
   StreamInterface* implementation() const { return impl_.get(); }
-  // Puts the stream in the error state with `status` (for plugins that find
-  // an error outside of a Then* call). OK is ignored.
+  // Puts the stream in the error state with `status`, at the place of the
+  // work running now: work still queued is skipped (for plugins that find an
+  // error while their work runs). OK is ignored.
   void SetError(const absl::Status& status) { status_.Update(status); }
 
  private:

@@ -15,13 +15,15 @@ class Stream;
 //
 //  - a stream's destructor calls BeginRemove: if the executor is detaching
 //    that stream, it waits for the detach to end and learns that it was
-//    detached; otherwise it leaves the set, drains its work and destroys its
-//    backend stream, then calls EndRemove.
+//    detached; otherwise it leaves the set and drains its work. Either way
+//    it then destroys its backend stream and, if BeginRemove counted it,
+//    calls EndRemove.
 //  - the executor's destructor calls DetachAll, which detaches the streams
 //    still in the set one at a time (without the lock, so streams being
 //    destroyed meanwhile are not held up by a drain), then waits for every
-//    BeginRemove to reach its EndRemove, so the backend outlives the
-//    destruction of every backend stream that started before.
+//    counted BeginRemove to reach its EndRemove: every stream whose
+//    destruction started before DetachAll returned is counted, so the
+//    backend outlives the destruction of their backend streams.
 //
 // Thread-safe.
 class StreamRegistry {
@@ -31,14 +33,17 @@ class StreamRegistry {
     streams_.insert(stream);
   }
 
-  // Returns true if `stream` was in the set and has left it (the caller must
-  // call EndRemove), false if it was detached (or never added).
-  bool BeginRemove(Stream* stream) {
+  struct Leave {
+    bool attached;  // Was in the set: the stream drains its own work.
+    bool counted;   // The caller must call EndRemove.
+  };
+  Leave BeginRemove(Stream* stream) {
     MutexLock lock(&mu_);
     changed_.Wait(&mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return detaching_ != stream; });
-    if (streams_.erase(stream) == 0) return false;
-    ++leaving_;
-    return true;
+    const bool attached = streams_.erase(stream) > 0;
+    const bool counted = attached || (closing_ && !closed_);
+    if (counted) ++leaving_;
+    return {attached, counted};
   }
   void EndRemove() {
     MutexLock lock(&mu_);
@@ -51,6 +56,7 @@ class StreamRegistry {
   int DetachAll(absl::FunctionRef<void(Stream*)> detach) {
     int detached = 0;
     mu_.Lock();
+    closing_ = true;
     while (!streams_.empty()) {
       Stream* stream = *streams_.begin();
       streams_.erase(stream);
@@ -63,6 +69,7 @@ class StreamRegistry {
       ++detached;
     }
     changed_.Wait(&mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return leaving_ == 0; });
+    closed_ = true;
     mu_.Unlock();
     return detached;
   }
@@ -72,7 +79,9 @@ class StreamRegistry {
   CondVar changed_;  // detaching_ or leaving_ changed.
   absl::flat_hash_set<Stream*> streams_ ABSL_GUARDED_BY(mu_);
   Stream* detaching_ ABSL_GUARDED_BY(mu_) = nullptr;
-  int leaving_ ABSL_GUARDED_BY(mu_) = 0;  // Between BeginRemove and EndRemove.
+  int leaving_ ABSL_GUARDED_BY(mu_) = 0;  // Between a counted BeginRemove and EndRemove.
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;  // DetachAll has started...
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;   // ... and returned.
 };
 
 }  // namespace rill

@@ -178,11 +178,7 @@ void CudaStream::CallbackLoop() {
     const bool blocking = callback->blocking;
     if (blocking) {
       // A failed stream skips later callbacks, as the host backend does.
-      if (status_->queue_ok()) {
-        in_blocking_callback_ = true;
-        status_->Update(std::move(callback->with_status)());
-        in_blocking_callback_ = false;
-      }
+      if (status_->queue_ok()) status_->Update(std::move(callback->with_status)());
     } else {
       std::move(callback->notify)();
     }
@@ -200,8 +196,11 @@ void CudaStream::CallbackLoop() {
 }
 
 absl::Status CudaStream::BlockHostUntilDone() {
-  // A blocking callback holds up the stream until it returns.
-  if (in_blocking_callback_ && std::this_thread::get_id() == callback_thread_.get_id()) {
+  // A callback or notification would wait for itself: a blocking callback
+  // holds up the stream until it returns, and a notification holds up the
+  // callback thread that later blocking callbacks (as the marker of an
+  // error found in a later call) wait for.
+  if (std::this_thread::get_id() == callback_thread_.get_id()) {
     return absl::FailedPreconditionError(
         "BlockHostUntilDone called from a host callback of the same stream would deadlock");
   }
@@ -215,12 +214,9 @@ absl::Status CudaStream::BlockHostUntilDone() {
     CudaDeviceScope scope(ordinal_);
     status = CudaStatus(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
   }
-  // Notifications may still be running on the callback thread; wait for them
-  // too, unless this is that thread (a notification waiting for itself).
-  if (std::this_thread::get_id() != callback_thread_.get_id()) {
-    MutexLock lock(&mu_);
-    done_cv_.Wait(&mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return finished_ >= target; });
-  }
+  // Notifications may still be running on the callback thread: wait for them too.
+  MutexLock lock(&mu_);
+  done_cv_.Wait(&mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return finished_ >= target; });
   return status;
 }
 

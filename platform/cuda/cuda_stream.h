@@ -81,9 +81,6 @@ class CudaStream : public StreamInterface {
   uint64_t enqueued_ ABSL_GUARDED_BY(mu_) = 0;        // Callbacks put on the device queue.
   uint64_t finished_ ABSL_GUARDED_BY(mu_) = 0;        // Callbacks run (or skipped).
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  // Whether the callback thread runs a blocking callback (read and written
-  // only on that thread).
-  bool in_blocking_callback_ = false;
   std::thread callback_thread_;
 };
 

@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "platform/host/host_event.h"
 #include "platform/host/host_kernel.h"
+#include "base/status_macros.h"
 #include "platform/host/host_stream.h"
 
 namespace rill {
@@ -115,8 +116,7 @@ absl::Status HostExecutor::SynchronousMemcpyDeviceToHost(void* dst, DeviceMemory
 }
 
 absl::Status HostExecutor::SynchronizeAllActivity() {
-  streams_->SynchronizeAll();
-  return absl::OkStatus();
+  return Annotate(streams_->SynchronizeAll(), "SynchronizeAllActivity");
 }
 
 absl::StatusOr<std::unique_ptr<StreamInterface>> HostExecutor::CreateStream(

@@ -169,7 +169,7 @@ absl::Status OpenClExecutor::SynchronousMemcpyDeviceToHost(void* dst, DeviceMemo
 }
 
 absl::Status OpenClExecutor::SynchronizeAllActivity() {
-  streams_->SynchronizeAll();
+  RILL_RETURN_IF_ERROR(Annotate(streams_->SynchronizeAll(), "SynchronizeAllActivity"));
   return ClStatus(clFinish(sync_queue_), "clFinish");
 }
 

@@ -300,6 +300,33 @@ TEST_P(StreamConformance, BlockHostUntilDoneFromItsOwnCallbackIsFailedPreconditi
   EXPECT_FALSE(after) << "the stream failed: later work is skipped";
 }
 
+// From a notification too, on every backend; also when a later bad call
+// queues the marker that carries its error (a blocking callback on CUDA,
+// which waited for the notification's thread).
+TEST_P(StreamConformance, BlockHostUntilDoneFromItsOwnNotificationIsFailedPrecondition) {
+  if (absl::Status s = RequireCallbacks(); !s.ok()) GTEST_SKIP() << s;
+  absl::Status inner = absl::UnknownError("the notification did not run");
+  WithDeadline("BlockHostUntilDone from a notification of its own stream", [&] {
+    stream_->ThenNotify([&](absl::Status) { inner = stream_->BlockHostUntilDone(); });
+    EXPECT_TRUE(HasError(stream_->BlockHostUntilDone(), absl::StatusCode::kFailedPrecondition,
+                         {"would deadlock"}));
+  });
+  EXPECT_TRUE(HasError(inner, absl::StatusCode::kFailedPrecondition, {"would deadlock"}));
+
+  std::unique_ptr<Stream> marked = NewStream();
+  ScopedDeviceMemory<int32_t> word = Allocate<int32_t>(1);
+  int32_t bad[2] = {0, 0};
+  absl::Status marked_inner = absl::UnknownError("the notification did not run");
+  WithDeadline("the same with a bad call's marker after the notification", [&] {
+    marked->ThenNotify([&](absl::Status) { marked_inner = marked->BlockHostUntilDone(); })
+        .ThenMemcpy(word.ptr(), bad, 8);  // 8 bytes into 4.
+    // Whichever was known first: the bad call's error or the notification's.
+    EXPECT_FALSE(marked->BlockHostUntilDone().ok());
+  });
+  EXPECT_FALSE(marked_inner.ok());
+  EXPECT_NE(marked_inner.code(), absl::StatusCode::kUnknown) << marked_inner;
+}
+
 TEST_P(StreamConformance, EventStates) {
   if (absl::Status s = RequireCallbacks(); !s.ok()) GTEST_SKIP() << s;
   std::unique_ptr<Event> event = Must(executor_->CreateEvent());

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "engine/engine.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_testing.h"
@@ -138,7 +139,7 @@ inline absl::Status PushHeld(Engine& engine, std::shared_ptr<Latch> gate,
       Context::Host(), {}, writes, FnProperty::kNormal, 0, name);
   if (!pushed.ok()) return pushed;
   if (!WaitUntil([&] { return started->load(); })) {
-    return absl::DeadlineExceededError("held function '" + name + "' did not start in 10 s");
+    return absl::DeadlineExceededError(absl::StrCat("held function '", name, "' did not start in 10 s"));
   }
   return absl::OkStatus();
 }
