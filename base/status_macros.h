@@ -33,6 +33,12 @@ namespace rill {
 // is kept. OK stays OK.
 absl::Status Annotate(const absl::Status& status, std::string_view context);
 
+// The Internal error for the exception being handled: "<who> threw: <what()>"
+// for a std::exception, "<who> threw a non-standard exception" otherwise
+// (without "<who> " when `who` is empty). Call only from a catch block:
+//   try { fn(); } catch (...) { status = CurrentExceptionStatus("host kernel"); }
+absl::Status CurrentExceptionStatus(std::string_view who);
+
 // Converts a std::string_view to the absl::string_view of Debian's Abseil
 // build, where the two are distinct types.
 inline absl::string_view AsAbsl(std::string_view s) {

@@ -641,10 +641,8 @@ void EngineBase::RunBody(OprBlock* op, RunContext rc) {
     absl::Status status;
     try {
       status = opr.sync_fn(rc);
-    } catch (const std::exception& e) {
-      status = absl::InternalError(absl::StrCat("threw: ", e.what()));
     } catch (...) {
-      status = absl::InternalError("threw a non-standard exception");
+      status = CurrentExceptionStatus("");
     }
     // A synchronous body completes exactly once, here: no need for the
     // double-completion flag (whose line the pusher last wrote).
@@ -660,10 +658,8 @@ void EngineBase::RunBody(OprBlock* op, RunContext rc) {
   op->Ref();
   try {
     opr.async_fn(rc, completion);
-  } catch (const std::exception& e) {
-    completion(absl::InternalError(absl::StrCat("threw: ", e.what())));
   } catch (...) {
-    completion(absl::InternalError("threw a non-standard exception"));
+    completion(CurrentExceptionStatus(""));
   }
   op->Unref();
   Retire(absl::OkStatus());

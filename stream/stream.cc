@@ -266,9 +266,10 @@ absl::Status Stream::WaitThroughHost(Event* event, std::unique_ptr<Event> owned)
 
 namespace {
 
-// Runs a user callback, turning an exception into an Internal error.
+// Runs a user callback, turning an exception into an Internal error
+// ("<who> threw: ...").
 template <typename Callback>
-absl::Status RunGuarded(Callback& callback) {
+absl::Status RunGuarded(Callback& callback, std::string_view who = "host callback") {
   try {
     if constexpr (std::is_void_v<decltype(std::move(callback)())>) {
       std::move(callback)();
@@ -276,10 +277,8 @@ absl::Status RunGuarded(Callback& callback) {
     } else {
       return Annotate(std::move(callback)(), "host callback failed");
     }
-  } catch (const std::exception& e) {
-    return absl::InternalError(absl::StrCat("host callback threw: ", e.what()));
   } catch (...) {
-    return absl::InternalError("host callback threw a non-standard exception");
+    return CurrentExceptionStatus(who);
   }
 }
 
@@ -320,13 +319,8 @@ Stream& Stream::ThenNotify(absl::AnyInvocable<void(absl::Status) &&> callback) {
   // A callback that throws fails the stream; the exception never reaches the
   // backend's thread (where it would end the process).
   auto notify = [this, holder](const absl::Status& outcome) {
-    try {
-      std::move(*holder)(outcome);
-    } catch (const std::exception& e) {
-      status_.Update(absl::InternalError(absl::StrCat("ThenNotify callback threw: ", e.what())));
-    } catch (...) {
-      status_.Update(absl::InternalError("ThenNotify callback threw a non-standard exception"));
-    }
+    auto call = [&] { std::move(*holder)(outcome); };
+    status_.Update(RunGuarded(call, "ThenNotify callback"));
   };
   // In the queue it is told the outcome of the work before it, not of calls
   // made after it.

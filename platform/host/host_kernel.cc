@@ -4,12 +4,11 @@
 #include <atomic>
 #include <deque>
 #include <mutex>
-#include <string>
 #include <thread>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "base/mutex.h"
+#include "base/status_macros.h"
 #include "platform/host/host_executor.h"
 
 namespace rill {
@@ -120,8 +119,8 @@ absl::Status RunHostKernel(const HostBlockFn& fn, const ThreadDim& threads, cons
   // skipped); the exception never leaves this function, so it neither ends
   // the stream's thread nor unwinds through the parallel-for's pool.
   std::atomic<bool> threw{false};
-  std::mutex what_mu;
-  std::string what;
+  std::mutex error_mu;
+  absl::Status error;
   auto run_block = [&](int64_t linear) {
     if (threw.load(std::memory_order_relaxed)) return;
     HostThread block;
@@ -131,12 +130,9 @@ absl::Status RunHostKernel(const HostBlockFn& fn, const ThreadDim& threads, cons
                            linear / (blocks.x * blocks.y)};
     try {
       fn(block, native.data());
-    } catch (const std::exception& e) {
-      std::lock_guard<std::mutex> lock(what_mu);
-      if (!threw.exchange(true)) what = e.what();
     } catch (...) {
-      std::lock_guard<std::mutex> lock(what_mu);
-      if (!threw.exchange(true)) what = "a non-standard exception";
+      std::lock_guard<std::mutex> lock(error_mu);
+      if (!threw.exchange(true)) error = CurrentExceptionStatus("host kernel");
     }
   };
   const int64_t num_blocks = blocks.product();
@@ -145,11 +141,8 @@ absl::Status RunHostKernel(const HostBlockFn& fn, const ThreadDim& threads, cons
   } else {
     HostParallelFor(num_blocks, run_block);
   }
-  if (threw.load()) {
-    std::lock_guard<std::mutex> lock(what_mu);
-    return absl::InternalError(absl::StrCat("host kernel threw: ", what));
-  }
-  return absl::OkStatus();
+  std::lock_guard<std::mutex> lock(error_mu);
+  return error;
 }
 
 }  // namespace rill

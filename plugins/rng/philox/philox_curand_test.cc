@@ -127,7 +127,7 @@ class PhiloxCurandTest : public ::testing::Test {
 
   std::string Where() const {
     std::string s = "first differing elements:";
-    for (uint64_t i : first_differences_) s += " " + std::to_string(i);
+    for (uint64_t i : first_differences_) s.append(" ").append(std::to_string(i));
     return s;
   }
 
