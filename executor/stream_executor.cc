@@ -48,6 +48,12 @@ absl::Status StreamExecutor::Supports(Feature feature) const {
   return Annotate(status, absl::StrCat(debug_name_, " lacks ", FeatureName(feature)));
 }
 
+absl::StatusOr<void*> StreamExecutor::HostAddress(const DeviceMemoryBase& memory) const {
+  absl::StatusOr<void*> address = impl_->HostAddress(memory);
+  if (address.ok()) return address;
+  return Annotate(address.status(), absl::StrCat("HostAddress(", memory.ToString(), ") on ", debug_name_));
+}
+
 absl::StatusOr<DeviceMemoryBase> StreamExecutor::Allocate(uint64_t bytes) {
   if (bytes == 0) {
     return absl::InvalidArgumentError(

@@ -67,6 +67,10 @@ class StreamExecutor {
   // sub-range or a handle this executor did not allocate.
   absl::Status Deallocate(DeviceMemoryBase* memory);
   MemoryStats GetMemoryStats() const { return impl_->GetMemoryStats(); }
+  // The host address of `memory` where this device's memory is
+  // host-addressable (see StreamExecutorInterface::HostAddress); otherwise
+  // Unimplemented naming this executor.
+  absl::StatusOr<void*> HostAddress(const DeviceMemoryBase& memory) const;
 
   // --- Page-locked host memory.
   absl::StatusOr<void*> HostMemoryAllocate(uint64_t bytes);

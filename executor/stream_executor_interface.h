@@ -151,6 +151,13 @@ class StreamExecutorInterface {
   // cannot tell answer true; library plugins use it to reject a buffer of
   // another device.
   virtual bool Owns(const DeviceMemoryBase& memory) const { return true; }
+  // The host address of `memory`'s first byte, for a backend whose device
+  // memory the host can read and write directly (the host backend; a
+  // unified-memory device). Unimplemented where it cannot (OpenCL buffers,
+  // CUDA device memory); InvalidArgument for memory this device does not own.
+  virtual absl::StatusOr<void*> HostAddress(const DeviceMemoryBase& memory) const {
+    return absl::UnimplementedError("device memory is not host-addressable");
+  }
 
   virtual absl::Status SynchronousMemcpyHostToDevice(DeviceMemoryBase dst, const void* src,
                                                      uint64_t size) = 0;

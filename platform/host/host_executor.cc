@@ -103,6 +103,13 @@ bool HostExecutor::Owns(const DeviceMemoryBase& memory) const {
   return it != allocations_.end() && memory.offset() + memory.size() <= it->second;
 }
 
+absl::StatusOr<void*> HostExecutor::HostAddress(const DeviceMemoryBase& memory) const {
+  if (!Owns(memory)) {
+    return absl::InvalidArgumentError(memory.ToString() + " is not memory of this host device");
+  }
+  return HostPointer(memory);
+}
+
 absl::Status HostExecutor::SynchronousMemcpyHostToDevice(DeviceMemoryBase dst, const void* src,
                                                          uint64_t size) {
   std::memcpy(HostPointer(dst), src, size);

@@ -33,6 +33,7 @@ class HostExecutor : public StreamExecutorInterface {
   absl::Status HostMemoryDeallocate(void* ptr) override;
   MemoryStats GetMemoryStats() const override;
   bool Owns(const DeviceMemoryBase& memory) const override;
+  absl::StatusOr<void*> HostAddress(const DeviceMemoryBase& memory) const override;
 
   absl::Status SynchronousMemcpyHostToDevice(DeviceMemoryBase dst, const void* src,
                                              uint64_t size) override;

@@ -1,0 +1,63 @@
+#include "ops/device_kernel.h"
+
+#include <memory>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "base/mutex.h"
+#include "base/status_macros.h"
+#include "executor/stream_executor.h"
+#include "stream/stream.h"
+
+namespace rill::ops {
+
+absl::StatusOr<const Kernel*> CachedKernel(StreamExecutor* executor, const std::string& key,
+                                           const std::function<KernelSpec()>& make_spec) {
+  static Mutex* mu = new Mutex;
+  static auto* cache =
+      new absl::flat_hash_map<std::pair<StreamExecutor*, std::string>, std::unique_ptr<Kernel>>;
+  {
+    MutexLock lock(mu);
+    auto it = cache->find(std::make_pair(executor, key));
+    if (it != cache->end()) return it->second.get();
+  }
+  // Load outside the lock: an OpenCL build can take a second.
+  RILL_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel, executor->LoadKernel(make_spec()));
+  MutexLock lock(mu);
+  auto& slot = (*cache)[std::make_pair(executor, key)];
+  if (slot == nullptr) slot = std::move(kernel);
+  return slot.get();
+}
+
+const char* OpenClTypeName(DType dtype) {
+  switch (dtype) {
+    case DType::kF64: return "double";
+    case DType::kI32: return "int";
+    case DType::kI64: return "long";
+    case DType::kU8:
+    case DType::kBool: return "uchar";
+    default: return "float";
+  }
+}
+
+const char* DTypeSuffix(DType dtype) {
+  switch (dtype) {
+    case DType::kF64: return "f64";
+    case DType::kI32: return "i32";
+    case DType::kI64: return "i64";
+    case DType::kU8:
+    case DType::kBool: return "u8";
+    default: return "f32";
+  }
+}
+
+absl::Status Launch1D(OpContext& ctx, const Kernel& kernel, uint64_t n, KernelArgs args) {
+  if (n == 0) return absl::InvalidArgumentError("Launch1D over 0 items");
+  RILL_ASSIGN_OR_RETURN(Stream * stream, ctx.stream());
+  constexpr uint64_t kGroup = 256;
+  const uint64_t groups = (n + kGroup - 1) / kGroup;
+  stream->ThenLaunch(ThreadDim(kGroup), BlockDim(groups), kernel, std::move(args));
+  return stream->ok() ? absl::OkStatus() : stream->status();
+}
+
+}  // namespace rill::ops

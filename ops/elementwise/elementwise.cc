@@ -1,0 +1,207 @@
+#include "ops/elementwise/elementwise.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "ops/invoke.h"
+#include "ops/op_registry.h"
+
+namespace rill::ops {
+
+absl::StatusOr<BroadcastPlan> MakeBroadcastPlan(const Shape& a, const Shape& b, const Shape& out) {
+  // Align to the output's rank; drop size-1 output axes; merge neighbours
+  // whose broadcast pattern agrees.
+  const int r = out.rank();
+  std::vector<int64_t> dims, sa, sb;
+  int64_t stride_a = 1, stride_b = 1;
+  std::vector<int64_t> da(r), db(r);
+  for (int i = r - 1; i >= 0; --i) {
+    const int ia = a.rank() - r + i, ib = b.rank() - r + i;
+    const int64_t ea = ia >= 0 ? a[ia] : 1, eb = ib >= 0 ? b[ib] : 1;
+    da[i] = ea == 1 ? 0 : stride_a;
+    db[i] = eb == 1 ? 0 : stride_b;
+    stride_a *= ea;
+    stride_b *= eb;
+  }
+  for (int i = 0; i < r; ++i) {
+    if (out[i] == 1) continue;
+    if (!dims.empty()) {
+      const size_t k = dims.size() - 1;
+      // Merge axis i into the previous one when both inputs are contiguous
+      // across the pair (or both broadcast along both).
+      const bool a_ok = (sa[k] == 0 && da[i] == 0) || (da[i] != 0 && sa[k] == da[i] * out[i]);
+      const bool b_ok = (sb[k] == 0 && db[i] == 0) || (db[i] != 0 && sb[k] == db[i] * out[i]);
+      if (a_ok && b_ok) {
+        dims[k] *= out[i];
+        sa[k] = da[i];
+        sb[k] = db[i];
+        continue;
+      }
+    }
+    dims.push_back(out[i]);
+    sa.push_back(da[i]);
+    sb.push_back(db[i]);
+  }
+  if (dims.size() > static_cast<size_t>(kMaxRank)) {
+    return absl::UnimplementedError(absl::StrCat("broadcast of ", a.ToString(), " and ", b.ToString(),
+                                                 " needs ", dims.size(), " axes; kernels handle ",
+                                                 kMaxRank));
+  }
+  BroadcastPlan p;
+  p.rank = static_cast<int64_t>(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i) {
+    p.dims[i] = dims[i];
+    p.a_strides[i] = sa[i];
+    p.b_strides[i] = sb[i];
+  }
+  return p;
+}
+
+namespace {
+
+absl::Status BroadcastShape(const InferContext& ctx, std::vector<Shape>* out) {
+  RILL_ASSIGN_OR_RETURN((*out)[0], BroadcastShapes(ctx.in_shapes[0], ctx.in_shapes[1]));
+  return absl::OkStatus();
+}
+
+absl::Status SameShapes(const InferContext& ctx, std::vector<Shape>* out) {
+  for (size_t i = 1; i < ctx.in_shapes.size(); ++i) {
+    if (ctx.in_shapes[i] != ctx.in_shapes[0]) {
+      return absl::InvalidArgumentError(absl::StrCat("shapes ", ctx.in_shapes[0].ToString(), " and ",
+                                                     ctx.in_shapes[i].ToString(), " differ"));
+    }
+  }
+  (*out)[0] = ctx.in_shapes[0];
+  return absl::OkStatus();
+}
+
+// Sums a gradient of `out_shape` down to `shape` (the broadcast's inverse).
+absl::StatusOr<Tensor> SumTo(const Tensor& g, const Shape& shape) {
+  if (g.shape() == shape) return g;
+  std::string dims = "(";
+  for (int i = 0; i < shape.rank(); ++i) absl::StrAppend(&dims, i ? "," : "", shape[i]);
+  dims += shape.rank() == 1 ? ",)" : ")";
+  RILL_ASSIGN_OR_RETURN(auto r, Invoke("sum_to", {g}, {{"shape", dims}}));
+  return r[0];
+}
+
+absl::StatusOr<Tensor> One(std::string_view op, absl::Span<const Tensor> in, const Attrs& attrs = {}) {
+  RILL_ASSIGN_OR_RETURN(auto r, Invoke(op, in, attrs));
+  return r[0];
+}
+
+absl::StatusOr<std::vector<Tensor>> AddGrad(const GradientContext& c) {
+  RILL_ASSIGN_OR_RETURN(Tensor ga, SumTo(c.out_grads[0], c.inputs[0].shape()));
+  RILL_ASSIGN_OR_RETURN(Tensor gb, SumTo(c.out_grads[0], c.inputs[1].shape()));
+  return std::vector<Tensor>{ga, gb};
+}
+absl::StatusOr<std::vector<Tensor>> SubGrad(const GradientContext& c) {
+  RILL_ASSIGN_OR_RETURN(Tensor ga, SumTo(c.out_grads[0], c.inputs[0].shape()));
+  RILL_ASSIGN_OR_RETURN(Tensor n, One("neg", {c.out_grads[0]}));
+  RILL_ASSIGN_OR_RETURN(Tensor gb, SumTo(n, c.inputs[1].shape()));
+  return std::vector<Tensor>{ga, gb};
+}
+absl::StatusOr<std::vector<Tensor>> MulGrad(const GradientContext& c) {
+  RILL_ASSIGN_OR_RETURN(Tensor a, One("mul", {c.out_grads[0], c.inputs[1]}));
+  RILL_ASSIGN_OR_RETURN(Tensor b, One("mul", {c.out_grads[0], c.inputs[0]}));
+  RILL_ASSIGN_OR_RETURN(Tensor ga, SumTo(a, c.inputs[0].shape()));
+  RILL_ASSIGN_OR_RETURN(Tensor gb, SumTo(b, c.inputs[1].shape()));
+  return std::vector<Tensor>{ga, gb};
+}
+absl::StatusOr<std::vector<Tensor>> DivGrad(const GradientContext& c) {
+  // d/da = g / b; d/db = -g * out / b.
+  RILL_ASSIGN_OR_RETURN(Tensor a, One("div", {c.out_grads[0], c.inputs[1]}));
+  RILL_ASSIGN_OR_RETURN(Tensor t, One("mul", {a, c.outputs[0]}));
+  RILL_ASSIGN_OR_RETURN(Tensor b, One("neg", {t}));
+  RILL_ASSIGN_OR_RETURN(Tensor ga, SumTo(a, c.inputs[0].shape()));
+  RILL_ASSIGN_OR_RETURN(Tensor gb, SumTo(b, c.inputs[1].shape()));
+  return std::vector<Tensor>{ga, gb};
+}
+
+template <UnaryCode kCode>
+absl::StatusOr<std::vector<Tensor>> UnaryGrad(const GradientContext& c) {
+  static const std::string name = [] {
+    switch (kCode) {
+      case UnaryCode::kNeg: return std::string("_backward_neg");
+      case UnaryCode::kAbs: return std::string("_backward_abs");
+      case UnaryCode::kExp: return std::string("_backward_exp");
+      case UnaryCode::kLog: return std::string("_backward_log");
+      case UnaryCode::kSqrt: return std::string("_backward_sqrt");
+      case UnaryCode::kRelu: return std::string("_backward_relu");
+      case UnaryCode::kSigmoid: return std::string("_backward_sigmoid");
+      case UnaryCode::kTanh: return std::string("_backward_tanh");
+      case UnaryCode::kGelu: return std::string("_backward_gelu");
+      case UnaryCode::kSquare: return std::string("_backward_square");
+      default: return std::string("_backward_copy");
+    }
+  }();
+  RILL_ASSIGN_OR_RETURN(Tensor g, One(name, {c.out_grads[0], c.inputs[0]}));
+  return std::vector<Tensor>{g};
+}
+
+struct UnaryInfo {
+  const char* name;
+  UnaryCode code;
+  uint32_t dtypes;
+  GradientFn grad;
+};
+
+}  // namespace
+
+void RegisterElementwiseOps(OpRegistry& r) {
+  const struct { const char* name; GradientFn grad; uint32_t dtypes; } binaries[] = {
+      {"add", AddGrad, kNumericTypes},     {"sub", SubGrad, kNumericTypes},
+      {"mul", MulGrad, kNumericTypes},     {"div", DivGrad, kNumericTypes},
+      {"pow", nullptr, kFloatTypes},       {"maximum", nullptr, kNumericTypes},
+      {"minimum", nullptr, kNumericTypes}, {"equal", nullptr, kNumericTypes},
+      {"greater", nullptr, kNumericTypes},
+  };
+  for (const auto& b : binaries) {
+    OpDef def(b.name);
+    def.set_inputs({"a", "b"}).set_infer_shape(BroadcastShape).set_dtypes(b.dtypes)
+        .set_inplace({{0, 0}, {1, 0}}).set_gradient(b.grad)
+        .set_doc("elementwise with NumPy broadcasting");
+    (void)r.Register(std::move(def));
+  }
+  // out += src: the framework's kAddTo for kernels that cannot add themselves.
+  (void)r.Register(OpDef("_accumulate").set_inputs({"dst", "src"}).set_infer_shape(SameShapes)
+                       .set_dtypes(kNumericTypes).set_inplace({{0, 0}}));
+  const char* scalars[] = {"add_scalar", "sub_scalar", "rsub_scalar", "mul_scalar", "div_scalar",
+                           "rdiv_scalar", "pow_scalar", "rpow_scalar", "maximum_scalar",
+                           "minimum_scalar", "equal_scalar", "greater_scalar"};
+  for (const char* name : scalars) {
+    const bool fl = std::string(name).find("pow") != std::string::npos;
+    (void)r.Register(OpDef(name)
+                         .set_params(ParamSchema::For<ScalarParams>().Required(
+                             "scalar", &ScalarParams::scalar, "the scalar operand"))
+                         .set_dtypes(fl ? kFloatTypes : kNumericTypes).set_inplace({{0, 0}}));
+  }
+  const UnaryInfo unaries[] = {
+      {"neg", UnaryCode::kNeg, kNumericTypes, UnaryGrad<UnaryCode::kNeg>},
+      {"abs", UnaryCode::kAbs, kNumericTypes, UnaryGrad<UnaryCode::kAbs>},
+      {"exp", UnaryCode::kExp, kFloatTypes, UnaryGrad<UnaryCode::kExp>},
+      {"log", UnaryCode::kLog, kFloatTypes, UnaryGrad<UnaryCode::kLog>},
+      {"sqrt", UnaryCode::kSqrt, kFloatTypes, UnaryGrad<UnaryCode::kSqrt>},
+      {"relu", UnaryCode::kRelu, kNumericTypes, UnaryGrad<UnaryCode::kRelu>},
+      {"sigmoid", UnaryCode::kSigmoid, kFloatTypes, UnaryGrad<UnaryCode::kSigmoid>},
+      {"tanh", UnaryCode::kTanh, kFloatTypes, UnaryGrad<UnaryCode::kTanh>},
+      {"gelu", UnaryCode::kGelu, kFloatTypes, UnaryGrad<UnaryCode::kGelu>},
+      {"square", UnaryCode::kSquare, kNumericTypes, UnaryGrad<UnaryCode::kSquare>},
+      {"identity", UnaryCode::kCopy, kAllTypesMask & ~DTypeBit(DType::kF16), UnaryGrad<UnaryCode::kCopy>},
+  };
+  for (const UnaryInfo& u : unaries) {
+    (void)r.Register(OpDef(u.name).set_dtypes(u.dtypes).set_inplace({{0, 0}}).set_gradient(u.grad));
+    // dx = dy * f'(x): inputs (dy, x).
+    (void)r.Register(OpDef(absl::StrCat("_backward_", u.name == std::string("identity") ? "copy" : u.name))
+                         .set_inputs({"dy", "x"}).set_infer_shape(SameShapes).set_dtypes(u.dtypes)
+                         .set_inplace({{0, 0}}));
+  }
+  RegisterElementwiseHostKernels(r);
+  RegisterElementwiseOpenClKernels(r);
+  RegisterElementwiseCudaKernels(r);
+}
+
+}  // namespace rill::ops

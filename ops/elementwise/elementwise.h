@@ -1,0 +1,49 @@
+#ifndef RILL_OPS_ELEMENTWISE_ELEMENTWISE_H_
+#define RILL_OPS_ELEMENTWISE_ELEMENTWISE_H_
+
+// Elementwise ops: unary math, binary with NumPy broadcasting, their scalar
+// forms, comparisons, and the backward ops of the unary ones. Definitions
+// in elementwise.cc; kernels for each platform beside them
+// (elementwise_host.cc, elementwise_opencl.cc, elementwise.cu +
+// elementwise_cuda.cc), sharing the op codes and the broadcast plan below.
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "ops/op.h"
+#include "tensor/shape.h"
+
+namespace rill::ops {
+
+class OpRegistry;
+
+// Op codes shared by every platform's kernels (the device kernels switch on
+// them).
+enum class BinaryCode : int32_t { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kEqual, kGreater, kRsub, kRdiv, kRpow };
+enum class UnaryCode : int32_t { kNeg, kAbs, kExp, kLog, kSqrt, kRelu, kSigmoid, kTanh, kGelu, kSquare, kCopy };
+
+struct ScalarParams {
+  double scalar = 0;
+};
+
+// How output element i maps to the two inputs: the shapes collapsed to at
+// most kMaxRank dimensions, with stride 0 along broadcast axes. Same layout
+// in OpenCL C and CUDA (all 64-bit).
+inline constexpr int kMaxRank = 6;
+struct BroadcastPlan {
+  int64_t rank = 0;
+  int64_t dims[kMaxRank] = {};
+  int64_t a_strides[kMaxRank] = {};
+  int64_t b_strides[kMaxRank] = {};
+};
+// Unimplemented when the collapsed rank exceeds kMaxRank.
+absl::StatusOr<BroadcastPlan> MakeBroadcastPlan(const Shape& a, const Shape& b, const Shape& out);
+
+void RegisterElementwiseOps(OpRegistry& registry);
+void RegisterElementwiseHostKernels(OpRegistry& registry);
+void RegisterElementwiseOpenClKernels(OpRegistry& registry);
+void RegisterElementwiseCudaKernels(OpRegistry& registry);
+
+}  // namespace rill::ops
+
+#endif  // RILL_OPS_ELEMENTWISE_ELEMENTWISE_H_

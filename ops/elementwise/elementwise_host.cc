@@ -1,0 +1,181 @@
+// Host kernels of the elementwise ops: vectorizable loops over whole
+// tensors, run inline on the CPU context or as one host callback on a host
+// device's stream.
+
+#include <cstring>
+
+#include "base/status_macros.h"
+#include "ops/elementwise/elementwise.h"
+#include "ops/elementwise/elementwise_math.h"
+#include "ops/op_registry.h"
+
+namespace rill::ops {
+namespace {
+
+template <typename T>
+inline void Store(T* out, int64_t i, T v, bool add) {
+  out[i] = add ? static_cast<T>(out[i] + v) : v;
+}
+
+// out[i] (+)= f(a[i * sa], b[i * sb]) for i < n, with sa, sb in {0, 1} known
+// at compile time so that the loop vectorizes.
+template <BinaryCode C, typename T, bool kA, bool kB>
+void Inner(const T* a, const T* b, T* out, int64_t n, bool add) {
+  if (add) {
+    for (int64_t i = 0; i < n; ++i) out[i] += ApplyBinary<C>(a[kA ? i : 0], b[kB ? i : 0]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) out[i] = ApplyBinary<C>(a[kA ? i : 0], b[kB ? i : 0]);
+  }
+}
+
+template <BinaryCode C, typename T>
+void BinaryLoop(const T* a, const T* b, T* out, const BroadcastPlan& p, bool add) {
+  if (p.rank == 0) {  // One element.
+    Store(out, 0, ApplyBinary<C>(a[0], b[0]), add);
+    return;
+  }
+  const int inner = static_cast<int>(p.rank) - 1;
+  const int64_t n = p.dims[inner];
+  const int64_t sa = p.a_strides[inner], sb = p.b_strides[inner];
+  int64_t outer = 1;
+  for (int i = 0; i < inner; ++i) outer *= p.dims[i];
+  int64_t idx[kMaxRank] = {};
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t ia = 0, ib = 0;
+    for (int d = 0; d < inner; ++d) {
+      ia += idx[d] * p.a_strides[d];
+      ib += idx[d] * p.b_strides[d];
+    }
+    T* dst = out + o * n;
+    if (sa == 1 && sb == 1) Inner<C, T, true, true>(a + ia, b + ib, dst, n, add);
+    else if (sa == 1) Inner<C, T, true, false>(a + ia, b + ib, dst, n, add);
+    else if (sb == 1) Inner<C, T, false, true>(a + ia, b + ib, dst, n, add);
+    else Inner<C, T, false, false>(a + ia, b + ib, dst, n, add);
+    for (int d = inner - 1; d >= 0; --d) {  // Odometer over the outer axes.
+      if (++idx[d] < p.dims[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+template <BinaryCode C>
+absl::Status HostBinary(OpContext& ctx) {
+  const TensorArg a = ctx.in(0), b = ctx.in(1), out = ctx.out(0);
+  if (out.size() == 0) return absl::OkStatus();
+  RILL_ASSIGN_OR_RETURN(BroadcastPlan plan, MakeBroadcastPlan(a.shape, b.shape, out.shape));
+  const bool add = ctx.req(0) == OpReqType::kAddTo;
+  return ctx.RunOnHost([a, b, out, plan, add]() -> absl::Status {
+    DispatchDType(a.dtype, [&](auto t) {
+      using T = decltype(t);
+      BinaryLoop<C, T>(a.data<T>(), b.data<T>(), out.data<T>(), plan, add);
+    });
+    return absl::OkStatus();
+  });
+}
+
+template <BinaryCode C>
+absl::Status HostScalar(OpContext& ctx) {
+  const TensorArg x = ctx.in(0), out = ctx.out(0);
+  const double s = ctx.params<ScalarParams>().scalar;
+  const bool add = ctx.req(0) == OpReqType::kAddTo;
+  if (out.size() == 0) return absl::OkStatus();
+  return ctx.RunOnHost([x, out, s, add]() -> absl::Status {
+    DispatchDType(x.dtype, [&](auto t) {
+      using T = decltype(t);
+      const T v = static_cast<T>(s);
+      Inner<C, T, true, false>(x.data<T>(), &v, out.data<T>(), x.size(), add);
+    });
+    return absl::OkStatus();
+  });
+}
+
+template <UnaryCode C>
+absl::Status HostUnary(OpContext& ctx) {
+  const TensorArg x = ctx.in(0), out = ctx.out(0);
+  const bool add = ctx.req(0) == OpReqType::kAddTo;
+  if (out.size() == 0) return absl::OkStatus();
+  return ctx.RunOnHost([x, out, add]() -> absl::Status {
+    DispatchDType(x.dtype, [&](auto t) {
+      using T = decltype(t);
+      const T* in = x.data<T>();
+      T* o = out.data<T>();
+      const int64_t n = x.size();
+      if (add) {
+        for (int64_t i = 0; i < n; ++i) o[i] += ApplyUnary<C>(in[i]);
+      } else {
+        for (int64_t i = 0; i < n; ++i) o[i] = ApplyUnary<C>(in[i]);
+      }
+    });
+    return absl::OkStatus();
+  });
+}
+
+template <UnaryCode C>
+absl::Status HostUnaryBackward(OpContext& ctx) {
+  const TensorArg dy = ctx.in(0), x = ctx.in(1), out = ctx.out(0);
+  const bool add = ctx.req(0) == OpReqType::kAddTo;
+  if (out.size() == 0) return absl::OkStatus();
+  return ctx.RunOnHost([dy, x, out, add]() -> absl::Status {
+    DispatchDType(x.dtype, [&](auto t) {
+      using T = decltype(t);
+      const T* g = dy.data<T>();
+      const T* in = x.data<T>();
+      T* o = out.data<T>();
+      const int64_t n = x.size();
+      if (add) {
+        for (int64_t i = 0; i < n; ++i) o[i] += ApplyUnaryBackward<C>(g[i], in[i]);
+      } else {
+        for (int64_t i = 0; i < n; ++i) o[i] = ApplyUnaryBackward<C>(g[i], in[i]);
+      }
+    });
+    return absl::OkStatus();
+  });
+}
+
+constexpr uint32_t kReqs = kWriteReqs | ReqBit(OpReqType::kAddTo);
+
+template <UnaryCode C>
+void RegisterUnary(OpRegistry& r, const char* name, const char* backward) {
+  (void)r.RegisterKernel(name, "host", {HostUnary<C>, kReqs});
+  (void)r.RegisterKernel(backward, "host", {HostUnaryBackward<C>, kReqs});
+}
+
+}  // namespace
+
+void RegisterElementwiseHostKernels(OpRegistry& r) {
+  (void)r.RegisterKernel("add", "host", {HostBinary<BinaryCode::kAdd>, kReqs});
+  (void)r.RegisterKernel("_accumulate", "host", {HostBinary<BinaryCode::kAdd>, kReqs});
+  (void)r.RegisterKernel("sub", "host", {HostBinary<BinaryCode::kSub>, kReqs});
+  (void)r.RegisterKernel("mul", "host", {HostBinary<BinaryCode::kMul>, kReqs});
+  (void)r.RegisterKernel("div", "host", {HostBinary<BinaryCode::kDiv>, kReqs});
+  (void)r.RegisterKernel("pow", "host", {HostBinary<BinaryCode::kPow>, kReqs});
+  (void)r.RegisterKernel("maximum", "host", {HostBinary<BinaryCode::kMax>, kReqs});
+  (void)r.RegisterKernel("minimum", "host", {HostBinary<BinaryCode::kMin>, kReqs});
+  (void)r.RegisterKernel("equal", "host", {HostBinary<BinaryCode::kEqual>, kReqs});
+  (void)r.RegisterKernel("greater", "host", {HostBinary<BinaryCode::kGreater>, kReqs});
+  (void)r.RegisterKernel("add_scalar", "host", {HostScalar<BinaryCode::kAdd>, kReqs});
+  (void)r.RegisterKernel("sub_scalar", "host", {HostScalar<BinaryCode::kSub>, kReqs});
+  (void)r.RegisterKernel("rsub_scalar", "host", {HostScalar<BinaryCode::kRsub>, kReqs});
+  (void)r.RegisterKernel("mul_scalar", "host", {HostScalar<BinaryCode::kMul>, kReqs});
+  (void)r.RegisterKernel("div_scalar", "host", {HostScalar<BinaryCode::kDiv>, kReqs});
+  (void)r.RegisterKernel("rdiv_scalar", "host", {HostScalar<BinaryCode::kRdiv>, kReqs});
+  (void)r.RegisterKernel("pow_scalar", "host", {HostScalar<BinaryCode::kPow>, kReqs});
+  (void)r.RegisterKernel("rpow_scalar", "host", {HostScalar<BinaryCode::kRpow>, kReqs});
+  (void)r.RegisterKernel("maximum_scalar", "host", {HostScalar<BinaryCode::kMax>, kReqs});
+  (void)r.RegisterKernel("minimum_scalar", "host", {HostScalar<BinaryCode::kMin>, kReqs});
+  (void)r.RegisterKernel("equal_scalar", "host", {HostScalar<BinaryCode::kEqual>, kReqs});
+  (void)r.RegisterKernel("greater_scalar", "host", {HostScalar<BinaryCode::kGreater>, kReqs});
+  RegisterUnary<UnaryCode::kNeg>(r, "neg", "_backward_neg");
+  RegisterUnary<UnaryCode::kAbs>(r, "abs", "_backward_abs");
+  RegisterUnary<UnaryCode::kExp>(r, "exp", "_backward_exp");
+  RegisterUnary<UnaryCode::kLog>(r, "log", "_backward_log");
+  RegisterUnary<UnaryCode::kSqrt>(r, "sqrt", "_backward_sqrt");
+  RegisterUnary<UnaryCode::kRelu>(r, "relu", "_backward_relu");
+  RegisterUnary<UnaryCode::kSigmoid>(r, "sigmoid", "_backward_sigmoid");
+  RegisterUnary<UnaryCode::kTanh>(r, "tanh", "_backward_tanh");
+  RegisterUnary<UnaryCode::kGelu>(r, "gelu", "_backward_gelu");
+  RegisterUnary<UnaryCode::kSquare>(r, "square", "_backward_square");
+  RegisterUnary<UnaryCode::kCopy>(r, "identity", "_backward_copy");
+}
+
+}  // namespace rill::ops

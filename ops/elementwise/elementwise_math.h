@@ -1,0 +1,88 @@
+#ifndef RILL_OPS_ELEMENTWISE_ELEMENTWISE_MATH_H_
+#define RILL_OPS_ELEMENTWISE_ELEMENTWISE_MATH_H_
+
+// The scalar functions behind the elementwise op codes, for host kernels
+// and tests. (The OpenCL and CUDA kernels spell the same formulas.)
+
+#include <cmath>
+#include <type_traits>
+
+#include "ops/elementwise/elementwise.h"
+
+namespace rill::ops {
+
+template <BinaryCode C, typename T>
+inline T ApplyBinary(T a, T b) {
+  if constexpr (C == BinaryCode::kAdd) return a + b;
+  if constexpr (C == BinaryCode::kSub) return a - b;
+  if constexpr (C == BinaryCode::kRsub) return b - a;
+  if constexpr (C == BinaryCode::kMul) return a * b;
+  if constexpr (C == BinaryCode::kDiv) {
+    if constexpr (std::is_integral_v<T>) return b == 0 ? T(0) : T(a / b);
+    else return a / b;
+  }
+  if constexpr (C == BinaryCode::kRdiv) {
+    if constexpr (std::is_integral_v<T>) return a == 0 ? T(0) : T(b / a);
+    else return b / a;
+  }
+  if constexpr (C == BinaryCode::kPow) return static_cast<T>(std::pow(a, b));
+  if constexpr (C == BinaryCode::kRpow) return static_cast<T>(std::pow(b, a));
+  if constexpr (C == BinaryCode::kMax) return a > b ? a : b;
+  if constexpr (C == BinaryCode::kMin) return a < b ? a : b;
+  if constexpr (C == BinaryCode::kEqual) return a == b ? T(1) : T(0);
+  if constexpr (C == BinaryCode::kGreater) return a > b ? T(1) : T(0);
+  return T(0);
+}
+
+template <typename T>
+inline T Sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
+template <typename T>
+inline T Gelu(T x) { return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440))); }
+
+template <UnaryCode C, typename T>
+inline T ApplyUnary(T x) {
+  if constexpr (C == UnaryCode::kNeg) return static_cast<T>(-x);
+  if constexpr (C == UnaryCode::kAbs) {
+    if constexpr (std::is_unsigned_v<T>) return x;
+    else return x < 0 ? static_cast<T>(-x) : x;
+  }
+  if constexpr (C == UnaryCode::kExp) return std::exp(x);
+  if constexpr (C == UnaryCode::kLog) return std::log(x);
+  if constexpr (C == UnaryCode::kSqrt) return std::sqrt(x);
+  if constexpr (C == UnaryCode::kRelu) return x > 0 ? x : T(0);
+  if constexpr (C == UnaryCode::kSigmoid) return Sigmoid(x);
+  if constexpr (C == UnaryCode::kTanh) return std::tanh(x);
+  if constexpr (C == UnaryCode::kGelu) return Gelu(x);
+  if constexpr (C == UnaryCode::kSquare) return static_cast<T>(x * x);
+  return x;  // kCopy
+}
+
+// dy * f'(x).
+template <UnaryCode C, typename T>
+inline T ApplyUnaryBackward(T dy, T x) {
+  if constexpr (C == UnaryCode::kNeg) return static_cast<T>(-dy);
+  if constexpr (C == UnaryCode::kAbs) return x > 0 ? dy : (x < 0 ? static_cast<T>(-dy) : T(0));
+  if constexpr (C == UnaryCode::kExp) return dy * std::exp(x);
+  if constexpr (C == UnaryCode::kLog) return dy / x;
+  if constexpr (C == UnaryCode::kSqrt) return dy / (T(2) * std::sqrt(x));
+  if constexpr (C == UnaryCode::kRelu) return x > 0 ? dy : T(0);
+  if constexpr (C == UnaryCode::kSigmoid) {
+    const T s = Sigmoid(x);
+    return dy * s * (T(1) - s);
+  }
+  if constexpr (C == UnaryCode::kTanh) {
+    const T t = std::tanh(x);
+    return dy * (T(1) - t * t);
+  }
+  if constexpr (C == UnaryCode::kGelu) {
+    const T cdf = T(0.5) * (T(1) + std::erf(x * T(0.70710678118654752440)));
+    const T pdf = std::exp(T(-0.5) * x * x) * T(0.39894228040143267794);
+    return dy * (cdf + x * pdf);
+  }
+  if constexpr (C == UnaryCode::kSquare) return static_cast<T>(dy * T(2) * x);
+  return dy;  // kCopy
+}
+
+}  // namespace rill::ops
+
+#endif  // RILL_OPS_ELEMENTWISE_ELEMENTWISE_MATH_H_

@@ -1,0 +1,298 @@
+#include "ops/invoke.h"
+
+#include <cstdlib>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "base/logging.h"
+#include "base/mutex.h"
+#include "base/status_macros.h"
+#include "executor/stream_executor.h"
+#include "ops/op_registry.h"
+#include "ops/op_runner.h"
+#include "platform/platform.h"
+#include "plugins/rng/rng.h"
+
+namespace rill::ops {
+namespace {
+
+// The var that orders random ops on one device of one engine. Keyed by the
+// engine's address; a var the engine no longer knows (an engine destroyed
+// and another made at its address) is replaced when a push refuses it.
+class RandomVars {
+ public:
+  engine::VarHandle Get(engine::Engine* engine, StreamExecutor* exec) {
+    MutexLock lock(&mu_);
+    auto& v = vars_[{engine, exec}];
+    if (v.is_null()) v = engine->NewVariable();
+    return v;
+  }
+  void Forget(engine::Engine* engine, StreamExecutor* exec) {
+    MutexLock lock(&mu_);
+    vars_.erase({engine, exec});
+  }
+
+ private:
+  Mutex mu_;
+  absl::flat_hash_map<std::pair<engine::Engine*, StreamExecutor*>, engine::VarHandle> vars_
+      ABSL_GUARDED_BY(mu_);
+};
+
+RandomVars& Randoms() {
+  static RandomVars* r = new RandomVars;
+  return *r;
+}
+
+bool FallbackFromEnv() {
+  static const bool on = [] {
+    const char* v = std::getenv("RILL_OPS_HOST_FALLBACK");
+    return v != nullptr && std::string(v) == "1";
+  }();
+  return on;
+}
+
+void LogFallbackOnce(const OpDef& op, const std::string& platform) {
+  static Mutex* mu = new Mutex;
+  static auto* seen = new absl::flat_hash_set<std::string>;
+  MutexLock lock(mu);
+  if (seen->insert(op.name() + "@" + platform).second) {
+    RILL_LOG(WARNING) << "op '" << op.name() << "' has no kernel for platform '" << platform
+                      << "': running it on the host with copies (host fallback)";
+  }
+}
+
+absl::StatusOr<TensorArg> ArgOf(const Tensor& t) {
+  RILL_ASSIGN_OR_RETURN(StorageBlock b, t.Storage());
+  TensorArg a;
+  a.block = b.memory;
+  a.host_base = b.host;
+  a.offset = t.byte_offset();
+  a.shape = t.shape();
+  a.dtype = t.dtype();
+  return a;
+}
+
+std::string InputList(absl::Span<const Tensor> inputs) {
+  std::string s;
+  for (size_t i = 0; i < inputs.size(); ++i) absl::StrAppend(&s, i ? ", " : "", inputs[i].ToString());
+  return s;
+}
+
+// The op on the CPU with copies of the inputs, results copied back.
+absl::StatusOr<std::vector<Tensor>> InvokeWithHostFallback(const OpDef& op,
+                                                           absl::Span<const Tensor> inputs,
+                                                           std::shared_ptr<const void> params,
+                                                           absl::Span<const Tensor> outputs,
+                                                           const InvokeOptions& options,
+                                                           const std::string& platform) {
+  LogFallbackOnce(op, platform);
+  std::vector<Tensor> host_in;
+  for (const Tensor& t : inputs) {
+    RILL_ASSIGN_OR_RETURN(Tensor h, t.CopyTo(engine::Context::Host()));
+    host_in.push_back(std::move(h));
+  }
+  std::vector<Tensor> host_out;
+  for (const Tensor& t : outputs) {  // kAddTo needs the current contents.
+    RILL_ASSIGN_OR_RETURN(Tensor h, t.CopyTo(engine::Context::Host()));
+    host_out.push_back(std::move(h));
+  }
+  InvokeOptions o = options;
+  o.host_fallback = false;
+  RILL_ASSIGN_OR_RETURN(std::vector<Tensor> res, Invoke(op, host_in, params, host_out, o));
+  if (!outputs.empty()) {
+    for (size_t i = 0; i < outputs.size(); ++i) RILL_RETURN_IF_ERROR(outputs[i].CopyFrom(res[i]));
+    return std::vector<Tensor>(outputs.begin(), outputs.end());
+  }
+  std::vector<Tensor> back;
+  for (const Tensor& t : res) {
+    RILL_ASSIGN_OR_RETURN(Tensor b, t.CopyTo(inputs[0].context()));
+    back.push_back(std::move(b));
+  }
+  return back;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Tensor>> Invoke(const OpDef& op, absl::Span<const Tensor> inputs,
+                                           std::shared_ptr<const void> params,
+                                           absl::Span<const Tensor> outputs,
+                                           const InvokeOptions& options) {
+  // --- Inputs: count, usable, one engine and context.
+  if (op.num_inputs() >= 0 ? static_cast<int>(inputs.size()) != op.num_inputs() : inputs.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "op '", op.name(), "' takes ", op.num_inputs() >= 0 ? absl::StrCat(op.num_inputs()) : "one or more",
+        " input(s), got ", inputs.size()));
+  }
+  if (!op.params().empty() && params == nullptr) {
+    RILL_ASSIGN_OR_RETURN(params, op.params().Parse(op.name(), {}));
+  }
+  absl::InlinedVector<Shape, 4> in_shapes;
+  absl::InlinedVector<DType, 4> in_types;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    absl::Status usable = t.CheckUsable();
+    if (!usable.ok()) return Annotate(usable, absl::StrCat("op '", op.name(), "' input ", i));
+    if (i > 0 && (t.context() != inputs[0].context() || t.engine() != inputs[0].engine())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "op '", op.name(), "': input 0 is ", inputs[0].ToString(), " but input ", i, " is ",
+          t.ToString(), t.engine() != inputs[0].engine() ? " of another engine" : "",
+          "; copy it first (Tensor::CopyTo)"));
+    }
+    if ((op.dtypes() & DTypeBit(t.dtype())) == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("op '", op.name(), "' does not take ",
+                                                     DTypeName(t.dtype()), " (input ", i, ": ",
+                                                     t.ToString(), ")"));
+    }
+    in_shapes.push_back(t.shape());
+    in_types.push_back(t.dtype());
+  }
+  const Tensor& first = inputs.empty() ? outputs[0] : inputs[0];
+  const engine::Context ctx = first.context();
+  engine::Engine* const eng = first.engine();
+  StreamExecutor* const exec = first.executor();
+
+  // --- Inference.
+  InferContext ictx{params.get(), in_shapes, in_types};
+  std::vector<DType> out_types(op.num_outputs());
+  absl::Status s = op.infer_type() ? op.infer_type()(ictx, &out_types) : SameTypeAsInputs(ictx, &out_types);
+  if (!s.ok()) return Annotate(s, absl::StrCat("op '", op.name(), "' (", InputList(inputs), ")"));
+  std::vector<Shape> out_shapes(op.num_outputs());
+  s = op.infer_shape() ? op.infer_shape()(ictx, &out_shapes) : SameShapeAsInput0(ictx, &out_shapes);
+  if (!s.ok()) return Annotate(s, absl::StrCat("op '", op.name(), "' (", InputList(inputs), ")"));
+
+  // --- Kernel.
+  const std::string& platform = exec->platform()->Name();
+  absl::StatusOr<KernelDef> kernel = OpRegistry::Global().FindKernel(op, platform);
+  if (!kernel.ok() && op.name() != "_accumulate") {
+    if (options.host_fallback || FallbackFromEnv()) {
+      return InvokeWithHostFallback(op, inputs, params, outputs, options, platform);
+    }
+  }
+  if (!kernel.ok()) return kernel.status();
+  if (kernel->dtypes != 0) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if ((kernel->dtypes & DTypeBit(in_types[i])) == 0) {
+        return absl::UnimplementedError(absl::StrCat("op '", op.name(), "' on ", platform, " has no ",
+                                                     DTypeName(in_types[i]), " kernel (input ", i,
+                                                     ": ", inputs[i].ToString(), ")"));
+      }
+    }
+  }
+
+  // --- Outputs: new tensors, or the caller's with their write requests.
+  auto call = std::make_unique<OpCall>();
+  call->op = &op;
+  call->kernel = *kernel;
+  call->params = std::move(params);
+  call->executor = exec;
+  call->is_train = options.is_train;
+  std::vector<Tensor> result;
+  if (outputs.empty()) {
+    for (int i = 0; i < op.num_outputs(); ++i) {
+      RILL_ASSIGN_OR_RETURN(Tensor t, TensorAccess::Empty(out_shapes[i], out_types[i], ctx, eng, exec));
+      result.push_back(std::move(t));
+    }
+    call->req.assign(op.num_outputs(), OpReqType::kWriteTo);
+  } else {
+    if (static_cast<int>(outputs.size()) != op.num_outputs()) {
+      return absl::InvalidArgumentError(absl::StrCat("op '", op.name(), "' has ", op.num_outputs(),
+                                                     " output(s), got ", outputs.size()));
+    }
+    if (!options.reqs.empty() && options.reqs.size() != outputs.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("op '", op.name(), "': ", options.reqs.size(),
+                                                     " write requests for ", outputs.size(), " outputs"));
+    }
+    for (int i = 0; i < op.num_outputs(); ++i) {
+      const Tensor& o = outputs[i];
+      RILL_RETURN_IF_ERROR(Annotate(o.CheckUsable(), absl::StrCat("op '", op.name(), "' output ", i)));
+      if (o.context() != ctx || o.engine() != eng) {
+        return absl::InvalidArgumentError(absl::StrCat("op '", op.name(), "': output ", i, " is ",
+                                                       o.ToString(), " but the inputs are on ",
+                                                       ctx.ToString()));
+      }
+      if (o.shape() != out_shapes[i] || o.dtype() != out_types[i]) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "op '", op.name(), "': output ", i, " is ", o.ToString(), " but the op makes ",
+            DTypeName(out_types[i]), out_shapes[i].ToString()));
+      }
+      OpReqType r = options.reqs.empty() ? OpReqType::kWriteTo : options.reqs[i];
+      if (r == OpReqType::kWriteTo) {
+        for (const Tensor& in : inputs) {
+          if (in.SharesStorageWith(o)) r = OpReqType::kWriteInplace;
+        }
+      }
+      call->req.push_back(r);
+      result.push_back(o);
+    }
+  }
+  bool any_write = false;
+  for (OpReqType r : call->req) any_write |= r != OpReqType::kNullOp;
+  if (!any_write) return result;  // Every output is kNullOp: nothing to run.
+  for (const OpReqType r : call->req) {
+    if (r == OpReqType::kAddTo && (kernel->reqs & ReqBit(r)) == 0) {
+      static const OpDef* acc = *OpRegistry::Global().Find("_accumulate");
+      absl::StatusOr<KernelDef> k = OpRegistry::Global().FindKernel(*acc, platform);
+      if (k.ok()) call->accumulate = k->fn;
+      break;
+    }
+  }
+
+  // --- Vars and push.
+  absl::InlinedVector<engine::VarHandle, 4> reads, writes;
+  call->in.reserve(inputs.size());
+  for (const Tensor& t : inputs) {
+    RILL_ASSIGN_OR_RETURN(TensorArg a, ArgOf(t));
+    call->in.push_back(std::move(a));
+    reads.push_back(t.var());
+  }
+  call->out.reserve(result.size());
+  for (const Tensor& t : result) {
+    RILL_ASSIGN_OR_RETURN(TensorArg a, ArgOf(t));
+    call->out.push_back(std::move(a));
+    writes.push_back(t.var());
+  }
+  const bool random = op.NeedsResource(ResourceKind::kRandom);
+  if (random) writes.push_back(Randoms().Get(eng, exec));
+  const OpDef* opp = &op;
+  auto fn = [call = std::move(call)](engine::RunContext rc) { return OpRunner::Run(*call, rc); };
+  s = eng->PushSync(std::move(fn), ctx, reads, writes, engine::FnProperty::kNormal, options.priority,
+                    opp->name());
+  if (!s.ok() && random) {
+    Randoms().Forget(eng, exec);
+  }
+  if (!s.ok()) return Annotate(s, absl::StrCat("op '", opp->name(), "'"));
+  return result;
+}
+
+absl::StatusOr<std::vector<Tensor>> Invoke(std::string_view op_name, absl::Span<const Tensor> inputs,
+                                           const Attrs& attrs, absl::Span<const Tensor> outputs,
+                                           const InvokeOptions& options) {
+  RILL_ASSIGN_OR_RETURN(const OpDef* op, OpRegistry::Global().Find(op_name));
+  RILL_ASSIGN_OR_RETURN(std::shared_ptr<const void> params, op->params().Parse(op->name(), attrs));
+  return Invoke(*op, inputs, std::move(params), outputs, options);
+}
+
+absl::Status Seed(engine::Context ctx, uint64_t seed, engine::Engine* engine) {
+  if (engine == nullptr) engine = &engine::Engine::Default();
+  RILL_ASSIGN_OR_RETURN(StreamExecutor * exec, ExecutorFor(ctx));
+  RILL_ASSIGN_OR_RETURN(PluginInterface * plugin, exec->GetPlugin(PluginKind::kRng));
+  auto* rng = static_cast<RngSupport*>(plugin);
+  engine::VarHandle var = Randoms().Get(engine, exec);
+  absl::Status s = engine->PushSync([rng, seed](engine::RunContext) { return rng->SetSeed(seed); },
+                                    engine::Context::Host(), {}, {var}, engine::FnProperty::kNormal,
+                                    0, "Seed");
+  if (!s.ok()) Randoms().Forget(engine, exec);
+  return s;
+}
+
+const OpDef& BuiltinOp(std::string_view name) {
+  absl::StatusOr<const OpDef*> op = OpRegistry::Global().Find(name);
+  if (!op.ok()) {
+    RILL_LOG(FATAL) << "built-in op missing: " << op.status();
+  }
+  return **op;
+}
+
+}  // namespace rill::ops

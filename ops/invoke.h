@@ -1,0 +1,58 @@
+#ifndef RILL_OPS_INVOKE_H_
+#define RILL_OPS_INVOKE_H_
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "ops/op.h"
+#include "ops/params.h"
+#include "tensor/tensor.h"
+
+namespace rill::ops {
+
+struct InvokeOptions {
+  // Per output; empty: kWriteTo, or kWriteInplace for an output that shares
+  // storage with an input.
+  std::vector<OpReqType> reqs;
+  // Without a kernel for the inputs' platform, run the host kernel on copies
+  // (logged once per op and platform). Also RILL_OPS_HOST_FALLBACK=1.
+  bool host_fallback = false;
+  bool is_train = true;
+  int priority = 0;
+};
+
+// Runs `op` imperatively (MXNet's Imperative::Invoke): checks the inputs
+// (count, types, one context and engine: copies are explicit), infers the
+// outputs' shapes and types, allocates them (or checks `outputs`, written
+// per options.reqs), and pushes one engine function on the inputs' context
+// that reads the inputs' vars and writes the outputs' (and the random
+// generator's, for kRandom ops). Returns the outputs at once; their
+// contents are ready after WaitToRead. Errors in the arguments are returned
+// here; an error while the op runs poisons the outputs with a message that
+// names the op and its inputs.
+//
+//   RILL_ASSIGN_OR_RETURN(auto out, Invoke("sum", {x}, {{"axes", "(1)"}}));
+absl::StatusOr<std::vector<Tensor>> Invoke(const OpDef& op, absl::Span<const Tensor> inputs,
+                                           std::shared_ptr<const void> params,
+                                           absl::Span<const Tensor> outputs = {},
+                                           const InvokeOptions& options = {});
+// By name with string attributes (parsed by the op's ParamSchema).
+absl::StatusOr<std::vector<Tensor>> Invoke(std::string_view op, absl::Span<const Tensor> inputs,
+                                           const Attrs& attrs = {},
+                                           absl::Span<const Tensor> outputs = {},
+                                           const InvokeOptions& options = {});
+
+// Seeds the random generator of `ctx`'s device, in push order with the
+// random ops on that device: the same seed gives the same numbers on host,
+// OpenCL and CUDA (Philox).
+absl::Status Seed(engine::Context ctx, uint64_t seed, engine::Engine* engine = nullptr);
+
+// Looks up a built-in op; aborts on a missing name (for ops:: wrappers).
+const OpDef& BuiltinOp(std::string_view name);
+
+}  // namespace rill::ops
+
+#endif  // RILL_OPS_INVOKE_H_

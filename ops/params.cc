@@ -1,0 +1,109 @@
+#include "ops/params.h"
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "base/status_macros.h"
+
+namespace rill::ops {
+namespace {
+
+absl::Status Malformed(std::string_view text, const char* type) {
+  return absl::InvalidArgumentError(absl::StrCat("'", AsAbsl(text), "' is not a valid ", type));
+}
+
+}  // namespace
+
+absl::Status ParseParam(std::string_view text, int64_t* out) {
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(AsAbsl(text)), out)) return Malformed(text, "int");
+  return absl::OkStatus();
+}
+absl::Status ParseParam(std::string_view text, int* out) {
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(AsAbsl(text)), out)) return Malformed(text, "int");
+  return absl::OkStatus();
+}
+absl::Status ParseParam(std::string_view text, double* out) {
+  if (!absl::SimpleAtod(absl::StripAsciiWhitespace(AsAbsl(text)), out)) return Malformed(text, "float");
+  return absl::OkStatus();
+}
+absl::Status ParseParam(std::string_view text, float* out) {
+  if (!absl::SimpleAtof(absl::StripAsciiWhitespace(AsAbsl(text)), out)) return Malformed(text, "float");
+  return absl::OkStatus();
+}
+absl::Status ParseParam(std::string_view text, bool* out) {
+  std::string t = absl::AsciiStrToLower(absl::StripAsciiWhitespace(AsAbsl(text)));
+  if (t == "1" || t == "true") {
+    *out = true;
+  } else if (t == "0" || t == "false") {
+    *out = false;
+  } else {
+    return Malformed(text, "bool (true, false, 1 or 0)");
+  }
+  return absl::OkStatus();
+}
+absl::Status ParseParam(std::string_view text, std::string* out) {
+  *out = std::string(text);
+  return absl::OkStatus();
+}
+absl::Status ParseParam(std::string_view text, std::vector<int64_t>* out) {
+  absl::string_view t = absl::StripAsciiWhitespace(AsAbsl(text));
+  if ((absl::ConsumePrefix(&t, "(") && !absl::ConsumeSuffix(&t, ")")) ||
+      (absl::ConsumePrefix(&t, "[") && !absl::ConsumeSuffix(&t, "]"))) {
+    return Malformed(text, "int tuple such as (1, 2)");
+  }
+  out->clear();
+  if (absl::StripAsciiWhitespace(t).empty()) return absl::OkStatus();
+  for (absl::string_view part : absl::StrSplit(t, ',')) {
+    part = absl::StripAsciiWhitespace(part);
+    if (part.empty()) continue;  // "(1,)"
+    int64_t v;
+    if (!absl::SimpleAtoi(part, &v)) return Malformed(text, "int tuple such as (1, 2)");
+    out->push_back(v);
+  }
+  return absl::OkStatus();
+}
+absl::Status ParseParam(std::string_view text, DType* out) {
+  RILL_ASSIGN_OR_RETURN(*out, ParseDType(text));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<const void>> ParamSchema::Parse(std::string_view op,
+                                                                const Attrs& attrs) const {
+  if (!make_) {
+    if (!attrs.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("op '", AsAbsl(op), "' takes no attributes, got '",
+                                                     attrs[0].first, "'"));
+    }
+    return std::shared_ptr<const void>();
+  }
+  std::shared_ptr<void> params = make_();
+  std::vector<bool> seen(fields_.size(), false);
+  for (const auto& [key, value] : attrs) {
+    size_t i = 0;
+    while (i < fields_.size() && fields_[i].name != key) ++i;
+    if (i == fields_.size()) {
+      std::vector<std::string> names;
+      for (const FieldInfo& f : fields_) names.push_back(f.name);
+      return absl::InvalidArgumentError(absl::StrCat("op '", AsAbsl(op), "' has no attribute '", key,
+                                                     "'; its attributes: ", absl::StrJoin(names, ", ")));
+    }
+    absl::Status s = fields_[i].parse(params.get(), value);
+    if (!s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("op '", AsAbsl(op), "' attribute '", key,
+                                                     "' expects ", fields_[i].type, ": ", s.message()));
+    }
+    seen[i] = true;
+  }
+  for (size_t i = 0; i < fields_.size(); ++i) {
+    if (fields_[i].required && !seen[i]) {
+      return absl::InvalidArgumentError(absl::StrCat("op '", AsAbsl(op), "' needs attribute '",
+                                                     fields_[i].name, "' (", fields_[i].type, ")"));
+    }
+  }
+  return std::shared_ptr<const void>(std::move(params));
+}
+
+}  // namespace rill::ops

@@ -1,0 +1,71 @@
+#ifndef RILL_OPS_TESTING_OP_TESTING_H_
+#define RILL_OPS_TESTING_OP_TESTING_H_
+
+// Helpers for op tests: every context present, a fresh engine, random host
+// data, and comparison against a naive host reference.
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "gtest/gtest.h"
+#include "ops/invoke.h"
+#include "platform/platform.h"
+#include "platform/platform_manager.h"
+#include "tensor/tensor.h"
+
+namespace rill::ops::testing {
+
+// cpu, then every device of every platform registered here (host:0,
+// host:1, opencl:0, cuda:N where a GPU exists).
+inline std::vector<engine::Context> AllContexts() {
+  std::vector<engine::Context> out{engine::Context::Host()};
+  for (Platform* p : PlatformManager::Default().AllPlatforms()) {
+    for (int i = 0; i < p->VisibleDeviceCount(); ++i) out.push_back(engine::Context::Device(p->id(), i));
+  }
+  return out;
+}
+
+inline std::string ContextName(const ::testing::TestParamInfo<engine::Context>& info) {
+  std::string s = info.param.ToString();
+  for (char& c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return s;
+}
+
+inline std::unique_ptr<engine::Engine> MakeEngine() {
+  engine::EngineOptions o;
+  o.cpu_workers = 2;
+  return *engine::Engine::Create(o);
+}
+
+// Uniform in [lo, hi), deterministic per seed.
+template <typename T>
+std::vector<T> RandomData(int64_t n, uint64_t seed, double lo = -1, double hi = 1) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(lo, hi);
+  std::vector<T> v(n);
+  for (auto& x : v) x = static_cast<T>(std::is_integral_v<T> ? std::floor(u(rng)) : u(rng));
+  return v;
+}
+
+template <typename T>
+void ExpectNear(const std::vector<T>& got, const std::vector<T>& want, double tol,
+                const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double g = static_cast<double>(got[i]), w = static_cast<double>(want[i]);
+    if (std::isnan(w) && std::isnan(g)) continue;
+    ASSERT_LE(std::abs(g - w), tol * (1 + std::abs(w))) << what << " at " << i << ": got " << g
+                                                         << ", want " << w;
+  }
+}
+
+}  // namespace rill::ops::testing
+
+#endif  // RILL_OPS_TESTING_OP_TESTING_H_
