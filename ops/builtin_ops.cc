@@ -7,9 +7,19 @@
 namespace rill::ops {
 
 void RegisterElementwiseOps(OpRegistry& registry);
+void RegisterReduceOps(OpRegistry& registry);
+void RegisterNnOps(OpRegistry& registry);
+void RegisterShapeOps(OpRegistry& registry);
+void RegisterInitOps(OpRegistry& registry);
+void RegisterOptimizerOps(OpRegistry& registry);
 
 void RegisterBuiltinOps(OpRegistry& registry) {
   RegisterElementwiseOps(registry);
+  RegisterReduceOps(registry);
+  RegisterNnOps(registry);
+  RegisterShapeOps(registry);
+  RegisterInitOps(registry);
+  RegisterOptimizerOps(registry);
 }
 
 }  // namespace rill::ops

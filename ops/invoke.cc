@@ -148,10 +148,24 @@ absl::StatusOr<std::vector<Tensor>> Invoke(const OpDef& op, absl::Span<const Ten
     in_shapes.push_back(t.shape());
     in_types.push_back(t.dtype());
   }
-  const Tensor& first = inputs.empty() ? outputs[0] : inputs[0];
-  const engine::Context ctx = first.context();
-  engine::Engine* const eng = first.engine();
-  StreamExecutor* const exec = first.executor();
+  engine::Context ctx;
+  engine::Engine* eng = nullptr;
+  StreamExecutor* exec = nullptr;
+  if (!inputs.empty() || !outputs.empty()) {
+    const Tensor& first = inputs.empty() ? outputs[0] : inputs[0];
+    RILL_RETURN_IF_ERROR(first.CheckUsable());
+    ctx = first.context();
+    eng = first.engine();
+    exec = first.executor();
+  } else {
+    if (!options.context.has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat("op '", op.name(),
+                                                     "' has no inputs: give InvokeOptions::context"));
+    }
+    ctx = *options.context;
+    eng = options.engine != nullptr ? options.engine : &engine::Engine::Default();
+    RILL_ASSIGN_OR_RETURN(exec, ExecutorFor(ctx));
+  }
 
   // --- Inference.
   InferContext ictx{params.get(), in_shapes, in_types};

@@ -2,6 +2,7 @@
 #define RILL_OPS_INVOKE_H_
 
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -22,6 +23,10 @@ struct InvokeOptions {
   bool host_fallback = false;
   bool is_train = true;
   int priority = 0;
+  // For ops without inputs (fill, arange, random): where the outputs go and
+  // the engine (null: engine::Engine::Default()). Ignored otherwise.
+  std::optional<engine::Context> context;
+  engine::Engine* engine = nullptr;
 };
 
 // Runs `op` imperatively (MXNet's Imperative::Invoke): checks the inputs

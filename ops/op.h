@@ -187,6 +187,8 @@ class OpDef {
     return *this;
   }
   OpDef& set_variadic_inputs() { num_inputs_ = -1; return *this; }
+  // No inputs (fill, arange, random): Invoke takes the context from options.
+  OpDef& set_no_inputs() { num_inputs_ = 0; input_names_.clear(); return *this; }
   OpDef& set_num_outputs(int n) { num_outputs_ = n; return *this; }
   OpDef& set_params(ParamSchema schema) { params_ = std::move(schema); return *this; }
   OpDef& set_infer_shape(InferShapeFn fn) { infer_shape_ = fn; return *this; }

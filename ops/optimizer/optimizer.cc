@@ -1,0 +1,9 @@
+// The optimizer ops (see ops/README.md). Registration is filled in by this
+// family's author.
+#include "ops/op_registry.h"
+
+namespace rill::ops {
+
+void RegisterOptimizerOps(OpRegistry& registry) {}
+
+}  // namespace rill::ops

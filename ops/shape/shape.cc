@@ -1,0 +1,9 @@
+// The shape ops (see ops/README.md). Registration is filled in by this
+// family's author.
+#include "ops/op_registry.h"
+
+namespace rill::ops {
+
+void RegisterShapeOps(OpRegistry& registry) {}
+
+}  // namespace rill::ops
