@@ -86,12 +86,15 @@ absl::StatusOr<StorageBlock> StorageAllocator::Allocate(uint64_t bytes) {
                                                        ": a request of ", bytes,
                                                        " bytes overflows a 63-bit size"));
     }
-    auto it = cache_.find(rounded);
-    if (it != cache_.end() && !it->second.empty()) {
+    auto it = cache_.lower_bound(rounded);
+    if (it != cache_.end() &&
+        static_cast<double>(it->first) <= options_.max_waste * static_cast<double>(rounded)) {
       StorageBlock block = it->second.back();
       it->second.pop_back();
-      stats_.bytes_cached -= static_cast<int64_t>(rounded);
-      stats_.bytes_in_use += static_cast<int64_t>(rounded);
+      const int64_t size = static_cast<int64_t>(it->first);
+      if (it->second.empty()) cache_.erase(it);
+      stats_.bytes_cached -= size;
+      stats_.bytes_in_use += size;
       ++stats_.requests;
       ++stats_.pool_hits;
       return block;

@@ -5,7 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
+#include <map>
+
 #include "absl/status/statusor.h"
 #include "base/mutex.h"
 #include "executor/device_memory.h"
@@ -21,6 +22,7 @@ struct AllocatorOptions {
   uint64_t large_step = 2 << 20;
   uint64_t limit = 0;               // Bytes held from the device (in use + cached); 0: no limit but the device's.
   bool pooling = true;              // false: every Free returns the block to the device.
+  double max_waste = 2.0;           // A cached block up to this many times the class serves it.
 };
 
 // What an allocator holds and did. Bytes are rounded sizes.
@@ -48,8 +50,10 @@ struct StorageBlock {
 
 // The caching device-memory pool of one executor (MXNet's pooled storage
 // manager). Requests round to a size class (`page` multiples up to
-// `small_limit`, `large_step` multiples past it); a freed block goes to its
-// class's cache and is handed out again to the next request of that class.
+// `small_limit`, `large_step` multiples past it); a freed block goes to the
+// cache and serves the next request whose class it fits, taking the
+// smallest such block no larger than `max_waste` times the class, so that
+// variable sizes reuse blocks across neighbouring classes.
 // Blocks are whole device allocations (StreamExecutor::Allocate), so the
 // allocator works on every backend, including those whose handles cannot be
 // offset by pointer arithmetic (OpenCL): a tensor view into a block is a
@@ -105,8 +109,10 @@ class StorageAllocator {
   mutable Mutex mu_;
   AllocatorOptions options_ ABSL_GUARDED_BY(mu_);
   AllocatorStats stats_ ABSL_GUARDED_BY(mu_);
-  // Rounded size -> cached blocks (with their host addresses).
-  absl::flat_hash_map<uint64_t, std::vector<StorageBlock>> cache_ ABSL_GUARDED_BY(mu_);
+  // Block size -> cached blocks (with their host addresses), ordered so
+  // that a request takes the smallest cached block that fits within
+  // `max_waste` of its class.
+  std::map<uint64_t, std::vector<StorageBlock>> cache_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace rill
