@@ -49,9 +49,9 @@ struct ReducePlan {
   int64_t red_dims[kMaxReduceRank] = {};
   int64_t red_strides[kMaxReduceRank] = {};
   int64_t red_size = 1;  // Elements reduced into each output (may be 0).
-  // Whether the innermost (stride 1) input axis is reduced; meaningful when
-  // out_rank + red_rank > 0.
-  bool inner_reduced = false;
+  // 1 when the innermost (stride 1) input axis is reduced; meaningful when
+  // out_rank + red_rank > 0. (64-bit for the device structs' layout.)
+  int64_t inner_reduced = 0;
 };
 // `reduced[i]`: whether input axis i is reduced. Unimplemented when the
 // collapsed kept or reduced axes exceed kMaxReduceRank.

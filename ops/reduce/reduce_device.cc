@@ -1,6 +1,285 @@
+// Device kernels of the reduce ops, for OpenCL (the source below, one
+// program per element type, and per label type for cross-entropy) and CUDA
+// (reduce.cu, one entry per type suffix): one work item per output element
+// (reductions) or per line (softmax, cross-entropy backward), looping over
+// the reduced extent; loaded once per executor (ops/device_kernel.h).
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "executor/stream_executor.h"
+#include "ops/device_kernel.h"
 #include "ops/op_registry.h"
 #include "ops/reduce/reduce.h"
+#include "platform/platform.h"
+
+#if RILL_OPS_CUDA
+RILL_OPS_DECLARE_FATBIN(reduce);
+#endif
+
 namespace rill::ops {
-void RegisterReduceOpenClKernels(OpRegistry& r) {}
-void RegisterReduceCudaKernels(OpRegistry& r) {}
+namespace {
+
+constexpr char kSource[] = R"CLC(
+typedef struct {
+  long out_rank; long out_dims[6]; long out_strides[6];
+  long red_rank; long red_dims[6]; long red_strides[6];
+  long red_size; long inner_reduced;
+} ReducePlan;
+
+#if IS_FLOAT
+#define LOWEST ((T)(-INFINITY))
+#else
+#define LOWEST ((T)0)
+#endif
+
+long base_of(ReducePlan* p, long i) {
+  long rem = i, base = 0;
+  for (int d = (int)p->out_rank - 1; d >= 0; --d) {
+    long k = rem % p->out_dims[d];
+    rem /= p->out_dims[d];
+    base += k * p->out_strides[d];
+  }
+  return base;
+}
+
+// op: 0 sum, 1 mean, 2 max (NaN propagates).
+__kernel void reduce(int op, __global const T* x, ulong x_off, __global T* out, ulong out_off, ulong n,
+                     ReducePlan p, int add) {
+  ulong i = get_global_id(0);
+  if (i >= n) return;
+  __global const T* px = x + x_off + base_of(&p, (long)i);
+  T acc = op == 2 ? LOWEST : (T)0;
+  long idx[6] = {0, 0, 0, 0, 0, 0};
+  for (long r = 0; r < p.red_size; ++r) {
+    long off = 0;
+    for (int d = 0; d < (int)p.red_rank; ++d) off += idx[d] * p.red_strides[d];
+    T v = px[off];
+    if (op == 2) acc = ((v > acc || v != v) && acc == acc) ? v : acc;
+    else acc += v;
+    for (int d = (int)p.red_rank - 1; d >= 0; --d) {
+      if (++idx[d] < p.red_dims[d]) break;
+      idx[d] = 0;
+    }
+  }
+  if (op == 1) acc = acc / (T)p.red_size;
+  out[out_off + i] = add ? (T)(out[out_off + i] + acc) : acc;
+}
+
+// One reduced axis: red_rank <= 1 and the linear index is the position.
+__kernel void argmax(__global const T* x, ulong x_off, __global long* out, ulong out_off, ulong n,
+                     ReducePlan p, int add) {
+  ulong i = get_global_id(0);
+  if (i >= n) return;
+  __global const T* px = x + x_off + base_of(&p, (long)i);
+  long stride = p.red_rank > 0 ? p.red_strides[0] : 0;
+  T best = px[0];
+  long bi = 0;
+  for (long r = 1; r < p.red_size; ++r) {
+    T v = px[r * stride];
+    if (best == best && (v > best || v != v)) { best = v; bi = r; }
+  }
+  out[out_off + i] = add ? out[out_off + i] + bi : bi;
+}
+
+#if IS_FLOAT
+// Line i of [outer, n, inner]: elements start + k * inner.
+__kernel void softmax(int is_log, __global const T* x, ulong x_off, __global T* out, ulong out_off,
+                      ulong lines, long n, long inner, int add) {
+  ulong i = get_global_id(0);
+  if (i >= lines) return;
+  long start = ((long)i / inner) * n * inner + (long)i % inner;
+  __global const T* px = x + x_off + start;
+  __global T* po = out + out_off + start;
+  T m = LOWEST;
+  for (long k = 0; k < n; ++k) { T v = px[k * inner]; m = ((v > m || v != v) && m == m) ? v : m; }
+  T s = 0;
+  for (long k = 0; k < n; ++k) s += exp(px[k * inner] - m);
+  T lse = m + log(s), inv = (T)1 / s;
+  for (long k = 0; k < n; ++k) {
+    T v = is_log ? px[k * inner] - lse : exp(px[k * inner] - m) * inv;
+    po[k * inner] = add ? po[k * inner] + v : v;
+  }
+}
+
+__kernel void softmax_backward(int is_log, __global const T* dy, ulong dy_off, __global const T* y,
+                               ulong y_off, __global T* out, ulong out_off, ulong lines, long n,
+                               long inner, int add) {
+  ulong i = get_global_id(0);
+  if (i >= lines) return;
+  long start = ((long)i / inner) * n * inner + (long)i % inner;
+  __global const T* pg = dy + dy_off + start;
+  __global const T* py = y + y_off + start;
+  __global T* po = out + out_off + start;
+  T dot = 0;
+  for (long k = 0; k < n; ++k) dot += is_log ? pg[k * inner] : pg[k * inner] * py[k * inner];
+  for (long k = 0; k < n; ++k) {
+    T g = pg[k * inner], yy = py[k * inner];
+    T v = is_log ? g - exp(yy) * dot : yy * (g - dot);
+    po[k * inner] = add ? po[k * inner] + v : v;
+  }
+}
+
+// The class of a label, or -1 when it is not an index in [0, classes).
+long class_of(L v, long classes) {
+  long c = (long)v;
+  return (v >= (L)0 && c < classes && (L)c == v) ? c : -1;
+}
+
+// One work item: the mean loss (NaN for a bad label).
+__kernel void cross_entropy(__global const T* x, ulong x_off, __global const L* labels, ulong l_off,
+                            __global T* out, ulong out_off, long rows, long classes, int add) {
+  if (get_global_id(0) != 0) return;
+  T loss = 0;
+  for (long i = 0; i < rows; ++i) {
+    long c = class_of(labels[l_off + i], classes);
+    __global const T* row = x + x_off + i * classes;
+    T m = LOWEST;
+    for (long k = 0; k < classes; ++k) { T v = row[k]; m = ((v > m || v != v) && m == m) ? v : m; }
+    T s = 0;
+    for (long k = 0; k < classes; ++k) s += exp(row[k] - m);
+    loss += c < 0 ? (T)NAN : m + log(s) - row[c];
+  }
+  T v = loss / (T)rows;
+  out[out_off] = add ? out[out_off] + v : v;
+}
+
+// One work item per row: (softmax - onehot) / rows (NaN for a bad label).
+__kernel void cross_entropy_backward(__global const T* x, ulong x_off, __global const L* labels,
+                                     ulong l_off, __global T* out, ulong out_off, long rows,
+                                     long classes, int add) {
+  long i = (long)get_global_id(0);
+  if (i >= rows) return;
+  long c = class_of(labels[l_off + i], classes);
+  __global const T* row = x + x_off + i * classes;
+  __global T* po = out + out_off + i * classes;
+  T m = LOWEST;
+  for (long k = 0; k < classes; ++k) { T v = row[k]; m = ((v > m || v != v) && m == m) ? v : m; }
+  T s = 0;
+  for (long k = 0; k < classes; ++k) s += exp(row[k] - m);
+  T inv_n = (T)1 / (T)rows, inv = inv_n / s;
+  for (long k = 0; k < classes; ++k) {
+    T v = c < 0 ? (T)NAN : exp(row[k] - m) * inv - (k == c ? inv_n : (T)0);
+    po[k] = add ? po[k] + v : v;
+  }
+}
+#endif
+)CLC";
+
+// `entry` for `dtype` (and `labels`' type for cross-entropy).
+absl::StatusOr<const Kernel*> Get(OpContext& ctx, DType dtype, const char* entry,
+                                  DType labels = DType::kI32, bool with_labels = false) {
+  const std::string suffix = with_labels ? absl::StrCat(DTypeSuffix(dtype), "_", DTypeSuffix(labels))
+                                         : std::string(DTypeSuffix(dtype));
+  const std::string key = absl::StrCat("reduce.", entry, ".", suffix);
+  return CachedKernel(ctx.executor(), key, [&] {
+#if RILL_OPS_CUDA
+    if (ctx.executor()->platform()->Name() == "cuda") {
+      return KernelSpec(absl::StrCat(entry, "_", suffix))
+          .AddCudaFatbin(rill_ops_reduce_fatbin, rill_ops_reduce_fatbin_size);
+    }
+#endif
+    const bool fl = dtype == DType::kF32 || dtype == DType::kF64;
+    const bool f64 = dtype == DType::kF64 || (with_labels && labels == DType::kF64);
+    std::string src = absl::StrCat(f64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "",
+                                   "#define T ", OpenClTypeName(dtype), "\n#define L ",
+                                   OpenClTypeName(labels), "\n#define IS_FLOAT ", fl ? 1 : 0, "\n", kSource);
+    return KernelSpec(entry).AddOpenClSource(std::move(src));
+  });
+}
+
+int AddFlag(OpContext& ctx) { return ctx.req(0) == OpReqType::kAddTo ? 1 : 0; }
+
+template <ReduceCode C>
+absl::Status DeviceReduce(OpContext& ctx) {
+  const TensorArg &x = ctx.in(0), &out = ctx.out(0);
+  if (out.size() == 0) return absl::OkStatus();
+  RILL_ASSIGN_OR_RETURN(ReducePlan plan, PlanFor(ctx));
+  RILL_ASSIGN_OR_RETURN(const Kernel* k, Get(ctx, x.dtype, "reduce"));
+  LaunchArgs args;
+  // An empty input has no block; the kernel reads none of it (red_size 0).
+  args.Value<int32_t>(static_cast<int32_t>(C)).Tensor(x.size() == 0 ? out : x).Tensor(out).Value<uint64_t>(out.size())
+      .Value(plan).Value<int32_t>(AddFlag(ctx));
+  return Launch1D(ctx, *k, out.size(), args.Take());
+}
+
+absl::Status DeviceArgmax(OpContext& ctx) {
+  const TensorArg &x = ctx.in(0), &out = ctx.out(0);
+  if (out.size() == 0) return absl::OkStatus();
+  RILL_ASSIGN_OR_RETURN(ReducePlan plan, PlanFor(ctx));
+  RILL_ASSIGN_OR_RETURN(const Kernel* k, Get(ctx, x.dtype, "argmax"));
+  LaunchArgs args;
+  args.Tensor(x).Tensor(out).Value<uint64_t>(out.size()).Value(plan).Value<int32_t>(AddFlag(ctx));
+  return Launch1D(ctx, *k, out.size(), args.Take());
+}
+
+template <bool kLog>
+absl::Status DeviceSoftmax(OpContext& ctx) {
+  const TensorArg &x = ctx.in(0), &out = ctx.out(0);
+  if (out.size() == 0) return absl::OkStatus();
+  RILL_ASSIGN_OR_RETURN(int axis, NormalizeAxis(ctx.params<SoftmaxParams>().axis, x.shape.rank()));
+  const AxisSplit s = SplitAt(x.shape, axis);
+  const uint64_t lines = static_cast<uint64_t>(s.outer * s.inner);
+  RILL_ASSIGN_OR_RETURN(const Kernel* k, Get(ctx, x.dtype, "softmax"));
+  LaunchArgs args;
+  args.Value<int32_t>(kLog ? 1 : 0).Tensor(x).Tensor(out).Value<uint64_t>(lines).Value<int64_t>(s.n)
+      .Value<int64_t>(s.inner).Value<int32_t>(AddFlag(ctx));
+  return Launch1D(ctx, *k, lines, args.Take());
+}
+
+template <bool kLog>
+absl::Status DeviceSoftmaxBackward(OpContext& ctx) {
+  const TensorArg &dy = ctx.in(0), &y = ctx.in(1), &out = ctx.out(0);
+  if (out.size() == 0) return absl::OkStatus();
+  RILL_ASSIGN_OR_RETURN(int axis, NormalizeAxis(ctx.params<SoftmaxParams>().axis, y.shape.rank()));
+  const AxisSplit s = SplitAt(y.shape, axis);
+  const uint64_t lines = static_cast<uint64_t>(s.outer * s.inner);
+  RILL_ASSIGN_OR_RETURN(const Kernel* k, Get(ctx, y.dtype, "softmax_backward"));
+  LaunchArgs args;
+  args.Value<int32_t>(kLog ? 1 : 0).Tensor(dy).Tensor(y).Tensor(out).Value<uint64_t>(lines)
+      .Value<int64_t>(s.n).Value<int64_t>(s.inner).Value<int32_t>(AddFlag(ctx));
+  return Launch1D(ctx, *k, lines, args.Take());
+}
+
+template <bool kBackward>
+absl::Status DeviceCrossEntropy(OpContext& ctx) {
+  const TensorArg &x = ctx.in(0), &labels = ctx.in(1), &out = ctx.out(0);
+  if (out.size() == 0) return absl::OkStatus();
+  const int64_t rows = x.shape[0], classes = x.shape[1];
+  RILL_ASSIGN_OR_RETURN(const Kernel* k, Get(ctx, x.dtype, kBackward ? "cross_entropy_backward" : "cross_entropy",
+                                             labels.dtype, true));
+  LaunchArgs args;
+  // Empty inputs have no block; the kernels read none of them.
+  args.Tensor(x.size() == 0 ? out : x).Tensor(labels.size() == 0 ? out : labels).Tensor(out)
+      .Value<int64_t>(rows).Value<int64_t>(classes)
+      .Value<int32_t>(AddFlag(ctx));
+  return Launch1D(ctx, *k, kBackward ? static_cast<uint64_t>(rows) : 1, args.Take());
+}
+
+void RegisterDeviceKernels(OpRegistry& r, const char* p) {
+  constexpr uint32_t kReqs = ReqBit(OpReqType::kWriteTo) | ReqBit(OpReqType::kAddTo);
+  (void)r.RegisterKernel("sum", p, {DeviceReduce<ReduceCode::kSum>, kReqs});
+  (void)r.RegisterKernel("sum_to", p, {DeviceReduce<ReduceCode::kSum>, kReqs});
+  (void)r.RegisterKernel("mean", p, {DeviceReduce<ReduceCode::kMean>, kReqs});
+  (void)r.RegisterKernel("max", p, {DeviceReduce<ReduceCode::kMax>, kReqs});
+  (void)r.RegisterKernel("argmax", p, {DeviceArgmax, kReqs});
+  (void)r.RegisterKernel("softmax", p, {DeviceSoftmax<false>, kReqs});
+  (void)r.RegisterKernel("log_softmax", p, {DeviceSoftmax<true>, kReqs});
+  (void)r.RegisterKernel("_backward_softmax", p, {DeviceSoftmaxBackward<false>, kReqs});
+  (void)r.RegisterKernel("_backward_log_softmax", p, {DeviceSoftmaxBackward<true>, kReqs});
+  (void)r.RegisterKernel("softmax_cross_entropy", p, {DeviceCrossEntropy<false>, kReqs});
+  (void)r.RegisterKernel("_backward_softmax_cross_entropy", p, {DeviceCrossEntropy<true>, kReqs});
+}
+
+}  // namespace
+
+void RegisterReduceOpenClKernels(OpRegistry& r) { RegisterDeviceKernels(r, "opencl"); }
+
+void RegisterReduceCudaKernels(OpRegistry& r) {
+#if RILL_OPS_CUDA
+  RegisterDeviceKernels(r, "cuda");
+#endif
+}
+
 }  // namespace rill::ops
