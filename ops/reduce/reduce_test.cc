@@ -447,6 +447,16 @@ TEST_P(ReduceTest, BadInputsGetClearErrors) {
     ASSERT_TRUE(r.ok()) << r.status();
     s = (*r)[0].WaitToRead();
     EXPECT_NE(s.message().find("label 0.5 of row 0"), std::string::npos) << s;
+  } else {
+    // Device kernels cannot fail: a bad label makes the loss (and its row's gradient) NaN.
+    auto r = Invoke("softmax_cross_entropy", {logits, Make<int32_t>({0, 7}, {2})});
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(std::isnan((*(*r)[0].ToHost<float>())[0]));
+    r = Invoke("_backward_softmax_cross_entropy", {logits, Make<float>({0.5f, 1}, {2})});
+    ASSERT_TRUE(r.ok()) << r.status();
+    auto d = *(*r)[0].ToHost<float>();
+    EXPECT_TRUE(std::isnan(d[0]) && std::isnan(d[2])) << d[0];
+    EXPECT_FALSE(std::isnan(d[3])) << d[3];
   }
 }
 
