@@ -53,8 +53,7 @@ absl::StatusOr<Stream*> OpContext::stream() {
   return inline_stream_;
 }
 
-absl::Status OpContext::RunOnHost(absl::AnyInvocable<absl::Status() &&> fn) {
-  if (run_.stream == nullptr) return std::move(fn)();
+absl::Status OpContext::EnqueueOnHost(absl::AnyInvocable<absl::Status() &&> fn) {
   run_.stream->ThenDoHostCallbackWithStatus(std::move(fn));
   return absl::OkStatus();
 }

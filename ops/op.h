@@ -101,7 +101,11 @@ class OpContext {
   // Runs `fn` on the host: at once when inline, else as a host callback on
   // stream() (so after the work enqueued before it). `fn` must capture by
   // value: it may run after the kernel returns.
-  absl::Status RunOnHost(absl::AnyInvocable<absl::Status() &&> fn);
+  template <typename Fn>
+  absl::Status RunOnHost(Fn&& fn) {
+    if (run_.stream == nullptr) return std::forward<Fn>(fn)();  // Inline: no closure on the heap.
+    return EnqueueOnHost(absl::AnyInvocable<absl::Status() &&>(std::forward<Fn>(fn)));
+  }
   // Scratch memory of `bytes` on this device (kTempSpace), released in
   // stream order after the kernel's work. Any number per call.
   absl::StatusOr<TensorArg> Temp(const Shape& shape, DType dtype);
@@ -111,6 +115,7 @@ class OpContext {
  private:
   friend class OpRunner;
   OpContext() = default;
+  absl::Status EnqueueOnHost(absl::AnyInvocable<absl::Status() &&> fn);
   const OpDef* op_ = nullptr;
   const void* params_ = nullptr;
   absl::Span<const TensorArg> in_;

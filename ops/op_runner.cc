@@ -63,8 +63,8 @@ absl::Status OpRunner::Run(const OpCall& call, const engine::RunContext& rc) {
 
   // Write requests the kernel cannot honour go to temp outputs, fixed up
   // after it runs.
-  const std::vector<TensorArg>* outs = &call.out;
-  const std::vector<OpReqType>* reqs = &call.req;
+  absl::Span<const TensorArg> outs = call.out;
+  absl::Span<const OpReqType> reqs = call.req;
   std::vector<TensorArg> kout;
   std::vector<OpReqType> kreq;
   std::vector<int> fixups;
@@ -72,8 +72,8 @@ absl::Status OpRunner::Run(const OpCall& call, const engine::RunContext& rc) {
   for (size_t i = 0; i < call.out.size(); ++i) {
     if (call.kernel.reqs & ReqBit(call.req[i])) continue;
     if (kout.empty()) {
-      kout = call.out;
-      kreq = call.req;
+      kout.assign(call.out.begin(), call.out.end());
+      kreq.assign(call.req.begin(), call.req.end());
     }
     absl::StatusOr<TensorArg> tmp = ctx.Temp(call.out[i].shape, call.out[i].dtype);
     if (!tmp.ok()) {
@@ -85,11 +85,11 @@ absl::Status OpRunner::Run(const OpCall& call, const engine::RunContext& rc) {
     if (call.req[i] != OpReqType::kNullOp) fixups.push_back(static_cast<int>(i));
   }
   if (!kout.empty()) {
-    outs = &kout;
-    reqs = &kreq;
+    outs = kout;
+    reqs = kreq;
   }
-  ctx.out_ = *outs;
-  ctx.req_ = *reqs;
+  ctx.out_ = outs;
+  ctx.req_ = reqs;
   if (status.ok()) status = call.kernel.fn(ctx);
   for (size_t f = 0; f < fixups.size() && status.ok(); ++f) {
     const int i = fixups[f];

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "engine/engine.h"
 #include "ops/op.h"
@@ -25,8 +26,9 @@ struct OpCall {
   KernelDef kernel;
   KernelFn accumulate = nullptr;  // The platform's "_accumulate" kernel, for kAddTo.
   std::shared_ptr<const void> params;
-  std::vector<TensorArg> in, out;
-  std::vector<OpReqType> req;
+  absl::InlinedVector<TensorArg, 3> in;
+  absl::InlinedVector<TensorArg, 2> out;
+  absl::InlinedVector<OpReqType, 2> req;
   StreamExecutor* executor = nullptr;
   bool is_train = true;
 };

@@ -40,12 +40,12 @@ case "$MODE" in
   tsan)
     BUILD_DIR="${RILL_BUILD_DIR:-build-tsan}"
     CMAKE_ARGS+=(-DRILL_SANITIZER=thread -DRILL_BUILD_BENCHMARKS=OFF)
-    CTEST_ARGS+=(-L 'stream|conformance|engine')
+    CTEST_ARGS+=(-L 'stream|conformance|engine|tensor')
     export TSAN_OPTIONS="${TSAN_OPTIONS:-second_deadlock_stack=1 suppressions=$ROOT/scripts/tsan.supp}" ;;
   asan)
     BUILD_DIR="${RILL_BUILD_DIR:-build-asan}"
     CMAKE_ARGS+=(-DRILL_SANITIZER=address -DRILL_BUILD_BENCHMARKS=OFF)
-    CTEST_ARGS+=(-L 'stream|conformance|engine|plugins')
+    CTEST_ARGS+=(-L 'stream|conformance|engine|plugins|tensor|ops')
     export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1}"
     export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$ROOT/scripts/lsan.supp}"
     export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}" ;;
@@ -134,6 +134,14 @@ consumer() {
   "$ebuild/custom_blas"
 }
 
+# examples/mlp on every context it must run on here.
+run_mlp() {
+  local ctx
+  for ctx in cpu host:0 opencl:0; do
+    POCL_CACHE_DIR="$BUILD_DIR/pocl-cache" "$BUILD_DIR/examples/mlp/mlp" --ctx="$ctx" --check
+  done
+}
+
 step setup bash scripts/setup.sh
 if [[ "$MODE" == tsan ]]; then
   step tsan-probe check_tsan_runs
@@ -143,4 +151,7 @@ step build "${WRAP[@]}" cmake --build "$BUILD_DIR" -j "$JOBS"
 step ctest run_ctest
 if [[ "$MODE" == default ]]; then
   step consumer consumer
+  # The imperative training example on the CPU context, a host device and
+  # OpenCL (PoCL): it must learn (--check).
+  step mlp run_mlp
 fi

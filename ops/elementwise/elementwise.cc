@@ -12,6 +12,13 @@
 namespace rill::ops {
 
 absl::StatusOr<BroadcastPlan> MakeBroadcastPlan(const Shape& a, const Shape& b, const Shape& out) {
+  if (a == out && b == out) {  // The common case: one flat axis.
+    BroadcastPlan p;
+    p.rank = out.rank() == 0 ? 0 : 1;
+    p.dims[0] = out.NumElements();
+    p.a_strides[0] = p.b_strides[0] = 1;
+    return p;
+  }
   // Align to the output's rank; drop size-1 output axes; merge neighbours
   // whose broadcast pattern agrees.
   const int r = out.rank();

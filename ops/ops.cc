@@ -1,0 +1,67 @@
+#include "ops/ops.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status_macros.h"
+#include "ops/elementwise/elementwise.h"
+
+namespace rill::ops {
+namespace {
+
+absl::StatusOr<Tensor> First(absl::StatusOr<std::vector<Tensor>> r) {
+  if (!r.ok()) return r.status();
+  return std::move((*r)[0]);
+}
+
+template <size_t N>
+absl::StatusOr<Tensor> Run(const OpDef& op, const Tensor (&in)[N], std::shared_ptr<const void> p = nullptr) {
+  return First(Invoke(op, absl::MakeConstSpan(in, N), std::move(p)));
+}
+
+#define RILL_OP(name) \
+  static const OpDef& op = BuiltinOp(name)
+
+std::string Axes(const std::vector<int64_t>& axes) { return absl::StrCat("(", absl::StrJoin(axes, ","), ",)"); }
+
+}  // namespace
+
+absl::StatusOr<Tensor> Call(std::string_view op, absl::Span<const Tensor> inputs, const Attrs& attrs) {
+  return First(Invoke(op, inputs, attrs));
+}
+
+absl::StatusOr<Tensor> Add(const Tensor& a, const Tensor& b) { RILL_OP("add"); return Run(op, {a, b}); }
+absl::StatusOr<Tensor> Sub(const Tensor& a, const Tensor& b) { RILL_OP("sub"); return Run(op, {a, b}); }
+absl::StatusOr<Tensor> Mul(const Tensor& a, const Tensor& b) { RILL_OP("mul"); return Run(op, {a, b}); }
+absl::StatusOr<Tensor> Div(const Tensor& a, const Tensor& b) { RILL_OP("div"); return Run(op, {a, b}); }
+absl::StatusOr<Tensor> Maximum(const Tensor& a, const Tensor& b) { RILL_OP("maximum"); return Run(op, {a, b}); }
+absl::StatusOr<Tensor> Minimum(const Tensor& a, const Tensor& b) { RILL_OP("minimum"); return Run(op, {a, b}); }
+absl::StatusOr<Tensor> AddScalar(const Tensor& a, double s) {
+  RILL_OP("add_scalar");
+  return Run(op, {a}, MakeParams(ScalarParams{s}));
+}
+absl::StatusOr<Tensor> MulScalar(const Tensor& a, double s) {
+  RILL_OP("mul_scalar");
+  return Run(op, {a}, MakeParams(ScalarParams{s}));
+}
+absl::StatusOr<Tensor> Neg(const Tensor& x) { RILL_OP("neg"); return Run(op, {x}); }
+absl::StatusOr<Tensor> Exp(const Tensor& x) { RILL_OP("exp"); return Run(op, {x}); }
+absl::StatusOr<Tensor> Log(const Tensor& x) { RILL_OP("log"); return Run(op, {x}); }
+absl::StatusOr<Tensor> Relu(const Tensor& x) { RILL_OP("relu"); return Run(op, {x}); }
+absl::StatusOr<Tensor> Sigmoid(const Tensor& x) { RILL_OP("sigmoid"); return Run(op, {x}); }
+absl::StatusOr<Tensor> Tanh(const Tensor& x) { RILL_OP("tanh"); return Run(op, {x}); }
+
+absl::Status AddTo(const Tensor& y, const Tensor& x) {
+  RILL_OP("add");
+  const Tensor in[2] = {y, x};
+  return Invoke(op, in, nullptr, absl::MakeConstSpan(&y, 1)).status();
+}
+
+absl::StatusOr<Tensor> Sum(const Tensor& x, std::vector<int64_t> axes, bool keepdims) {
+  return Call("sum", {x}, {{"axes", Axes(axes)}, {"keepdims", keepdims ? "1" : "0"}});
+}
+absl::StatusOr<Tensor> Mean(const Tensor& x, std::vector<int64_t> axes, bool keepdims) {
+  return Call("mean", {x}, {{"axes", Axes(axes)}, {"keepdims", keepdims ? "1" : "0"}});
+}
+absl::StatusOr<Tensor> MatMul(const Tensor& a, const Tensor& b) { return Call("matmul", {a, b}); }
+
+}  // namespace rill::ops

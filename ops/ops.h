@@ -1,0 +1,48 @@
+#ifndef RILL_OPS_OPS_H_
+#define RILL_OPS_OPS_H_
+
+// The imperative C++ API over Invoke: one function per common op, each
+// returning the op's output (or the argument error; errors while the op
+// runs poison the output, see Tensor).
+//
+//   RILL_ASSIGN_OR_RETURN(Tensor c, ops::Add(a, b));
+//   RILL_RETURN_IF_ERROR(ops::AddTo(y, x));           // y += x, in place
+//   RILL_ASSIGN_OR_RETURN(Tensor s, ops::Sum(c, {1}, /*keepdims=*/true));
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ops/invoke.h"
+#include "tensor/tensor.h"
+
+namespace rill::ops {
+
+// The first output of `op` on `inputs` with `attrs`.
+absl::StatusOr<Tensor> Call(std::string_view op, absl::Span<const Tensor> inputs, const Attrs& attrs = {});
+
+absl::StatusOr<Tensor> Add(const Tensor& a, const Tensor& b);
+absl::StatusOr<Tensor> Sub(const Tensor& a, const Tensor& b);
+absl::StatusOr<Tensor> Mul(const Tensor& a, const Tensor& b);
+absl::StatusOr<Tensor> Div(const Tensor& a, const Tensor& b);
+absl::StatusOr<Tensor> Maximum(const Tensor& a, const Tensor& b);
+absl::StatusOr<Tensor> Minimum(const Tensor& a, const Tensor& b);
+absl::StatusOr<Tensor> AddScalar(const Tensor& a, double s);
+absl::StatusOr<Tensor> MulScalar(const Tensor& a, double s);
+absl::StatusOr<Tensor> Neg(const Tensor& x);
+absl::StatusOr<Tensor> Exp(const Tensor& x);
+absl::StatusOr<Tensor> Log(const Tensor& x);
+absl::StatusOr<Tensor> Relu(const Tensor& x);
+absl::StatusOr<Tensor> Sigmoid(const Tensor& x);
+absl::StatusOr<Tensor> Tanh(const Tensor& x);
+// y += x (same shape, or x broadcast to y), in place: one engine function.
+absl::Status AddTo(const Tensor& y, const Tensor& x);
+// Reductions over `axes` (empty: all).
+absl::StatusOr<Tensor> Sum(const Tensor& x, std::vector<int64_t> axes = {}, bool keepdims = false);
+absl::StatusOr<Tensor> Mean(const Tensor& x, std::vector<int64_t> axes = {}, bool keepdims = false);
+absl::StatusOr<Tensor> MatMul(const Tensor& a, const Tensor& b);
+
+}  // namespace rill::ops
+
+#endif  // RILL_OPS_OPS_H_
