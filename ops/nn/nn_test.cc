@@ -69,6 +69,26 @@ class NnTest : public ::testing::TestWithParam<Context> {
     for (size_t i = 0; i < want.size(); ++i) {
       ExpectNear(*outs[i].template ToHost<T>(), sums[i], tol, what + " null, output " + std::to_string(i));
     }
+    if (want.size() > 1) {  // Mixed requests: add, null, write, add, ...
+      std::vector<Tensor> mixed;
+      Vecs<T> expect;
+      InvokeOptions opts;
+      for (size_t i = 0; i < want.size(); ++i) {
+        const auto base = RandomData<T>(want[i].size(), 90 + i, -2, 2);
+        mixed.push_back(*Tensor::FromHost<T>(base, (*r)[i].shape(), ctx(), engine_.get()));
+        const OpReqType req = i % 3 == 0 ? OpReqType::kAddTo : i % 3 == 1 ? OpReqType::kNullOp : OpReqType::kWriteTo;
+        opts.reqs.push_back(req);
+        expect.push_back(base);
+        for (size_t j = 0; j < base.size(); ++j) {
+          if (req == OpReqType::kAddTo) expect[i][j] += want[i][j];
+          if (req == OpReqType::kWriteTo) expect[i][j] = want[i][j];
+        }
+      }
+      ASSERT_TRUE(Invoke(op, inputs, attrs, mixed, opts).ok());
+      for (size_t i = 0; i < want.size(); ++i) {
+        ExpectNear(*mixed[i].template ToHost<T>(), expect[i], tol, what + " mixed, output " + std::to_string(i));
+      }
+    }
     if (inplace >= 0) {
       auto copies = Make<T>(in, shapes);
       InvokeOptions ip;
