@@ -91,6 +91,11 @@ absl::Status OpRunner::Run(const OpCall& call, const engine::RunContext& rc) {
   ctx.out_ = outs;
   ctx.req_ = reqs;
   if (status.ok()) status = call.kernel.fn(ctx);
+  // On the CPU context the fix-ups below run at once: first let the library
+  // work the kernel queued on its stream finish.
+  if (!fixups.empty() && ctx.inline_stream_ != nullptr && status.ok()) {
+    status = ctx.inline_stream_->BlockHostUntilDone();
+  }
   for (size_t f = 0; f < fixups.size() && status.ok(); ++f) {
     const int i = fixups[f];
     if (call.req[i] == OpReqType::kAddTo) {
