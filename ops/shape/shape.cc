@@ -1,9 +1,345 @@
-// The shape ops (see ops/README.md). Registration is filled in by this
-// family's author.
+// The shape ops (see shape.h).
+#include "ops/shape/shape.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status_macros.h"
+#include "ops/invoke.h"
 #include "ops/op_registry.h"
 
 namespace rill::ops {
 
-void RegisterShapeOps(OpRegistry& registry) {}
+std::vector<int64_t> ContiguousStrides(const Shape& shape) {
+  std::vector<int64_t> s(shape.rank());
+  int64_t m = 1;
+  for (int d = shape.rank() - 1; d >= 0; --d) {
+    s[d] = m;
+    m *= shape[d];
+  }
+  return s;
+}
+
+absl::StatusOr<CopyPlan> MakeCopyPlan(absl::Span<const int64_t> dims, absl::Span<const int64_t> src,
+                                      absl::Span<const int64_t> dst) {
+  std::vector<int64_t> d, s, t;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == 1) continue;
+    if (!d.empty() && s.back() == src[i] * dims[i] && t.back() == dst[i] * dims[i]) {
+      d.back() *= dims[i];
+      s.back() = src[i];
+      t.back() = dst[i];
+      continue;
+    }
+    d.push_back(dims[i]);
+    s.push_back(src[i]);
+    t.push_back(dst[i]);
+  }
+  if (d.size() > static_cast<size_t>(kCopyMaxRank)) {
+    return absl::UnimplementedError(absl::StrCat("a strided copy over dims (", absl::StrJoin(dims, ", "),
+                                                 ") needs ", d.size(), " axes; kernels handle ", kCopyMaxRank));
+  }
+  CopyPlan p;
+  p.rank = static_cast<int64_t>(d.size());
+  for (size_t i = 0; i < d.size(); ++i) {
+    p.dims[i] = d[i];
+    p.src_strides[i] = s[i];
+    p.dst_strides[i] = t[i];
+  }
+  return p;
+}
+
+absl::StatusOr<std::vector<int64_t>> TransposeAxes(const TransposeParams& p, int rank) {
+  std::vector<int64_t> axes(rank);
+  if (p.axes.empty()) {
+    for (int i = 0; i < rank; ++i) axes[i] = rank - 1 - i;
+    return axes;
+  }
+  if (static_cast<int>(p.axes.size()) != rank) {
+    return absl::InvalidArgumentError(absl::StrCat("axes=(", absl::StrJoin(p.axes, ", "), ") has ",
+                                                   p.axes.size(), " entries for a rank-", rank, " input"));
+  }
+  std::vector<bool> seen(rank, false);
+  for (int i = 0; i < rank; ++i) {
+    absl::StatusOr<int> a = NormalizeAxis(p.axes[i], rank);
+    if (!a.ok() || seen[*a]) {
+      return absl::InvalidArgumentError(absl::StrCat("axes=(", absl::StrJoin(p.axes, ", "),
+                                                     ") is not a permutation of the ", rank, " axes"));
+    }
+    seen[*a] = true;
+    axes[i] = *a;
+  }
+  return axes;
+}
+
+absl::StatusOr<StridedCopy> TransposeCopy(const TensorArg& in, const TensorArg& out,
+                                          absl::Span<const int64_t> axes) {
+  const std::vector<int64_t> is = ContiguousStrides(in.shape);
+  std::vector<int64_t> src(axes.size());
+  for (size_t d = 0; d < axes.size(); ++d) src[d] = is[axes[d]];
+  StridedCopy c{in, out};
+  RILL_ASSIGN_OR_RETURN(c.plan, MakeCopyPlan(out.shape.span(), src, ContiguousStrides(out.shape)));
+  c.count = out.size();
+  return c;
+}
+
+absl::Status SliceBounds(const Shape& in, const SliceParams& p, std::vector<int64_t>* begin, Shape* out) {
+  const int r = in.rank();
+  if (p.begin.size() != p.end.size() || static_cast<int>(p.begin.size()) > r) {
+    return absl::InvalidArgumentError(absl::StrCat("begin=(", absl::StrJoin(p.begin, ", "), ") and end=(",
+                                                   absl::StrJoin(p.end, ", "), ") must have the same length, at most ",
+                                                   r, " (the input is ", in.ToString(), ")"));
+  }
+  begin->assign(r, 0);
+  *out = in;
+  for (size_t d = 0; d < p.begin.size(); ++d) {
+    const int64_t n = in[d];
+    int64_t b = p.begin[d] < 0 ? p.begin[d] + n : p.begin[d];
+    int64_t e = p.end[d] < 0 ? p.end[d] + n : p.end[d];
+    if (b < 0 || b > n || e < b || e > n) {
+      return absl::InvalidArgumentError(absl::StrCat("slice [", p.begin[d], ", ", p.end[d], ") of axis ", d,
+                                                     " (size ", n, ") is out of range"));
+    }
+    (*begin)[d] = b;
+    out->set_dim(d, e - b);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<StridedCopy> SliceCopy(const TensorArg& big, const TensorArg& small, const SliceParams& p,
+                                      bool backward) {
+  std::vector<int64_t> begin;
+  Shape shape;
+  RILL_RETURN_IF_ERROR(SliceBounds(big.shape, p, &begin, &shape));
+  const std::vector<int64_t> bs = ContiguousStrides(big.shape), ss = ContiguousStrides(small.shape);
+  int64_t base = 0;
+  for (size_t d = 0; d < begin.size(); ++d) base += begin[d] * bs[d];
+  StridedCopy c;
+  if (backward) {
+    c.src = small;
+    c.dst = big;
+    c.dst_base = base;
+    RILL_ASSIGN_OR_RETURN(c.plan, MakeCopyPlan(small.shape.span(), ss, bs));
+  } else {
+    c.src = big;
+    c.dst = small;
+    c.src_base = base;
+    RILL_ASSIGN_OR_RETURN(c.plan, MakeCopyPlan(small.shape.span(), bs, ss));
+  }
+  c.count = small.size();
+  return c;
+}
+
+absl::StatusOr<StridedCopy> ConcatCopy(const TensorArg& in, const TensorArg& out, int axis, int64_t offset) {
+  const std::vector<int64_t> os = ContiguousStrides(out.shape);
+  StridedCopy c{in, out};
+  c.dst_base = offset * os[axis];
+  RILL_ASSIGN_OR_RETURN(c.plan, MakeCopyPlan(in.shape.span(), ContiguousStrides(in.shape), os));
+  c.count = in.size();
+  return c;
+}
+
+namespace {
+
+absl::Status ReshapeShape(const InferContext& ctx, std::vector<Shape>* out) {
+  const Shape& in = ctx.in_shapes[0];
+  const std::vector<int64_t>& want = ctx.p<ReshapeParams>().shape;
+  const std::string text = absl::StrCat("shape=(", absl::StrJoin(want, ", "), ")");
+  Shape s;
+  int infer = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < want.size(); ++i) {
+    int64_t v = want[i];
+    if (v == 0) {
+      if (static_cast<int>(i) >= in.rank()) {
+        return absl::InvalidArgumentError(absl::StrCat(text, ": 0 at axis ", i, " but the input ",
+                                                       in.ToString(), " has no such axis"));
+      }
+      v = in[i];
+    } else if (v == -1) {
+      if (infer >= 0) return absl::InvalidArgumentError(absl::StrCat(text, " has more than one -1"));
+      infer = static_cast<int>(i);
+      v = 1;
+    } else if (v < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(text, ": dimension ", v, " is negative"));
+    }
+    s.mutable_dims().push_back(v);
+    if (v != 0 && known > INT64_MAX / v) {
+      return absl::InvalidArgumentError(absl::StrCat(text, " overflows 64 bits"));
+    }
+    known *= v;
+  }
+  const int64_t n = in.NumElements();
+  if (infer >= 0) {
+    if (known == 0 || n % known != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("cannot reshape ", in.ToString(), " (", n,
+                                                     " elements) to ", text));
+    }
+    s.set_dim(infer, n / known);
+    known = n;
+  }
+  if (known != n) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot reshape ", in.ToString(), " (", n,
+                                                   " elements) to ", text, " (", known, " elements)"));
+  }
+  (*out)[0] = s;
+  return absl::OkStatus();
+}
+
+absl::Status FlattenShape(const InferContext& ctx, std::vector<Shape>* out) {
+  const Shape& in = ctx.in_shapes[0];
+  if (in.rank() == 0) {
+    (*out)[0] = Shape{1, 1};
+    return absl::OkStatus();
+  }
+  int64_t rest = 1;
+  for (int d = 1; d < in.rank(); ++d) rest *= in[d];
+  (*out)[0] = Shape{in[0], rest};
+  return absl::OkStatus();
+}
+
+absl::Status TransposeShape(const InferContext& ctx, std::vector<Shape>* out) {
+  const Shape& in = ctx.in_shapes[0];
+  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> axes, TransposeAxes(ctx.p<TransposeParams>(), in.rank()));
+  Shape s = in;
+  for (int d = 0; d < in.rank(); ++d) s.set_dim(d, in[axes[d]]);
+  (*out)[0] = s;
+  return absl::OkStatus();
+}
+
+absl::Status SliceShape(const InferContext& ctx, std::vector<Shape>* out) {
+  std::vector<int64_t> begin;
+  return SliceBounds(ctx.in_shapes[0], ctx.p<SliceParams>(), &begin, &(*out)[0]);
+}
+
+absl::Status SliceBackwardShape(const InferContext& ctx, std::vector<Shape>* out) {
+  std::vector<int64_t> begin;
+  Shape s;
+  RILL_RETURN_IF_ERROR(SliceBounds(ctx.in_shapes[1], ctx.p<SliceParams>(), &begin, &s));
+  if (s != ctx.in_shapes[0]) {
+    return absl::InvalidArgumentError(absl::StrCat("dy is ", ctx.in_shapes[0].ToString(),
+                                                   " but the slice of x is ", s.ToString()));
+  }
+  (*out)[0] = ctx.in_shapes[1];
+  return absl::OkStatus();
+}
+
+absl::Status ConcatShape(const InferContext& ctx, std::vector<Shape>* out) {
+  const Shape& first = ctx.in_shapes[0];
+  RILL_ASSIGN_OR_RETURN(int axis, NormalizeAxis(ctx.p<ConcatParams>().axis, first.rank()));
+  Shape s = first;
+  int64_t total = 0;
+  for (size_t i = 0; i < ctx.in_shapes.size(); ++i) {
+    const Shape& x = ctx.in_shapes[i];
+    bool ok = x.rank() == first.rank();
+    for (int d = 0; ok && d < x.rank(); ++d) ok = d == axis || x[d] == first[d];
+    if (!ok) {
+      return absl::InvalidArgumentError(absl::StrCat("concat along axis ", axis, ": input ", i, " is ",
+                                                     x.ToString(), " but input 0 is ", first.ToString()));
+    }
+    total += x[axis];
+  }
+  s.set_dim(axis, total);
+  RILL_RETURN_IF_ERROR(s.Validate());
+  (*out)[0] = s;
+  return absl::OkStatus();
+}
+
+absl::Status CastType(const InferContext& ctx, std::vector<DType>* out) {
+  (*out)[0] = ctx.p<CastParams>().dtype;
+  return absl::OkStatus();
+}
+absl::Status SliceBackwardType(const InferContext& ctx, std::vector<DType>* out) {
+  (*out)[0] = ctx.in_types[0];
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> One(const char* op, std::vector<Tensor> in, std::shared_ptr<const void> params) {
+  RILL_ASSIGN_OR_RETURN(auto r, Invoke(BuiltinOp(op), in, std::move(params)));
+  return r[0];
+}
+
+absl::StatusOr<std::vector<Tensor>> ReshapeBack(const GradientContext& c) {  // reshape, flatten.
+  ReshapeParams p;
+  p.shape.assign(c.inputs[0].shape().span().begin(), c.inputs[0].shape().span().end());
+  RILL_ASSIGN_OR_RETURN(Tensor g, One("reshape", {c.out_grads[0]}, MakeParams(p)));
+  return std::vector<Tensor>{g};
+}
+
+absl::StatusOr<std::vector<Tensor>> TransposeBack(const GradientContext& c) {
+  RILL_ASSIGN_OR_RETURN(auto axes, TransposeAxes(c.p<TransposeParams>(), c.inputs[0].shape().rank()));
+  TransposeParams inv;
+  inv.axes.resize(axes.size());
+  for (size_t i = 0; i < axes.size(); ++i) inv.axes[axes[i]] = static_cast<int64_t>(i);
+  RILL_ASSIGN_OR_RETURN(Tensor g, One("transpose", {c.out_grads[0]}, MakeParams(inv)));
+  return std::vector<Tensor>{g};
+}
+
+absl::StatusOr<std::vector<Tensor>> SliceBack(const GradientContext& c) {
+  RILL_ASSIGN_OR_RETURN(Tensor g, One("_backward_slice", {c.out_grads[0], c.inputs[0]},
+                                      MakeParams(c.p<SliceParams>())));
+  return std::vector<Tensor>{g};
+}
+
+absl::StatusOr<std::vector<Tensor>> ConcatBack(const GradientContext& c) {
+  const Shape& out = c.outputs[0].shape();
+  RILL_ASSIGN_OR_RETURN(int axis, NormalizeAxis(c.p<ConcatParams>().axis, out.rank()));
+  std::vector<Tensor> grads;
+  int64_t offset = 0;
+  for (const Tensor& x : c.inputs) {
+    SliceParams p;
+    p.begin.assign(axis + 1, 0);
+    p.end.assign(out.span().begin(), out.span().begin() + axis + 1);
+    p.begin[axis] = offset;
+    p.end[axis] = offset + x.shape()[axis];
+    offset += x.shape()[axis];
+    RILL_ASSIGN_OR_RETURN(Tensor g, One("slice", {c.out_grads[0]}, MakeParams(p)));
+    grads.push_back(g);
+  }
+  return grads;
+}
+
+constexpr uint32_t kAnyType = kAllTypesMask;
+
+}  // namespace
+
+void RegisterShapeOps(OpRegistry& r) {
+  (void)r.Register(OpDef("reshape").set_dtypes(kAnyType)
+                       .set_params(ParamSchema::For<ReshapeParams>().Required(
+                           "shape", &ReshapeParams::shape, "new shape; -1 inferred, 0 kept"))
+                       .set_infer_shape(ReshapeShape).set_inplace({{0, 0}}).set_gradient(ReshapeBack)
+                       .set_doc("a copy with a new shape (Tensor::Reshape is the view)"));
+  (void)r.Register(OpDef("flatten").set_dtypes(kAnyType).set_infer_shape(FlattenShape)
+                       .set_inplace({{0, 0}}).set_gradient(ReshapeBack).set_doc("[N, rest] copy"));
+  (void)r.Register(OpDef("transpose").set_dtypes(kAnyType)
+                       .set_params(ParamSchema::For<TransposeParams>().Field(
+                           "axes", &TransposeParams::axes, "permutation; empty: reversed"))
+                       .set_infer_shape(TransposeShape).set_gradient(TransposeBack));
+  (void)r.Register(OpDef("slice").set_dtypes(kAnyType)
+                       .set_params(ParamSchema::For<SliceParams>()
+                                       .Required("begin", &SliceParams::begin, "per leading axis")
+                                       .Required("end", &SliceParams::end, "per leading axis, excluded"))
+                       .set_infer_shape(SliceShape).set_gradient(SliceBack));
+  (void)r.Register(OpDef("_backward_slice").set_inputs({"dy", "x"}).set_dtypes(kAnyType)
+                       .set_params(ParamSchema::For<SliceParams>()
+                                       .Required("begin", &SliceParams::begin, "as forward")
+                                       .Required("end", &SliceParams::end, "as forward"))
+                       .set_infer_shape(SliceBackwardShape).set_infer_type(SliceBackwardType));
+  (void)r.Register(OpDef("concat").set_variadic_inputs().set_dtypes(kAnyType)
+                       .set_params(ParamSchema::For<ConcatParams>().Field("axis", &ConcatParams::axis,
+                                                                          "axis to join (default 0)"))
+                       .set_infer_shape(ConcatShape).set_gradient(ConcatBack));
+  (void)r.Register(OpDef("cast").set_dtypes(kAnyType)
+                       .set_params(ParamSchema::For<CastParams>().Required("dtype", &CastParams::dtype,
+                                                                           "target type"))
+                       .set_infer_type(CastType)
+                       .set_doc("element type conversion (C casts; float16 round to nearest even; "
+                                "to bool: x != 0)"));
+  RegisterShapeHostKernels(r);
+  RegisterShapeDeviceKernels(r);
+}
 
 }  // namespace rill::ops

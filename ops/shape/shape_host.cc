@@ -1,0 +1,134 @@
+// Host kernels of the shape ops: strided copies with an odometer over the
+// outer axes and a vectorizable inner loop; cast as one loop per type pair.
+
+#include <cstring>
+#include <type_traits>
+
+#include "ops/shape/half.h"
+#include "ops/shape/shape_kernels.h"
+
+namespace rill::ops {
+namespace {
+
+template <typename Fn>
+void DispatchBits(int size, Fn&& fn) {
+  switch (size) {
+    case 1: fn(uint8_t{}); break;
+    case 2: fn(uint16_t{}); break;
+    case 4: fn(uint32_t{}); break;
+    default: fn(uint64_t{}); break;
+  }
+}
+
+template <typename U>
+void CopyLoop(const U* src, U* dst, const CopyPlan& p) {
+  if (p.rank == 0) {
+    dst[0] = src[0];
+    return;
+  }
+  const int inner = static_cast<int>(p.rank) - 1;
+  const int64_t n = p.dims[inner], ss = p.src_strides[inner], ds = p.dst_strides[inner];
+  int64_t outer = 1;
+  for (int i = 0; i < inner; ++i) outer *= p.dims[i];
+  int64_t idx[kCopyMaxRank] = {};
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t is = 0, id = 0;
+    for (int d = 0; d < inner; ++d) {
+      is += idx[d] * p.src_strides[d];
+      id += idx[d] * p.dst_strides[d];
+    }
+    const U* s = src + is;
+    U* t = dst + id;
+    if (ss == 1 && ds == 1) {
+      for (int64_t i = 0; i < n; ++i) t[i] = s[i];
+    } else if (ds == 1) {
+      for (int64_t i = 0; i < n; ++i) t[i] = s[i * ss];
+    } else {
+      for (int64_t i = 0; i < n; ++i) t[i * ds] = s[i * ss];
+    }
+    for (int d = inner - 1; d >= 0; --d) {
+      if (++idx[d] < p.dims[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+// Element types of cast, with float16 and bool as distinct tags.
+struct Half { uint16_t bits; };
+struct Bool { uint8_t v; };
+
+template <typename Fn>
+void DispatchAll(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::kF16: fn(Half{}); break;
+    case DType::kBool: fn(Bool{}); break;
+    default: DispatchDType(dtype, fn); break;
+  }
+}
+
+template <typename S>
+inline auto Load(S v) {
+  if constexpr (std::is_same_v<S, Half>) return HalfToFloat(v.bits);
+  else if constexpr (std::is_same_v<S, Bool>) return v.v;
+  else return v;
+}
+template <typename D, typename V>
+inline D StoreAs(V v) {
+  if constexpr (std::is_same_v<D, Half>) return Half{FloatToHalf(static_cast<float>(v))};
+  else if constexpr (std::is_same_v<D, Bool>) return Bool{static_cast<uint8_t>(v != 0 ? 1 : 0)};
+  else return static_cast<D>(v);
+}
+
+struct HostImpl {
+  static absl::Status Copy(OpContext& ctx, const StridedCopy& c) {
+    const int size = DTypeSize(c.src.dtype);
+    const char* src = c.src.data<char>() + c.src_base * size;
+    char* dst = c.dst.data<char>() + c.dst_base * size;
+    const CopyPlan plan = c.plan;
+    return ctx.RunOnHost([src, dst, plan, size]() -> absl::Status {
+      DispatchBits(size, [&](auto u) {
+        using U = decltype(u);
+        CopyLoop<U>(reinterpret_cast<const U*>(src), reinterpret_cast<U*>(dst), plan);
+      });
+      return absl::OkStatus();
+    });
+  }
+  static absl::Status Contiguous(OpContext& ctx, const TensorArg& src, const TensorArg& dst) {
+    const char* s = src.data<char>();
+    char* d = dst.data<char>();
+    const uint64_t n = dst.bytes();
+    return ctx.RunOnHost([s, d, n]() -> absl::Status {
+      std::memmove(d, s, n);
+      return absl::OkStatus();
+    });
+  }
+  static absl::Status Zero(OpContext& ctx, const TensorArg& t) {
+    char* d = t.data<char>();
+    const uint64_t n = t.bytes();
+    return ctx.RunOnHost([d, n]() -> absl::Status {
+      std::memset(d, 0, n);
+      return absl::OkStatus();
+    });
+  }
+  static absl::Status Cast(OpContext& ctx, const TensorArg& x, const TensorArg& y) {
+    return ctx.RunOnHost([x, y]() -> absl::Status {
+      DispatchAll(x.dtype, [&](auto s) {
+        using S = decltype(s);
+        DispatchAll(y.dtype, [&](auto d) {
+          using D = decltype(d);
+          const S* in = x.data<S>();
+          D* out = y.data<D>();
+          const int64_t n = y.size();
+          for (int64_t i = 0; i < n; ++i) out[i] = StoreAs<D>(Load<S>(in[i]));
+        });
+      });
+      return absl::OkStatus();
+    });
+  }
+};
+
+}  // namespace
+
+void RegisterShapeHostKernels(OpRegistry& r) { shape_internal::RegisterShapeKernels<HostImpl>(r, "host"); }
+
+}  // namespace rill::ops

@@ -1,0 +1,90 @@
+#ifndef RILL_OPS_SHAPE_SHAPE_KERNELS_H_
+#define RILL_OPS_SHAPE_SHAPE_KERNELS_H_
+
+// The shape ops' kernels, written once over a platform's primitives:
+//   struct Impl {
+//     static absl::Status Copy(OpContext&, const StridedCopy&);
+//     static absl::Status Contiguous(OpContext&, const TensorArg& src, const TensorArg& dst);
+//     static absl::Status Zero(OpContext&, const TensorArg&);
+//     static absl::Status Cast(OpContext&, const TensorArg& x, const TensorArg& y);
+//   };
+// (shape_host.cc, shape_device.cc).
+
+#include "base/status_macros.h"
+#include "ops/op_registry.h"
+#include "ops/shape/shape.h"
+
+namespace rill::ops::shape_internal {
+
+template <typename Impl>
+absl::Status CopyKernel(OpContext& ctx) {  // reshape, flatten.
+  const TensorArg &x = ctx.in(0), &y = ctx.out(0);
+  if (y.size() == 0) return absl::OkStatus();
+  if (x.block.opaque() == y.block.opaque() && x.offset == y.offset) return absl::OkStatus();
+  return Impl::Contiguous(ctx, x, y);
+}
+
+template <typename Impl>
+absl::Status TransposeKernel(OpContext& ctx) {
+  const TensorArg &x = ctx.in(0), &y = ctx.out(0);
+  if (y.size() == 0) return absl::OkStatus();
+  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> axes, TransposeAxes(ctx.params<TransposeParams>(), x.shape.rank()));
+  RILL_ASSIGN_OR_RETURN(StridedCopy c, TransposeCopy(x, y, axes));
+  return Impl::Copy(ctx, c);
+}
+
+template <typename Impl>
+absl::Status SliceKernel(OpContext& ctx) {
+  const TensorArg &x = ctx.in(0), &y = ctx.out(0);
+  if (y.size() == 0) return absl::OkStatus();
+  RILL_ASSIGN_OR_RETURN(StridedCopy c, SliceCopy(x, y, ctx.params<SliceParams>(), false));
+  return Impl::Copy(ctx, c);
+}
+
+template <typename Impl>
+absl::Status SliceBackwardKernel(OpContext& ctx) {  // (dy, x) -> dx: zeros, dy in its place.
+  const TensorArg &dy = ctx.in(0), &dx = ctx.out(0);
+  if (dx.size() == 0) return absl::OkStatus();
+  RILL_RETURN_IF_ERROR(Impl::Zero(ctx, dx));
+  if (dy.size() == 0) return absl::OkStatus();
+  RILL_ASSIGN_OR_RETURN(StridedCopy c, SliceCopy(dx, dy, ctx.params<SliceParams>(), true));
+  return Impl::Copy(ctx, c);
+}
+
+template <typename Impl>
+absl::Status ConcatKernel(OpContext& ctx) {
+  const TensorArg& y = ctx.out(0);
+  if (y.size() == 0) return absl::OkStatus();
+  RILL_ASSIGN_OR_RETURN(int axis, NormalizeAxis(ctx.params<ConcatParams>().axis, y.shape.rank()));
+  int64_t offset = 0;
+  for (const TensorArg& x : ctx.in()) {
+    if (x.size() > 0) {
+      RILL_ASSIGN_OR_RETURN(StridedCopy c, ConcatCopy(x, y, axis, offset));
+      RILL_RETURN_IF_ERROR(Impl::Copy(ctx, c));
+    }
+    offset += x.shape[axis];
+  }
+  return absl::OkStatus();
+}
+
+template <typename Impl>
+absl::Status CastKernel(OpContext& ctx) {
+  const TensorArg &x = ctx.in(0), &y = ctx.out(0);
+  if (y.size() == 0) return absl::OkStatus();
+  return Impl::Cast(ctx, x, y);
+}
+
+template <typename Impl>
+void RegisterShapeKernels(OpRegistry& r, const char* platform) {
+  (void)r.RegisterKernel("reshape", platform, {CopyKernel<Impl>, kWriteReqs});
+  (void)r.RegisterKernel("flatten", platform, {CopyKernel<Impl>, kWriteReqs});
+  (void)r.RegisterKernel("transpose", platform, {TransposeKernel<Impl>, kWriteReqs});
+  (void)r.RegisterKernel("slice", platform, {SliceKernel<Impl>, kWriteReqs});
+  (void)r.RegisterKernel("_backward_slice", platform, {SliceBackwardKernel<Impl>, kWriteReqs});
+  (void)r.RegisterKernel("concat", platform, {ConcatKernel<Impl>, kWriteReqs});
+  (void)r.RegisterKernel("cast", platform, {CastKernel<Impl>, kWriteReqs});
+}
+
+}  // namespace rill::ops::shape_internal
+
+#endif  // RILL_OPS_SHAPE_SHAPE_KERNELS_H_

@@ -1,0 +1,272 @@
+// The shape ops on every context against naive host loops: reshape,
+// flatten, transpose, slice, concat under every write request, cast between
+// every type pair (float16 included), gradients, and errors.
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "ops/op_registry.h"
+#include "ops/shape/half.h"
+#include "ops/testing/op_testing.h"
+
+namespace rill::ops {
+namespace {
+
+using engine::Context;
+using testing::AllContexts;
+using testing::ExpectNear;
+using testing::RandomData;
+
+class ShapeTest : public ::testing::TestWithParam<Context> {
+ public:
+  std::unique_ptr<engine::Engine> engine_ = testing::MakeEngine();
+  Context ctx() const { return GetParam(); }
+  template <typename T>
+  Tensor Make(const std::vector<T>& v, const Shape& s) {
+    return *Tensor::FromHost<T>(v, s, ctx(), engine_.get());
+  }
+  // Runs op under write, add and null requests; checks against want.
+  void Check(const std::string& op, const std::vector<Tensor>& in, const Attrs& attrs,
+             const std::vector<float>& want, const Shape& want_shape) {
+    const std::string what = op + " on " + ctx().ToString();
+    auto r = Invoke(op, in, attrs);
+    ASSERT_TRUE(r.ok()) << what << ": " << r.status();
+    EXPECT_EQ((*r)[0].shape(), want_shape) << what;
+    ExpectNear(*(*r)[0].ToHost<float>(), want, 0, what + " write");
+    const auto base = RandomData<float>(want_shape.NumElements(), 9);
+    auto acc = Make<float>(base, want_shape);
+    InvokeOptions o;
+    o.reqs = {OpReqType::kAddTo};
+    ASSERT_TRUE(Invoke(op, in, attrs, {acc}, o).ok()) << what;
+    std::vector<float> sum(want);
+    for (size_t i = 0; i < sum.size(); ++i) sum[i] += base[i];
+    ExpectNear(*acc.ToHost<float>(), sum, 1e-6, what + " add");
+    o.reqs = {OpReqType::kNullOp};
+    ASSERT_TRUE(Invoke(op, in, attrs, {acc}, o).ok()) << what;
+    ExpectNear(*acc.ToHost<float>(), sum, 1e-6, what + " null");
+  }
+};
+
+std::vector<float> Iota(int64_t n) {
+  std::vector<float> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>(i);
+  return v;
+}
+
+TEST_P(ShapeTest, ReshapeAndFlattenCopy) {
+  const auto x = Iota(24);
+  auto t = Make<float>(x, {2, 3, 4});
+  Check("reshape", {t}, {{"shape", "(4, -1)"}}, x, {4, 6});
+  Check("reshape", {t}, {{"shape", "(0, 12)"}}, x, {2, 12});
+  Check("flatten", {t}, {}, x, {2, 12});
+  // In place over its input (same storage).
+  auto u = Make<float>(x, {2, 3, 4});
+  auto view = *u.Reshape({6, 4});
+  ASSERT_TRUE(Invoke("reshape", {u}, {{"shape", "(6, 4)"}}, {view}).ok());
+  EXPECT_EQ(*view.ToHost<float>(), x);
+  // Every type, float16 and bool included.
+  auto h = *Tensor::FromHostBytes(std::vector<uint16_t>(6, 0x3C00).data(), 12, {2, 3}, DType::kF16, ctx(), engine_.get());
+  auto hr = Invoke("reshape", {h}, {{"shape", "(3, 2)"}});
+  ASSERT_TRUE(hr.ok()) << hr.status();
+  uint16_t hb[6];
+  ASSERT_TRUE((*hr)[0].ToHostBytes(hb, 12).ok());
+  for (uint16_t b : hb) EXPECT_EQ(b, 0x3C00);
+}
+
+TEST_P(ShapeTest, TransposeMatchesNaiveLoops) {
+  const Shape s{2, 3, 4, 5};
+  const auto x = Iota(120);
+  auto t = Make<float>(x, s);
+  const std::vector<std::vector<int>> perms = {{3, 2, 1, 0}, {0, 2, 1, 3}, {1, 0, 3, 2}, {0, 1, 2, 3}};
+  for (const auto& perm : perms) {
+    Shape o{s[perm[0]], s[perm[1]], s[perm[2]], s[perm[3]]};
+    std::vector<float> want(120);
+    int64_t k = 0;
+    for (int64_t a = 0; a < o[0]; ++a)
+      for (int64_t b = 0; b < o[1]; ++b)
+        for (int64_t c = 0; c < o[2]; ++c)
+          for (int64_t d = 0; d < o[3]; ++d) {
+            int64_t idx[4];
+            idx[perm[0]] = a; idx[perm[1]] = b; idx[perm[2]] = c; idx[perm[3]] = d;
+            want[k++] = x[((idx[0] * 3 + idx[1]) * 4 + idx[2]) * 5 + idx[3]];
+          }
+    const Attrs attrs = perm == perms[0] ? Attrs{}
+        : Attrs{{"axes", "(" + std::to_string(perm[0]) + "," + std::to_string(perm[1]) + "," +
+                             std::to_string(perm[2]) + "," + std::to_string(perm[3]) + ")"}};
+    Check("transpose", {t}, attrs, want, o);
+  }
+  // int64 and uint8 elements.
+  auto i = Make<int64_t>({1, 2, 3, 4, 5, 6}, {2, 3});
+  EXPECT_EQ(*(*Invoke("transpose", {i}))[0].ToHost<int64_t>(), (std::vector<int64_t>{1, 4, 2, 5, 3, 6}));
+  auto b = Make<uint8_t>({1, 2, 3, 4, 5, 6}, {3, 2});
+  EXPECT_EQ(*(*Invoke("transpose", {b}))[0].ToHost<uint8_t>(), (std::vector<uint8_t>{1, 3, 5, 2, 4, 6}));
+}
+
+TEST_P(ShapeTest, SliceAndConcatMatchNaiveLoops) {
+  const auto x = Iota(60);
+  auto t = Make<float>(x, {3, 4, 5});
+  std::vector<float> want;
+  for (int a = 1; a < 3; ++a)
+    for (int b = 0; b < 4; ++b)
+      for (int c = 1; c < 4; ++c) want.push_back(x[(a * 4 + b) * 5 + c]);
+  Check("slice", {t}, {{"begin", "(1, 0, 1)"}, {"end", "(3, 4, -1)"}}, want, {2, 4, 3});
+  Check("slice", {t}, {{"begin", "(1,)"}, {"end", "(2,)"}}, std::vector<float>(x.begin() + 20, x.begin() + 40), {1, 4, 5});
+  // concat along 1 of [2,1,3], [2,2,3].
+  const auto a = Iota(6), b = RandomData<float>(12, 3);
+  auto ta = Make<float>(a, {2, 1, 3});
+  auto tb = Make<float>(b, {2, 2, 3});
+  std::vector<float> cw;
+  for (int i = 0; i < 2; ++i) {
+    for (int k = 0; k < 3; ++k) cw.push_back(a[i * 3 + k]);
+    for (int k = 0; k < 6; ++k) cw.push_back(b[i * 6 + k]);
+  }
+  Check("concat", {ta, tb}, {{"axis", "1"}}, cw, {2, 3, 3});
+  std::vector<float> c0(a);
+  c0.insert(c0.end(), a.begin(), a.end());
+  Check("concat", {ta, ta}, {{"axis", "-3"}}, c0, {4, 1, 3});
+}
+
+TEST_P(ShapeTest, CastBetweenEveryTypePair) {
+  const std::vector<double> vals = {0, 1, 2.5, -3, 100, 0.333251953125, 65504};
+  for (DType from : kAllDTypes) {
+    for (DType to : kAllDTypes) {
+      // Values every source type holds exactly (non-negative for uint8).
+      std::vector<double> src;
+      for (double v : vals) {
+        if (from == DType::kU8 && (v < 0 || v > 255)) continue;
+        if (to == DType::kU8 && (v < 0 || v > 255)) continue;
+        if (from == DType::kBool && v != 0 && v != 1) continue;
+        if ((from == DType::kI32 || from == DType::kI64 || from == DType::kU8) && v != std::floor(v)) continue;
+        src.push_back(v);
+      }
+      const int fs = DTypeSize(from), ts = DTypeSize(to);
+      std::vector<char> bytes(src.size() * fs);
+      for (size_t i = 0; i < src.size(); ++i) {
+        const double v = src[i];
+        switch (from) {
+          case DType::kF32: { float f = v; std::memcpy(&bytes[i * fs], &f, fs); break; }
+          case DType::kF64: std::memcpy(&bytes[i * fs], &v, fs); break;
+          case DType::kF16: { uint16_t h = FloatToHalf(v); std::memcpy(&bytes[i * fs], &h, fs); break; }
+          case DType::kI32: { int32_t k = v; std::memcpy(&bytes[i * fs], &k, fs); break; }
+          case DType::kI64: { int64_t k = v; std::memcpy(&bytes[i * fs], &k, fs); break; }
+          default: { uint8_t k = v != 0 ? static_cast<uint8_t>(v) : 0; bytes[i] = static_cast<char>(k); }
+        }
+      }
+      auto t = *Tensor::FromHostBytes(bytes.data(), bytes.size(), {static_cast<int64_t>(src.size())}, from,
+                                      ctx(), engine_.get());
+      auto r = Invoke("cast", {t}, {{"dtype", DTypeName(to)}});
+      const std::string what = std::string(DTypeName(from)) + " -> " + DTypeName(to) + " on " + ctx().ToString();
+      ASSERT_TRUE(r.ok()) << what << ": " << r.status();
+      std::vector<char> out(src.size() * ts);
+      ASSERT_TRUE((*r)[0].ToHostBytes(out.data(), out.size()).ok()) << what;
+      for (size_t i = 0; i < src.size(); ++i) {
+        // The value as the source holds it.
+        double v = src[i];
+        if (from == DType::kF16) v = HalfToFloat(FloatToHalf(v));
+        if (from == DType::kF32) v = static_cast<float>(v);
+        double got = 0, want = 0;
+        switch (to) {
+          case DType::kF32: { float f; std::memcpy(&f, &out[i * ts], 4); got = f; want = static_cast<float>(v); break; }
+          case DType::kF64: std::memcpy(&got, &out[i * ts], 8); want = v; break;
+          case DType::kF16: { uint16_t h; std::memcpy(&h, &out[i * ts], 2); got = HalfToFloat(h); want = HalfToFloat(FloatToHalf(v)); break; }
+          case DType::kI32: { int32_t k; std::memcpy(&k, &out[i * ts], 4); got = k; want = static_cast<int32_t>(v); break; }
+          case DType::kI64: { int64_t k; std::memcpy(&k, &out[i * ts], 8); got = k; want = static_cast<int64_t>(v); break; }
+          case DType::kU8: got = static_cast<uint8_t>(out[i]); want = static_cast<uint8_t>(v); break;
+          case DType::kBool: got = static_cast<uint8_t>(out[i]); want = v != 0 ? 1 : 0; break;
+        }
+        EXPECT_EQ(got, want) << what << " of " << v;
+      }
+    }
+  }
+}
+
+TEST_P(ShapeTest, HalfConversionRoundsToNearestEven) {
+  // 1 + 2^-11 is halfway between two halves: to even (1.0); 1 + 3 * 2^-11 to 1 + 2^-9.
+  const std::vector<float> x = {1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 65520.0f, 1e-8f, -2.0f, 0x1p-24f};
+  auto t = Make<float>(x, {6});
+  auto h = Invoke("cast", {t}, {{"dtype", "float16"}});
+  ASSERT_TRUE(h.ok()) << h.status();
+  uint16_t b[6];
+  ASSERT_TRUE((*h)[0].ToHostBytes(b, 12).ok());
+  EXPECT_EQ(b[0], 0x3C00);
+  EXPECT_EQ(b[1], 0x3C02);
+  EXPECT_EQ(b[2], 0x7C00);  // Overflow: infinity.
+  EXPECT_EQ(b[3], 0x0000);
+  EXPECT_EQ(b[4], 0xC000);
+  EXPECT_EQ(b[5], 0x0001);  // Smallest subnormal.
+  auto back = Invoke("cast", {(*h)[0]}, {{"dtype", "float32"}});
+  ASSERT_TRUE(back.ok()) << back.status();
+  const auto f = *(*back)[0].ToHost<float>();
+  EXPECT_EQ(f[0], 1.0f);
+  EXPECT_EQ(f[1], 1.0f + 0x1p-9f);
+  EXPECT_TRUE(std::isinf(f[2]));
+  EXPECT_EQ(f[5], 0x1p-24f);
+}
+
+// The gradient functions give the adjoint: <g(dy), x> = <dy, f(x)>.
+TEST_P(ShapeTest, GradientsAreAdjoints) {
+  const auto x = RandomData<double>(24, 21), y = RandomData<double>(24, 22);
+  auto tx = Make<double>(x, {2, 3, 4});
+  struct Case { const char* op; Attrs attrs; };
+  const Case cases[] = {{"transpose", {{"axes", "(1, 2, 0)"}}}, {"reshape", {{"shape", "(6, 4)"}}},
+                        {"flatten", {}}, {"slice", {{"begin", "(0, 1)"}, {"end", "(2, 3)"}}},
+                        {"concat", {{"axis", "2"}}}};
+  for (const Case& c : cases) {
+    const OpDef& op = BuiltinOp(c.op);
+    std::vector<Tensor> in = {tx};
+    if (std::string(c.op) == "concat") in.push_back(tx);
+    auto params = *op.params().Parse(c.op, c.attrs);
+    auto fx = Invoke(op, in, params);
+    ASSERT_TRUE(fx.ok()) << c.op << ": " << fx.status();
+    const int64_t n = (*fx)[0].NumElements();
+    const auto dy = RandomData<double>(n, 23);
+    auto tdy = Make<double>(dy, (*fx)[0].shape());
+    GradientContext gc;
+    gc.params = params.get();
+    gc.inputs = in;
+    gc.outputs = *fx;
+    std::vector<Tensor> og = {tdy};
+    gc.out_grads = og;
+    auto g = op.gradient()(gc);
+    ASSERT_TRUE(g.ok()) << c.op << ": " << g.status();
+    const auto f = *(*fx)[0].ToHost<double>();
+    double lhs = 0, rhs = 0;
+    for (int64_t i = 0; i < n; ++i) rhs += dy[i] * f[i];
+    for (const Tensor& gi : *g) {
+      const auto gv = *gi.ToHost<double>();
+      ASSERT_EQ(gv.size(), x.size()) << c.op;
+      for (size_t i = 0; i < x.size(); ++i) lhs += gv[i] * x[i];
+    }
+    EXPECT_NEAR(lhs, rhs, 1e-9) << c.op << " on " << ctx().ToString();
+  }
+  (void)y;
+}
+
+TEST_P(ShapeTest, BadInputsGetClearErrors) {
+  auto t = Make<float>(Iota(6), {2, 3});
+  auto r = Invoke("reshape", {t}, {{"shape", "(4, -1)"}});
+  EXPECT_NE(r.status().message().find("shape=(4, -1)"), std::string::npos) << r.status();
+  r = Invoke("reshape", {t}, {{"shape", "(-1, -1)"}});
+  EXPECT_NE(r.status().message().find("more than one -1"), std::string::npos) << r.status();
+  r = Invoke("reshape", {t}, {{"shape", "(4611686018427387904, 4)"}});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  r = Invoke("transpose", {t}, {{"axes", "(0, 0)"}});
+  EXPECT_NE(r.status().message().find("axes=(0, 0)"), std::string::npos) << r.status();
+  r = Invoke("slice", {t}, {{"begin", "(0, 2)"}, {"end", "(2, 5)"}});
+  EXPECT_NE(r.status().message().find("[2, 5)"), std::string::npos) << r.status();
+  auto u = Make<float>(Iota(4), {2, 2});
+  r = Invoke("concat", {t, u}, {{"axis", "0"}});
+  EXPECT_NE(r.status().message().find("[2, 2]"), std::string::npos) << r.status();
+  r = Invoke("concat", {t, t}, {{"axis", "2"}});
+  EXPECT_NE(r.status().message().find("axis"), std::string::npos) << r.status();
+  r = Invoke("cast", {t}, {{"dtype", "int8"}});
+  EXPECT_NE(r.status().message().find("int8"), std::string::npos) << r.status();
+}
+
+INSTANTIATE_TEST_SUITE_P(AllContexts, ShapeTest, ::testing::ValuesIn(AllContexts()), testing::ContextName);
+
+}  // namespace
+}  // namespace rill::ops
