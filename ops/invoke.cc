@@ -23,9 +23,18 @@ namespace {
 // and another made at its address) is replaced when a push refuses it.
 class RandomVars {
  public:
+  // The var of (engine, exec). A var found in the map is probed with an
+  // empty ordered write first: one made by an engine since destroyed (a new
+  // engine at the same address) is refused, and replaced.
   engine::VarHandle Get(engine::Engine* engine, StreamExecutor* exec) {
     MutexLock lock(&mu_);
     auto& v = vars_[{engine, exec}];
+    if (!v.is_null()) {
+      absl::Status probe = engine->PushSync([](engine::RunContext) { return absl::OkStatus(); },
+                                            engine::Context::Host(), {}, {v},
+                                            engine::FnProperty::kNoSkip, 0, "random_var_probe");
+      if (!probe.ok()) v = engine::VarHandle();
+    }
     if (v.is_null()) v = engine->NewVariable();
     return v;
   }
