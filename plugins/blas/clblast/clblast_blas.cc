@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/mutex.h"
 #include "base/status_macros.h"
 #include "executor/stream_executor.h"
 #include "platform/opencl/opencl_platform.h"
@@ -85,6 +86,17 @@ clblast::Transpose ToClBlast(Transpose t) {
   return t == Transpose::kTranspose ? clblast::Transpose::kYes : clblast::Transpose::kNo;
 }
 
+// CLBlast's process-wide caches (compiled programs, tuning database) are
+// not safe to fill from two threads at once: two first gemm<double> calls
+// on two streams corrupted a string inside clblast::Gemm (std::length_error,
+// about 1 run in 10 of ops_nn_test's OpenCL gradient case). Every call into
+// CLBlast takes this lock; the calls only enqueue, so it is held briefly
+// once the caches are warm.
+Mutex& ClBlastMutex() {
+  static Mutex* mu = new Mutex;
+  return *mu;
+}
+
 // Enqueues fn(queue*, event*) -> clblast::StatusCode in stream order.
 template <typename Fn>
 absl::Status Run(StreamExecutor* owner, Stream* stream, std::string what, Fn fn) {
@@ -93,7 +105,11 @@ absl::Status Run(StreamExecutor* owner, Stream* stream, std::string what, Fn fn)
       [what = std::move(what), fn = std::move(fn)](cl_command_queue queue) mutable
       -> absl::StatusOr<cl_event> {
         cl_event event = nullptr;
-        const clblast::StatusCode code = fn(&queue, &event);
+        clblast::StatusCode code;
+        {
+          MutexLock lock(&ClBlastMutex());
+          code = fn(&queue, &event);
+        }
         RILL_RETURN_IF_ERROR(ClBlastStatus(static_cast<int>(code), what));
         return event;
       });
