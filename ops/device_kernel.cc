@@ -7,6 +7,7 @@
 #include "base/mutex.h"
 #include "base/status_macros.h"
 #include "executor/stream_executor.h"
+#include "platform/platform.h"
 #include "stream/stream.h"
 
 namespace rill::ops {
@@ -27,6 +28,28 @@ absl::StatusOr<const Kernel*> CachedKernel(StreamExecutor* executor, const std::
   auto& slot = (*cache)[std::make_pair(executor, key)];
   if (slot == nullptr) slot = std::move(kernel);
   return slot.get();
+}
+
+absl::StatusOr<const Kernel*> DeviceKernel(OpContext& ctx, const std::string& key, CudaFatbin fatbin,
+                                           const std::string& cuda_entry, const char* opencl_entry,
+                                           const std::function<std::string()>& opencl_source) {
+  return CachedKernel(ctx.executor(), key, [&] {
+    if (ctx.executor()->platform()->Name() == "cuda") {
+      KernelSpec spec(cuda_entry);
+      if (fatbin.data != nullptr) spec.AddCudaFatbin(fatbin.data, fatbin.size);
+      return spec;
+    }
+    return KernelSpec(opencl_entry).AddOpenClSource(opencl_source());
+  });
+}
+
+const char* OpenClBitsTypeName(int size) {
+  switch (size) {
+    case 1: return "uchar";
+    case 2: return "ushort";
+    case 4: return "uint";
+    default: return "ulong";
+  }
 }
 
 const char* OpenClTypeName(DType dtype) {

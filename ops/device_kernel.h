@@ -25,6 +25,23 @@ namespace rill::ops {
 absl::StatusOr<const Kernel*> CachedKernel(StreamExecutor* executor, const std::string& key,
                                            const std::function<KernelSpec()>& make_spec);
 
+// Where a family's CUDA kernels are (RILL_OPS_FATBIN); empty without CUDA.
+struct CudaFatbin {
+  const unsigned char* data = nullptr;
+  size_t size = 0;
+};
+
+// A Rill kernel in its two device forms, loaded once per executor under
+// `key`: on a CUDA executor, entry `cuda_entry` of `fatbin`; on any other,
+// entry `opencl_entry` of the OpenCL C source opencl_source() returns.
+absl::StatusOr<const Kernel*> DeviceKernel(OpContext& ctx, const std::string& key, CudaFatbin fatbin,
+                                           const std::string& cuda_entry, const char* opencl_entry,
+                                           const std::function<std::string()>& opencl_source);
+
+// The OpenCL C unsigned type of `size` bytes ("uchar", "ushort", "uint",
+// "ulong"), for kernels that move bits without arithmetic.
+const char* OpenClBitsTypeName(int size);
+
 // The OpenCL C and CUDA type names of an arithmetic dtype ("float",
 // "double", "int", "long", "uchar" / "unsigned char").
 const char* OpenClTypeName(DType dtype);
@@ -55,10 +72,18 @@ absl::Status Launch1D(OpContext& ctx, const Kernel& kernel, uint64_t n, KernelAr
 
 }  // namespace rill::ops
 
-// Symbols of the embedded CUDA fatbins (ops/<family>/<name>.cu); use at
-// global namespace scope, under #if RILL_OPS_CUDA.
-#define RILL_OPS_DECLARE_FATBIN(stem)            \
+// The embedded CUDA fatbin of ops/<family>/<stem>.cu: declare it once at
+// global namespace scope (RILL_OPS_DECLARE_FATBIN), name it with
+// RILL_OPS_FATBIN(stem). Without CUDA both expand to nothing usable.
+#if RILL_OPS_CUDA
+#define RILL_OPS_DECLARE_FATBIN(stem)                    \
   extern const unsigned char rill_ops_##stem##_fatbin[]; \
   extern const std::size_t rill_ops_##stem##_fatbin_size
+#define RILL_OPS_FATBIN(stem) \
+  (::rill::ops::CudaFatbin{rill_ops_##stem##_fatbin, rill_ops_##stem##_fatbin_size})
+#else
+#define RILL_OPS_DECLARE_FATBIN(stem) static_assert(true)
+#define RILL_OPS_FATBIN(stem) (::rill::ops::CudaFatbin{})
+#endif
 
 #endif  // RILL_OPS_DEVICE_KERNEL_H_

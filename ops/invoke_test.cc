@@ -44,10 +44,9 @@ void RegisterTestOps() {
   (void)done;
 }
 
-class InvokeTest : public ::testing::TestWithParam<Context> {
+class InvokeTest : public testing::OpTest {
  protected:
   void SetUp() override { RegisterTestOps(); }
-  std::unique_ptr<engine::Engine> engine_ = testing::MakeEngine();
 };
 
 TEST_P(InvokeTest, AFailedOpPoisonsItsOutputsAndEveryReadNamesIt) {

@@ -13,9 +13,7 @@
 #include "ops/op_registry.h"
 #include "platform/platform.h"
 
-#if RILL_OPS_CUDA
 RILL_OPS_DECLARE_FATBIN(elementwise);
-#endif
 
 namespace rill::ops {
 namespace {
@@ -130,19 +128,14 @@ __kernel void unary_backward(int op, __global const T* dy, ulong dy_off, __globa
 
 absl::StatusOr<const Kernel*> Get(OpContext& ctx, DType dtype, const char* entry) {
   const std::string key = absl::StrCat("elementwise.", entry, ".", DTypeSuffix(dtype));
-  return CachedKernel(ctx.executor(), key, [&] {
-#if RILL_OPS_CUDA
-    if (ctx.executor()->platform()->Name() == "cuda") {
-      return KernelSpec(absl::StrCat(entry, "_", DTypeSuffix(dtype)))
-          .AddCudaFatbin(rill_ops_elementwise_fatbin, rill_ops_elementwise_fatbin_size);
-    }
-#endif
-    const bool fl = dtype == DType::kF32 || dtype == DType::kF64;
-    std::string src = absl::StrCat(dtype == DType::kF64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "",
-                                   "#define T ", OpenClTypeName(dtype), "\n#define IS_FLOAT ", fl ? 1 : 0,
-                                   "\n", kSource);
-    return KernelSpec(entry).AddOpenClSource(std::move(src));
-  });
+  return DeviceKernel(ctx, key, RILL_OPS_FATBIN(elementwise), absl::StrCat(entry, "_", DTypeSuffix(dtype)),
+                      entry, [&] {
+                        const bool fl = dtype == DType::kF32 || dtype == DType::kF64;
+                        return absl::StrCat(
+                            dtype == DType::kF64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "",
+                            "#define T ", OpenClTypeName(dtype), "\n#define IS_FLOAT ", fl ? 1 : 0, "\n",
+                            kSource);
+                      });
 }
 
 int AddFlag(OpContext& ctx) { return ctx.req(0) == OpReqType::kAddTo ? 1 : 0; }

@@ -18,11 +18,7 @@ using testing::AllContexts;
 using testing::ExpectNear;
 using testing::RandomData;
 
-class ElementwiseTest : public ::testing::TestWithParam<Context> {
- protected:
-  std::unique_ptr<engine::Engine> engine_ = testing::MakeEngine();
-  Context ctx() const { return GetParam(); }
-};
+using ElementwiseTest = testing::OpTest;
 
 // Naive NumPy broadcast of a (shape sa) and b (shape sb) into out (shape so).
 template <typename T>

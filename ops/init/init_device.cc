@@ -14,9 +14,7 @@
 #include "plugins/rng/rng.h"
 #include "stream/stream.h"
 
-#if RILL_OPS_CUDA
 RILL_OPS_DECLARE_FATBIN(init);
-#endif
 
 namespace rill::ops {
 namespace {
@@ -74,42 +72,20 @@ __kernel void dropout_backward(__global const T* dy, ulong dy_off, __global cons
 #endif
 )CLC";
 
-const char* BitsName(int size) {
-  switch (size) {
-    case 1: return "uchar";
-    case 2: return "ushort";
-    case 4: return "uint";
-    default: return "ulong";
-  }
-}
-
 absl::StatusOr<const Kernel*> GetBits(OpContext& ctx, int size, const char* entry) {
   const std::string key = absl::StrCat("init.", entry, ".b", size * 8);
-  return CachedKernel(ctx.executor(), key, [&] {
-#if RILL_OPS_CUDA
-    if (ctx.executor()->platform()->Name() == "cuda") {
-      return KernelSpec(absl::StrCat(entry, "_b", size * 8))
-          .AddCudaFatbin(rill_ops_init_fatbin, rill_ops_init_fatbin_size);
-    }
-#endif
-    return KernelSpec(entry).AddOpenClSource(absl::StrCat("#define B ", BitsName(size), "\n", kBitsSource));
+  return DeviceKernel(ctx, key, RILL_OPS_FATBIN(init), absl::StrCat(entry, "_b", size * 8), entry, [&] {
+    return absl::StrCat("#define B ", OpenClBitsTypeName(size), "\n", kBitsSource);
   });
 }
 
 absl::StatusOr<const Kernel*> GetTyped(OpContext& ctx, DType dtype, const char* entry) {
   const std::string key = absl::StrCat("init.", entry, ".", DTypeSuffix(dtype));
-  return CachedKernel(ctx.executor(), key, [&] {
-#if RILL_OPS_CUDA
-    if (ctx.executor()->platform()->Name() == "cuda") {
-      return KernelSpec(absl::StrCat(entry, "_", DTypeSuffix(dtype)))
-          .AddCudaFatbin(rill_ops_init_fatbin, rill_ops_init_fatbin_size);
-    }
-#endif
+  return DeviceKernel(ctx, key, RILL_OPS_FATBIN(init), absl::StrCat(entry, "_", DTypeSuffix(dtype)), entry, [&] {
     const bool fl = dtype == DType::kF32 || dtype == DType::kF64;
-    return KernelSpec(entry).AddOpenClSource(absl::StrCat(
-        "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#define T ", OpenClTypeName(dtype),
-        "\n#define IS_F32 ", dtype == DType::kF32 ? 1 : 0, "\n#define IS_FLOAT ", fl ? 1 : 0, "\n",
-        kTypedSource));
+    return absl::StrCat("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#define T ", OpenClTypeName(dtype),
+                        "\n#define IS_F32 ", dtype == DType::kF32 ? 1 : 0, "\n#define IS_FLOAT ", fl ? 1 : 0,
+                        "\n", kTypedSource);
   });
 }
 

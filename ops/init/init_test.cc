@@ -18,10 +18,8 @@ using testing::AllContexts;
 using testing::ExpectNear;
 using testing::RandomData;
 
-class InitTest : public ::testing::TestWithParam<Context> {
+class InitTest : public testing::OpTest {
  public:
-  std::unique_ptr<engine::Engine> engine_ = testing::MakeEngine();
-  Context ctx() const { return GetParam(); }
   InvokeOptions On(Context c) const {
     InvokeOptions o;
     o.context = c;
@@ -35,14 +33,7 @@ class InitTest : public ::testing::TestWithParam<Context> {
     return (*r)[0];
   }
   absl::StatusOr<Tensor> Run(const std::string& op, const Attrs& attrs) { return Run(op, attrs, On()); }
-  // ops::Seed refuses once when this test's engine sits at the address of
-  // an earlier test's engine (the stale random var is then replaced, see
-  // ops/invoke.cc RandomVars): try twice.
-  absl::Status SeedOn(Context c, uint64_t seed) {
-    absl::Status s = Seed(c, seed, engine_.get());
-    if (!s.ok()) s = Seed(c, seed, engine_.get());
-    return s;
-  }
+  absl::Status SeedOn(Context c, uint64_t seed) { return Seed(c, seed, engine_.get()); }
 };
 
 template <typename T>

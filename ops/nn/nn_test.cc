@@ -22,10 +22,8 @@ using testing::RandomData;
 template <typename T>
 using Vecs = std::vector<std::vector<T>>;
 
-class NnTest : public ::testing::TestWithParam<Context> {
+class NnTest : public testing::OpTest {
  protected:
-  std::unique_ptr<engine::Engine> engine_ = testing::MakeEngine();
-  Context ctx() const { return GetParam(); }
 
   template <typename T>
   std::vector<Tensor> Make(const Vecs<T>& data, const std::vector<Shape>& shapes) {

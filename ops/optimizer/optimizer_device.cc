@@ -11,9 +11,7 @@
 #include "ops/optimizer/optimizer.h"
 #include "platform/platform.h"
 
-#if RILL_OPS_CUDA
 RILL_OPS_DECLARE_FATBIN(optimizer);
-#endif
 
 namespace rill::ops {
 namespace {
@@ -63,17 +61,12 @@ __kernel void adam(__global const T* w, ulong w_off, __global const T* g, ulong 
 
 absl::StatusOr<const Kernel*> Get(OpContext& ctx, DType dtype, const char* entry) {
   const std::string key = absl::StrCat("optimizer.", entry, ".", DTypeSuffix(dtype));
-  return CachedKernel(ctx.executor(), key, [&] {
-#if RILL_OPS_CUDA
-    if (ctx.executor()->platform()->Name() == "cuda") {
-      return KernelSpec(absl::StrCat(entry, "_", DTypeSuffix(dtype)))
-          .AddCudaFatbin(rill_ops_optimizer_fatbin, rill_ops_optimizer_fatbin_size);
-    }
-#endif
-    std::string src = absl::StrCat(dtype == DType::kF64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "",
-                                   "#define T ", OpenClTypeName(dtype), "\n", kSource);
-    return KernelSpec(entry).AddOpenClSource(std::move(src));
-  });
+  return DeviceKernel(ctx, key, RILL_OPS_FATBIN(optimizer), absl::StrCat(entry, "_", DTypeSuffix(dtype)),
+                      entry, [&] {
+                        return absl::StrCat(
+                            dtype == DType::kF64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "",
+                            "#define T ", OpenClTypeName(dtype), "\n", kSource);
+                      });
 }
 
 // Appends the doubles as the kernel's element type.

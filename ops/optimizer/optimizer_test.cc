@@ -17,15 +17,7 @@ using testing::AllContexts;
 using testing::ExpectNear;
 using testing::RandomData;
 
-class OptimizerTest : public ::testing::TestWithParam<Context> {
- protected:
-  std::unique_ptr<engine::Engine> engine_ = testing::MakeEngine();
-  Context ctx() const { return GetParam(); }
-  template <typename T>
-  Tensor Make(const std::vector<T>& v, const Shape& s) {
-    return *Tensor::FromHost<T>(v, s, ctx(), engine_.get());
-  }
-};
+using OptimizerTest = testing::OpTest;
 
 double G(double g, double w, double rs, double clip, double wd) {
   g *= rs;

@@ -14,9 +14,7 @@
 #include "ops/reduce/reduce.h"
 #include "platform/platform.h"
 
-#if RILL_OPS_CUDA
 RILL_OPS_DECLARE_FATBIN(reduce);
-#endif
 
 namespace rill::ops {
 namespace {
@@ -173,19 +171,12 @@ absl::StatusOr<const Kernel*> Get(OpContext& ctx, DType dtype, const char* entry
   const std::string suffix = with_labels ? absl::StrCat(DTypeSuffix(dtype), "_", DTypeSuffix(labels))
                                          : std::string(DTypeSuffix(dtype));
   const std::string key = absl::StrCat("reduce.", entry, ".", suffix);
-  return CachedKernel(ctx.executor(), key, [&] {
-#if RILL_OPS_CUDA
-    if (ctx.executor()->platform()->Name() == "cuda") {
-      return KernelSpec(absl::StrCat(entry, "_", suffix))
-          .AddCudaFatbin(rill_ops_reduce_fatbin, rill_ops_reduce_fatbin_size);
-    }
-#endif
+  return DeviceKernel(ctx, key, RILL_OPS_FATBIN(reduce), absl::StrCat(entry, "_", suffix), entry, [&] {
     const bool fl = dtype == DType::kF32 || dtype == DType::kF64;
     const bool f64 = dtype == DType::kF64 || (with_labels && labels == DType::kF64);
-    std::string src = absl::StrCat(f64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "",
-                                   "#define T ", OpenClTypeName(dtype), "\n#define L ",
-                                   OpenClTypeName(labels), "\n#define IS_FLOAT ", fl ? 1 : 0, "\n", kSource);
-    return KernelSpec(entry).AddOpenClSource(std::move(src));
+    return absl::StrCat(f64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "", "#define T ",
+                        OpenClTypeName(dtype), "\n#define L ", OpenClTypeName(labels), "\n#define IS_FLOAT ",
+                        fl ? 1 : 0, "\n", kSource);
   });
 }
 

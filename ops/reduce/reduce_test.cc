@@ -20,15 +20,7 @@ using testing::AllContexts;
 using testing::ExpectNear;
 using testing::RandomData;
 
-class ReduceTest : public ::testing::TestWithParam<Context> {
- protected:
-  std::unique_ptr<engine::Engine> engine_ = testing::MakeEngine();
-  Context ctx() const { return GetParam(); }
-  template <typename T>
-  Tensor Make(const std::vector<T>& v, const Shape& s) {
-    return *Tensor::FromHost<T>(v, s, ctx(), engine_.get());
-  }
-};
+using ReduceTest = testing::OpTest;
 
 std::string Tuple(const std::vector<int64_t>& v) {
   std::string s = "(";

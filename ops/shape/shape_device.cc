@@ -11,9 +11,7 @@
 #include "platform/platform.h"
 #include "stream/stream.h"
 
-#if RILL_OPS_CUDA
 RILL_OPS_DECLARE_FATBIN(shape);
-#endif
 
 namespace rill::ops {
 namespace {
@@ -54,15 +52,6 @@ __kernel void cast(__global const S* x, ulong x_off, __global D* y, ulong y_off,
 }
 )CLC";
 
-const char* BitsName(int size) {
-  switch (size) {
-    case 1: return "uchar";
-    case 2: return "ushort";
-    case 4: return "uint";
-    default: return "ulong";
-  }
-}
-
 // Suffixes that tell float16 and bool apart (cast entries).
 const char* CastSuffix(DType t) {
   switch (t) {
@@ -73,22 +62,16 @@ const char* CastSuffix(DType t) {
 }
 const char* ClName(DType t) { return t == DType::kF16 ? "half" : OpenClTypeName(t); }
 
-bool IsCuda(OpContext& ctx) { return ctx.executor()->platform()->Name() == "cuda"; }
-
 struct DeviceImpl {
   static absl::Status Copy(OpContext& ctx, const StridedCopy& c) {
     const int size = DTypeSize(c.src.dtype);
     const std::string key = absl::StrCat("shape.strided_copy.b", size * 8);
-    RILL_ASSIGN_OR_RETURN(const Kernel* k, CachedKernel(ctx.executor(), key, [&] {
-#if RILL_OPS_CUDA
-      if (IsCuda(ctx)) {
-        return KernelSpec(absl::StrCat("strided_copy_b", size * 8))
-            .AddCudaFatbin(rill_ops_shape_fatbin, rill_ops_shape_fatbin_size);
-      }
-#endif
-      return KernelSpec("strided_copy")
-          .AddOpenClSource(absl::StrCat("#define B ", BitsName(size), "\n", kCopySource));
-    }));
+    RILL_ASSIGN_OR_RETURN(const Kernel* k,
+                          DeviceKernel(ctx, key, RILL_OPS_FATBIN(shape), absl::StrCat("strided_copy_b", size * 8),
+                                       "strided_copy", [&] {
+                                         return absl::StrCat("#define B ", OpenClBitsTypeName(size), "\n",
+                                                             kCopySource);
+                                       }));
     TensorArg src = c.src, dst = c.dst;
     src.offset += static_cast<uint64_t>(c.src_base) * size;
     dst.offset += static_cast<uint64_t>(c.dst_base) * size;
@@ -110,19 +93,14 @@ struct DeviceImpl {
   }
   static absl::Status Cast(OpContext& ctx, const TensorArg& x, const TensorArg& y) {
     const std::string key = absl::StrCat("shape.cast.", CastSuffix(x.dtype), ".", CastSuffix(y.dtype));
-    RILL_ASSIGN_OR_RETURN(const Kernel* k, CachedKernel(ctx.executor(), key, [&] {
-#if RILL_OPS_CUDA
-      if (IsCuda(ctx)) {
-        return KernelSpec(absl::StrCat("cast_", CastSuffix(x.dtype), "_", CastSuffix(y.dtype)))
-            .AddCudaFatbin(rill_ops_shape_fatbin, rill_ops_shape_fatbin_size);
-      }
-#endif
+    const std::string cuda_entry = absl::StrCat("cast_", CastSuffix(x.dtype), "_", CastSuffix(y.dtype));
+    RILL_ASSIGN_OR_RETURN(const Kernel* k, DeviceKernel(ctx, key, RILL_OPS_FATBIN(shape), cuda_entry, "cast", [&] {
       const bool f64 = x.dtype == DType::kF64 || y.dtype == DType::kF64;
-      return KernelSpec("cast").AddOpenClSource(absl::StrCat(
+      return absl::StrCat(
           f64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "", "#define S ", ClName(x.dtype),
           "\n#define D ", ClName(y.dtype), "\n#define S_HALF ", x.dtype == DType::kF16 ? 1 : 0,
           "\n#define D_HALF ", y.dtype == DType::kF16 ? 1 : 0, "\n#define D_BOOL ",
-          y.dtype == DType::kBool ? 1 : 0, "\n", kCastSource));
+          y.dtype == DType::kBool ? 1 : 0, "\n", kCastSource);
     }));
     LaunchArgs args;
     args.Tensor(x).Tensor(y).Value<uint64_t>(y.size());

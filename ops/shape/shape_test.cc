@@ -20,14 +20,8 @@ using testing::AllContexts;
 using testing::ExpectNear;
 using testing::RandomData;
 
-class ShapeTest : public ::testing::TestWithParam<Context> {
+class ShapeTest : public testing::OpTest {
  public:
-  std::unique_ptr<engine::Engine> engine_ = testing::MakeEngine();
-  Context ctx() const { return GetParam(); }
-  template <typename T>
-  Tensor Make(const std::vector<T>& v, const Shape& s) {
-    return *Tensor::FromHost<T>(v, s, ctx(), engine_.get());
-  }
   // Runs op under write, add and null requests; checks against want.
   void Check(const std::string& op, const std::vector<Tensor>& in, const Attrs& attrs,
              const std::vector<float>& want, const Shape& want_shape) {

@@ -54,6 +54,18 @@ std::vector<T> RandomData(int64_t n, uint64_t seed, double lo = -1, double hi = 
   return v;
 }
 
+// The fixture of the op suites: a fresh engine per test and the context
+// under test (instantiate over AllContexts(), named by ContextName).
+class OpTest : public ::testing::TestWithParam<engine::Context> {
+ protected:
+  std::unique_ptr<engine::Engine> engine_ = MakeEngine();
+  engine::Context ctx() const { return GetParam(); }
+  template <typename T>
+  Tensor Make(const std::vector<T>& v, const Shape& s) {
+    return *Tensor::FromHost<T>(v, s, ctx(), engine_.get());
+  }
+};
+
 template <typename T>
 void ExpectNear(const std::vector<T>& got, const std::vector<T>& want, double tol,
                 const std::string& what) {
