@@ -61,11 +61,12 @@ StorageAllocator* StorageAllocator::For(StreamExecutor* executor) {
 }
 
 uint64_t StorageAllocator::RoundUp(uint64_t bytes) const {
-  uint64_t step;
-  {
-    MutexLock lock(&mu_);
-    step = bytes <= options_.small_limit ? options_.page : options_.large_step;
-  }
+  MutexLock lock(&mu_);
+  return RoundUpLocked(bytes);
+}
+
+uint64_t StorageAllocator::RoundUpLocked(uint64_t bytes) const {
+  const uint64_t step = bytes <= options_.small_limit ? options_.page : options_.large_step;
   if (step <= 1) return bytes;
   if (bytes > UINT64_MAX - (step - 1)) return 0;
   return (bytes + step - 1) / step * step;
@@ -79,8 +80,7 @@ absl::StatusOr<StorageBlock> StorageAllocator::Allocate(uint64_t bytes) {
   uint64_t rounded = 0;
   {
     MutexLock lock(&mu_);
-    const uint64_t step = bytes <= options_.small_limit ? options_.page : options_.large_step;
-    rounded = step <= 1 ? bytes : (bytes > UINT64_MAX - (step - 1) ? 0 : (bytes + step - 1) / step * step);
+    rounded = RoundUpLocked(bytes);
     if (rounded == 0 || rounded > static_cast<uint64_t>(INT64_MAX)) {
       return absl::ResourceExhaustedError(absl::StrCat("StorageAllocator on ", executor_->DebugName(),
                                                        ": a request of ", bytes,

@@ -100,6 +100,7 @@ class StorageAllocator {
   StreamExecutor* executor() const { return executor_; }
 
  private:
+  uint64_t RoundUpLocked(uint64_t bytes) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<StorageBlock> AllocateFromDevice(uint64_t rounded);
   void ReleaseCachedLocked(std::vector<DeviceMemoryBase>* to_free) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FreeToDevice(const std::vector<DeviceMemoryBase>& blocks);
