@@ -17,15 +17,9 @@
 namespace rill::ops {
 namespace {
 
+// Whether the calls enqueued on `s` were accepted. (On the CPU context the
+// framework waits for the stream before its kAddTo / in-place fix-ups.)
 absl::Status Done(Stream* s) { return s->ok() ? absl::OkStatus() : s->status(); }
-
-// On the CPU context the stream is one the framework waits for only after
-// the kernel returns, but its own kAddTo / in-place fix-ups run inline at
-// once: finish the library work first so that they see its result.
-absl::Status Finish(OpContext& ctx, Stream* s) {
-  if (ctx.is_inline()) RILL_RETURN_IF_ERROR(s->BlockHostUntilDone());
-  return Done(s);
-}
 
 DataType BlasType(DType t) { return t == DType::kF64 ? DataType::kDouble : DataType::kFloat; }
 
@@ -44,7 +38,7 @@ absl::Status MatmulKernel(OpContext& ctx) {
   RILL_ASSIGN_OR_RETURN(Stream * s, ctx.stream());
   if (g.k == 0) {
     if (!add) RILL_RETURN_IF_ERROR(Zero(s, out));
-    return Finish(ctx, s);
+    return Done(s);
   }
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
   GemmArgs args;
@@ -66,7 +60,7 @@ absl::Status MatmulKernel(OpContext& ctx) {
   args.stride_b = g.m * g.k;
   args.stride_c = g.m * g.n;
   s->ThenBlasGemm(args);
-  return Finish(ctx, s);
+  return Done(s);
 }
 
 // A device vector of n ones of `dtype` in temp space: copied from static
@@ -145,7 +139,7 @@ absl::Status FullyConnectedKernel(OpContext& ctx) {
   } else if (!written) {
     RILL_RETURN_IF_ERROR(Zero(s, out));
   }
-  return Finish(ctx, s);
+  return Done(s);
 }
 
 // --- DNN.
@@ -154,7 +148,7 @@ absl::Status ConvForwardKernel(OpContext& ctx) {
   RILL_ASSIGN_OR_RETURN(ConvGeometry g, ConvGeom(ctx.params<ConvParams>(), ctx.in(0).shape, ctx.in(1).shape));
   RILL_ASSIGN_OR_RETURN(Stream * s, ctx.stream());
   s->ThenConvolve(ConvolutionArgs{{g.x, g.w, g.conv, g.y}, ctx.in(0).view(), ctx.in(1).view(), ctx.out(0).view()});
-  return Finish(ctx, s);
+  return Done(s);
 }
 
 // Inputs (dy, x, w).
@@ -163,7 +157,7 @@ absl::Status ConvBackwardDataKernel(OpContext& ctx) {
   RILL_ASSIGN_OR_RETURN(Stream * s, ctx.stream());
   s->ThenConvolveBackwardData(
       ConvolutionArgs{{g.x, g.w, g.conv, g.y}, ctx.out(0).view(), ctx.in(2).view(), ctx.in(0).view()});
-  return Finish(ctx, s);
+  return Done(s);
 }
 
 absl::Status ConvBackwardFilterKernel(OpContext& ctx) {
@@ -171,14 +165,14 @@ absl::Status ConvBackwardFilterKernel(OpContext& ctx) {
   RILL_ASSIGN_OR_RETURN(Stream * s, ctx.stream());
   s->ThenConvolveBackwardFilter(
       ConvolutionArgs{{g.x, g.w, g.conv, g.y}, ctx.in(1).view(), ctx.out(0).view(), ctx.in(0).view()});
-  return Finish(ctx, s);
+  return Done(s);
 }
 
 absl::Status PoolForwardKernel(OpContext& ctx) {
   RILL_ASSIGN_OR_RETURN(PoolGeometry g, PoolGeom(ctx.params<PoolParams>(), ctx.in(0).shape));
   RILL_ASSIGN_OR_RETURN(Stream * s, ctx.stream());
   s->ThenPoolForward(PoolArgs{g.pool, g.x, g.y, ctx.in(0).view(), ctx.out(0).view()});
-  return Finish(ctx, s);
+  return Done(s);
 }
 
 // Inputs (dy, x, y).
@@ -187,7 +181,7 @@ absl::Status PoolBackwardKernel(OpContext& ctx) {
   RILL_ASSIGN_OR_RETURN(Stream * s, ctx.stream());
   s->ThenPoolBackward(PoolBackwardArgs{g.pool, g.x, g.y, ctx.in(1).view(), ctx.in(2).view(), ctx.in(0).view(),
                                        ctx.out(0).view()});
-  return Finish(ctx, s);
+  return Done(s);
 }
 
 absl::Status BatchNormKernel(OpContext& ctx) {
@@ -203,7 +197,7 @@ absl::Status BatchNormKernel(OpContext& ctx) {
   args.saved_inv_std = ctx.out(2).view();
   args.epsilon = ctx.params<BatchNormParams>().eps;
   s->ThenBatchNormForwardTraining(args);
-  return Finish(ctx, s);
+  return Done(s);
 }
 
 // Inputs (dy, x, gamma, saved_mean, saved_inv_std); outputs (dx, dgamma, dbeta).
@@ -222,7 +216,7 @@ absl::Status BatchNormBackwardKernel(OpContext& ctx) {
   args.doffset = ctx.out(2).view();
   args.epsilon = ctx.params<BatchNormParams>().eps;
   s->ThenBatchNormBackward(args);
-  return Finish(ctx, s);
+  return Done(s);
 }
 
 TensorDescriptor FlatDesc(int64_t n) { return TensorDescriptor{.n = n, .c = 1, .h = 1, .w = 1}; }
@@ -233,7 +227,7 @@ absl::Status ActivationKernel(OpContext& ctx) {
   if (x.size() == 0) return absl::OkStatus();
   RILL_ASSIGN_OR_RETURN(Stream * s, ctx.stream());
   s->ThenActivate(ActivationArgs{ActivationDescriptor{mode}, FlatDesc(x.size()), x.view(), y.view()});
-  return Finish(ctx, s);
+  return Done(s);
 }
 
 // Inputs (dy, x, y).
@@ -245,7 +239,7 @@ absl::Status ActivationBackwardKernel(OpContext& ctx) {
   s->ThenActivateBackward(ActivationBackwardArgs{ActivationDescriptor{mode}, FlatDesc(dx.size()),
                                                  ctx.in(1).view(), ctx.in(2).view(), ctx.in(0).view(),
                                                  dx.view()});
-  return Finish(ctx, s);
+  return Done(s);
 }
 
 void RegisterBlas(OpRegistry& r, const char* platform) {
