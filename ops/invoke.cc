@@ -1,4 +1,5 @@
 #include "ops/invoke.h"
+#include "ops/prepared.h"
 
 #include <cstdlib>
 #include <utility>
@@ -124,10 +125,15 @@ absl::StatusOr<std::vector<Tensor>> InvokeWithHostFallback(const OpDef& op,
 
 }  // namespace
 
-absl::StatusOr<std::vector<Tensor>> Invoke(const OpDef& op, absl::Span<const Tensor> inputs,
-                                           std::shared_ptr<const void> params,
-                                           absl::Span<const Tensor> outputs,
-                                           const InvokeOptions& options) {
+// Everything Invoke and PreparedOp::Prepare share: checks, inference, the
+// kernel, outputs (made into `result` when the caller gives none), and the
+// resolved call in `prep`. Under an OpTrace, records the call and stops
+// after making the outputs. `*no_kernel` is set when the platform has no
+// kernel for the op (for the host fallback).
+absl::Status PreparedOp::Resolve(const OpDef& op, absl::Span<const Tensor> inputs,
+                                std::shared_ptr<const void> params, absl::Span<const Tensor> outputs,
+                                const InvokeOptions& options, std::vector<Tensor>* result,
+                                PreparedOp* prep, bool* no_kernel, OpTrace* trace) {
   // --- Inputs: count, usable, one engine and context.
   if (op.num_inputs() >= 0 ? static_cast<int>(inputs.size()) != op.num_inputs() : inputs.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -185,15 +191,31 @@ absl::StatusOr<std::vector<Tensor>> Invoke(const OpDef& op, absl::Span<const Ten
   s = op.infer_shape() ? op.infer_shape()(ictx, &out_shapes) : SameShapeAsInput0(ictx, &out_shapes);
   if (!s.ok()) return Annotate(s, absl::StrCat("op '", op.name(), "' (", InputList(inputs), ")"));
 
+  if (trace != nullptr) {
+    if (!outputs.empty()) {
+      return absl::UnimplementedError(absl::StrCat("op '", op.name(),
+                                                   "': caller outputs cannot be traced (OpTrace)"));
+    }
+    OpTrace::Call call;
+    call.op = &op;
+    call.params = params;
+    call.inputs.assign(inputs.begin(), inputs.end());
+    for (int i = 0; i < op.num_outputs(); ++i) {
+      RILL_ASSIGN_OR_RETURN(Tensor t, TensorAccess::Empty(out_shapes[i], out_types[i], ctx, eng, exec));
+      result->push_back(t);
+      call.outputs.push_back(std::move(t));
+    }
+    trace->Record(std::move(call));
+    return absl::OkStatus();
+  }
+
   // --- Kernel.
   const std::string& platform = exec->platform()->Name();
   absl::StatusOr<KernelDef> kernel = OpRegistry::Global().FindKernel(op, platform);
-  if (!kernel.ok() && op.name() != "_accumulate") {
-    if (options.host_fallback || FallbackFromEnv()) {
-      return InvokeWithHostFallback(op, inputs, params, outputs, options, platform);
-    }
+  if (!kernel.ok()) {
+    *no_kernel = op.name() != "_accumulate";
+    return kernel.status();
   }
-  if (!kernel.ok()) return kernel.status();
   if (kernel->dtypes != 0) {
     for (size_t i = 0; i < inputs.size(); ++i) {
       if ((kernel->dtypes & DTypeBit(in_types[i])) == 0) {
@@ -205,17 +227,16 @@ absl::StatusOr<std::vector<Tensor>> Invoke(const OpDef& op, absl::Span<const Ten
   }
 
   // --- Outputs: new tensors, or the caller's with their write requests.
-  auto call = std::make_unique<OpCall>();
+  auto call = std::make_shared<OpCall>();
   call->op = &op;
   call->kernel = *kernel;
   call->params = std::move(params);
   call->executor = exec;
   call->is_train = options.is_train;
-  std::vector<Tensor> result;
   if (outputs.empty()) {
     for (int i = 0; i < op.num_outputs(); ++i) {
       RILL_ASSIGN_OR_RETURN(Tensor t, TensorAccess::Empty(out_shapes[i], out_types[i], ctx, eng, exec));
-      result.push_back(std::move(t));
+      result->push_back(std::move(t));
     }
     call->req.assign(op.num_outputs(), OpReqType::kWriteTo);
   } else {
@@ -247,12 +268,15 @@ absl::StatusOr<std::vector<Tensor>> Invoke(const OpDef& op, absl::Span<const Ten
         }
       }
       call->req.push_back(r);
-      result.push_back(o);
+      result->push_back(o);
     }
   }
   bool any_write = false;
   for (OpReqType r : call->req) any_write |= r != OpReqType::kNullOp;
-  if (!any_write) return result;  // Every output is kNullOp: nothing to run.
+  prep->ctx_ = ctx;
+  prep->engine_ = eng;
+  prep->noop_ = !any_write;
+  if (!any_write) return absl::OkStatus();  // Every output is kNullOp: nothing to run.
   for (const OpReqType r : call->req) {
     if (r == OpReqType::kAddTo && (kernel->reqs & ReqBit(r)) == 0) {
       static const OpDef* acc = *OpRegistry::Global().Find("_accumulate");
@@ -262,30 +286,85 @@ absl::StatusOr<std::vector<Tensor>> Invoke(const OpDef& op, absl::Span<const Ten
     }
   }
 
-  // --- Vars and push.
-  absl::InlinedVector<engine::VarHandle, 4> reads, writes;
+  // --- Vars.
   call->in.reserve(inputs.size());
   for (const Tensor& t : inputs) {
     RILL_ASSIGN_OR_RETURN(TensorArg a, ArgOf(t));
     call->in.push_back(std::move(a));
-    reads.push_back(t.var());
+    prep->reads_.push_back(t.var());
   }
-  call->out.reserve(result.size());
-  for (const Tensor& t : result) {
+  call->out.reserve(result->size());
+  for (const Tensor& t : *result) {
     RILL_ASSIGN_OR_RETURN(TensorArg a, ArgOf(t));
     call->out.push_back(std::move(a));
-    writes.push_back(t.var());
+    prep->writes_.push_back(t.var());
   }
-  const bool random = op.NeedsResource(ResourceKind::kRandom);
-  if (random) writes.push_back(Randoms().Get(eng, exec));
-  const OpDef* opp = &op;
-  auto fn = [call = std::move(call)](engine::RunContext rc) { return OpRunner::Run(*call, rc); };
-  s = eng->PushSync(std::move(fn), ctx, reads, writes, engine::FnProperty::kNormal, options.priority,
-                    opp->name());
-  if (!s.ok() && random) {
-    Randoms().Forget(eng, exec);
+  prep->random_ = op.NeedsResource(ResourceKind::kRandom);
+  if (prep->random_) prep->writes_.push_back(Randoms().Get(eng, exec));
+  prep->call_ = std::move(call);
+  return absl::OkStatus();
+}
+
+namespace {
+thread_local OpTrace* current_trace = nullptr;
+}  // namespace
+
+OpTrace::OpTrace() : previous_(current_trace) { current_trace = this; }
+OpTrace::~OpTrace() { current_trace = previous_; }
+OpTrace* OpTrace::Current() { return current_trace; }
+
+const OpDef& PreparedOp::op() const { return *call_->op; }
+
+absl::Status PreparedOp::Run(const engine::RunContext& rc) const {
+  if (noop_) return absl::OkStatus();
+  return OpRunner::Run(*call_, rc);
+}
+
+absl::Status PreparedOp::Push(int priority, std::string_view name) const {
+  if (noop_) return absl::OkStatus();
+  auto fn = [call = call_](engine::RunContext rc) { return OpRunner::Run(*call, rc); };
+  absl::Status s = engine_->PushSync(std::move(fn), ctx_, reads_, writes_, engine::FnProperty::kNormal,
+                                     priority, name.empty() ? std::string_view(call_->op->name()) : name);
+  if (!s.ok() && random_) Randoms().Forget(engine_, call_->executor);
+  if (!s.ok()) return Annotate(s, absl::StrCat("op '", call_->op->name(), "'"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<PreparedOp> PreparedOp::Prepare(const OpDef& op, absl::Span<const Tensor> inputs,
+                                               std::shared_ptr<const void> params,
+                                               absl::Span<const Tensor> outputs,
+                                               const InvokeOptions& options) {
+  if (static_cast<int>(outputs.size()) != op.num_outputs()) {
+    return absl::InvalidArgumentError(absl::StrCat("op '", op.name(), "' has ", op.num_outputs(),
+                                                   " output(s); PreparedOp takes all of them, got ",
+                                                   outputs.size()));
   }
-  if (!s.ok()) return Annotate(s, absl::StrCat("op '", opp->name(), "'"));
+  PreparedOp prep;
+  std::vector<Tensor> result;
+  bool no_kernel = false;
+  RILL_RETURN_IF_ERROR(PreparedOp::Resolve(op, inputs, std::move(params), outputs, options, &result, &prep, &no_kernel,
+                               /*trace=*/nullptr));
+  return prep;
+}
+
+absl::StatusOr<std::vector<Tensor>> Invoke(const OpDef& op, absl::Span<const Tensor> inputs,
+                                           std::shared_ptr<const void> params,
+                                           absl::Span<const Tensor> outputs,
+                                           const InvokeOptions& options) {
+  PreparedOp prep;
+  std::vector<Tensor> result;
+  bool no_kernel = false;
+  absl::Status s = PreparedOp::Resolve(op, inputs, params, outputs, options, &result, &prep, &no_kernel, current_trace);
+  if (!s.ok()) {
+    if (no_kernel && (options.host_fallback || FallbackFromEnv())) {
+      const std::string& platform = inputs.empty() ? std::string("?")
+                                                   : inputs[0].executor()->platform()->Name();
+      return InvokeWithHostFallback(op, inputs, std::move(params), outputs, options, platform);
+    }
+    return s;
+  }
+  if (current_trace != nullptr || prep.noop()) return result;
+  RILL_RETURN_IF_ERROR(prep.Push(options.priority, op.name()));
   return result;
 }
 
