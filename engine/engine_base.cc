@@ -713,8 +713,13 @@ void EngineBase::CompleteOnce(OprBlock* op, absl::Status status) {
     // hold the function in flight until Finish (which retires the hold) has
     // recorded its error, counted it and released its vars.
     holds_.fetch_add(1, std::memory_order_relaxed);
-    stream->ThenNotify([this, fence, pool, stream](absl::Status s) {
+    // An error of the device work names the function, as a body's error does.
+    stream->ThenNotify([this, fence, pool, stream, name = op->name(), ctx = op->ctx](absl::Status s) {
       pool->WorkDone(stream);
+      if (!s.ok()) {
+        s = Annotate(s, absl::StrCat("function ", name.empty() ? std::string("(unnamed)") : absl::StrCat("'", name, "'"),
+                                     " on ", ctx.ToString()));
+      }
       fence->Complete(s);
       Retire(s);
     });

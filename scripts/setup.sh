@@ -13,6 +13,8 @@ PACKAGES=(
   libopenblas-dev libblis-dev libfftw3-dev libdnnl-dev
   # OpenCL backend and its plugins (later issues): PoCL runs OpenCL on the CPU.
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo libclblast-dev libclfft-dev
+  # Graphs: ONNX import (C++), and the ONNX backend node tests made at test time.
+  libonnx-dev libprotobuf-dev python3-onnx
 )
 
 missing=()

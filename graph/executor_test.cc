@@ -1,0 +1,351 @@
+// The graph executor against imperative execution of the same ops, on every
+// context present; gradients against finite differences; memory planning,
+// the canary mode, placement and errors.
+
+#include "graph/executor.h"
+
+#include <cmath>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "graph/passes.h"
+#include "gtest/gtest.h"
+#include "ops/invoke.h"
+#include "ops/testing/op_testing.h"
+
+namespace rill::graph {
+namespace {
+
+using ::rill::ops::testing::AllContexts;
+using ::rill::ops::testing::ContextName;
+using ::rill::ops::testing::ExpectNear;
+using ::rill::ops::testing::OpTest;
+using ::rill::ops::testing::RandomData;
+using ::testing::HasSubstr;
+
+// The graph's outputs computed op by op with Invoke (the reference).
+std::vector<Tensor> RunImperative(const Graph& g, const absl::flat_hash_map<std::string, Tensor>& args,
+                                  bool is_train = true) {
+  std::vector<int> order = *TopoOrder(g);
+  std::vector<std::vector<Tensor>> val(g.num_nodes());
+  for (int id : order) {
+    const Node& n = g.node(id);
+    if (n.is_variable()) {
+      val[id] = {args.at(n.name)};
+      continue;
+    }
+    std::vector<Tensor> in;
+    for (const Entry& e : n.inputs) in.push_back(val[e.node][e.index]);
+    ops::InvokeOptions o;
+    o.is_train = is_train;
+    auto r = ops::Invoke(*n.op, in, n.params, {}, o);
+    EXPECT_TRUE(r.ok()) << r.status();
+    val[id] = *r;
+  }
+  std::vector<Tensor> out;
+  for (const Entry& e : g.outputs()) out.push_back(val[e.node][e.index]);
+  return out;
+}
+
+// x[N,K] -> fc(H) -> relu -> fc(C) -> softmax cross-entropy with labels.
+Graph Mlp(int hidden, int classes) {
+  Graph g;
+  Entry x = g.Input("x"), y = g.Input("y");
+  Entry h = g.Op1("fully_connected", {x, g.Param("w1"), g.Param("b1")}, {}, "fc1");
+  Entry a = g.Op1("relu", {h}, {}, "relu1");
+  Entry o = g.Op1("fully_connected", {a, g.Param("w2"), g.Param("b2")}, {}, "fc2");
+  g.AddOutput(g.Op1("softmax_cross_entropy", {o, y}, {}, "loss"));
+  (void)hidden;
+  (void)classes;
+  return g;
+}
+
+class GraphTest : public OpTest {
+ protected:
+  template <typename T>
+  absl::flat_hash_map<std::string, Tensor> MlpArgs(int n, int k, int h, int c, uint64_t seed) {
+    std::vector<T> labels(n);
+    for (int i = 0; i < n; ++i) labels[i] = static_cast<T>(i % c);
+    return {{"x", Make<T>(RandomData<T>(n * k, seed), {n, k})},
+            {"y", Make<T>(labels, {n})},
+            {"w1", Make<T>(RandomData<T>(h * k, seed + 1), {h, k})},
+            {"b1", Make<T>(RandomData<T>(h, seed + 2), {h})},
+            {"w2", Make<T>(RandomData<T>(c * h, seed + 3), {c, h})},
+            {"b2", Make<T>(RandomData<T>(c, seed + 4), {c})}};
+  }
+  Tensor Zeros(const Tensor& like) {
+    std::vector<char> z(like.ByteSize(), 0);
+    return *Tensor::FromHostBytes(z.data(), z.size(), like.shape(), like.dtype(), ctx(), engine_.get());
+  }
+  BindOptions Options(bool canary = true) {
+    BindOptions o;
+    o.context = ctx();
+    o.engine = engine_.get();
+    o.canary = canary;
+    return o;
+  }
+};
+
+TEST_P(GraphTest, MlpForwardEqualsImperative) {
+  Graph g = Mlp(16, 5);
+  ASSERT_TRUE(g.status().ok()) << g.status();
+  auto args = MlpArgs<float>(8, 12, 16, 5, 1);
+  for (int bulk : {1, 15}) {
+    BindOptions o = Options();
+    o.bulk_size = bulk;
+    auto exec = Executor::Bind(g, args, {}, o);
+    ASSERT_TRUE(exec.ok()) << exec.status();
+    ASSERT_TRUE((*exec)->Forward(false).ok());
+    auto got = (*exec)->outputs()[0].ToHost<float>();
+    ASSERT_TRUE(got.ok()) << got.status();
+    auto want = RunImperative(g, args)[0].ToHost<float>();
+    ASSERT_TRUE(want.ok()) << want.status();
+    ExpectNear(*got, *want, 1e-5, absl::StrCat("bulk ", bulk));
+  }
+}
+
+// Gradients of the MLP's loss against central finite differences (f64).
+TEST_P(GraphTest, MlpGradientsMatchFiniteDifferences) {
+  Graph g = Mlp(6, 3);
+  auto args = MlpArgs<double>(4, 5, 6, 3, 7);
+  absl::flat_hash_map<std::string, Tensor> grads;
+  for (const char* p : {"w1", "b1", "w2", "b2", "x"}) grads[p] = Zeros(args.at(p));
+  auto exec = Executor::Bind(g, args, grads, Options());
+  ASSERT_TRUE(exec.ok()) << exec.status();
+  ASSERT_TRUE((*exec)->Forward(true).ok());
+  ASSERT_TRUE((*exec)->Backward().ok());
+  for (const char* p : {"w1", "b1", "w2", "b2", "x"}) {
+    auto got = grads.at(p).ToHost<double>();
+    ASSERT_TRUE(got.ok()) << p << ": " << got.status();
+    std::vector<double> base = *args.at(p).ToHost<double>();
+    std::vector<double> want(base.size());
+    const double eps = 1e-6;
+    for (size_t i = 0; i < base.size(); ++i) {
+      auto loss_at = [&](double v) {
+        std::vector<double> moved = base;
+        moved[i] = v;
+        auto a = args;
+        a[p] = Make<double>(moved, args.at(p).shape());
+        return (*RunImperative(g, a)[0].ToHost<double>())[0];
+      };
+      want[i] = (loss_at(base[i] + eps) - loss_at(base[i] - eps)) / (2 * eps);
+    }
+    ExpectNear(*got, want, 1e-5, p);
+  }
+}
+
+TEST_P(GraphTest, GradReqAddAccumulatesAndNullSkips) {
+  Graph g = Mlp(6, 3);
+  auto args = MlpArgs<double>(4, 5, 6, 3, 11);
+  absl::flat_hash_map<std::string, Tensor> grads{{"w1", Zeros(args.at("w1"))}, {"w2", Zeros(args.at("w2"))}};
+  BindOptions o = Options();
+  o.grad_reqs = {{"w1", GradReq::kAdd}, {"w2", GradReq::kWrite}};
+  auto exec = Executor::Bind(g, args, grads, o);
+  ASSERT_TRUE(exec.ok()) << exec.status();
+  ASSERT_TRUE((*exec)->Forward(true).ok());
+  ASSERT_TRUE((*exec)->Backward().ok());
+  std::vector<double> w1_once = *grads.at("w1").ToHost<double>();
+  std::vector<double> w2_once = *grads.at("w2").ToHost<double>();
+  ASSERT_TRUE((*exec)->Forward(true).ok());
+  ASSERT_TRUE((*exec)->Backward().ok());
+  std::vector<double> w1_twice = *grads.at("w1").ToHost<double>();
+  for (auto& v : w1_once) v *= 2;
+  ExpectNear(w1_twice, w1_once, 1e-12, "w1 (add)");
+  ExpectNear(*grads.at("w2").ToHost<double>(), w2_once, 1e-12, "w2 (write)");
+}
+
+// One input used by several consumers: its gradient is a sum, which the
+// planner writes with kAddTo.
+TEST_P(GraphTest, FanOutGradientsSumWithAddTo) {
+  Graph g;
+  Entry x = g.Param("x");
+  Entry a = g.Op1("exp", {x}), b = g.Op1("square", {x}), c = g.Op1("tanh", {x});
+  Entry s = g.Op1("add", {g.Op1("add", {a, b}), c});
+  g.AddOutput(g.Op1("sum", {s}));
+  std::vector<double> xv = RandomData<double>(6, 3);
+  Tensor xt = Make<double>(xv, {2, 3});
+  Tensor dx = Zeros(xt);
+  auto exec = Executor::Bind(g, {{"x", xt}}, {{"x", dx}}, Options());
+  ASSERT_TRUE(exec.ok()) << exec.status();
+  EXPECT_GE((*exec)->memory().addto, 2) << (*exec)->DebugString();
+  ASSERT_TRUE((*exec)->Forward().ok());
+  ASSERT_TRUE((*exec)->Backward().ok());
+  std::vector<double> want(6);
+  for (int i = 0; i < 6; ++i) want[i] = std::exp(xv[i]) + 2 * xv[i] + (1 - std::tanh(xv[i]) * std::tanh(xv[i]));
+  ExpectNear(*dx.ToHost<double>(), want, 1e-12, "dx");
+}
+
+// Random graphs of elementwise ops: the executor (planned, canary on, bulk
+// 1 and 4) equals imperative execution.
+TEST_P(GraphTest, RandomGraphsEqualImperative) {
+  const char* unary[] = {"relu", "tanh", "sigmoid", "neg", "square", "exp"};
+  const char* binary[] = {"add", "sub", "mul", "maximum"};
+  for (int trial = 0; trial < 6; ++trial) {
+    std::mt19937 rng(100 + trial);
+    Graph g;
+    std::vector<Entry> pool{g.Input("a"), g.Input("b"), g.Input("c")};
+    const int nodes = 6 + trial * 3;
+    for (int i = 0; i < nodes; ++i) {
+      std::uniform_int_distribution<int> pick(0, static_cast<int>(pool.size()) - 1);
+      if (rng() % 2) {
+        pool.push_back(g.Op1(unary[rng() % 6], {pool[pick(rng)]}));
+      } else {
+        pool.push_back(g.Op1(binary[rng() % 4], {pool[pick(rng)], pool[pick(rng)]}));
+      }
+    }
+    g.AddOutput(pool.back());
+    g.AddOutput(pool[pool.size() / 2 + 1]);
+    ASSERT_TRUE(g.status().ok()) << g.status();
+    absl::flat_hash_map<std::string, Tensor> args;
+    for (const char* n : {"a", "b", "c"}) {
+      args[n] = Make<float>(RandomData<float>(12, trial * 7 + n[0], -0.5, 0.5), {3, 4});
+    }
+    std::vector<Tensor> want = RunImperative(g, args);
+    for (int bulk : {1, 4}) {
+      BindOptions o = Options();
+      o.bulk_size = bulk;
+      auto exec = Executor::Bind(g, args, {}, o);
+      ASSERT_TRUE(exec.ok()) << exec.status();
+      ASSERT_TRUE((*exec)->Forward(false).ok());
+      for (size_t i = 0; i < want.size(); ++i) {
+        auto got = (*exec)->outputs()[i].ToHost<float>();
+        ASSERT_TRUE(got.ok()) << got.status() << "\n" << (*exec)->DebugString();
+        ExpectNear(*got, *want[i].ToHost<float>(), 1e-5,
+                   absl::StrCat("trial ", trial, " output ", i, " bulk ", bulk, "\n", g.ToString(), (*exec)->DebugString()));
+      }
+    }
+  }
+}
+
+TEST_P(GraphTest, PlanningReusesMemoryOnAChain) {
+  Graph g;
+  Entry x = g.Input("x");
+  for (int i = 0; i < 10; ++i) x = g.Op1(i % 2 ? "tanh" : "relu", {g.Op1("mul_scalar", {x}, {{"scalar", "0.5"}})});
+  g.AddOutput(x);
+  Tensor xt = Make<float>(RandomData<float>(1024, 5), {32, 32});
+  auto exec = Executor::Bind(g, {{"x", xt}}, {}, Options());
+  ASSERT_TRUE(exec.ok()) << exec.status();
+  const MemoryReport& r = (*exec)->memory();
+  EXPECT_EQ(r.naive_bytes, 20u * 4096u) << r.ToString();
+  EXPECT_LE(r.planned_bytes, 2u * 4096u) << r.ToString();
+  EXPECT_GT(r.inplace, 0) << r.ToString();
+  ASSERT_TRUE((*exec)->Forward(false).ok());
+  ExpectNear(*(*exec)->outputs()[0].ToHost<float>(), *RunImperative(g, {{"x", xt}})[0].ToHost<float>(), 1e-6,
+             "chain");
+}
+
+TEST_P(GraphTest, ReshapeReplansForANewBatch) {
+  Graph g = Mlp(8, 4);
+  auto args = MlpArgs<float>(6, 5, 8, 4, 21);
+  auto exec = Executor::Bind(g, args, {}, Options());
+  ASSERT_TRUE(exec.ok()) << exec.status();
+  auto bigger = MlpArgs<float>(10, 5, 8, 4, 21);
+  ASSERT_TRUE((*exec)->Reshape({{"x", bigger.at("x")}, {"y", bigger.at("y")}}).ok());
+  ASSERT_TRUE((*exec)->Forward(false).ok());
+  auto a = args;
+  a["x"] = bigger.at("x");
+  a["y"] = bigger.at("y");
+  ExpectNear(*(*exec)->outputs()[0].ToHost<float>(), *RunImperative(g, a)[0].ToHost<float>(), 1e-5, "reshaped");
+  EXPECT_THAT((*exec)->Reshape({{"nope", bigger.at("x")}}).ToString(), HasSubstr("'nope'"));
+}
+
+TEST_P(GraphTest, AFailingNodeReachesTheOutputsAndIsNamed) {
+  if (!ctx().is_host() && (*ExecutorFor(ctx()))->platform()->Name() != "host") {
+    GTEST_SKIP() << "device kernels report a bad label as NaN, not as an error";
+  }
+  Graph g;
+  Entry x = g.Input("x");
+  // Out of range labels make softmax_cross_entropy fail while it runs.
+  Entry l = g.Op1("softmax_cross_entropy", {x, g.Input("y")}, {}, "the_loss");
+  g.AddOutput(g.Op1("mul_scalar", {l}, {{"scalar", "2"}}, "scaled"));
+  Tensor xt = Make<float>(RandomData<float>(6, 1), {2, 3});
+  Tensor yt = Make<float>({7, 9}, {2});
+  auto exec = Executor::Bind(g, {{"x", xt}, {"y", yt}}, {}, Options(false));
+  ASSERT_TRUE(exec.ok()) << exec.status();
+  ASSERT_TRUE((*exec)->Forward(false).ok());
+  absl::Status s = (*exec)->outputs()[0].WaitToRead();
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(s.ToString(), HasSubstr("the_loss"));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllContexts, GraphTest, ::testing::ValuesIn(AllContexts()), ContextName);
+
+// --- Bad graphs and bindings (context-independent).
+
+TEST(GraphErrors, UnknownOpAndBadAttributesNameTheNode) {
+  Graph g;
+  Entry x = g.Input("x");
+  g.Op1("no_such_op", {x}, {}, "mystery");
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(g.status().ToString(), HasSubstr("mystery"));
+  Graph h;
+  h.Op1("sum", {h.Input("x")}, {{"axes", "banana"}}, "bad_sum");
+  EXPECT_THAT(h.status().ToString(), HasSubstr("bad_sum"));
+  Graph k;
+  k.Op1("add", {k.Input("x")}, {}, "lonely_add");
+  EXPECT_THAT(k.status().ToString(), HasSubstr("takes 2 input(s), got 1"));
+}
+
+TEST(GraphErrors, CyclesAndDanglingInputsAreReported) {
+  Graph g;
+  Entry x = g.Input("x");
+  Entry a = g.Op1("relu", {x}, {}, "a");
+  Entry b = g.Op1("tanh", {a}, {}, "b");
+  g.AddOutput(b);
+  g.SetInput(a.node, 0, b);
+  auto order = TopoOrder(g);
+  EXPECT_EQ(order.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(order.status().ToString(), HasSubstr("cycle"));
+  Graph d;
+  Entry y = d.Op1("relu", {d.Input("x")}, {}, "r");
+  d.AddOutput(y);
+  d.SetInput(y.node, 0, Entry{42, 0});
+  EXPECT_THAT(TopoOrder(d).status().ToString(), HasSubstr("node 'r' (relu) input 0"));
+}
+
+TEST(GraphErrors, BindChecksArgumentsAndShapes) {
+  auto engine = ops::testing::MakeEngine();
+  auto host = [&](std::vector<float> v, Shape s) {
+    return *Tensor::FromHost<float>(v, s, engine::Context::Host(), engine.get());
+  };
+  Graph g;
+  g.AddOutput(g.Op1("add", {g.Input("a"), g.Input("b")}, {}, "sum_ab"));
+  BindOptions o;
+  o.engine = engine.get();
+  auto unbound = Executor::Bind(g, {{"a", host({1, 2}, {2})}}, {}, o);
+  EXPECT_THAT(unbound.status().ToString(), HasSubstr("input 'b' is not bound"));
+  auto unknown = Executor::Bind(g, {{"a", host({1}, {1})}, {"b", host({1}, {1})}, {"c", host({1}, {1})}}, {}, o);
+  EXPECT_THAT(unknown.status().ToString(), HasSubstr("no variable 'c'"));
+  auto conflict = Executor::Bind(g, {{"a", host({1, 2}, {2})}, {"b", host({1, 2, 3}, {3})}}, {}, o);
+  EXPECT_EQ(conflict.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(conflict.status().ToString(), HasSubstr("sum_ab"));
+  EXPECT_THAT(conflict.status().ToString(), HasSubstr("[3]"));
+  Graph declared;
+  declared.AddOutput(declared.Op1("relu", {declared.Input("a", Shape{4})}));
+  auto mismatch = Executor::Bind(declared, {{"a", host({1, 2}, {2})}}, {}, o);
+  EXPECT_THAT(mismatch.status().ToString(), HasSubstr("declared [4]"));
+  auto bad_grad = Executor::Bind(g, {{"a", host({1, 2}, {2})}, {"b", host({1, 2}, {2})}},
+                                 {{"a", host({1, 2, 3}, {3})}}, o);
+  EXPECT_THAT(bad_grad.status().ToString(), HasSubstr("gradient of 'a'"));
+}
+
+TEST(GraphCompose, SubGraphsInlineWithBoundVariables) {
+  Graph block;
+  block.AddOutput(block.Op1("relu", {block.Op1("fully_connected", {block.Input("in"), block.Param("w"), block.Param("b")}, {}, "fc")}, {}, "act"));
+  Graph g;
+  Entry x = g.Input("x");
+  std::vector<Entry> h = g.Compose(block, {{"in", x}}, "l1_");
+  std::vector<Entry> o = g.Compose(block, {{"in", h[0]}}, "l2_");
+  g.AddOutput(o[0]);
+  ASSERT_TRUE(g.status().ok()) << g.status();
+  EXPECT_GE(g.Find("l1_w"), 0);
+  EXPECT_GE(g.Find("l2_act"), 0);
+  EXPECT_EQ(g.node(g.Find("l2_fc")).inputs[0].node, g.Find("l1_act"));
+  Graph bad;
+  bad.Compose(block, {{"nope", bad.Input("x")}}, "p_");
+  EXPECT_THAT(bad.status().ToString(), HasSubstr("no variable 'nope'"));
+}
+
+}  // namespace
+}  // namespace rill::graph
