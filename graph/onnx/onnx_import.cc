@@ -1,0 +1,476 @@
+#include "graph/onnx/onnx_import.h"
+
+#include <onnx/checker.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <deque>
+#include <exception>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "base/status_macros.h"
+#include "graph/onnx/onnx_lowering.h"
+
+namespace rill::graph {
+
+// ---------------------------------------------------------------- ImportState
+
+std::string ImportState::UniqueName(std::string_view base) {
+  std::string b = base.empty() ? std::string("node") : std::string(base);
+  std::string name = b;
+  for (int k = 1; graph.Find(name) >= 0 || reserved.contains(name); ++k) name = absl::StrCat(b, "_", k);
+  return name;
+}
+
+absl::StatusOr<Entry> ImportState::Materialize(const std::string& name) {
+  auto it = values.find(name);
+  if (it == values.end()) return absl::InvalidArgumentError(absl::StrCat("no value '", name, "'"));
+  ValueState& v = it->second;
+  if (v.entry.valid()) return v.entry;
+  if (!v.constant) return absl::InternalError(absl::StrCat("value '", name, "' has no entry"));
+  RILL_ASSIGN_OR_RETURN(Tensor t, TensorFromHost(*v.constant, context, engine));
+  v.entry = graph.Variable(name, v.initializer ? VarKind::kParam : VarKind::kAux, v.constant->shape,
+                           v.constant->dtype);
+  RILL_RETURN_IF_ERROR(graph.status());
+  tensors[name] = std::move(t);
+  return v.entry;
+}
+
+// --------------------------------------------------------------- NodeLowering
+
+NodeLowering::NodeLowering(ImportState& state, const onnx::NodeProto& node, int64_t opset)
+    : state_(state), node_(node), opset_(opset) {}
+
+int NodeLowering::num_inputs() const { return node_.input_size(); }
+bool NodeLowering::has_input(int i) const { return i < node_.input_size() && !node_.input(i).empty(); }
+
+const ValueState& NodeLowering::Value(const std::string& name) const {
+  static const ValueState* const kNone = new ValueState;
+  auto it = state_.values.find(name);
+  return it == state_.values.end() ? *kNone : it->second;
+}
+
+const ValueState& NodeLowering::info(int i) const {
+  static const ValueState* const kNone = new ValueState;
+  return has_input(i) ? Value(node_.input(i)) : *kNone;
+}
+
+absl::StatusOr<Entry> NodeLowering::In(int i) {
+  if (!has_input(i)) return absl::InvalidArgumentError(absl::StrCat("input ", i, " is missing"));
+  return state_.Materialize(node_.input(i));
+}
+
+absl::StatusOr<std::vector<int64_t>> NodeLowering::ConstInts(int i, std::string_view what) const {
+  const ValueState& v = info(i);
+  if (!v.constant) {
+    return Unsupported(absl::StrCat(AsAbsl(what), " (input ", i, ") must be an initializer or a Constant"));
+  }
+  return v.constant->Int64s();
+}
+
+absl::StatusOr<std::vector<double>> NodeLowering::ConstDoubles(int i, std::string_view what) const {
+  const ValueState& v = info(i);
+  if (!v.constant) {
+    return Unsupported(absl::StrCat(AsAbsl(what), " (input ", i, ") must be an initializer or a Constant"));
+  }
+  return v.constant->Doubles();
+}
+
+std::optional<std::vector<int64_t>> NodeLowering::Dims(int i) const {
+  const ValueState& v = info(i);
+  if (v.constant) {
+    return std::vector<int64_t>(v.constant->shape.span().begin(), v.constant->shape.span().end());
+  }
+  return v.dims;
+}
+
+std::optional<int> NodeLowering::Rank(int i) const {
+  auto d = Dims(i);
+  if (!d) return std::nullopt;
+  return static_cast<int>(d->size());
+}
+
+std::optional<std::vector<int64_t>> NodeLowering::StaticDims(int i) const {
+  auto d = Dims(i);
+  if (!d) return std::nullopt;
+  for (int64_t x : *d) {
+    if (x < 0) return std::nullopt;
+  }
+  return d;
+}
+
+int NodeLowering::num_outputs() const { return node_.output_size(); }
+bool NodeLowering::wants_output(int i) const { return i < node_.output_size() && !node_.output(i).empty(); }
+std::optional<DType> NodeLowering::OutType(int i) const {
+  return wants_output(i) ? Value(node_.output(i)).dtype : std::nullopt;
+}
+std::optional<std::vector<int64_t>> NodeLowering::OutDims(int i) const {
+  return wants_output(i) ? Value(node_.output(i)).dims : std::nullopt;
+}
+
+void NodeLowering::SetOutput(int i, Entry e) {
+  if (!wants_output(i)) return;
+  state_.values[node_.output(i)].entry = e;
+}
+
+void NodeLowering::SetConstOutput(int i, OnnxHostTensor t) {
+  if (!wants_output(i)) return;
+  ValueState& v = state_.values[node_.output(i)];
+  v.dims = std::vector<int64_t>(t.shape.span().begin(), t.shape.span().end());
+  v.dtype = t.dtype;
+  v.constant = std::move(t);
+}
+
+const onnx::AttributeProto* NodeLowering::Attr(std::string_view name) const {
+  for (const onnx::AttributeProto& a : node_.attribute()) {
+    if (a.name() == name) return &a;
+  }
+  return nullptr;
+}
+
+int64_t NodeLowering::Int(std::string_view name, int64_t def) const {
+  const onnx::AttributeProto* a = Attr(name);
+  return a ? a->i() : def;
+}
+float NodeLowering::Float(std::string_view name, float def) const {
+  const onnx::AttributeProto* a = Attr(name);
+  return a ? a->f() : def;
+}
+std::string NodeLowering::String(std::string_view name, std::string def) const {
+  const onnx::AttributeProto* a = Attr(name);
+  return a ? a->s() : def;
+}
+std::vector<int64_t> NodeLowering::Ints(std::string_view name) const {
+  const onnx::AttributeProto* a = Attr(name);
+  return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : std::vector<int64_t>{};
+}
+
+std::vector<Entry> NodeLowering::OpN(std::string_view op, std::vector<Entry> inputs, const ops::Attrs& attrs) {
+  const std::string base = node_.name().empty() ? (node_.output_size() ? node_.output(0) : node_.op_type())
+                                                : node_.name();
+  return state_.graph.Op(op, std::move(inputs), attrs, state_.UniqueName(base));
+}
+
+Entry NodeLowering::Op(std::string_view op, std::vector<Entry> inputs, const ops::Attrs& attrs) {
+  std::vector<Entry> out = OpN(op, std::move(inputs), attrs);
+  return out.empty() ? Entry{} : out[0];
+}
+
+absl::StatusOr<Entry> NodeLowering::Const(OnnxHostTensor t) {
+  const std::string base = node_.name().empty() ? (node_.output_size() ? node_.output(0) : node_.op_type())
+                                                : node_.name();
+  const std::string name = state_.UniqueName(absl::StrCat(base, "_const"));
+  RILL_ASSIGN_OR_RETURN(Tensor tensor, TensorFromHost(t, state_.context, state_.engine));
+  Entry e = state_.graph.Aux(name, t.shape, t.dtype);
+  RILL_RETURN_IF_ERROR(state_.graph.status());
+  state_.tensors[name] = std::move(tensor);
+  return e;
+}
+
+absl::Status NodeLowering::Unsupported(std::string_view what) { return absl::UnimplementedError(AsAbsl(what)); }
+
+std::string IntsAttr(const std::vector<int64_t>& v) { return absl::StrCat("(", absl::StrJoin(v, ", "), ")"); }
+std::string FloatAttr(double v) { return absl::StrFormat("%.17g", v); }
+
+// ------------------------------------------------------------------- Importer
+
+namespace {
+
+std::string DescribeNode(const onnx::NodeProto& n, int index, int64_t opset) {
+  const std::string name = n.name().empty() ? absl::StrCat("#", index) : absl::StrCat("'", n.name(), "'");
+  const std::string domain = n.domain().empty() || n.domain() == "ai.onnx" ? "" : absl::StrCat(n.domain(), ".");
+  return absl::StrCat("node ", name, " (", domain, n.op_type(), ", opset ", opset, ")");
+}
+
+const char* ValueKind(const onnx::TypeProto& t) {
+  switch (t.value_case()) {
+    case onnx::TypeProto::kTensorType: return "a tensor";
+    case onnx::TypeProto::kSequenceType: return "a sequence";
+    case onnx::TypeProto::kMapType: return "a map";
+    case onnx::TypeProto::kOptionalType: return "an optional";
+    case onnx::TypeProto::kSparseTensorType: return "a sparse tensor";
+    default: return "untyped";
+  }
+}
+
+// Records what the model's type information says about a value.
+void NoteType(const onnx::ValueInfoProto& vi, ImportState& s) {
+  if (!vi.type().has_tensor_type()) return;
+  const onnx::TypeProto::Tensor& tt = vi.type().tensor_type();
+  ValueState& v = s.values[vi.name()];
+  if (tt.elem_type() != 0) {
+    absl::StatusOr<DType> d = DTypeFromOnnx(tt.elem_type());
+    if (d.ok()) v.dtype = *d;
+  }
+  if (tt.has_shape()) {
+    std::vector<int64_t> dims;
+    for (const auto& d : tt.shape().dim()) dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    v.dims = std::move(dims);
+  }
+}
+
+// The nodes in an order where each node's inputs come first; InvalidArgument
+// naming the node and the value for an input that nothing defines, or a
+// cycle.
+absl::StatusOr<std::vector<int>> SortNodes(const onnx::GraphProto& g, int64_t opset) {
+  absl::flat_hash_map<std::string, int> producer;  // -1: graph input or initializer.
+  for (const auto& v : g.input()) producer[v.name()] = -1;
+  for (const auto& t : g.initializer()) producer[t.name()] = -1;
+  for (int i = 0; i < g.node_size(); ++i) {
+    for (const std::string& o : g.node(i).output()) {
+      if (o.empty()) continue;
+      auto [it, fresh] = producer.emplace(o, i);
+      if (!fresh) {
+        return absl::InvalidArgumentError(absl::StrCat(DescribeNode(g.node(i), i, opset), " defines '", o,
+                                                       "', which is already ",
+                                                       it->second < 0 ? "a graph input or initializer"
+                                                                      : "another node's output"));
+      }
+    }
+  }
+  std::vector<int> waiting(g.node_size(), 0);
+  std::vector<std::vector<int>> users(g.node_size());
+  for (int i = 0; i < g.node_size(); ++i) {
+    for (const std::string& in : g.node(i).input()) {
+      if (in.empty()) continue;
+      auto it = producer.find(in);
+      if (it == producer.end()) {
+        return absl::InvalidArgumentError(absl::StrCat(DescribeNode(g.node(i), i, opset), " reads '", in,
+                                                       "', which is no graph input, initializer or node output"));
+      }
+      if (it->second >= 0) {
+        ++waiting[i];
+        users[it->second].push_back(i);
+      }
+    }
+  }
+  std::deque<int> ready;
+  for (int i = 0; i < g.node_size(); ++i) {
+    if (waiting[i] == 0) ready.push_back(i);
+  }
+  std::vector<int> order;
+  while (!ready.empty()) {
+    const int i = ready.front();
+    ready.pop_front();
+    order.push_back(i);
+    for (int u : users[i]) {
+      if (--waiting[u] == 0) ready.push_back(u);
+    }
+  }
+  if (order.size() != static_cast<size_t>(g.node_size())) {
+    for (int i = 0; i < g.node_size(); ++i) {
+      if (waiting[i] == 0) continue;
+      for (const std::string& in : g.node(i).input()) {
+        auto it = producer.find(in);
+        if (it != producer.end() && it->second >= 0 && waiting[it->second] > 0) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "the graph has a cycle: ", DescribeNode(g.node(i), i, opset), " reads '", in, "' from ",
+              DescribeNode(g.node(it->second), it->second, opset), ", which depends on it"));
+        }
+      }
+    }
+    return absl::InvalidArgumentError("the graph has a cycle");
+  }
+  return order;
+}
+
+// Checks input 0's element type against the converter's mask.
+absl::Status CheckInputType(const onnx::NodeProto& n, const Converter& c, const ImportState& s) {
+  if (c.dtypes == 0 || n.input_size() == 0 || n.input(0).empty()) return absl::OkStatus();
+  auto it = s.values.find(n.input(0));
+  if (it == s.values.end() || !it->second.dtype || (c.dtypes & DTypeBit(*it->second.dtype)) != 0) {
+    return absl::OkStatus();
+  }
+  std::vector<std::string> names;
+  for (DType t : kAllDTypes) {
+    if (c.dtypes & DTypeBit(t)) names.push_back(DTypeName(t));
+  }
+  return absl::UnimplementedError(absl::StrCat("input '", n.input(0), "' of type ", DTypeName(*it->second.dtype),
+                                               " is not supported (takes ", absl::StrJoin(names, ", "), ")"));
+}
+
+// Unimplemented naming a value whose declared element type Rill lacks or
+// which is not a tensor.
+absl::Status CheckValueTypes(const onnx::NodeProto& n,
+                             const absl::flat_hash_map<std::string, const onnx::TypeProto*>& types) {
+  auto check = [&](const std::string& name) -> absl::Status {
+    if (name.empty()) return absl::OkStatus();
+    auto it = types.find(name);
+    if (it == types.end()) return absl::OkStatus();
+    const onnx::TypeProto& t = *it->second;
+    if (!t.has_tensor_type()) {
+      return absl::UnimplementedError(absl::StrCat("value '", name, "' is ", ValueKind(t),
+                                                   "; only tensors are supported"));
+    }
+    if (t.tensor_type().elem_type() == 0) return absl::OkStatus();
+    return Annotate(DTypeFromOnnx(t.tensor_type().elem_type()).status(), absl::StrCat("value '", name, "'"));
+  };
+  for (const std::string& in : n.input()) RILL_RETURN_IF_ERROR(check(in));
+  for (const std::string& out : n.output()) RILL_RETURN_IF_ERROR(check(out));
+  return absl::OkStatus();
+}
+
+absl::Status ImportNode(ImportState& s, const onnx::NodeProto& n, int64_t opset,
+                        const absl::flat_hash_map<std::string, const onnx::TypeProto*>& types) {
+  if (!n.domain().empty() && n.domain() != "ai.onnx") {
+    return absl::UnimplementedError(absl::StrCat("domain '", n.domain(), "' is not supported"));
+  }
+  const Converter* c = FindConverter(n.op_type());
+  if (c == nullptr) return absl::UnimplementedError("op type not supported");
+  RILL_RETURN_IF_ERROR(CheckValueTypes(n, types));
+  RILL_RETURN_IF_ERROR(CheckInputType(n, *c, s));
+  NodeLowering l(s, n, opset);
+  RILL_RETURN_IF_ERROR(c->fn(l));
+  RILL_RETURN_IF_ERROR(s.graph.status());
+  for (int i = 0; i < n.output_size(); ++i) {
+    if (n.output(i).empty()) continue;
+    const ValueState& v = s.values[n.output(i)];
+    if (!v.entry.valid() && !v.constant) {
+      return absl::UnimplementedError(absl::StrCat("output ", i, " ('", n.output(i), "') is not supported"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> DefaultOpset(const onnx::ModelProto& m) {
+  for (const auto& o : m.opset_import()) {
+    if (o.domain().empty() || o.domain() == "ai.onnx") return o.version();
+  }
+  return absl::UnimplementedError("the model imports no default-domain (ai.onnx) opset");
+}
+
+absl::Status AddInputs(const onnx::GraphProto& g, ImportState& s, OnnxModel& model) {
+  for (const onnx::ValueInfoProto& in : g.input()) {
+    if (s.values[in.name()].constant) continue;  // An initializer listed as an input (IR < 4).
+    if (!in.type().has_tensor_type()) {
+      return absl::UnimplementedError(absl::StrCat("graph input '", in.name(), "' is ", ValueKind(in.type()),
+                                                   "; only tensors are supported"));
+    }
+    absl::StatusOr<DType> dtype = DTypeFromOnnx(in.type().tensor_type().elem_type());
+    if (!dtype.ok()) return Annotate(dtype.status(), absl::StrCat("graph input '", in.name(), "'"));
+    std::optional<Shape> shape;
+    const ValueState& v = s.values[in.name()];
+    if (v.dims) {
+      Shape sh;
+      bool known = true;
+      for (int64_t d : *v.dims) {
+        known = known && d >= 0;
+        sh.mutable_dims().push_back(d);
+      }
+      if (known) shape = sh;
+    }
+    s.values[in.name()].entry = s.graph.Input(in.name(), shape, *dtype);
+    RILL_RETURN_IF_ERROR(s.graph.status());
+    model.inputs.push_back(in.name());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AddOutputs(const onnx::GraphProto& g, ImportState& s, OnnxModel& model) {
+  for (const onnx::ValueInfoProto& out : g.output()) {
+    if (out.type().value_case() != onnx::TypeProto::VALUE_NOT_SET && !out.type().has_tensor_type()) {
+      return absl::UnimplementedError(absl::StrCat("graph output '", out.name(), "' is ", ValueKind(out.type()),
+                                                   "; only tensors are supported"));
+    }
+    RILL_ASSIGN_OR_RETURN(Entry e, s.Materialize(out.name()));
+    if (s.graph.node(e.node).is_variable()) {
+      // Outputs are op results: a copy of an input or a constant.
+      const auto& dtype = s.graph.node(e.node).dtype;
+      e = dtype && *dtype == DType::kF16
+              ? s.graph.Op1("cast", {e}, {{"dtype", "float16"}}, s.UniqueName(absl::StrCat(out.name(), "_copy")))
+              : s.graph.Op1("identity", {e}, {}, s.UniqueName(absl::StrCat(out.name(), "_copy")));
+    }
+    s.graph.AddOutput(e, out.name());
+    RILL_RETURN_IF_ERROR(s.graph.status());
+    model.outputs.push_back(out.name());
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<OnnxModel> Import(const onnx::ModelProto& m, const OnnxImportOptions& options) {
+  RILL_ASSIGN_OR_RETURN(const int64_t opset, DefaultOpset(m));
+  if (opset < 11 || opset > 17) {
+    return absl::UnimplementedError(absl::StrCat("opset ", opset, " is not supported (Rill imports 11 to 17)"));
+  }
+  const onnx::GraphProto& g = m.graph();
+  RILL_ASSIGN_OR_RETURN(std::vector<int> order, SortNodes(g, opset));
+  try {
+    onnx::checker::check_model(m);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("ONNX checker: ", e.what()));
+  }
+  // Shapes and types of the values in between, where ONNX can infer them.
+  onnx::ModelProto inferred = m;
+  try {
+    onnx::shape_inference::InferShapes(inferred);
+  } catch (const std::exception&) {
+    inferred = m;  // Without inferred shapes: converters that need one say so.
+  }
+  const onnx::GraphProto& ig = inferred.graph();
+  ImportState s;
+  s.context = options.context;
+  s.engine = options.engine;
+  absl::flat_hash_map<std::string, const onnx::TypeProto*> types;
+  for (const auto* list : {&ig.input(), &ig.value_info(), &ig.output()}) {
+    for (const onnx::ValueInfoProto& vi : *list) {
+      NoteType(vi, s);
+      types[vi.name()] = &vi.type();
+    }
+  }
+  for (const onnx::TensorProto& t : g.initializer()) {
+    absl::StatusOr<OnnxHostTensor> h = HostTensorFromProto(t);
+    if (!h.ok()) return Annotate(h.status(), "initializer");
+    ValueState& v = s.values[t.name()];
+    v.dims = std::vector<int64_t>(h->shape.span().begin(), h->shape.span().end());
+    v.dtype = h->dtype;
+    v.constant = *std::move(h);
+    v.initializer = true;
+  }
+  for (const auto& [name, v] : s.values) s.reserved.insert(name);
+  for (const onnx::NodeProto& n : g.node()) {
+    for (const std::string& o : n.output()) s.reserved.insert(o);
+  }
+  OnnxModel model;
+  model.opset = opset;
+  RILL_RETURN_IF_ERROR(AddInputs(g, s, model));
+  for (int i : order) {
+    const onnx::NodeProto& n = g.node(i);
+    absl::Status st = ImportNode(s, n, opset, types);
+    if (!st.ok()) return Annotate(st, DescribeNode(n, i, opset));
+  }
+  RILL_RETURN_IF_ERROR(AddOutputs(g, s, model));
+  model.graph = std::move(s.graph);
+  model.initializers = std::move(s.tensors);
+  return model;
+}
+
+}  // namespace
+
+absl::StatusOr<OnnxModel> ImportOnnxBytes(std::string_view bytes, const OnnxImportOptions& options,
+                                          std::string_view what) {
+  onnx::ModelProto m;
+  if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
+      !m.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return absl::InvalidArgumentError(absl::StrCat(AsAbsl(what), ": not an ONNX model (protobuf parse failed on ",
+                                                   bytes.size(), " bytes)"));
+  }
+  absl::StatusOr<OnnxModel> r = Import(m, options);
+  if (!r.ok()) return Annotate(r.status(), what);
+  return r;
+}
+
+absl::StatusOr<OnnxModel> ImportOnnxFile(const std::string& path, const OnnxImportOptions& options) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return absl::NotFoundError(absl::StrCat("cannot open ONNX file '", path, "'"));
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  if (f.bad()) return absl::DataLossError(absl::StrCat("cannot read ONNX file '", path, "'"));
+  return ImportOnnxBytes(ss.str(), options, absl::StrCat("'", path, "'"));
+}
+
+}  // namespace rill::graph

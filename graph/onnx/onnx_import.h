@@ -1,0 +1,69 @@
+#ifndef RILL_GRAPH_ONNX_ONNX_IMPORT_H_
+#define RILL_GRAPH_ONNX_ONNX_IMPORT_H_
+
+// ONNX import: an ONNX model (default domain, opsets 11-17) becomes a
+// graph::Graph plus the tensors its variables are bound to.
+//
+//   OnnxImportOptions opt;
+//   opt.context = engine::Context::Device(opencl_id, 0);
+//   RILL_ASSIGN_OR_RETURN(OnnxModel m, ImportOnnxFile("net.onnx", opt));
+//   absl::flat_hash_map<std::string, Tensor> args = m.initializers;
+//   args[m.inputs[0]] = x;
+//   RILL_ASSIGN_OR_RETURN(auto exec, graph::Executor::Bind(m.graph, args, {}, {.context = opt.context}));
+//   RILL_RETURN_IF_ERROR(exec->Forward(/*is_train=*/false));
+//
+// What maps to what is in graph/onnx/README.md. Errors never crash:
+// InvalidArgument for a malformed model (unparsable bytes naming the file,
+// a failed onnx::checker check, an initializer whose data does not match
+// its dims, a node input naming no value, a cycle), Unimplemented for
+// something valid that Rill does not support (naming the node, its op type
+// and the opset): an op type, an attribute value, an element type,
+// sequence/optional values, external data, a shape or axes value that is
+// not constant at import time.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "engine/engine.h"
+#include "graph/graph.h"
+#include "tensor/tensor.h"
+
+namespace rill::graph {
+
+struct OnnxImportOptions {
+  // Where the initializer (and folded constant) tensors are made.
+  engine::Context context = engine::Context::Host();
+  // null: engine::Engine::Default().
+  engine::Engine* engine = nullptr;
+};
+
+// An imported model. Every variable of `graph` that is not in `inputs` is
+// bound by a tensor of `initializers` with its name: initializers read by
+// an op are kParam variables; Constant node values (and values computed at
+// import time, such as a Shape of a statically known shape) that an op
+// reads are kAux variables. Initializers read only at import time (a
+// Reshape's shape, axes) are folded and have no variable. Graph outputs
+// carry the ONNX output names.
+struct OnnxModel {
+  Graph graph;
+  absl::flat_hash_map<std::string, Tensor> initializers;
+  // Graph inputs that are not initializers, in model order (kInput
+  // variables with their declared shape and type when fully known).
+  std::vector<std::string> inputs;
+  std::vector<std::string> outputs;
+  // The default domain's opset version.
+  int64_t opset = 0;
+};
+
+absl::StatusOr<OnnxModel> ImportOnnxFile(const std::string& path, const OnnxImportOptions& options = {});
+// `what` names the bytes in errors (a file name).
+absl::StatusOr<OnnxModel> ImportOnnxBytes(std::string_view bytes, const OnnxImportOptions& options = {},
+                                          std::string_view what = "ONNX model");
+
+}  // namespace rill::graph
+
+#endif  // RILL_GRAPH_ONNX_ONNX_IMPORT_H_

@@ -1,0 +1,777 @@
+// Converters from ONNX nodes (default domain, opsets 11-17) to Rill ops.
+// Each composes existing ops; values that must be known at import time
+// (shapes, axes, pads for auto_pad) come from constants or the model's
+// (inferred) shapes, otherwise the node is Unimplemented.
+
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status_macros.h"
+#include "graph/onnx/onnx_lowering.h"
+
+namespace rill::graph {
+namespace {
+
+using L = NodeLowering;
+
+constexpr uint32_t kF32 = DTypeBit(DType::kF32);
+constexpr uint32_t kFloat = kFloatTypes;
+constexpr uint32_t kNumeric = kNumericTypes;
+constexpr uint32_t kSum = kFloatTypes | DTypeBit(DType::kI32) | DTypeBit(DType::kI64);
+
+absl::Status Out(L& l, Entry e) {
+  l.SetOutput(0, e);
+  return absl::OkStatus();
+}
+
+// reshape to `dims` (-1: unknown; at most one).
+absl::StatusOr<Entry> ReshapeTo(L& l, Entry x, const std::vector<int64_t>& dims) {
+  if (std::count(dims.begin(), dims.end(), -1) > 1) {
+    return L::Unsupported(absl::StrCat("needs a static input shape (the result would be [",
+                                       absl::StrJoin(dims, ", "), "])"));
+  }
+  return l.Op("reshape", {x}, {{"shape", IntsAttr(dims)}});
+}
+
+absl::StatusOr<int> NeedRank(const L& l, int i, std::string_view why) {
+  std::optional<int> r = l.Rank(i);
+  if (!r) return L::Unsupported(absl::StrCat("needs the rank of input ", i, " (", AsAbsl(why), ")"));
+  return *r;
+}
+
+absl::StatusOr<std::vector<int64_t>> NeedDims(const L& l, int i, std::string_view why) {
+  auto d = l.StaticDims(i);
+  if (!d) return L::Unsupported(absl::StrCat("needs the static shape of input ", i, " (", AsAbsl(why), ")"));
+  return *d;
+}
+
+absl::StatusOr<int64_t> NormAxis(int64_t axis, int rank) {
+  if (axis < -rank || axis >= rank) {
+    return absl::InvalidArgumentError(absl::StrCat("axis ", axis, " is out of range for rank ", rank));
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+// ---------------------------------------------------------------- elementwise
+
+template <const char* kOp>
+absl::Status Unary(L& l) {
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  return Out(l, l.Op(kOp, {x}));
+}
+template <const char* kOp>
+absl::Status Binary(L& l) {
+  RILL_ASSIGN_OR_RETURN(Entry a, l.In(0));
+  RILL_ASSIGN_OR_RETURN(Entry b, l.In(1));
+  return Out(l, l.Op(kOp, {a, b}));
+}
+constexpr char kAdd[] = "add", kSub[] = "sub", kMul[] = "mul", kDiv[] = "div", kNeg[] = "neg", kAbs[] = "abs",
+               kExp[] = "exp", kLog[] = "log", kSqrt[] = "sqrt", kRelu[] = "relu", kSigmoid[] = "sigmoid",
+               kTanh[] = "tanh";
+
+absl::Status Pow(L& l) {
+  RILL_ASSIGN_OR_RETURN(Entry a, l.In(0));
+  RILL_ASSIGN_OR_RETURN(Entry b, l.In(1));
+  auto ta = l.InType(0), tb = l.InType(1);
+  if (ta && tb && *ta != *tb) b = l.Op("cast", {b}, {{"dtype", DTypeName(*ta)}});
+  return Out(l, l.Op("pow", {a, b}));
+}
+
+// Comparisons: the ops give 1/0 in the input type; ONNX wants bool.
+template <const char* kOp, bool kSwap>
+absl::Status Compare(L& l) {
+  RILL_ASSIGN_OR_RETURN(Entry a, l.In(0));
+  RILL_ASSIGN_OR_RETURN(Entry b, l.In(1));
+  Entry c = kSwap ? l.Op(kOp, {b, a}) : l.Op(kOp, {a, b});
+  return Out(l, l.Op("cast", {c}, {{"dtype", "bool"}}));
+}
+constexpr char kEqual[] = "equal", kGreater[] = "greater";
+
+// Sum, Mean, Max, Min over any number of inputs (broadcasting).
+template <const char* kOp, bool kMean>
+absl::Status Variadic(L& l) {
+  RILL_ASSIGN_OR_RETURN(Entry acc, l.In(0));
+  int n = 1;
+  for (int i = 1; i < l.num_inputs(); ++i) {
+    if (!l.has_input(i)) continue;
+    RILL_ASSIGN_OR_RETURN(Entry x, l.In(i));
+    acc = l.Op(kOp, {acc, x});
+    ++n;
+  }
+  if (kMean && n > 1) acc = l.Op("div_scalar", {acc}, {{"scalar", FloatAttr(n)}});
+  if (n == 1) acc = l.Op("identity", {acc});
+  return Out(l, acc);
+}
+constexpr char kMaximum[] = "maximum", kMinimum[] = "minimum";
+
+absl::Status Reciprocal(L& l) {
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  return Out(l, l.Op("rdiv_scalar", {x}, {{"scalar", "1"}}));
+}
+
+// alpha * (exp(min(x, 0) / div) - 1): the negative part of Elu/Selu/Celu.
+Entry ExpNegPart(L& l, Entry x, double alpha, double div) {
+  Entry m = l.Op("minimum_scalar", {x}, {{"scalar", "0"}});
+  if (div != 1) m = l.Op("div_scalar", {m}, {{"scalar", FloatAttr(div)}});
+  Entry e = l.Op("sub_scalar", {l.Op("exp", {m})}, {{"scalar", "1"}});
+  return l.Op("mul_scalar", {e}, {{"scalar", FloatAttr(alpha)}});
+}
+
+absl::Status Elu(L& l) {
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  return Out(l, l.Op("add", {l.Op("relu", {x}), ExpNegPart(l, x, l.Float("alpha", 1.f), 1)}));
+}
+absl::Status Celu(L& l) {
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  const double alpha = l.Float("alpha", 1.f);
+  return Out(l, l.Op("add", {l.Op("relu", {x}), ExpNegPart(l, x, alpha, alpha)}));
+}
+absl::Status Selu(L& l) {
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  const double alpha = l.Float("alpha", 1.67326319217681884765625f);
+  const double gamma = l.Float("gamma", 1.05070102214813232421875f);
+  Entry s = l.Op("add", {l.Op("relu", {x}), ExpNegPart(l, x, alpha, 1)});
+  return Out(l, l.Op("mul_scalar", {s}, {{"scalar", FloatAttr(gamma)}}));
+}
+// relu(x) - slope * relu(-x).
+absl::Status LeakyRelu(L& l) {
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  Entry neg = l.Op("relu", {l.Op("neg", {x})});
+  neg = l.Op("mul_scalar", {neg}, {{"scalar", FloatAttr(l.Float("alpha", 0.01f))}});
+  return Out(l, l.Op("sub", {l.Op("relu", {x}), neg}));
+}
+absl::Status PRelu(L& l) {
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  RILL_ASSIGN_OR_RETURN(Entry slope, l.In(1));
+  Entry neg = l.Op("mul", {l.Op("relu", {l.Op("neg", {x})}), slope});
+  return Out(l, l.Op("sub", {l.Op("relu", {x}), neg}));
+}
+// max(0, min(1, alpha * x + beta)).
+Entry HardSigmoidOf(L& l, Entry x, double alpha, double beta) {
+  Entry y = l.Op("mul_scalar", {x}, {{"scalar", FloatAttr(alpha)}});
+  y = l.Op("add_scalar", {y}, {{"scalar", FloatAttr(beta)}});
+  y = l.Op("minimum_scalar", {y}, {{"scalar", "1"}});
+  return l.Op("maximum_scalar", {y}, {{"scalar", "0"}});
+}
+absl::Status HardSigmoid(L& l) {
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  return Out(l, HardSigmoidOf(l, x, l.Float("alpha", 0.2f), l.Float("beta", 0.5f)));
+}
+absl::Status HardSwish(L& l) {
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  return Out(l, l.Op("mul", {x, HardSigmoidOf(l, x, 1.0 / 6, 0.5)}));
+}
+absl::Status ThresholdedRelu(L& l) {
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  Entry mask = l.Op("greater_scalar", {x}, {{"scalar", FloatAttr(l.Float("alpha", 1.f))}});
+  return Out(l, l.Op("mul", {x, mask}));
+}
+absl::Status Softsign(L& l) {
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  Entry d = l.Op("add_scalar", {l.Op("abs", {x})}, {{"scalar", "1"}});
+  return Out(l, l.Op("div", {x, d}));
+}
+absl::Status Sign(L& l) {
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  Entry pos = l.Op("greater_scalar", {x}, {{"scalar", "0"}});
+  Entry neg = l.Op("greater_scalar", {l.Op("neg", {x})}, {{"scalar", "0"}});
+  return Out(l, l.Op("sub", {pos, neg}));
+}
+absl::Status Clip(L& l) {
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  Entry y = x;
+  for (int i : {1, 2}) {
+    if (!l.has_input(i)) continue;
+    std::vector<double> v;
+    RILL_ASSIGN_OR_RETURN(v, l.ConstDoubles(i, i == 1 ? "min" : "max"));
+    if (v.size() != 1) return absl::InvalidArgumentError("Clip bounds must be scalars");
+    y = l.Op(i == 1 ? "maximum_scalar" : "minimum_scalar", {y}, {{"scalar", FloatAttr(v[0])}});
+  }
+  return Out(l, y == x ? l.Op("identity", {x}) : y);
+}
+
+absl::Status Identity(L& l) {
+  const ValueState& v = l.info(0);
+  if (v.constant) {
+    l.SetConstOutput(0, *v.constant);
+    return absl::OkStatus();
+  }
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  return Out(l, x);
+}
+
+absl::Status Cast(L& l) {
+  RILL_ASSIGN_OR_RETURN(DType to, DTypeFromOnnx(static_cast<int32_t>(l.Int("to", 0))));
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  return Out(l, l.Op("cast", {x}, {{"dtype", DTypeName(to)}}));
+}
+
+absl::Status Dropout(L& l) {
+  if (l.has_input(2)) {
+    RILL_ASSIGN_OR_RETURN(std::vector<int64_t> t, l.ConstInts(2, "training_mode"));
+    if (!t.empty() && t[0] != 0) return L::Unsupported("training_mode=true (Rill imports inference graphs)");
+  }
+  if (l.wants_output(1)) {
+    RILL_ASSIGN_OR_RETURN(std::vector<int64_t> dims, NeedDims(l, 0, "the mask output"));
+    l.SetConstOutput(1, OnnxHostTensor::Fill(DType::kBool, Shape(dims), 1));
+  }
+  return Identity(l);
+}
+
+// ------------------------------------------------------------------ constants
+
+absl::Status Constant(L& l) {
+  if (const auto* a = l.Attr("value")) {
+    RILL_ASSIGN_OR_RETURN(OnnxHostTensor t, HostTensorFromProto(a->t()));
+    l.SetConstOutput(0, std::move(t));
+  } else if (const auto* a = l.Attr("value_float")) {
+    l.SetConstOutput(0, OnnxHostTensor::Fill(DType::kF32, Shape{}, a->f()));
+  } else if (const auto* a = l.Attr("value_floats")) {
+    OnnxHostTensor t = OnnxHostTensor::Fill(DType::kF32, Shape{a->floats_size()}, 0);
+    std::copy(a->floats().begin(), a->floats().end(), reinterpret_cast<float*>(t.bytes.data()));
+    l.SetConstOutput(0, std::move(t));
+  } else if (const auto* a = l.Attr("value_int")) {
+    l.SetConstOutput(0, OnnxHostTensor::FromInt64s({a->i()}, Shape{}));
+  } else if (const auto* a = l.Attr("value_ints")) {
+    l.SetConstOutput(0, OnnxHostTensor::FromInt64s({a->ints().begin(), a->ints().end()}, Shape{a->ints_size()}));
+  } else {
+    return L::Unsupported("only value, value_float(s) and value_int(s) are supported");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ShapeOp(L& l) {
+  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> dims, NeedDims(l, 0, "Shape is computed at import time"));
+  const int r = static_cast<int>(dims.size());
+  int64_t start = std::clamp<int64_t>(l.Int("start", 0), -r, r), end = std::clamp<int64_t>(l.Int("end", r), -r, r);
+  if (start < 0) start += r;
+  if (end < 0) end += r;
+  std::vector<int64_t> v(dims.begin() + start, dims.begin() + std::max(start, end));
+  const int64_t n = static_cast<int64_t>(v.size());
+  l.SetConstOutput(0, OnnxHostTensor::FromInt64s(v, Shape{n}));
+  return absl::OkStatus();
+}
+
+absl::Status Size(L& l) {
+  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> dims, NeedDims(l, 0, "Size is computed at import time"));
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  l.SetConstOutput(0, OnnxHostTensor::FromInt64s({n}, Shape{}));
+  return absl::OkStatus();
+}
+
+absl::Status ConstantOfShape(L& l) {
+  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> dims, l.ConstInts(0, "shape"));
+  OnnxHostTensor value = OnnxHostTensor::Fill(DType::kF32, Shape{1}, 0);
+  if (const auto* a = l.Attr("value")) {
+    RILL_ASSIGN_OR_RETURN(value, HostTensorFromProto(a->t()));
+    if (value.size() != 1) return absl::InvalidArgumentError("ConstantOfShape value must have one element");
+  }
+  l.SetConstOutput(0, OnnxHostTensor::Fill(value.dtype, Shape(dims), value.Doubles()[0]));
+  return absl::OkStatus();
+}
+
+// ------------------------------------------------------------------ shape ops
+
+absl::Status Reshape(L& l) {
+  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> shape, l.ConstInts(1, "shape"));
+  if (l.Int("allowzero", 0) != 0 && std::count(shape.begin(), shape.end(), 0) > 0) {
+    return L::Unsupported("allowzero=1 with a 0 in the shape");
+  }
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  return Out(l, l.Op("reshape", {x}, {{"shape", IntsAttr(shape)}}));
+}
+
+absl::Status Flatten(L& l) {
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  int64_t axis = l.Int("axis", 1);
+  if (axis == 1) return Out(l, l.Op("flatten", {x}));
+  if (axis == 0) return Out(l, l.Op("reshape", {x}, {{"shape", "(1, -1)"}}));
+  RILL_ASSIGN_OR_RETURN(int r, NeedRank(l, 0, "Flatten axis other than 0 or 1"));
+  if (axis < -r || axis > r) return absl::InvalidArgumentError(absl::StrCat("axis ", axis, " for rank ", r));
+  if (axis < 0) axis += r;
+  std::vector<int64_t> dims = *l.Dims(0);
+  int64_t outer = 1, inner = 1;
+  for (int i = 0; i < r; ++i) {
+    int64_t& p = i < axis ? outer : inner;
+    p = (p < 0 || dims[i] < 0) ? -1 : p * dims[i];
+  }
+  RILL_ASSIGN_OR_RETURN(Entry y, ReshapeTo(l, x, {outer, inner}));
+  return Out(l, y);
+}
+
+absl::Status Transpose(L& l) {
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  return Out(l, l.Op("transpose", {x}, {{"axes", IntsAttr(l.Ints("perm"))}}));
+}
+
+absl::Status Concat(L& l) {
+  std::vector<Entry> in;
+  for (int i = 0; i < l.num_inputs(); ++i) {
+    if (!l.has_input(i)) continue;
+    RILL_ASSIGN_OR_RETURN(Entry x, l.In(i));
+    in.push_back(x);
+  }
+  return Out(l, l.Op("concat", in, {{"axis", absl::StrCat(l.Int("axis", 0))}}));
+}
+
+absl::StatusOr<std::vector<int64_t>> AxesOf(L& l, int input_since_13) {
+  if (l.opset() >= 13 && input_since_13 >= 0) {
+    if (!l.has_input(input_since_13)) return std::vector<int64_t>{};
+    return l.ConstInts(input_since_13, "axes");
+  }
+  return l.Ints("axes");
+}
+
+absl::Status Unsqueeze(L& l) {
+  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> axes, AxesOf(l, 1));
+  auto dims = l.Dims(0);
+  if (!dims) return L::Unsupported("needs the rank of its input");
+  const int r = static_cast<int>(dims->size() + axes.size());
+  std::vector<bool> ones(r, false);
+  for (int64_t a : axes) {
+    RILL_ASSIGN_OR_RETURN(int64_t n, NormAxis(a, r));
+    ones[n] = true;
+  }
+  std::vector<int64_t> out;
+  size_t k = 0;
+  for (int i = 0; i < r; ++i) out.push_back(ones[i] ? 1 : (*dims)[k++]);
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  RILL_ASSIGN_OR_RETURN(Entry y, ReshapeTo(l, x, out));
+  return Out(l, y);
+}
+
+absl::Status Squeeze(L& l) {
+  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> axes, AxesOf(l, 1));
+  auto dims = l.Dims(0);
+  if (!dims) return L::Unsupported("needs the rank of its input");
+  const int r = static_cast<int>(dims->size());
+  std::vector<bool> drop(r, false);
+  for (int64_t a : axes) {
+    RILL_ASSIGN_OR_RETURN(int64_t n, NormAxis(a, r));
+    drop[n] = true;
+  }
+  std::vector<int64_t> out;
+  for (int i = 0; i < r; ++i) {
+    if (axes.empty() && (*dims)[i] < 0) return L::Unsupported("Squeeze without axes needs a static shape");
+    if (axes.empty() ? (*dims)[i] == 1 : drop[i]) continue;
+    out.push_back((*dims)[i]);
+  }
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  RILL_ASSIGN_OR_RETURN(Entry y, ReshapeTo(l, x, out));
+  return Out(l, y);
+}
+
+absl::Status Slice(L& l) {
+  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> dims, NeedDims(l, 0, "Slice bounds are resolved at import time"));
+  const int r = static_cast<int>(dims.size());
+  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> starts, l.ConstInts(1, "starts"));
+  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> ends, l.ConstInts(2, "ends"));
+  std::vector<int64_t> axes;
+  if (l.has_input(3)) {
+    RILL_ASSIGN_OR_RETURN(axes, l.ConstInts(3, "axes"));
+  } else {
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  std::vector<int64_t> steps(starts.size(), 1);
+  if (l.has_input(4)) {
+    RILL_ASSIGN_OR_RETURN(steps, l.ConstInts(4, "steps"));
+  }
+  if (starts.size() != ends.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
+    return absl::InvalidArgumentError("Slice starts, ends, axes and steps differ in length");
+  }
+  std::vector<int64_t> begin(r, 0), end(dims.begin(), dims.end());
+  int last = -1;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (steps[i] != 1) return L::Unsupported(absl::StrCat("step ", steps[i], " (only 1)"));
+    RILL_ASSIGN_OR_RETURN(int64_t a, NormAxis(axes[i], r));
+    const int64_t n = dims[a];
+    int64_t b = starts[i] < 0 ? starts[i] + n : starts[i];
+    int64_t e = ends[i] < 0 ? ends[i] + n : ends[i];
+    b = std::clamp<int64_t>(b, 0, n);
+    e = std::clamp<int64_t>(e, b, n);
+    begin[a] = b;
+    end[a] = e;
+    last = std::max(last, static_cast<int>(a));
+  }
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  if (last < 0) return Out(l, l.Op("identity", {x}));
+  begin.resize(last + 1);
+  end.resize(last + 1);
+  return Out(l, l.Op("slice", {x}, {{"begin", IntsAttr(begin)}, {"end", IntsAttr(end)}}));
+}
+
+absl::Status Expand(L& l) {
+  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> shape, l.ConstInts(1, "shape"));
+  auto t = l.InType(0);
+  if (!t) return L::Unsupported("needs the input's element type");
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  RILL_ASSIGN_OR_RETURN(Entry zeros, l.Const(OnnxHostTensor::Fill(*t, Shape(shape), 0)));
+  return Out(l, l.Op("add", {x, zeros}));
+}
+
+// ----------------------------------------------------------------- reductions
+
+// y = f(x) reduced by `op`, then g(y). Axes from the attribute (or, for
+// ReduceSum since 13, input 1).
+absl::Status Reduce(L& l, const char* pre, const char* op, const char* post) {
+  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> axes, AxesOf(l, l.node().op_type() == "ReduceSum" ? 1 : -1));
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  if (axes.empty() && l.Int("noop_with_empty_axes", 0) != 0) return Out(l, l.Op("identity", {x}));
+  const bool keep = l.Int("keepdims", 1) != 0;
+  if (pre) x = l.Op(pre, {x});
+  Entry y = l.Op(op, {x}, {{"axes", IntsAttr(axes)}, {"keepdims", keep ? "true" : "false"}});
+  if (post) y = l.Op(post, {y});
+  return Out(l, y);
+}
+absl::Status ReduceSum(L& l) { return Reduce(l, nullptr, "sum", nullptr); }
+absl::Status ReduceMean(L& l) { return Reduce(l, nullptr, "mean", nullptr); }
+absl::Status ReduceMax(L& l) { return Reduce(l, nullptr, "max", nullptr); }
+absl::Status ReduceMin(L& l) { return Reduce(l, "neg", "max", "neg"); }
+absl::Status ReduceSumSquare(L& l) { return Reduce(l, "square", "sum", nullptr); }
+absl::Status ReduceL1(L& l) { return Reduce(l, "abs", "sum", nullptr); }
+absl::Status ReduceL2(L& l) { return Reduce(l, "square", "sum", "sqrt"); }
+absl::Status ReduceLogSum(L& l) { return Reduce(l, nullptr, "sum", "log"); }
+absl::Status ReduceLogSumExp(L& l) { return Reduce(l, "exp", "sum", "log"); }
+
+template <bool kMin>
+absl::Status ArgMax(L& l) {
+  if (l.Int("select_last_index", 0) != 0) return L::Unsupported("select_last_index=1");
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  if (kMin) x = l.Op("neg", {x});
+  return Out(l, l.Op("argmax", {x}, {{"axis", absl::StrCat(l.Int("axis", 0))},
+                                      {"keepdims", l.Int("keepdims", 1) ? "true" : "false"}}));
+}
+
+template <bool kLog>
+absl::Status Softmax(L& l) {
+  const char* op = kLog ? "log_softmax" : "softmax";
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  int64_t axis = l.Int("axis", l.opset() >= 13 ? -1 : 1);
+  std::optional<int> r = l.Rank(0);
+  if (r && axis < 0) axis += *r;
+  if (l.opset() >= 13 || axis == -1 || (r && axis == *r - 1)) {
+    return Out(l, l.Op(op, {x}, {{"axis", absl::StrCat(axis)}}));
+  }
+  // Before opset 13: softmax of the input flattened to 2-D at `axis`.
+  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> dims, NeedDims(l, 0, "softmax before opset 13 flattens at axis"));
+  RILL_ASSIGN_OR_RETURN(axis, NormAxis(axis, static_cast<int>(dims.size())));
+  int64_t outer = 1;
+  for (int64_t i = 0; i < axis; ++i) outer *= dims[i];
+  Entry f = l.Op("reshape", {x}, {{"shape", IntsAttr({outer, -1})}});
+  Entry y = l.Op(op, {f}, {{"axis", "1"}});
+  return Out(l, l.Op("reshape", {y}, {{"shape", IntsAttr(dims)}}));
+}
+
+// ------------------------------------------------------------------------- nn
+
+struct Window {
+  std::vector<int64_t> kernel, stride, pad, dilation;
+};
+
+// 2-D window attributes with symmetric padding (auto_pad resolved).
+absl::StatusOr<Window> WindowOf(L& l, std::vector<int64_t> kernel) {
+  Window w;
+  w.kernel = std::move(kernel);
+  if (w.kernel.size() != 2) {
+    return L::Unsupported(absl::StrCat("only 2-D windows (kernel_shape has ", w.kernel.size(), " axes)"));
+  }
+  w.stride = l.Ints("strides");
+  if (w.stride.empty()) w.stride = {1, 1};
+  w.dilation = l.Ints("dilations");
+  if (w.dilation.empty()) w.dilation = {1, 1};
+  const std::string auto_pad = l.String("auto_pad", "NOTSET");
+  if (auto_pad == "NOTSET") {
+    std::vector<int64_t> p = l.Ints("pads");
+    if (p.empty()) p = {0, 0, 0, 0};
+    if (p.size() != 4) return absl::InvalidArgumentError("pads must have 4 values");
+    if (p[0] != p[2] || p[1] != p[3]) {
+      return L::Unsupported(absl::StrCat("asymmetric pads (", absl::StrJoin(p, ", "), ")"));
+    }
+    w.pad = {p[0], p[1]};
+  } else if (auto_pad == "VALID") {
+    w.pad = {0, 0};
+  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    RILL_ASSIGN_OR_RETURN(std::vector<int64_t> dims, NeedDims(l, 0, "auto_pad SAME"));
+    if (dims.size() != 4) return L::Unsupported("only 2-D windows (4-D input)");
+    for (int i = 0; i < 2; ++i) {
+      const int64_t in = dims[2 + i], s = w.stride[i];
+      const int64_t out = (in + s - 1) / s;
+      const int64_t total = std::max<int64_t>(0, (out - 1) * s + (w.kernel[i] - 1) * w.dilation[i] + 1 - in);
+      if (total % 2 != 0) return L::Unsupported(absl::StrCat("auto_pad ", auto_pad, " with odd total padding"));
+      w.pad.push_back(total / 2);
+    }
+  } else {
+    return L::Unsupported(absl::StrCat("auto_pad ", auto_pad));
+  }
+  return w;
+}
+
+absl::Status Conv(L& l) {
+  std::vector<int64_t> kernel = l.Ints("kernel_shape");
+  if (kernel.empty()) {
+    auto wd = l.Dims(1);
+    if (!wd || wd->size() < 2) return L::Unsupported("needs kernel_shape or the weight's rank");
+    kernel.assign(wd->begin() + 2, wd->end());
+  }
+  if (auto r = l.Rank(0); r && *r != 4) return L::Unsupported(absl::StrCat("only 2-D convolution (input rank ", *r, ")"));
+  RILL_ASSIGN_OR_RETURN(Window w, WindowOf(l, kernel));
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  RILL_ASSIGN_OR_RETURN(Entry wt, l.In(1));
+  Entry y = l.Op("conv2d", {x, wt}, {{"stride", IntsAttr(w.stride)}, {"pad", IntsAttr(w.pad)},
+                                     {"dilation", IntsAttr(w.dilation)},
+                                     {"num_group", absl::StrCat(l.Int("group", 1))}});
+  if (l.has_input(2)) {
+    RILL_ASSIGN_OR_RETURN(Entry b, l.In(2));
+    y = l.Op("add", {y, l.Op("reshape", {b}, {{"shape", "(1, -1, 1, 1)"}})});
+  }
+  return Out(l, y);
+}
+
+template <bool kMax>
+absl::Status Pool(L& l) {
+  if (l.wants_output(1)) return L::Unsupported("the Indices output");
+  if (auto r = l.Rank(0); r && *r != 4) return L::Unsupported(absl::StrCat("only 2-D pooling (input rank ", *r, ")"));
+  RILL_ASSIGN_OR_RETURN(Window w, WindowOf(l, l.Ints("kernel_shape")));
+  if (w.dilation != std::vector<int64_t>{1, 1}) return L::Unsupported("dilations other than 1");
+  if (l.Int("ceil_mode", 0) != 0) {
+    RILL_ASSIGN_OR_RETURN(std::vector<int64_t> dims, NeedDims(l, 0, "ceil_mode"));
+    for (int i = 0; i < 2; ++i) {
+      const int64_t span = dims[2 + i] + 2 * w.pad[i] - w.kernel[i];
+      if (span % w.stride[i] != 0) return L::Unsupported("ceil_mode=1 where it rounds up");
+    }
+  }
+  ops::Attrs a = {{"kernel", IntsAttr(w.kernel)}, {"stride", IntsAttr(w.stride)}, {"pad", IntsAttr(w.pad)},
+                  {"pool_type", kMax ? "max" : "avg"}};
+  if (!kMax) a.push_back({"count_include_pad", l.Int("count_include_pad", 0) ? "true" : "false"});
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  return Out(l, l.Op("pooling", {x}, a));
+}
+
+template <bool kMax>
+absl::Status GlobalPool(L& l) {
+  RILL_ASSIGN_OR_RETURN(int r, NeedRank(l, 0, "global pooling reduces axes 2.."));
+  std::vector<int64_t> axes;
+  for (int i = 2; i < r; ++i) axes.push_back(i);
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  return Out(l, l.Op(kMax ? "max" : "mean", {x}, {{"axes", IntsAttr(axes)}, {"keepdims", "true"}}));
+}
+
+// A per-channel [C] vector shaped to broadcast against NCHW... of rank r.
+Entry PerChannel(L& l, Entry v, int r) {
+  std::vector<int64_t> s = {-1};
+  for (int i = 2; i < r; ++i) s.push_back(1);
+  return l.Op("reshape", {v}, {{"shape", IntsAttr(s)}});
+}
+
+absl::Status BatchNormalization(L& l) {
+  if (l.Int("training_mode", 0) != 0) return L::Unsupported("training_mode=1 (Rill imports inference graphs)");
+  for (int i = 1; i < l.num_outputs(); ++i) {
+    if (l.wants_output(i)) return L::Unsupported("running mean/var outputs (training mode)");
+  }
+  RILL_ASSIGN_OR_RETURN(int r, NeedRank(l, 0, "per-channel parameters broadcast over axes 2.."));
+  if (r < 2) return absl::InvalidArgumentError("BatchNormalization input needs rank >= 2");
+  std::vector<Entry> in;
+  for (int i = 0; i < 5; ++i) {
+    RILL_ASSIGN_OR_RETURN(Entry e, l.In(i));
+    in.push_back(e);
+  }
+  // y = (x - mean) * (scale / sqrt(var + eps)) + bias.
+  Entry sd = l.Op("sqrt", {l.Op("add_scalar", {in[4]}, {{"scalar", FloatAttr(l.Float("epsilon", 1e-5f))}})});
+  Entry k = l.Op("div", {in[1], sd});
+  Entry y = l.Op("sub", {in[0], PerChannel(l, in[3], r)});
+  y = l.Op("mul", {y, PerChannel(l, k, r)});
+  return Out(l, l.Op("add", {y, PerChannel(l, in[2], r)}));
+}
+
+// (x - mean) / sqrt(var + eps) over `axes`, also returning mean and 1/std.
+struct Normalized {
+  Entry y, mean, inv_std;
+};
+Normalized Normalize(L& l, Entry x, const std::vector<int64_t>& axes, double eps) {
+  const ops::Attrs red = {{"axes", IntsAttr(axes)}, {"keepdims", "true"}};
+  Normalized n;
+  n.mean = l.Op("mean", {x}, red);
+  Entry d = l.Op("sub", {x, n.mean});
+  Entry var = l.Op("mean", {l.Op("square", {d})}, red);
+  n.inv_std = l.Op("rdiv_scalar", {l.Op("sqrt", {l.Op("add_scalar", {var}, {{"scalar", FloatAttr(eps)}})})},
+                   {{"scalar", "1"}});
+  n.y = l.Op("mul", {d, n.inv_std});
+  return n;
+}
+
+absl::Status InstanceNormalization(L& l) {
+  RILL_ASSIGN_OR_RETURN(int r, NeedRank(l, 0, "normalizes over axes 2.."));
+  std::vector<int64_t> axes;
+  for (int i = 2; i < r; ++i) axes.push_back(i);
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  RILL_ASSIGN_OR_RETURN(Entry scale, l.In(1));
+  RILL_ASSIGN_OR_RETURN(Entry bias, l.In(2));
+  Normalized n = Normalize(l, x, axes, l.Float("epsilon", 1e-5f));
+  Entry y = l.Op("mul", {n.y, PerChannel(l, scale, r)});
+  return Out(l, l.Op("add", {y, PerChannel(l, bias, r)}));
+}
+
+absl::Status LayerNormalization(L& l) {
+  RILL_ASSIGN_OR_RETURN(int r, NeedRank(l, 0, "normalizes over axes from axis"));
+  RILL_ASSIGN_OR_RETURN(int64_t axis, NormAxis(l.Int("axis", -1), r));
+  if (l.Int("stash_type", 1) != 1) return L::Unsupported("stash_type other than float");
+  std::vector<int64_t> axes;
+  for (int64_t i = axis; i < r; ++i) axes.push_back(i);
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  RILL_ASSIGN_OR_RETURN(Entry scale, l.In(1));
+  Normalized n = Normalize(l, x, axes, l.Float("epsilon", 1e-5f));
+  Entry y = l.Op("mul", {n.y, scale});
+  if (l.has_input(2)) {
+    RILL_ASSIGN_OR_RETURN(Entry b, l.In(2));
+    y = l.Op("add", {y, b});
+  }
+  l.SetOutput(0, y);
+  l.SetOutput(1, n.mean);
+  l.SetOutput(2, n.inv_std);
+  return absl::OkStatus();
+}
+
+absl::Status Gemm(L& l) {
+  RILL_ASSIGN_OR_RETURN(Entry a, l.In(0));
+  RILL_ASSIGN_OR_RETURN(Entry b, l.In(1));
+  Entry y = l.Op("matmul", {a, b}, {{"transpose_a", l.Int("transA", 0) ? "true" : "false"},
+                                    {"transpose_b", l.Int("transB", 0) ? "true" : "false"}});
+  const double alpha = l.Float("alpha", 1.f), beta = l.Float("beta", 1.f);
+  if (alpha != 1) y = l.Op("mul_scalar", {y}, {{"scalar", FloatAttr(alpha)}});
+  if (l.has_input(2)) {
+    RILL_ASSIGN_OR_RETURN(Entry c, l.In(2));
+    if (beta != 1) c = l.Op("mul_scalar", {c}, {{"scalar", FloatAttr(beta)}});
+    y = l.Op("add", {y, c});
+  }
+  return Out(l, y);
+}
+
+// NumPy matmul: equal ranks with equal batch dimensions map directly; 1-D
+// operands and a 2-D right operand under a batched left one are reshaped.
+absl::Status MatMul(L& l) {
+  RILL_ASSIGN_OR_RETURN(Entry a, l.In(0));
+  RILL_ASSIGN_OR_RETURN(Entry b, l.In(1));
+  auto da = l.Dims(0), db = l.Dims(1);
+  if (da && db && da->size() == db->size() && da->size() >= 2) {
+    for (size_t i = 0; i + 2 < da->size(); ++i) {
+      if ((*da)[i] != (*db)[i]) return L::Unsupported("broadcasting batch dimensions");
+    }
+    return Out(l, l.Op("matmul", {a, b}));
+  }
+  auto sa = l.StaticDims(0), sb = l.StaticDims(1);
+  if (!sa || !sb) {
+    if (!da || !db) return L::Unsupported("needs the ranks of its inputs");
+    return L::Unsupported("operands of different ranks need static shapes");
+  }
+  std::vector<int64_t> out;
+  std::vector<int64_t> A = *sa, B = *sb;
+  if (A.size() == 1) A.insert(A.begin(), 1);
+  if (B.size() == 1) B.push_back(1);
+  if (A.size() < 2 || B.size() != 2) return L::Unsupported("broadcasting batch dimensions");
+  out.assign(A.begin(), A.end() - 1);
+  out.push_back(B[1]);
+  Entry a2 = l.Op("reshape", {a}, {{"shape", IntsAttr({-1, A.back()})}});
+  Entry b2 = sb->size() == 1 ? l.Op("reshape", {b}, {{"shape", IntsAttr(B)}}) : b;
+  Entry y = l.Op("matmul", {a2, b2});
+  if (sa->size() == 1) out.erase(out.end() - 2);
+  if (sb->size() == 1) out.pop_back();
+  return Out(l, l.Op("reshape", {y}, {{"shape", IntsAttr(out)}}));
+}
+
+const std::map<std::string, Converter, std::less<>>& Table() {
+  static const auto* t = new std::map<std::string, Converter, std::less<>>{
+      {"Abs", {Unary<kAbs>, kNumeric}},
+      {"Add", {Binary<kAdd>, kNumeric}},
+      {"ArgMax", {ArgMax<false>, kFloat}},
+      {"ArgMin", {ArgMax<true>, kFloat}},
+      {"AveragePool", {Pool<false>, kF32}},
+      {"BatchNormalization", {BatchNormalization, kFloat}},
+      {"Cast", {Cast, 0}},
+      {"Celu", {Celu, kFloat}},
+      {"Clip", {Clip, kNumeric}},
+      {"Concat", {Concat, 0}},
+      {"Constant", {Constant, 0}},
+      {"ConstantOfShape", {ConstantOfShape, 0}},
+      {"Conv", {Conv, kF32}},
+      {"Div", {Binary<kDiv>, kNumeric}},
+      {"Dropout", {Dropout, 0}},
+      {"Elu", {Elu, kFloat}},
+      {"Equal", {Compare<kEqual, false>, kNumeric}},
+      {"Exp", {Unary<kExp>, kFloat}},
+      {"Expand", {Expand, kNumeric}},
+      {"Flatten", {Flatten, 0}},
+      {"Gemm", {Gemm, kFloat}},
+      {"GlobalAveragePool", {GlobalPool<false>, kFloat}},
+      {"GlobalMaxPool", {GlobalPool<true>, kFloat}},
+      {"Greater", {Compare<kGreater, false>, kNumeric}},
+      {"HardSigmoid", {HardSigmoid, kFloat}},
+      {"HardSwish", {HardSwish, kFloat}},
+      {"Identity", {Identity, 0}},
+      {"InstanceNormalization", {InstanceNormalization, kFloat}},
+      {"LayerNormalization", {LayerNormalization, kFloat}},
+      {"LeakyRelu", {LeakyRelu, kFloat}},
+      {"Less", {Compare<kGreater, true>, kNumeric}},
+      {"Log", {Unary<kLog>, kFloat}},
+      {"LogSoftmax", {Softmax<true>, kFloat}},
+      {"MatMul", {MatMul, kFloat}},
+      {"Max", {Variadic<kMaximum, false>, kNumeric}},
+      {"MaxPool", {Pool<true>, kF32}},
+      {"Mean", {Variadic<kAdd, true>, kFloat}},
+      {"Min", {Variadic<kMinimum, false>, kNumeric}},
+      {"Mul", {Binary<kMul>, kNumeric}},
+      {"Neg", {Unary<kNeg>, kNumeric}},
+      {"Pow", {Pow, kFloat}},
+      {"PRelu", {PRelu, kFloat}},
+      {"Reciprocal", {Reciprocal, kFloat}},
+      {"ReduceL1", {ReduceL1, kSum}},
+      {"ReduceL2", {ReduceL2, kFloat}},
+      {"ReduceLogSum", {ReduceLogSum, kFloat}},
+      {"ReduceLogSumExp", {ReduceLogSumExp, kFloat}},
+      {"ReduceMax", {ReduceMax, kFloat}},
+      {"ReduceMean", {ReduceMean, kFloat}},
+      {"ReduceMin", {ReduceMin, kFloat}},
+      {"ReduceSum", {ReduceSum, kSum}},
+      {"ReduceSumSquare", {ReduceSumSquare, kSum}},
+      {"Relu", {Unary<kRelu>, kNumeric}},
+      {"Reshape", {Reshape, 0}},
+      {"Selu", {Selu, kFloat}},
+      {"Shape", {ShapeOp, 0}},
+      {"Sigmoid", {Unary<kSigmoid>, kFloat}},
+      {"Sign", {Sign, kNumeric}},
+      {"Size", {Size, 0}},
+      {"Slice", {Slice, 0}},
+      {"Softmax", {Softmax<false>, kFloat}},
+      {"Softsign", {Softsign, kFloat}},
+      {"Sqrt", {Unary<kSqrt>, kFloat}},
+      {"Squeeze", {Squeeze, 0}},
+      {"Sub", {Binary<kSub>, kNumeric}},
+      {"Sum", {Variadic<kAdd, false>, kNumeric}},
+      {"Tanh", {Unary<kTanh>, kFloat}},
+      {"ThresholdedRelu", {ThresholdedRelu, kFloat}},
+      {"Transpose", {Transpose, 0}},
+      {"Unsqueeze", {Unsqueeze, 0}},
+  };
+  return *t;
+}
+
+}  // namespace
+
+const Converter* FindConverter(std::string_view op_type) {
+  auto it = Table().find(op_type);
+  return it == Table().end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> SupportedOnnxOps() {
+  std::vector<std::string> v;
+  for (const auto& [name, c] : Table()) v.push_back(name);
+  return v;
+}
+
+}  // namespace rill::graph

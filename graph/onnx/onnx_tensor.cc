@@ -1,0 +1,182 @@
+#include "graph/onnx/onnx_tensor.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "ops/shape/half.h"
+
+namespace rill::graph {
+namespace {
+
+template <typename T>
+T Load(const std::string& bytes, int64_t i) {
+  T v;
+  std::memcpy(&v, bytes.data() + i * sizeof(T), sizeof(T));
+  return v;
+}
+
+template <typename T>
+void Store(std::string& bytes, int64_t i, T v) {
+  std::memcpy(bytes.data() + i * sizeof(T), &v, sizeof(T));
+}
+
+template <typename Out>
+std::vector<Out> Convert(const OnnxHostTensor& t) {
+  const int64_t n = t.size();
+  std::vector<Out> out(n);
+  for (int64_t i = 0; i < n; ++i) {
+    switch (t.dtype) {
+      case DType::kF32: out[i] = static_cast<Out>(Load<float>(t.bytes, i)); break;
+      case DType::kF64: out[i] = static_cast<Out>(Load<double>(t.bytes, i)); break;
+      case DType::kF16: out[i] = static_cast<Out>(ops::HalfToFloat(Load<uint16_t>(t.bytes, i))); break;
+      case DType::kI32: out[i] = static_cast<Out>(Load<int32_t>(t.bytes, i)); break;
+      case DType::kI64: out[i] = static_cast<Out>(Load<int64_t>(t.bytes, i)); break;
+      case DType::kU8:
+      case DType::kBool: out[i] = static_cast<Out>(Load<uint8_t>(t.bytes, i)); break;
+    }
+  }
+  return out;
+}
+
+// Copies a typed repeated field into `out` as elements of `dtype`.
+template <typename Field>
+void CopyTyped(const Field& f, DType dtype, std::string& out) {
+  for (int i = 0; i < f.size(); ++i) {
+    switch (dtype) {
+      case DType::kF32: Store<float>(out, i, static_cast<float>(f.Get(i))); break;
+      case DType::kF64: Store<double>(out, i, static_cast<double>(f.Get(i))); break;
+      // FLOAT16 in int32_data holds the raw 16 bits.
+      case DType::kF16: Store<uint16_t>(out, i, static_cast<uint16_t>(f.Get(i))); break;
+      case DType::kI32: Store<int32_t>(out, i, static_cast<int32_t>(f.Get(i))); break;
+      case DType::kI64: Store<int64_t>(out, i, static_cast<int64_t>(f.Get(i))); break;
+      case DType::kU8: Store<uint8_t>(out, i, static_cast<uint8_t>(f.Get(i))); break;
+      case DType::kBool: Store<uint8_t>(out, i, f.Get(i) != 0 ? 1 : 0); break;
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<int64_t> OnnxHostTensor::Int64s() const { return Convert<int64_t>(*this); }
+std::vector<double> OnnxHostTensor::Doubles() const { return Convert<double>(*this); }
+
+OnnxHostTensor OnnxHostTensor::FromInt64s(const std::vector<int64_t>& v, Shape shape) {
+  OnnxHostTensor t;
+  t.dtype = DType::kI64;
+  t.shape = std::move(shape);
+  t.bytes.assign(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(int64_t));
+  return t;
+}
+
+OnnxHostTensor OnnxHostTensor::Fill(DType dtype, const Shape& shape, double value) {
+  OnnxHostTensor t;
+  t.dtype = dtype;
+  t.shape = shape;
+  const int64_t n = shape.NumElements();
+  t.bytes.resize(n * DTypeSize(dtype));
+  for (int64_t i = 0; i < n; ++i) {
+    switch (dtype) {
+      case DType::kF32: Store<float>(t.bytes, i, static_cast<float>(value)); break;
+      case DType::kF64: Store<double>(t.bytes, i, value); break;
+      case DType::kF16: Store<uint16_t>(t.bytes, i, ops::FloatToHalf(static_cast<float>(value))); break;
+      case DType::kI32: Store<int32_t>(t.bytes, i, static_cast<int32_t>(value)); break;
+      case DType::kI64: Store<int64_t>(t.bytes, i, static_cast<int64_t>(value)); break;
+      case DType::kU8: Store<uint8_t>(t.bytes, i, static_cast<uint8_t>(value)); break;
+      case DType::kBool: Store<uint8_t>(t.bytes, i, value != 0 ? 1 : 0); break;
+    }
+  }
+  return t;
+}
+
+absl::StatusOr<DType> DTypeFromOnnx(int32_t elem_type) {
+  switch (elem_type) {
+    case onnx::TensorProto::FLOAT: return DType::kF32;
+    case onnx::TensorProto::DOUBLE: return DType::kF64;
+    case onnx::TensorProto::FLOAT16: return DType::kF16;
+    case onnx::TensorProto::INT32: return DType::kI32;
+    case onnx::TensorProto::INT64: return DType::kI64;
+    case onnx::TensorProto::UINT8: return DType::kU8;
+    case onnx::TensorProto::BOOL: return DType::kBool;
+    default:
+      return absl::UnimplementedError(absl::StrCat("element type ", OnnxTypeName(elem_type),
+                                                   " is not supported (Rill has float32, float64, "
+                                                   "float16, int32, int64, uint8, bool)"));
+  }
+}
+
+std::string OnnxTypeName(int32_t elem_type) {
+  if (onnx::TensorProto::DataType_IsValid(elem_type)) {
+    return onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(elem_type));
+  }
+  return absl::StrCat("type ", elem_type);
+}
+
+absl::StatusOr<OnnxHostTensor> HostTensorFromProto(const onnx::TensorProto& t) {
+  const std::string what = absl::StrCat("tensor '", t.name(), "'");
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    return absl::UnimplementedError(absl::StrCat(what, " has external data; load it into the model first"));
+  }
+  if (t.has_segment()) return absl::UnimplementedError(absl::StrCat(what, " is segmented"));
+  absl::StatusOr<DType> dtype = DTypeFromOnnx(t.data_type());
+  if (!dtype.ok()) return Annotate(dtype.status(), what);
+  OnnxHostTensor h;
+  h.dtype = *dtype;
+  for (int64_t d : t.dims()) {
+    if (d < 0) return absl::InvalidArgumentError(absl::StrCat(what, " has a negative dimension ", d));
+    h.shape.mutable_dims().push_back(d);
+  }
+  RILL_RETURN_IF_ERROR(Annotate(h.shape.Validate(DTypeSize(h.dtype)), what));
+  const int64_t n = h.shape.NumElements();
+  const uint64_t want = static_cast<uint64_t>(n) * DTypeSize(h.dtype);
+  if (t.has_raw_data()) {
+    if (t.raw_data().size() != want) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " of ", OnnxTypeName(t.data_type()), " ",
+                                                     h.shape.ToString(), " needs ", want,
+                                                     " bytes of raw data, has ", t.raw_data().size()));
+    }
+    h.bytes = t.raw_data();
+    if (h.dtype == DType::kBool) {
+      for (char& c : h.bytes) c = c != 0 ? 1 : 0;
+    }
+    return h;
+  }
+  int64_t have = 0;
+  h.bytes.assign(want, '\0');
+  switch (t.data_type()) {
+    case onnx::TensorProto::FLOAT:
+      have = t.float_data_size();
+      if (have == n) CopyTyped(t.float_data(), h.dtype, h.bytes);
+      break;
+    case onnx::TensorProto::DOUBLE:
+      have = t.double_data_size();
+      if (have == n) CopyTyped(t.double_data(), h.dtype, h.bytes);
+      break;
+    case onnx::TensorProto::INT64:
+      have = t.int64_data_size();
+      if (have == n) CopyTyped(t.int64_data(), h.dtype, h.bytes);
+      break;
+    default:  // INT32, UINT8, BOOL, FLOAT16 live in int32_data.
+      have = t.int32_data_size();
+      if (have == n) CopyTyped(t.int32_data(), h.dtype, h.bytes);
+      break;
+  }
+  if (have != n) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " of ", OnnxTypeName(t.data_type()), " ",
+                                                   h.shape.ToString(), " needs ", n, " elements, has ", have));
+  }
+  return h;
+}
+
+absl::StatusOr<Tensor> TensorFromHost(const OnnxHostTensor& t, engine::Context ctx, engine::Engine* engine) {
+  return Tensor::FromHostBytes(t.bytes.data(), t.bytes.size(), t.shape, t.dtype, ctx, engine);
+}
+
+absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& t, engine::Context ctx, engine::Engine* engine) {
+  RILL_ASSIGN_OR_RETURN(OnnxHostTensor h, HostTensorFromProto(t));
+  return TensorFromHost(h, ctx, engine);
+}
+
+}  // namespace rill::graph
