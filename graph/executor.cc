@@ -1,5 +1,6 @@
 #include "graph/executor.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <utility>
@@ -105,6 +106,12 @@ struct Executor::Impl {
   std::vector<Step> MakeSteps(size_t begin, size_t end) const;
   absl::Status Push(const std::vector<Step>& steps, bool is_train);
   absl::Status RunNode(int pos, bool is_train, const engine::RunContext& rc) const;
+  absl::Status PushCopy(int pos) const;
+  // Canary mode: the blocks a node reads still hold its inputs; after it,
+  // its outputs own their blocks and the blocks it released are filled.
+  absl::Status CheckInputs(int pos) const;
+  // (Blocks of `context` only; the outputs' tags too when `outputs`.)
+  absl::Status AfterNode(int pos, const engine::RunContext& rc, int context, bool outputs) const;
   std::string EntryName(const Entry& e) const {
     const Node& n = g.node(e.node);
     return n.num_outputs() > 1 ? absl::StrCat(n.name, ":", e.index) : n.name;
@@ -292,6 +299,24 @@ absl::Status Executor::Impl::Build(const Graph& fwd, const absl::flat_hash_map<s
   }
   for (const Entry& o : outputs) pin.pinned.insert(o);
   plan = PlanMemory(pin);
+  if (opt.canary_inject_early_release) {
+    // Move the first release whose last reader is a node with a predecessor
+    // one node earlier.
+    for (size_t pos = 1; pos < plan.released_after.size(); ++pos) {
+      const Node& n = g.node(order[pos]);
+      auto& rel = plan.released_after[pos];
+      auto hit = std::find_if(rel.begin(), rel.end(), [&](int b) {
+        for (const Entry& e : n.inputs) {
+          if (plan.block[e.node][e.index] == b && !g.node(order[pos - 1]).is_variable()) return true;
+        }
+        return false;
+      });
+      if (hit == rel.end()) continue;
+      plan.released_after[pos - 1].push_back(*hit);
+      rel.erase(hit);
+      break;
+    }
+  }
   for (int id : order) {
     const Node& n = g.node(id);
     if (n.op != &GradSumOp()) continue;
@@ -410,47 +435,87 @@ std::vector<Step> Executor::Impl::MakeSteps(size_t begin, size_t end) const {
   return steps;
 }
 
-absl::Status Executor::Impl::RunNode(int pos, bool is_train, const engine::RunContext& rc) const {
+absl::Status Executor::Impl::CheckInputs(int pos) const {
   const int id = order[pos];
   const Node& n = g.node(id);
-  if (owner != nullptr) {
-    for (size_t k = 0; k < n.inputs.size(); ++k) {
-      const Entry& e = n.inputs[k];
-      if (n.op == &GradSumOp() && plan.fused[id][k]) continue;
-      const int b = plan.block[e.node][e.index];
-      if (b < 0) continue;
-      const Entry home = Home(e);
-      const int64_t have = owner[b].load();
-      if (have != Code(home)) {
-        return absl::InternalError(absl::StrCat(
-            "canary: graph ", g.Describe(id), " reads ", EntryName(e), " from block ", b, ", which ",
-            have < 0 ? std::string("the plan has released")
-                     : absl::StrCat("the plan gave to ", EntryName(Entry{static_cast<int>(have / 256),
-                                                                         static_cast<int>(have % 256)}))));
-      }
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    const Entry& e = n.inputs[k];
+    if (n.op == &GradSumOp() && plan.fused[id][k]) continue;
+    const int b = plan.block[e.node][e.index];
+    if (b < 0) continue;
+    const int64_t have = owner[b].load();
+    if (have != Code(Home(e))) {
+      return absl::InternalError(absl::StrCat(
+          "canary: graph ", g.Describe(id), " reads ", EntryName(e), " from block ", b, ", which ",
+          have < 0 ? std::string("the plan has released")
+                   : absl::StrCat("the plan gave to ",
+                                  EntryName(Entry{static_cast<int>(have / 256), static_cast<int>(have % 256)}))));
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status Executor::Impl::AfterNode(int pos, const engine::RunContext& rc, int context,
+                                       bool outputs) const {
+  const int id = order[pos];
+  for (int o = 0; outputs && o < g.node(id).num_outputs(); ++o) {
+    const int b = plan.block[id][o];
+    if (b >= 0) owner[b].store(Code(Home(Entry{id, o})));
+  }
+  for (int b : plan.released_after[pos]) {
+    if (plan.blocks[b].context != context) continue;
+    owner[b].store(-1);
+    // Fill the block with NaN bytes in stream order (or at once, inline).
+    absl::StatusOr<StorageBlock> sb = blocks[b].Storage();
+    if (!sb.ok()) return sb.status();
+    if (rc.stream == nullptr) {
+      if (sb->host != nullptr) std::memset(sb->host, 0xFF, plan.blocks[b].bytes);
+    } else {
+      DeviceMemoryBase m = sb->memory;
+      rc.stream->ThenMemset32(&m, 0xFFFFFFFFu, plan.blocks[b].bytes / 4 * 4);
+      if (!rc.stream->ok()) return rc.stream->status();
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Executor::Impl::RunNode(int pos, bool is_train, const engine::RunContext& rc) const {
+  const int id = order[pos];
+  if (owner != nullptr) RILL_RETURN_IF_ERROR(CheckInputs(pos));
   for (const ops::PreparedOp& p : prepared[is_train ? 1 : 0][id]) {
     absl::Status s = p.Run(rc);
-    if (!s.ok()) return Annotate(s, absl::StrCat("graph node '", n.name, "'"));
+    if (!s.ok()) return Annotate(s, absl::StrCat("graph node '", g.node(id).name, "'"));
   }
-  if (owner != nullptr) {
-    for (int o = 0; o < n.num_outputs(); ++o) {
-      const int b = plan.block[id][o];
-      if (b >= 0) owner[b].store(Code(Home(Entry{id, o})));
-    }
-    for (int b : plan.released_after[pos]) {
-      owner[b].store(-1);
-      // Fill the block with NaN bytes in stream order (or at once, inline).
-      absl::StatusOr<StorageBlock> sb = blocks[b].Storage();
-      if (!sb.ok()) return sb.status();
-      if (rc.stream == nullptr) {
-        if (sb->host != nullptr) std::memset(sb->host, 0xFF, plan.blocks[b].bytes);
-      } else {
-        DeviceMemoryBase m = sb->memory;
-        rc.stream->ThenMemset32(&m, 0xFFFFFFFFu, plan.blocks[b].bytes / 4 * 4);
-        if (!rc.stream->ok()) return rc.stream->status();
+  if (owner != nullptr) RILL_RETURN_IF_ERROR(AfterNode(pos, rc, node_ctx[id], true));
+  return absl::OkStatus();
+}
+
+absl::Status Executor::Impl::PushCopy(int pos) const {
+  const int id = order[pos];
+  const Entry& src = g.node(id).inputs[0];
+  const Tensor& from = tensors[src.node][src.index];
+  const Tensor& to = tensors[id][0];
+  const Impl* self = this;
+  if (owner != nullptr) {  // The canary's checks, in the copy's var order.
+    RILL_RETURN_IF_ERROR(eng->PushSync([self, pos](engine::RunContext) { return self->CheckInputs(pos); },
+                                       from.context(), {from.var()}, {}, engine::FnProperty::kNormal, 0,
+                                       "canary_check"));
+  }
+  absl::Status st = to.CopyFrom(from);
+  if (!st.ok()) return Annotate(st, absl::StrCat("graph node '", g.node(id).name, "'"));
+  if (owner != nullptr) {  // One update per context: the copy's output, and its source's released blocks.
+    const int cto = node_ctx[id], cfrom = node_ctx[src.node];
+    for (int c : {cto, cfrom}) {
+      std::vector<engine::VarHandle> writes;
+      if (c == cto) writes.push_back(to.var());
+      for (int b : plan.released_after[pos]) {
+        if (plan.blocks[b].context == c) writes.push_back(blocks[b].var());
       }
+      const bool outs = c == cto;
+      RILL_RETURN_IF_ERROR(eng->PushSync(
+          [self, pos, c, outs](engine::RunContext rc) { return self->AfterNode(pos, rc, c, outs); }, contexts[c],
+          {}, writes, engine::FnProperty::kNormal, 0, "canary_update"));
+      if (cto == cfrom) break;
     }
   }
   return absl::OkStatus();
@@ -459,10 +524,7 @@ absl::Status Executor::Impl::RunNode(int pos, bool is_train, const engine::RunCo
 absl::Status Executor::Impl::Push(const std::vector<Step>& steps, bool is_train) {
   for (const Step& s : steps) {
     if (s.copy) {
-      const int id = order[s.positions[0]];
-      const Entry& src = g.node(id).inputs[0];
-      absl::Status st = tensors[id][0].CopyFrom(tensors[src.node][src.index]);
-      if (!st.ok()) return Annotate(st, absl::StrCat("graph node '", g.node(id).name, "'"));
+      RILL_RETURN_IF_ERROR(PushCopy(s.positions[0]));
       continue;
     }
     std::vector<engine::VarHandle> reads, writes;

@@ -50,6 +50,9 @@ struct BindOptions {
   // (NaN) and every node checks that each block it reads still holds the
   // entry it expects; a read after reuse fails the run naming both entries.
   bool canary = false;
+  // For testing the canary mode itself: the plan releases one block a node
+  // before its last reader (a planner bug the canary must catch).
+  bool canary_inject_early_release = false;
   // Plan memory (in-place and reuse). Off: every entry its own buffer.
   bool plan_memory = true;
 };

@@ -269,7 +269,145 @@ TEST_P(GraphTest, AFailingNodeReachesTheOutputsAndIsNamed) {
   EXPECT_THAT(s.ToString(), HasSubstr("the_loss"));
 }
 
+TEST_P(GraphTest, CanaryCatchesAReadAfterTheBlockWasReleased) {
+  Graph g;
+  Entry x = g.Input("x");
+  Entry a = g.Op1("mul_scalar", {x}, {{"scalar", "2"}}, "double");
+  Entry b = g.Op1("tanh", {a}, {}, "squash");
+  g.AddOutput(g.Op1("add", {b, a}, {}, "late_reader"));
+  Tensor xt = Make<float>(RandomData<float>(8, 3), {8});
+  BindOptions o = Options();
+  auto good = Executor::Bind(g, {{"x", xt}}, {}, o);
+  ASSERT_TRUE(good.ok()) << good.status();
+  ASSERT_TRUE((*good)->Forward(false).ok());
+  EXPECT_TRUE((*good)->outputs()[0].WaitToRead().ok());
+  o.canary_inject_early_release = true;
+  auto bad = Executor::Bind(g, {{"x", xt}}, {}, o);
+  ASSERT_TRUE(bad.ok()) << bad.status();
+  ASSERT_TRUE((*bad)->Forward(false).ok());
+  absl::Status s = (*bad)->outputs()[0].WaitToRead();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
+  EXPECT_THAT(s.ToString(), HasSubstr("canary"));
+  EXPECT_THAT(s.ToString(), HasSubstr("late_reader"));
+}
+
+// LeNet-shaped: conv-relu-pool twice, fc-relu-fc, softmax cross-entropy.
+Graph LeNet() {
+  Graph g;
+  Entry x = g.Input("x");
+  Entry c1 = g.Op1("conv2d", {x, g.Param("k1")}, {{"pad", "(1, 1)"}}, "conv1");
+  Entry p1 = g.Op1("pooling", {g.Op1("relu", {c1}, {}, "relu1")}, {{"kernel", "(2, 2)"}, {"stride", "(2, 2)"}, {"pool_type", "max"}}, "pool1");
+  Entry c2 = g.Op1("conv2d", {p1, g.Param("k2")}, {{"pad", "(1, 1)"}}, "conv2");
+  Entry p2 = g.Op1("pooling", {g.Op1("relu", {c2}, {}, "relu2")}, {{"kernel", "(2, 2)"}, {"stride", "(2, 2)"}, {"pool_type", "avg"}}, "pool2");
+  Entry f = g.Op1("flatten", {p2}, {}, "flat");
+  Entry h = g.Op1("relu", {g.Op1("fully_connected", {f, g.Param("w3"), g.Param("b3")}, {}, "fc3")}, {}, "relu3");
+  Entry o = g.Op1("fully_connected", {h, g.Param("w4"), g.Param("b4")}, {}, "fc4");
+  g.AddOutput(g.Op1("softmax_cross_entropy", {o, g.Input("y")}, {}, "loss"));
+  return g;
+}
+
+absl::flat_hash_map<std::string, std::vector<float>> LeNetValues(int n) {
+  std::vector<float> y(n);
+  for (int i = 0; i < n; ++i) y[i] = static_cast<float>(i % 4);
+  return {{"x", RandomData<float>(n * 1 * 8 * 8, 1)}, {"y", y},
+          {"k1", RandomData<float>(4 * 1 * 3 * 3, 2, -0.5, 0.5)}, {"k2", RandomData<float>(6 * 4 * 3 * 3, 3, -0.3, 0.3)},
+          {"w3", RandomData<float>(10 * 24, 4, -0.3, 0.3)}, {"b3", RandomData<float>(10, 5, -0.1, 0.1)},
+          {"w4", RandomData<float>(4 * 10, 6, -0.3, 0.3)}, {"b4", RandomData<float>(4, 7, -0.1, 0.1)}};
+}
+
+TEST_P(GraphTest, LeNetGradientsMatchFiniteDifferences) {
+  const int n = 3;
+  Graph g = LeNet();
+  ASSERT_TRUE(g.status().ok()) << g.status();
+  absl::flat_hash_map<std::string, Shape> shapes{{"x", {n, 1, 8, 8}}, {"y", {n}}, {"k1", {4, 1, 3, 3}},
+                                                 {"k2", {6, 4, 3, 3}}, {"w3", {10, 24}}, {"b3", {10}},
+                                                 {"w4", {4, 10}}, {"b4", {4}}};
+  auto values = LeNetValues(n);
+  absl::flat_hash_map<std::string, Tensor> args, grads;
+  for (const auto& [name, v] : values) args[name] = Make<float>(v, shapes.at(name));
+  for (const char* p : {"k1", "k2", "w3", "b3", "w4", "b4"}) grads[p] = Zeros(args.at(p));
+  auto exec = Executor::Bind(g, args, grads, Options());
+  ASSERT_TRUE(exec.ok()) << exec.status();
+  EXPECT_LT((*exec)->memory().ratio(), 0.8) << (*exec)->memory().ToString();
+  ASSERT_TRUE((*exec)->Forward(true).ok());
+  ASSERT_TRUE((*exec)->Backward().ok());
+  ExpectNear(*(*exec)->outputs()[0].ToHost<float>(), *RunImperative(g, args)[0].ToHost<float>(), 1e-5, "loss");
+  for (const char* p : {"k1", "k2", "w3", "b3", "w4", "b4"}) {
+    std::vector<float> got = *grads.at(p).ToHost<float>();
+    std::vector<float> base = values.at(p);
+    for (size_t i = 0; i < base.size(); i += std::max<size_t>(1, base.size() / 5)) {
+      auto loss_at = [&](float v) {
+        std::vector<float> moved = base;
+        moved[i] = v;
+        auto a = args;
+        a[p] = Make<float>(moved, shapes.at(p));
+        return static_cast<double>((*RunImperative(g, a)[0].ToHost<float>())[0]);
+      };
+      const double eps = 1e-2;
+      const double want = (loss_at(base[i] + eps) - loss_at(base[i] - eps)) / (2 * eps);
+      EXPECT_NEAR(got[i], want, 2e-3 + 2e-2 * std::abs(want)) << p << "[" << i << "]";
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllContexts, GraphTest, ::testing::ValuesIn(AllContexts()), ContextName);
+
+// --- Placement: one graph over two contexts equals the same graph on one.
+
+TEST(GraphPlacement, SplitOverTwoContextsMatchesOneContext) {
+  std::vector<engine::Context> devices;
+  for (const engine::Context& c : AllContexts()) {
+    if (!c.is_host()) devices.push_back(c);
+  }
+  if (devices.size() < 2) GTEST_SKIP() << "needs two devices (RILL_HOST_DEVICES=2)";
+  // Layer 1 in group "a", layer 2 and the loss in group "b".
+  Graph g;
+  Entry x = g.Input("x");
+  Entry h = g.Op1("relu", {g.Op1("fully_connected", {x, g.Param("w1"), g.Param("b1")}, {}, "fc1", "a")}, {}, "relu1", "a");
+  Entry o = g.Op1("fully_connected", {h, g.Param("w2"), g.Param("b2")}, {}, "fc2", "b");
+  g.AddOutput(g.Op1("softmax_cross_entropy", {o, g.Input("y")}, {}, "loss", "b"));
+  const int n = 6, k = 5, hid = 7, c = 3;
+  absl::flat_hash_map<std::string, std::pair<std::vector<float>, Shape>> v{
+      {"x", {RandomData<float>(n * k, 1), {n, k}}},   {"y", {{0, 1, 2, 0, 1, 2}, {n}}},
+      {"w1", {RandomData<float>(hid * k, 2), {hid, k}}}, {"b1", {RandomData<float>(hid, 3), {hid}}},
+      {"w2", {RandomData<float>(c * hid, 4), {c, hid}}}, {"b2", {RandomData<float>(c, 5), {c}}}};
+  const absl::flat_hash_map<std::string, std::string> group_of{{"x", "a"}, {"w1", "a"}, {"b1", "a"},
+                                                               {"y", "b"}, {"w2", "b"}, {"b2", "b"}};
+  auto engine = ops::testing::MakeEngine();
+  auto run = [&](engine::Context ca, engine::Context cb) {
+    absl::flat_hash_map<std::string, Tensor> args, grads;
+    for (const auto& [name, d] : v) {
+      const engine::Context cx = group_of.at(name) == "a" ? ca : cb;
+      args[name] = *Tensor::FromHost<float>(d.first, d.second, cx, engine.get());
+      if (name != "x" && name != "y") {
+        grads[name] = *Tensor::FromHost<float>(std::vector<float>(d.first.size(), 0), d.second, cx, engine.get());
+      }
+    }
+    BindOptions o;
+    o.engine = engine.get();
+    o.context = ca;
+    o.group_contexts = {{"a", ca}, {"b", cb}};
+    o.canary = true;
+    auto exec = Executor::Bind(g, args, grads, o);
+    EXPECT_TRUE(exec.ok()) << exec.status();
+    std::vector<std::vector<float>> out;
+    if (!exec.ok()) return out;
+    EXPECT_TRUE((*exec)->Forward(true).ok());
+    EXPECT_TRUE((*exec)->Backward().ok());
+    out.push_back(*(*exec)->outputs()[0].ToHost<float>());
+    for (const char* p : {"w1", "b1", "w2", "b2"}) out.push_back(*grads.at(p).ToHost<float>());
+    if (ca != cb) EXPECT_THAT((*exec)->DebugString(), HasSubstr("_copy"));
+    return out;
+  };
+  const auto one = run(devices[0], devices[0]);
+  for (size_t i = 1; i < devices.size(); ++i) {
+    const auto split = run(devices[0], devices[i]);
+    ASSERT_EQ(split.size(), one.size());
+    for (size_t j = 0; j < one.size(); ++j) {
+      ExpectNear(split[j], one[j], 1e-4, absl::StrCat(devices[0].ToString(), "+", devices[i].ToString(), " #", j));
+    }
+  }
+}
 
 // --- Bad graphs and bindings (context-independent).
 

@@ -399,6 +399,22 @@ absl::StatusOr<OnnxModel> Import(const onnx::ModelProto& m, const OnnxImportOpti
   }
   const onnx::GraphProto& g = m.graph();
   RILL_ASSIGN_OR_RETURN(std::vector<int> order, SortNodes(g, opset));
+  // Our own checks first: they name the tensor or value.
+  std::vector<std::pair<std::string, OnnxHostTensor>> constants;
+  for (const onnx::TensorProto& t : g.initializer()) {
+    absl::StatusOr<OnnxHostTensor> h = HostTensorFromProto(t);
+    if (!h.ok()) return Annotate(h.status(), "initializer");
+    constants.emplace_back(t.name(), *std::move(h));
+  }
+  for (const auto* list : {&g.input(), &g.output()}) {
+    for (const onnx::ValueInfoProto& v : *list) {
+      if (v.type().value_case() != onnx::TypeProto::VALUE_NOT_SET && !v.type().has_tensor_type()) {
+        return absl::UnimplementedError(absl::StrCat("graph ", list == &g.input() ? "input" : "output", " '",
+                                                     v.name(), "' is ", ValueKind(v.type()),
+                                                     "; only tensors are supported"));
+      }
+    }
+  }
   try {
     onnx::checker::check_model(m);
   } catch (const std::exception& e) {
@@ -422,13 +438,11 @@ absl::StatusOr<OnnxModel> Import(const onnx::ModelProto& m, const OnnxImportOpti
       types[vi.name()] = &vi.type();
     }
   }
-  for (const onnx::TensorProto& t : g.initializer()) {
-    absl::StatusOr<OnnxHostTensor> h = HostTensorFromProto(t);
-    if (!h.ok()) return Annotate(h.status(), "initializer");
-    ValueState& v = s.values[t.name()];
-    v.dims = std::vector<int64_t>(h->shape.span().begin(), h->shape.span().end());
-    v.dtype = h->dtype;
-    v.constant = *std::move(h);
+  for (auto& [name, h] : constants) {
+    ValueState& v = s.values[name];
+    v.dims = std::vector<int64_t>(h.shape.span().begin(), h.shape.span().end());
+    v.dtype = h.dtype;
+    v.constant = std::move(h);
     v.initializer = true;
   }
   for (const auto& [name, v] : s.values) s.reserved.insert(name);

@@ -1,0 +1,379 @@
+#include "graph/onnx/onnx_import.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "graph/onnx/onnx_lowering.h"
+#include "graph/onnx/onnx_testing.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ops/testing/op_testing.h"
+
+namespace rill::graph {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ops::testing::AllContexts;
+using ops::testing::RandomData;
+
+// --- Building models with the protobuf API.
+
+onnx::ModelProto NewModel(int64_t opset = 13) {
+  onnx::ModelProto m;
+  m.set_ir_version(7);
+  m.set_producer_name("rill-test");
+  auto* o = m.add_opset_import();
+  o->set_domain("");
+  o->set_version(opset);
+  m.mutable_graph()->set_name("g");
+  return m;
+}
+
+void AddValue(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* list, const std::string& name,
+              const std::vector<int64_t>& dims, int elem = onnx::TensorProto::FLOAT) {
+  onnx::ValueInfoProto* v = list->Add();
+  v->set_name(name);
+  auto* t = v->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(elem);
+  for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
+}
+
+// raw_data (as numpy_helper writes) or float_data (as helper.make_tensor).
+void AddInitializer(onnx::ModelProto& m, const std::string& name, const std::vector<int64_t>& dims,
+                    const std::vector<float>& v, bool raw = true) {
+  onnx::TensorProto* t = m.mutable_graph()->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) t->add_dims(d);
+  if (raw) {
+    t->set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)));
+  } else {
+    for (float x : v) t->add_float_data(x);
+  }
+}
+
+onnx::NodeProto* AddNode(onnx::ModelProto& m, const std::string& op, const std::vector<std::string>& in,
+                         const std::vector<std::string>& out, const std::string& name) {
+  onnx::NodeProto* n = m.mutable_graph()->add_node();
+  n->set_op_type(op);
+  n->set_name(name);
+  for (const auto& s : in) n->add_input(s);
+  for (const auto& s : out) n->add_output(s);
+  return n;
+}
+
+void IntsAttr(onnx::NodeProto* n, const std::string& name, const std::vector<int64_t>& v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+void IntAttr(onnx::NodeProto* n, const std::string& name, int64_t v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+void FloatAttr(onnx::NodeProto* n, const std::string& name, float v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(v);
+}
+
+std::string Bytes(const onnx::ModelProto& m) {
+  std::string s;
+  m.SerializeToString(&s);
+  return s;
+}
+
+// x [2,3,6,6] -> Conv(4x3x3x3, pads 1, stride 2, bias) -> Relu -> Flatten ->
+// Gemm(transB, alpha 0.5, beta 2) with 5 outputs.
+struct Net {
+  std::vector<float> w = RandomData<float>(4 * 3 * 3 * 3, 1), b = RandomData<float>(4, 2),
+                     g = RandomData<float>(5 * 36, 3), c = RandomData<float>(5, 4);
+  onnx::ModelProto Model() const {
+    onnx::ModelProto m = NewModel();
+    AddValue(m.mutable_graph()->mutable_input(), "x", {2, 3, 6, 6});
+    AddValue(m.mutable_graph()->mutable_output(), "y", {2, 5});
+    AddInitializer(m, "w", {4, 3, 3, 3}, w);
+    AddInitializer(m, "b", {4}, b, /*raw=*/false);
+    AddInitializer(m, "g", {5, 36}, g);
+    AddInitializer(m, "c", {5}, c, /*raw=*/false);
+    onnx::NodeProto* conv = AddNode(m, "Conv", {"x", "w", "b"}, {"h"}, "conv1");
+    IntsAttr(conv, "pads", {1, 1, 1, 1});
+    IntsAttr(conv, "strides", {2, 2});
+    IntsAttr(conv, "kernel_shape", {3, 3});
+    AddNode(m, "Relu", {"h"}, {"r"}, "relu1");
+    AddNode(m, "Flatten", {"r"}, {"f"}, "flat");
+    onnx::NodeProto* gemm = AddNode(m, "Gemm", {"f", "g", "c"}, {"y"}, "fc");
+    IntAttr(gemm, "transB", 1);
+    FloatAttr(gemm, "alpha", 0.5f);
+    FloatAttr(gemm, "beta", 2.f);
+    return m;
+  }
+  // The same with loops.
+  std::vector<float> Reference(const std::vector<float>& x) const {
+    std::vector<float> h(2 * 4 * 3 * 3);
+    for (int n = 0; n < 2; ++n)
+      for (int o = 0; o < 4; ++o)
+        for (int i = 0; i < 3; ++i)
+          for (int j = 0; j < 3; ++j) {
+            double s = b[o];
+            for (int ci = 0; ci < 3; ++ci)
+              for (int ki = 0; ki < 3; ++ki)
+                for (int kj = 0; kj < 3; ++kj) {
+                  const int yi = i * 2 - 1 + ki, xj = j * 2 - 1 + kj;
+                  if (yi < 0 || yi >= 6 || xj < 0 || xj >= 6) continue;
+                  s += x[((n * 3 + ci) * 6 + yi) * 6 + xj] * w[((o * 3 + ci) * 3 + ki) * 3 + kj];
+                }
+            h[((n * 4 + o) * 3 + i) * 3 + j] = static_cast<float>(std::max(s, 0.0));
+          }
+    std::vector<float> y(2 * 5);
+    for (int n = 0; n < 2; ++n)
+      for (int o = 0; o < 5; ++o) {
+        double s = 0;
+        for (int k = 0; k < 36; ++k) s += h[n * 36 + k] * g[o * 36 + k];
+        y[n * 5 + o] = static_cast<float>(0.5 * s + 2 * c[o]);
+      }
+    return y;
+  }
+};
+
+class OnnxImportTest : public ops::testing::OpTest {};
+
+TEST_P(OnnxImportTest, ConvReluGemmMatchesLoops) {
+  Net net;
+  OnnxImportOptions opt;
+  opt.context = ctx();
+  opt.engine = engine_.get();
+  absl::StatusOr<OnnxModel> m = ImportOnnxBytes(Bytes(net.Model()), opt);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->opset, 13);
+  EXPECT_EQ(m->inputs, std::vector<std::string>{"x"});
+  EXPECT_EQ(m->outputs, std::vector<std::string>{"y"});
+  EXPECT_EQ(m->initializers.size(), 4u);
+  EXPECT_EQ(m->graph.Variables(VarKind::kParam).size(), 4u);
+  const int x_id = m->graph.Find("x");
+  ASSERT_GE(x_id, 0);
+  EXPECT_EQ(m->graph.node(x_id).shape, (Shape{2, 3, 6, 6}));
+  const std::vector<float> x = RandomData<float>(2 * 3 * 6 * 6, 5);
+  absl::flat_hash_map<std::string, Tensor> args = m->initializers;
+  args["x"] = Make(x, {2, 3, 6, 6});
+  absl::StatusOr<std::vector<Tensor>> out = testing::EvaluateImperatively(m->graph, args, ctx(), engine_.get());
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), 1u);
+  EXPECT_EQ((*out)[0].shape(), (Shape{2, 5}));
+  ops::testing::ExpectNear(*(*out)[0].ToHost<float>(), net.Reference(x), 1e-4, "y");
+}
+
+// A Reshape's shape from an initializer and a Constant are folded: no
+// variable for the shape; the Constant read by an op is an aux variable.
+TEST_P(OnnxImportTest, ConstantsFoldOrBecomeAux) {
+  onnx::ModelProto m = NewModel();
+  AddValue(m.mutable_graph()->mutable_input(), "x", {2, 6});
+  AddValue(m.mutable_graph()->mutable_output(), "y", {3, 4});
+  onnx::TensorProto* s = m.mutable_graph()->add_initializer();
+  s->set_name("shape");
+  s->set_data_type(onnx::TensorProto::INT64);
+  s->add_dims(2);
+  s->add_int64_data(3);
+  s->add_int64_data(-1);
+  onnx::NodeProto* k = AddNode(m, "Constant", {}, {"k"}, "konst");
+  auto* a = k->add_attribute();
+  a->set_name("value_float");
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(2.5f);
+  AddNode(m, "Reshape", {"x", "shape"}, {"r"}, "reshape");
+  AddNode(m, "Mul", {"r", "k"}, {"y"}, "mul");
+  OnnxImportOptions opt;
+  opt.context = ctx();
+  opt.engine = engine_.get();
+  absl::StatusOr<OnnxModel> im = ImportOnnxBytes(Bytes(m), opt);
+  ASSERT_TRUE(im.ok()) << im.status();
+  EXPECT_TRUE(im->graph.Variables(VarKind::kParam).empty()) << im->graph.ToString();
+  ASSERT_EQ(im->graph.Variables(VarKind::kAux).size(), 1u);
+  EXPECT_TRUE(im->initializers.contains("k"));
+  EXPECT_FALSE(im->initializers.contains("shape"));
+  std::vector<float> x(12);
+  for (int i = 0; i < 12; ++i) x[i] = static_cast<float>(i);
+  absl::flat_hash_map<std::string, Tensor> args = im->initializers;
+  args["x"] = Make(x, {2, 6});
+  auto out = testing::EvaluateImperatively(im->graph, args, ctx(), engine_.get());
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), (Shape{3, 4}));
+  std::vector<float> want(12);
+  for (int i = 0; i < 12; ++i) want[i] = 2.5f * static_cast<float>(i);
+  ops::testing::ExpectNear(*(*out)[0].ToHost<float>(), want, 0, "y");
+}
+
+INSTANTIATE_TEST_SUITE_P(Contexts, OnnxImportTest, ::testing::ValuesIn(AllContexts()),
+                         ops::testing::ContextName);
+
+// --- Bad input: never a crash, the most specific code, a message naming
+// what is wrong.
+
+std::string WriteTemp(const std::string& name, const std::string& bytes) {
+  const std::string path = absl::StrCat(::testing::TempDir(), "/", name);
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+TEST(OnnxImportErrors, TruncatedFileIsInvalidArgumentNamingTheFile) {
+  const std::string bytes = Bytes(Net().Model());
+  for (size_t keep : {bytes.size() / 2, bytes.size() - 3, size_t{7}}) {
+    const std::string path = WriteTemp("truncated.onnx", bytes.substr(0, keep));
+    absl::StatusOr<OnnxModel> m = ImportOnnxFile(path);
+    ASSERT_FALSE(m.ok()) << keep;
+    EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument) << m.status();
+    EXPECT_THAT(m.status().message(), HasSubstr(path));
+  }
+}
+
+TEST(OnnxImportErrors, RandomBytesAreInvalidArgument) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 50; ++trial) {
+    std::string bytes(1 + rng() % 300, '\0');
+    for (char& c : bytes) c = static_cast<char>(rng());
+    absl::StatusOr<OnnxModel> m = ImportOnnxBytes(bytes, {}, "random.onnx");
+    ASSERT_FALSE(m.ok());
+    EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument) << m.status();
+    EXPECT_THAT(m.status().message(), HasSubstr("random.onnx"));
+  }
+}
+
+TEST(OnnxImportErrors, MissingFileIsNotFound) {
+  EXPECT_EQ(ImportOnnxFile("/nonexistent/model.onnx").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(OnnxImportErrors, InitializerSizeMismatchNamesIt) {
+  for (bool raw : {true, false}) {
+    onnx::ModelProto m = Net().Model();
+    onnx::TensorProto* w = m.mutable_graph()->mutable_initializer(raw ? 0 : 1);  // "w" raw, "b" float_data.
+    if (raw) w->mutable_raw_data()->resize(10);
+    else w->add_float_data(1.f);
+    absl::StatusOr<OnnxModel> im = ImportOnnxBytes(Bytes(m));
+    ASSERT_FALSE(im.ok());
+    EXPECT_EQ(im.status().code(), absl::StatusCode::kInvalidArgument) << im.status();
+    EXPECT_THAT(im.status().message(), HasSubstr(raw ? "'w'" : "'b'"));
+  }
+}
+
+TEST(OnnxImportErrors, ExternalDataIsUnimplemented) {
+  onnx::ModelProto m = Net().Model();
+  onnx::TensorProto* w = m.mutable_graph()->mutable_initializer(0);
+  w->clear_raw_data();
+  w->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* e = w->add_external_data();
+  e->set_key("location");
+  e->set_value("w.bin");
+  absl::StatusOr<OnnxModel> im = ImportOnnxBytes(Bytes(m));
+  ASSERT_FALSE(im.ok());
+  EXPECT_EQ(im.status().code(), absl::StatusCode::kUnimplemented) << im.status();
+  EXPECT_THAT(im.status().message(), HasSubstr("'w'"));
+}
+
+TEST(OnnxImportErrors, UnsupportedOpNamesNodeOpAndOpset) {
+  onnx::ModelProto m = NewModel(13);
+  AddValue(m.mutable_graph()->mutable_input(), "x", {4});
+  AddValue(m.mutable_graph()->mutable_output(), "y", {4});
+  AddNode(m, "Relu", {"x"}, {"r"}, "relu");
+  AddNode(m, "Erf", {"r"}, {"y"}, "my_erf");
+  absl::StatusOr<OnnxModel> im = ImportOnnxBytes(Bytes(m));
+  ASSERT_FALSE(im.ok());
+  EXPECT_EQ(im.status().code(), absl::StatusCode::kUnimplemented) << im.status();
+  EXPECT_THAT(im.status().message(), AllOf(HasSubstr("my_erf"), HasSubstr("Erf"), HasSubstr("opset 13")));
+}
+
+TEST(OnnxImportErrors, UnsupportedAttributeValueNamesTheNode) {
+  onnx::ModelProto m = Net().Model();
+  IntsAttr(m.mutable_graph()->mutable_node(0), "dilations", {1, 1});
+  m.mutable_graph()->mutable_node(0)->mutable_attribute(0)->set_ints(0, 0);  // pads (0, 1, 1, 1)
+  absl::StatusOr<OnnxModel> im = ImportOnnxBytes(Bytes(m));
+  ASSERT_FALSE(im.ok());
+  EXPECT_EQ(im.status().code(), absl::StatusCode::kUnimplemented) << im.status();
+  EXPECT_THAT(im.status().message(), AllOf(HasSubstr("conv1"), HasSubstr("Conv"), HasSubstr("asymmetric")));
+}
+
+TEST(OnnxImportErrors, UnsupportedElementTypeAndOpset) {
+  onnx::ModelProto m = NewModel(13);
+  AddValue(m.mutable_graph()->mutable_input(), "x", {4}, onnx::TensorProto::INT8);
+  AddValue(m.mutable_graph()->mutable_output(), "y", {4}, onnx::TensorProto::INT8);
+  AddNode(m, "Neg", {"x"}, {"y"}, "neg");
+  absl::StatusOr<OnnxModel> im = ImportOnnxBytes(Bytes(m));
+  EXPECT_EQ(im.status().code(), absl::StatusCode::kUnimplemented) << im.status();
+  EXPECT_THAT(im.status().message(), HasSubstr("INT8"));
+  onnx::ModelProto old = Net().Model();
+  old.mutable_opset_import(0)->set_version(9);
+  im = ImportOnnxBytes(Bytes(old));
+  EXPECT_EQ(im.status().code(), absl::StatusCode::kUnimplemented) << im.status();
+  EXPECT_THAT(im.status().message(), HasSubstr("opset 9"));
+}
+
+TEST(OnnxImportErrors, DanglingInputNamesNodeAndValue) {
+  onnx::ModelProto m = NewModel();
+  AddValue(m.mutable_graph()->mutable_input(), "x", {4});
+  AddValue(m.mutable_graph()->mutable_output(), "y", {4});
+  AddNode(m, "Add", {"x", "ghost"}, {"y"}, "adder");
+  absl::StatusOr<OnnxModel> im = ImportOnnxBytes(Bytes(m));
+  ASSERT_FALSE(im.ok());
+  EXPECT_EQ(im.status().code(), absl::StatusCode::kInvalidArgument) << im.status();
+  EXPECT_THAT(im.status().message(), AllOf(HasSubstr("adder"), HasSubstr("ghost")));
+}
+
+TEST(OnnxImportErrors, CycleNamesANode) {
+  onnx::ModelProto m = NewModel();
+  AddValue(m.mutable_graph()->mutable_input(), "x", {4});
+  AddValue(m.mutable_graph()->mutable_output(), "y", {4});
+  AddNode(m, "Add", {"x", "b"}, {"a"}, "first");
+  AddNode(m, "Relu", {"a"}, {"b"}, "second");
+  AddNode(m, "Relu", {"b"}, {"y"}, "third");
+  absl::StatusOr<OnnxModel> im = ImportOnnxBytes(Bytes(m));
+  ASSERT_FALSE(im.ok());
+  EXPECT_EQ(im.status().code(), absl::StatusCode::kInvalidArgument) << im.status();
+  EXPECT_THAT(im.status().message(), AllOf(HasSubstr("cycle"), HasSubstr("first")));
+}
+
+TEST(OnnxImportErrors, CheckerFailureIsInvalidArgument) {
+  onnx::ModelProto m = NewModel();
+  AddValue(m.mutable_graph()->mutable_input(), "x", {1, 1, 3, 3});
+  AddValue(m.mutable_graph()->mutable_output(), "y", {1, 1, 3, 3});
+  AddNode(m, "Conv", {}, {"y"}, "empty_conv");
+  absl::StatusOr<OnnxModel> im = ImportOnnxBytes(Bytes(m));
+  ASSERT_FALSE(im.ok());
+  EXPECT_EQ(im.status().code(), absl::StatusCode::kInvalidArgument) << im.status();
+  EXPECT_THAT(im.status().message(), HasSubstr("checker"));
+}
+
+TEST(OnnxImportErrors, SequenceInputIsUnimplemented) {
+  onnx::ModelProto m = NewModel();
+  onnx::ValueInfoProto* in = m.mutable_graph()->add_input();
+  in->set_name("seq");
+  in->mutable_type()->mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type()->set_elem_type(
+      onnx::TensorProto::FLOAT);
+  AddValue(m.mutable_graph()->mutable_output(), "y", {});
+  AddNode(m, "SequenceLength", {"seq"}, {"y"}, "len");
+  m.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      onnx::TensorProto::INT64);
+  absl::StatusOr<OnnxModel> im = ImportOnnxBytes(Bytes(m));
+  ASSERT_FALSE(im.ok());
+  EXPECT_EQ(im.status().code(), absl::StatusCode::kUnimplemented) << im.status();
+}
+
+TEST(OnnxImport, SupportedOpsListed) {
+  const std::vector<std::string> ops = SupportedOnnxOps();
+  for (const char* op : {"Conv", "Gemm", "BatchNormalization", "Softmax", "Reshape", "ReduceSum", "Cast"}) {
+    EXPECT_THAT(ops, ::testing::Contains(std::string(op)));
+  }
+}
+
+}  // namespace
+}  // namespace rill::graph
