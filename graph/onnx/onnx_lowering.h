@@ -6,6 +6,8 @@
 // (NodeLowering), and the converter table (onnx_ops.cc). Not a public API.
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -126,10 +128,24 @@ struct Converter {
   // Element types input 0 may have (DTypeBit mask); 0: any.
   uint32_t dtypes = 0;
 };
+using ConverterTable = std::map<std::string, Converter, std::less<>>;
 // The converter of default-domain op `op_type`, or null.
 const Converter* FindConverter(std::string_view op_type);
 // Every op type with a converter, sorted.
 std::vector<std::string> SupportedOnnxOps();
+// Adds the nn converters (onnx_nn_ops.cc) to `table`.
+void AddNnConverters(ConverterTable& table);
+
+// Helpers shared by the converters (onnx_ops.cc).
+// Sets output 0.
+absl::Status Out(NodeLowering& l, Entry e);
+// reshape to `dims` (-1: unknown; Unimplemented for more than one).
+absl::StatusOr<Entry> ReshapeTo(NodeLowering& l, Entry x, const std::vector<int64_t>& dims);
+// Input i's rank / static dims, or Unimplemented saying `why` they are needed.
+absl::StatusOr<int> NeedRank(const NodeLowering& l, int i, std::string_view why);
+absl::StatusOr<std::vector<int64_t>> NeedDims(const NodeLowering& l, int i, std::string_view why);
+// `axis` in [-rank, rank) made non-negative.
+absl::StatusOr<int64_t> NormAxis(int64_t axis, int rank);
 
 }  // namespace rill::graph
 
