@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "graph/executor.h"
 #include "graph/onnx/onnx_lowering.h"
 #include "graph/onnx/onnx_testing.h"
 #include "gmock/gmock.h"
@@ -173,6 +174,14 @@ TEST_P(OnnxImportTest, ConvReluGemmMatchesLoops) {
   ASSERT_EQ(out->size(), 1u);
   EXPECT_EQ((*out)[0].shape(), (Shape{2, 5}));
   ops::testing::ExpectNear(*(*out)[0].ToHost<float>(), net.Reference(x), 1e-4, "y");
+  // The same through the executor.
+  BindOptions bo;
+  bo.context = ctx();
+  bo.engine = engine_.get();
+  absl::StatusOr<std::unique_ptr<Executor>> exec = Executor::Bind(m->graph, args, {}, bo);
+  ASSERT_TRUE(exec.ok()) << exec.status();
+  ASSERT_TRUE((*exec)->Forward(/*is_train=*/false).ok());
+  ops::testing::ExpectNear(*(*exec)->outputs()[0].ToHost<float>(), net.Reference(x), 1e-4, "y (executor)");
 }
 
 // A Reshape's shape from an initializer and a Constant are folded: no
