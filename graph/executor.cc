@@ -267,8 +267,22 @@ absl::Status Executor::Impl::Build(const Graph& fwd, const absl::flat_hash_map<s
   RILL_ASSIGN_OR_RETURN(order, TopoOrder(g, outputs));
   num_forward = order.size();
   if (!var_grads.empty()) {
+    // Gradients in the order the backward pass made them, so that the
+    // order follows the trace (each value freed soon after it is made).
+    std::vector<Entry> grads_made;
+    for (const auto& [name, e] : var_grads) grads_made.push_back(e);
+    auto made_at = [&](const Entry& e) {
+      int last = e.node;
+      if (!g.node(e.node).inputs.empty()) {
+        last = 0;
+        for (const Entry& in : g.node(e.node).inputs) last = std::max(last, in.node);
+      }
+      return last;
+    };
+    std::sort(grads_made.begin(), grads_made.end(),
+              [&](const Entry& a, const Entry& b) { return made_at(a) < made_at(b); });
     std::vector<Entry> roots = outputs;
-    for (const auto& [name, e] : var_grads) roots.push_back(e);
+    roots.insert(roots.end(), grads_made.begin(), grads_made.end());
     RILL_ASSIGN_OR_RETURN(std::vector<int> all, TopoOrder(g, roots));
     absl::flat_hash_set<int> in_forward(order.begin(), order.end());
     for (int id : all) {

@@ -73,7 +73,11 @@ std::vector<Entry> Graph::Op(std::string_view op, std::vector<Entry> inputs, con
                              std::string name, std::string group) {
   if (!status_.ok()) return {};
   absl::StatusOr<const ops::OpDef*> def = ops::OpRegistry::Global().Find(op);
-  if (name.empty()) name = absl::StrCat(std::string(op), auto_names_[std::string(op)]++);
+  bool auto_named = false;
+  while (name.empty() || (auto_named && by_name_.contains(name))) {  // "<op><n>", skipping names in use.
+    auto_named = true;
+    name = absl::StrCat(std::string(op), auto_names_[std::string(op)]++);
+  }
   if (!def.ok()) {
     Fail(Annotate(def.status(), absl::StrCat("graph node '", name, "'")));
     return {};

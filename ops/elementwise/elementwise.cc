@@ -145,7 +145,10 @@ absl::StatusOr<std::vector<Tensor>> UnaryGrad(const GradientContext& c) {
       default: return std::string("_backward_copy");
     }
   }();
-  RILL_ASSIGN_OR_RETURN(Tensor g, One(name, {c.out_grads[0], c.inputs[0]}));
+  // relu'(x) is 1 exactly where relu(x) > 0: reading the output instead of
+  // the input lets a graph run relu in place (the input need not survive).
+  const Tensor& at = kCode == UnaryCode::kRelu ? c.outputs[0] : c.inputs[0];
+  RILL_ASSIGN_OR_RETURN(Tensor g, One(name, {c.out_grads[0], at}));
   return std::vector<Tensor>{g};
 }
 
