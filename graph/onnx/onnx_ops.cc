@@ -58,6 +58,16 @@ constexpr uint32_t kFloat = kFloatTypes;
 constexpr uint32_t kNumeric = kNumericTypes;
 constexpr uint32_t kSum = kFloatTypes | DTypeBit(DType::kI32) | DTypeBit(DType::kI64);
 
+// A constant of `dims` made at import time: dims >= 0 and at most 256 MiB.
+absl::Status CheckConstShape(const std::vector<int64_t>& dims, DType dtype) {
+  const Shape s(dims);
+  RILL_RETURN_IF_ERROR(s.Validate(DTypeSize(dtype)));
+  if (s.NumElements() * DTypeSize(dtype) > (int64_t{256} << 20)) {
+    return NodeLowering::Unsupported(absl::StrCat("a constant of ", s.ToString(), " (over 256 MiB)"));
+  }
+  return absl::OkStatus();
+}
+
 // ---------------------------------------------------------------- elementwise
 
 template <const char* kOp>
@@ -219,6 +229,7 @@ absl::Status Dropout(L& l) {
   }
   if (l.wants_output(1)) {
     RILL_ASSIGN_OR_RETURN(std::vector<int64_t> dims, NeedDims(l, 0, "the mask output"));
+    RILL_RETURN_IF_ERROR(CheckConstShape(dims, DType::kBool));
     l.SetConstOutput(1, OnnxHostTensor::Fill(DType::kBool, Shape(dims), 1));
   }
   return Identity(l);
@@ -273,6 +284,7 @@ absl::Status ConstantOfShape(L& l) {
     RILL_ASSIGN_OR_RETURN(value, HostTensorFromProto(a->t()));
     if (value.size() != 1) return absl::InvalidArgumentError("ConstantOfShape value must have one element");
   }
+  RILL_RETURN_IF_ERROR(CheckConstShape(dims, value.dtype));
   l.SetConstOutput(0, OnnxHostTensor::Fill(value.dtype, Shape(dims), value.Doubles()[0]));
   return absl::OkStatus();
 }
@@ -411,6 +423,7 @@ absl::Status Expand(L& l) {
   RILL_ASSIGN_OR_RETURN(std::vector<int64_t> shape, l.ConstInts(1, "shape"));
   auto t = l.InType(0);
   if (!t) return L::Unsupported("needs the input's element type");
+  RILL_RETURN_IF_ERROR(CheckConstShape(shape, *t));
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
   RILL_ASSIGN_OR_RETURN(Entry zeros, l.Const(OnnxHostTensor::Fill(*t, Shape(shape), 0)));
   return Out(l, l.Op("add", {x, zeros}));
