@@ -26,7 +26,7 @@ install(EXPORT RillTargets NAMESPACE rill:: DESTINATION ${RILL_INSTALL_CMAKEDIR}
 # include/rill. Test headers (*_test*, tests/) stay out; so do folders that
 # do not exist yet in this checkout (git keeps no empty folders), and the
 # engine's until its library (rill_engine) is built and installed with them.
-set(_rill_header_dirs base executor stream platform plugins tensor ops)
+set(_rill_header_dirs base executor stream platform plugins tensor ops graph)
 if(TARGET rill_engine)
   list(APPEND _rill_header_dirs engine)
 endif()

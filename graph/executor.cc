@@ -426,18 +426,35 @@ absl::Status Executor::Impl::Prepare(bool is_train) {
 }
 
 std::vector<Step> Executor::Impl::MakeSteps(size_t begin, size_t end) const {
+  // A node joins the segment of the node before it only when it is that
+  // node's one consumer: a segment is a chain, so no other node waits for
+  // the end of a segment to read a value made in its middle, and
+  // independent branches stay separate functions the engine can overlap.
+  std::vector<int> consumers(g.num_nodes(), 0);
+  std::vector<int> last_consumer(g.num_nodes(), -1);
+  for (size_t pos = begin; pos < end; ++pos) {
+    const int id = order[pos];
+    for (const Entry& e : g.node(id).inputs) {
+      if (last_consumer[e.node] != id) ++consumers[e.node];
+      last_consumer[e.node] = id;
+    }
+  }
+  for (const Entry& o : outputs) consumers[o.node] += 2;  // Read by the caller.
   std::vector<Step> steps;
   const int bulk = std::max(1, opt.bulk_size);
+  int prev = -1;
   for (size_t pos = begin; pos < end; ++pos) {
     const int id = order[pos];
     const Node& n = g.node(id);
     if (n.is_variable()) continue;
     const bool copy = n.op == &CopyOp();
-    if (copy || steps.empty() || steps.back().copy || steps.back().context != node_ctx[id] ||
+    const bool chained = prev >= 0 && consumers[prev] == 1 && last_consumer[prev] == id;
+    if (copy || !chained || steps.empty() || steps.back().copy || steps.back().context != node_ctx[id] ||
         static_cast<int>(steps.back().positions.size()) >= bulk) {
       steps.push_back(Step{copy, node_ctx[id], {}, ""});
     }
     steps.back().positions.push_back(static_cast<int>(pos));
+    prev = id;
   }
   for (Step& s : steps) {
     const std::string& first = g.node(order[s.positions.front()]).name;

@@ -6,7 +6,7 @@
 #                             run tests/consumer and examples/custom_blas against
 #                             the installed package
 #   scripts/test.sh --tsan    ThreadSanitizer build in build-tsan/, runs the
-#                             tests labelled stream, conformance or engine
+#                             tests labelled stream, conformance, engine, tensor or graph
 #   scripts/test.sh --asan    AddressSanitizer + UBSan build in build-asan/, runs
 #                             those and the plugin tests
 #
@@ -40,12 +40,12 @@ case "$MODE" in
   tsan)
     BUILD_DIR="${RILL_BUILD_DIR:-build-tsan}"
     CMAKE_ARGS+=(-DRILL_SANITIZER=thread -DRILL_BUILD_BENCHMARKS=OFF)
-    CTEST_ARGS+=(-L 'stream|conformance|engine|tensor')
+    CTEST_ARGS+=(-L 'stream|conformance|engine|tensor|graph')
     export TSAN_OPTIONS="${TSAN_OPTIONS:-second_deadlock_stack=1 suppressions=$ROOT/scripts/tsan.supp}" ;;
   asan)
     BUILD_DIR="${RILL_BUILD_DIR:-build-asan}"
     CMAKE_ARGS+=(-DRILL_SANITIZER=address -DRILL_BUILD_BENCHMARKS=OFF)
-    CTEST_ARGS+=(-L 'stream|conformance|engine|plugins|tensor|ops')
+    CTEST_ARGS+=(-L 'stream|conformance|engine|plugins|tensor|ops|graph')
     export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1}"
     export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$ROOT/scripts/lsan.supp}"
     export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}" ;;
