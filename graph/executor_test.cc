@@ -135,6 +135,35 @@ TEST_P(GraphTest, MlpGradientsMatchFiniteDifferences) {
   }
 }
 
+// Every differentiable scalar form, chained, against finite differences.
+TEST_P(GraphTest, ScalarOpGradientsMatchFiniteDifferences) {
+  const std::vector<std::pair<const char*, const char*>> chain = {
+      {"add_scalar", "0.5"}, {"mul_scalar", "1.5"}, {"sub_scalar", "-2"},  {"div_scalar", "2"},
+      {"pow_scalar", "1.7"}, {"rdiv_scalar", "3"},  {"rpow_scalar", "1.3"}, {"rsub_scalar", "4"},
+      {"maximum_scalar", "0.2"}, {"minimum_scalar", "5"}};
+  Graph g;
+  Entry h = g.Param("x");
+  for (const auto& [op, s] : chain) h = g.Op1(op, {h}, {{"scalar", s}});
+  g.AddOutput(g.Op1("sum", {h}));
+  std::vector<double> xv = RandomData<double>(5, 9, 0.5, 2);
+  Tensor xt = Make<double>(xv, {5});
+  Tensor dx = Zeros(xt);
+  auto exec = Executor::Bind(g, {{"x", xt}}, {{"x", dx}}, Options());
+  ASSERT_TRUE(exec.ok()) << exec.status();
+  ASSERT_TRUE((*exec)->Forward().ok());
+  ASSERT_TRUE((*exec)->Backward().ok());
+  std::vector<double> want(5);
+  for (int i = 0; i < 5; ++i) {
+    auto f = [&](double v) {
+      std::vector<double> m = xv;
+      m[i] = v;
+      return (*RunImperative(g, {{"x", Make<double>(m, {5})}})[0].ToHost<double>())[0];
+    };
+    want[i] = (f(xv[i] + 1e-6) - f(xv[i] - 1e-6)) / 2e-6;
+  }
+  ExpectNear(*dx.ToHost<double>(), want, 1e-5, "dx");
+}
+
 TEST_P(GraphTest, GradReqAddAccumulatesAndNullSkips) {
   Graph g = Mlp(6, 3);
   auto args = MlpArgs<double>(4, 5, 6, 3, 11);

@@ -1,5 +1,7 @@
 #include "ops/elementwise/elementwise.h"
 
+#include <cmath>
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -152,6 +154,57 @@ absl::StatusOr<std::vector<Tensor>> UnaryGrad(const GradientContext& c) {
   return std::vector<Tensor>{g};
 }
 
+// Gradients of the scalar forms, composed from existing ops.
+absl::StatusOr<Tensor> WithScalar(const char* op, const Tensor& x, double scalar) {
+  return One(op, {x}, {{"scalar", absl::StrCat(scalar)}});
+}
+
+absl::StatusOr<std::vector<Tensor>> ScalarGrad(const GradientContext& c, std::string_view op) {
+  const Tensor &dy = c.out_grads[0], &x = c.inputs[0], &y = c.outputs[0];
+  const double s = c.p<ScalarParams>().scalar;
+  Tensor g;
+  if (op == "add_scalar" || op == "sub_scalar") {
+    g = dy;
+  } else if (op == "rsub_scalar") {  // s - x.
+    RILL_ASSIGN_OR_RETURN(g, One("neg", {dy}));
+  } else if (op == "mul_scalar") {
+    RILL_ASSIGN_OR_RETURN(g, WithScalar("mul_scalar", dy, s));
+  } else if (op == "div_scalar") {
+    RILL_ASSIGN_OR_RETURN(g, WithScalar("div_scalar", dy, s));
+  } else if (op == "rdiv_scalar") {  // s / x: -y / x.
+    RILL_ASSIGN_OR_RETURN(Tensor q, One("div", {y, x}));
+    RILL_ASSIGN_OR_RETURN(Tensor m, One("mul", {dy, q}));
+    RILL_ASSIGN_OR_RETURN(g, One("neg", {m}));
+  } else if (op == "pow_scalar") {  // x^s: s x^(s-1).
+    RILL_ASSIGN_OR_RETURN(Tensor p, WithScalar("pow_scalar", x, s - 1));
+    RILL_ASSIGN_OR_RETURN(Tensor d, WithScalar("mul_scalar", p, s));
+    RILL_ASSIGN_OR_RETURN(g, One("mul", {dy, d}));
+  } else if (op == "rpow_scalar") {  // s^x: ln(s) y.
+    RILL_ASSIGN_OR_RETURN(Tensor d, WithScalar("mul_scalar", y, std::log(s)));
+    RILL_ASSIGN_OR_RETURN(g, One("mul", {dy, d}));
+  } else if (op == "maximum_scalar") {  // Where x > s.
+    RILL_ASSIGN_OR_RETURN(Tensor m, WithScalar("greater_scalar", x, s));
+    RILL_ASSIGN_OR_RETURN(g, One("mul", {dy, m}));
+  } else if (op == "minimum_scalar") {  // Where x < s: 1 - (x >= s) is s > x.
+    RILL_ASSIGN_OR_RETURN(Tensor n, One("neg", {x}));
+    RILL_ASSIGN_OR_RETURN(Tensor m, WithScalar("greater_scalar", n, -s));
+    RILL_ASSIGN_OR_RETURN(g, One("mul", {dy, m}));
+  } else {
+    return absl::UnimplementedError(absl::StrCat("op '", std::string(op), "' has no gradient"));
+  }
+  return std::vector<Tensor>{g};
+}
+
+template <const char* kName>
+absl::StatusOr<std::vector<Tensor>> ScalarGradOf(const GradientContext& c) {
+  return ScalarGrad(c, kName);
+}
+
+constexpr char kAddScalar[] = "add_scalar", kSubScalar[] = "sub_scalar", kRsubScalar[] = "rsub_scalar",
+               kMulScalar[] = "mul_scalar", kDivScalar[] = "div_scalar", kRdivScalar[] = "rdiv_scalar",
+               kPowScalar[] = "pow_scalar", kRpowScalar[] = "rpow_scalar", kMaxScalar[] = "maximum_scalar",
+               kMinScalar[] = "minimum_scalar";
+
 struct UnaryInfo {
   const char* name;
   UnaryCode code;
@@ -179,15 +232,20 @@ void RegisterElementwiseOps(OpRegistry& r) {
   // out += src: the framework's kAddTo for kernels that cannot add themselves.
   (void)r.Register(OpDef("_accumulate").set_inputs({"dst", "src"}).set_infer_shape(SameShapes)
                        .set_dtypes(kNumericTypes).set_inplace({{0, 0}}));
-  const char* scalars[] = {"add_scalar", "sub_scalar", "rsub_scalar", "mul_scalar", "div_scalar",
-                           "rdiv_scalar", "pow_scalar", "rpow_scalar", "maximum_scalar",
-                           "minimum_scalar", "equal_scalar", "greater_scalar"};
-  for (const char* name : scalars) {
-    const bool fl = std::string(name).find("pow") != std::string::npos;
-    (void)r.Register(OpDef(name)
+  const struct { const char* name; GradientFn grad; } scalars[] = {
+      {kAddScalar, ScalarGradOf<kAddScalar>},   {kSubScalar, ScalarGradOf<kSubScalar>},
+      {kRsubScalar, ScalarGradOf<kRsubScalar>}, {kMulScalar, ScalarGradOf<kMulScalar>},
+      {kDivScalar, ScalarGradOf<kDivScalar>},   {kRdivScalar, ScalarGradOf<kRdivScalar>},
+      {kPowScalar, ScalarGradOf<kPowScalar>},   {kRpowScalar, ScalarGradOf<kRpowScalar>},
+      {kMaxScalar, ScalarGradOf<kMaxScalar>},   {kMinScalar, ScalarGradOf<kMinScalar>},
+      {"equal_scalar", nullptr},                {"greater_scalar", nullptr}};
+  for (const auto& sc : scalars) {
+    const bool fl = std::string(sc.name).find("pow") != std::string::npos;
+    (void)r.Register(OpDef(sc.name)
                          .set_params(ParamSchema::For<ScalarParams>().Required(
                              "scalar", &ScalarParams::scalar, "the scalar operand"))
-                         .set_dtypes(fl ? kFloatTypes : kNumericTypes).set_inplace({{0, 0}}));
+                         .set_dtypes(fl ? kFloatTypes : kNumericTypes).set_inplace({{0, 0}})
+                         .set_gradient(sc.grad));
   }
   const UnaryInfo unaries[] = {
       {"neg", UnaryCode::kNeg, kNumericTypes, UnaryGrad<UnaryCode::kNeg>},
