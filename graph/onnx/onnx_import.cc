@@ -1,5 +1,7 @@
 #include "graph/onnx/onnx_import.h"
 
+#include <algorithm>
+
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
@@ -405,6 +407,23 @@ absl::StatusOr<OnnxModel> Import(const onnx::ModelProto& m, const OnnxImportOpti
     absl::StatusOr<OnnxHostTensor> h = HostTensorFromProto(t);
     if (!h.ok()) return Annotate(h.status(), "initializer");
     constants.emplace_back(t.name(), *std::move(h));
+  }
+  for (const auto& [name, t] : options.constant_inputs) {
+    const bool is_input = std::any_of(g.input().begin(), g.input().end(),
+                                      [&](const onnx::ValueInfoProto& v) { return v.name() == name; });
+    const bool is_initializer = std::any_of(constants.begin(), constants.end(),
+                                            [&](const auto& c) { return c.first == name; });
+    if (!is_input || is_initializer) {
+      return absl::InvalidArgumentError(absl::StrCat("constant input '", name, "' is no graph input",
+                                                     is_initializer ? " (it is an initializer)" : ""));
+    }
+    OnnxHostTensor h;
+    h.dtype = t.dtype();
+    h.shape = t.shape();
+    h.bytes.resize(t.ByteSize());
+    RILL_RETURN_IF_ERROR(Annotate(t.ToHostBytes(h.bytes.data(), h.bytes.size()),
+                                  absl::StrCat("constant input '", name, "'")));
+    constants.emplace_back(name, std::move(h));
   }
   for (const auto* list : {&g.input(), &g.output()}) {
     for (const onnx::ValueInfoProto& v : *list) {

@@ -39,6 +39,11 @@ struct OnnxImportOptions {
   engine::Context context = engine::Context::Host();
   // null: engine::Engine::Default().
   engine::Engine* engine = nullptr;
+  // Graph inputs whose values are fixed at import (as an engine that needs
+  // static shapes fixes its shape tensors): treated as initializers, so a
+  // shape or axes fed as an input folds. A name that is no graph input is
+  // InvalidArgument.
+  absl::flat_hash_map<std::string, Tensor> constant_inputs;
 };
 
 // An imported model. Every variable of `graph` that is not in `inputs` is

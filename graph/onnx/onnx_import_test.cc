@@ -292,6 +292,28 @@ std::string WriteTemp(const std::string& name, const std::string& bytes) {
   return path;
 }
 
+// A Reshape whose shape is a graph input imports once the input is fixed.
+TEST(OnnxImport, ConstantInputsFoldLikeInitializers) {
+  onnx::ModelProto m = NewModel();
+  AddValue(m.mutable_graph()->mutable_input(), "x", {2, 6});
+  AddValue(m.mutable_graph()->mutable_input(), "shape", {2}, onnx::TensorProto::INT64);
+  AddValue(m.mutable_graph()->mutable_output(), "y", {3, 4});
+  AddNode(m, "Reshape", {"x", "shape"}, {"y"}, "reshape_it");
+  auto engine = ops::testing::MakeEngine();
+  OnnxImportOptions opt;
+  opt.engine = engine.get();
+  absl::StatusOr<OnnxModel> refused = ImportOnnxBytes(Bytes(m), opt);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(refused.status().ToString(), HasSubstr("must be an initializer or a Constant"));
+  opt.constant_inputs["shape"] =
+      *Tensor::FromHost<int64_t>({3, 4}, {2}, engine::Context::Host(), engine.get());
+  absl::StatusOr<OnnxModel> ok = ImportOnnxBytes(Bytes(m), opt);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->inputs, std::vector<std::string>{"x"});
+  opt.constant_inputs["nope"] = opt.constant_inputs["shape"];
+  EXPECT_THAT(ImportOnnxBytes(Bytes(m), opt).status().ToString(), HasSubstr("'nope' is no graph input"));
+}
+
 TEST(OnnxImportErrors, TruncatedFileIsInvalidArgumentNamingTheFile) {
   const std::string bytes = Bytes(Net().Model());
   for (size_t keep : {bytes.size() / 2, bytes.size() - 3, size_t{7}}) {
