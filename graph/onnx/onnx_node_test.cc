@@ -113,6 +113,7 @@ absl::StatusOr<std::vector<Tensor>> Run(const OnnxModel& m, const absl::flat_has
   BindOptions o;
   o.context = ctx;
   o.engine = engine;
+  o.canary = true;  // Every case also checks the memory plan.
   RILL_ASSIGN_OR_RETURN(auto exec, Executor::Bind(m.graph, args, {}, o));
   RILL_RETURN_IF_ERROR(exec->Forward(/*is_train=*/false));
   return exec->outputs();
