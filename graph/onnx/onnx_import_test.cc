@@ -310,7 +310,8 @@ TEST(OnnxImport, ConstantInputsFoldLikeInitializers) {
   absl::StatusOr<OnnxModel> ok = ImportOnnxBytes(Bytes(m), opt);
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ(ok->inputs, std::vector<std::string>{"x"});
-  opt.constant_inputs["nope"] = opt.constant_inputs["shape"];
+  const Tensor shape = opt.constant_inputs.at("shape");  // A copy: inserting may rehash.
+  opt.constant_inputs["nope"] = shape;
   EXPECT_THAT(ImportOnnxBytes(Bytes(m), opt).status().ToString(), HasSubstr("'nope' is no graph input"));
 }
 
