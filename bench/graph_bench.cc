@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "bench/bench_engine.h"
 #include "bench/bench_report.h"
 #include "engine/engine.h"
 #include "graph/executor.h"
@@ -28,15 +29,7 @@ namespace {
 using graph::Entry;
 using graph::Graph;
 
-engine::Engine* Engine() {
-  static engine::Engine* e = [] {
-    engine::EngineOptions o;
-    o.cpu_workers = 2;
-    if (const char* w = std::getenv("RILL_BENCH_CPU_WORKERS")) o.cpu_workers = std::atoi(w);
-    return engine::Engine::Create(o)->release();
-  }();
-  return e;
-}
+engine::Engine* Engine() { return bench::BenchEngine(); }
 
 Tensor Filled(const Shape& s, float lo, float hi, uint64_t seed) {
   std::vector<float> v(s.NumElements());

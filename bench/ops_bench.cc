@@ -22,6 +22,7 @@
 #include <torch/torch.h>
 #endif
 
+#include "bench/bench_engine.h"
 #include "bench/bench_report.h"
 #include "engine/engine.h"
 #include "executor/stream_executor.h"
@@ -39,15 +40,7 @@ namespace {
 
 constexpr int kChain = 10000;
 
-engine::Engine* Engine() {
-  static engine::Engine* e = [] {
-    engine::EngineOptions o;
-    o.cpu_workers = 2;
-    if (const char* w = std::getenv("RILL_BENCH_CPU_WORKERS")) o.cpu_workers = std::atoi(w);
-    return engine::Engine::Create(o)->release();
-  }();
-  return e;
-}
+engine::Engine* Engine() { return bench::BenchEngine(); }
 
 void RillChain(benchmark::State& state) {
   auto x = *Tensor::FromHost<float>(std::vector<float>(64, 1.f), {64}, engine::Context::Host(), Engine());

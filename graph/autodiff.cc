@@ -31,12 +31,7 @@ const ops::OpDef& CopyOp() {
 
 namespace {
 
-// "(2,3)" / "(4,)" / "()": a shape as an int-tuple attribute.
-std::string ShapeAttr(const Shape& shape) {
-  std::string dims = "(";
-  for (int i = 0; i < shape.rank(); ++i) absl::StrAppend(&dims, i ? "," : "", shape[i]);
-  return dims + (shape.rank() == 1 ? ",)" : ")");
-}
+std::string ShapeAttr(const Shape& shape) { return ops::FormatIntTuple(shape.span()); }
 
 // Shape-only tensors for the trace, and the entries they stand for.
 class Placeholders {
@@ -93,7 +88,6 @@ absl::StatusOr<BackwardGraph> BuildBackward(const Graph& fwd, const std::vector<
                                             const EntryTypes& types, const std::vector<std::string>& wrt) {
   BackwardGraph out;
   out.graph = fwd;
-  out.num_forward_nodes = fwd.num_nodes();
   Graph& g = out.graph;
   EntryTypes all = types;  // Grows with the backward nodes.
   auto type_of = [&](const Entry& e) -> EntryType {

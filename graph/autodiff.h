@@ -24,7 +24,6 @@ const ops::OpDef& CopyOp();     // `_copy`: its input copied to another context.
 struct BackwardGraph {
   // The forward nodes (same ids as the input graph), then the backward ones.
   Graph graph;
-  int num_forward_nodes = 0;
   // One variable per forward output, "_head_grad<i>", shaped as the output.
   std::vector<Entry> head_grads;
   // Per requested variable: the `_grad_sum` node's output holding its gradient.

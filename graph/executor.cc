@@ -60,12 +60,12 @@ struct Executor::Impl {
   std::vector<int> order;  // Forward nodes, then backward nodes.
   size_t num_forward = 0;  // Positions [0, num_forward) are the forward pass.
   std::vector<int> position;  // Per node: its index in order, or -1.
-  int num_user_nodes = 0;
   std::vector<Entry> outputs;
   std::vector<Entry> head_grads;
   std::vector<Tensor> head_tensors;
   bool heads_are_ones = false;
-  absl::flat_hash_set<int> var_grad_sums;
+  // The `_grad_sum` node of each requested gradient, and the caller's tensor.
+  absl::flat_hash_map<int, Tensor> var_grad_sums;
   MemoryPlan plan;
   std::vector<Tensor> blocks;
   std::vector<std::vector<Tensor>> tensors;  // [node][output]
@@ -88,13 +88,8 @@ struct Executor::Impl {
   static int64_t Code(const Entry& e) { return static_cast<int64_t>(e.node) * 256 + e.index; }
   // The entry whose storage `e` is: a fused gradient part is its sum.
   Entry Home(const Entry& e) const {
-    for (const Entry& s : fused_home_of(e)) return s;
-    return e;
-  }
-  std::vector<Entry> fused_home_of(const Entry& e) const {
     auto it = fused_home.find(e);
-    if (it == fused_home.end()) return {};
-    return {it->second};
+    return it == fused_home.end() ? e : it->second;
   }
   absl::flat_hash_map<Entry, Entry> fused_home;
 
@@ -206,13 +201,7 @@ absl::Status Executor::Impl::Build(const Graph& fwd, const absl::flat_hash_map<s
     head_grads = bg.head_grads;
     var_grads = std::move(bg.var_grads);
   }
-  num_user_nodes = fwd.num_nodes();
   outputs = fwd.outputs();
-  for (size_t i = 0; i < head_grads.size(); ++i) {
-    const EntryType& t = fwd_types[outputs[i].node][outputs[i].index];
-    RILL_ASSIGN_OR_RETURN(Tensor h, Tensor::Empty(*t.shape, *t.dtype, engine::Context::Host(), eng));
-    head_tensors.push_back(h);  // Re-made on the output's context below.
-  }
 
   // --- Placement and copies.
   node_ctx.assign(g.num_nodes(), 0);
@@ -235,13 +224,14 @@ absl::Status Executor::Impl::Build(const Graph& fwd, const absl::flat_hash_map<s
     const Entry& o = outputs[i];
     const int c = node_ctx[o.node];
     node_ctx[head_grads[i].node] = c;
-    RILL_ASSIGN_OR_RETURN(head_tensors[i],
-                          Tensor::Empty(head_tensors[i].shape(), head_tensors[i].dtype(), contexts[c], eng));
-    args[g.node(head_grads[i].node).name] = head_tensors[i];
+    const EntryType& t = fwd_types[o.node][o.index];
+    RILL_ASSIGN_OR_RETURN(Tensor h, Tensor::Empty(*t.shape, *t.dtype, contexts[c], eng));
+    head_tensors.push_back(h);
+    args[g.node(head_grads[i].node).name] = h;
   }
   for (const auto& [name, e] : var_grads) {
     node_ctx[e.node] = CtxIndex(grads.at(name).context());
-    var_grad_sums.insert(e.node);
+    var_grad_sums[e.node] = grads.at(name);
   }
   absl::flat_hash_map<std::pair<Entry, int>, Entry> copies;
   const int before_copies = g.num_nodes();
@@ -362,12 +352,7 @@ absl::Status Executor::Impl::Allocate() {
     const Node& n = g.node(e.node);
     const EntryType& t = types[e.node][e.index];
     if (n.is_variable()) return args.at(n.name);
-    if (var_grad_sums.contains(e.node)) {
-      for (const auto& [name, gt] : grads) {
-        if (g.node(e.node).name == absl::StrCat("_grad_", name)) return gt;
-      }
-      return absl::InternalError("bind: a gradient sum without its tensor");
-    }
+    if (auto it = var_grad_sums.find(e.node); it != var_grad_sums.end()) return it->second;
     const int b = plan.block[e.node][e.index];
     if (b < 0) return absl::InternalError(absl::StrCat("bind: no storage planned for ", EntryName(e)));
     return blocks[b].View(*t.shape, *t.dtype, 0);
@@ -534,7 +519,10 @@ absl::Status Executor::Impl::PushCopy(int pos) const {
   }
   absl::Status st = to.CopyFrom(from);
   if (!st.ok()) return Annotate(st, absl::StrCat("graph node '", g.node(id).name, "'"));
-  if (owner != nullptr) {  // One update per context: the copy's output, and its source's released blocks.
+  if (owner != nullptr) {
+    // One update per context (a copy always crosses two): the copy's output
+    // and the released blocks on its side, the source's released blocks on
+    // the other.
     const int cto = node_ctx[id], cfrom = node_ctx[src.node];
     for (int c : {cto, cfrom}) {
       std::vector<engine::VarHandle> writes;
@@ -546,7 +534,6 @@ absl::Status Executor::Impl::PushCopy(int pos) const {
       RILL_RETURN_IF_ERROR(eng->PushSync(
           [self, pos, c, outs](engine::RunContext rc) { return self->AfterNode(pos, rc, c, outs); }, contexts[c],
           {}, writes, engine::FnProperty::kNormal, 0, "canary_update"));
-      if (cto == cfrom) break;
     }
   }
   return absl::OkStatus();

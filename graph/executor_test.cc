@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "graph/passes.h"
+#include "graph/testing/graph_testing.h"
 #include "gtest/gtest.h"
 #include "ops/invoke.h"
 #include "ops/testing/op_testing.h"
@@ -25,27 +26,10 @@ using ::rill::ops::testing::RandomData;
 using ::testing::HasSubstr;
 
 // The graph's outputs computed op by op with Invoke (the reference).
-std::vector<Tensor> RunImperative(const Graph& g, const absl::flat_hash_map<std::string, Tensor>& args,
-                                  bool is_train = true) {
-  std::vector<int> order = *TopoOrder(g);
-  std::vector<std::vector<Tensor>> val(g.num_nodes());
-  for (int id : order) {
-    const Node& n = g.node(id);
-    if (n.is_variable()) {
-      val[id] = {args.at(n.name)};
-      continue;
-    }
-    std::vector<Tensor> in;
-    for (const Entry& e : n.inputs) in.push_back(val[e.node][e.index]);
-    ops::InvokeOptions o;
-    o.is_train = is_train;
-    auto r = ops::Invoke(*n.op, in, n.params, {}, o);
-    EXPECT_TRUE(r.ok()) << r.status();
-    val[id] = *r;
-  }
-  std::vector<Tensor> out;
-  for (const Entry& e : g.outputs()) out.push_back(val[e.node][e.index]);
-  return out;
+std::vector<Tensor> RunImperative(const Graph& g, const absl::flat_hash_map<std::string, Tensor>& args) {
+  auto out = testing::EvaluateImperatively(g, args, engine::Context::Host(), nullptr, /*is_train=*/true);
+  EXPECT_TRUE(out.ok()) << out.status();
+  return out.ok() ? *std::move(out) : std::vector<Tensor>(g.outputs().size());
 }
 
 // x[N,K] -> fc(H) -> relu -> fc(C) -> softmax cross-entropy with labels.

@@ -1,7 +1,6 @@
 #include "ops/ops.h"
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "ops/elementwise/elementwise.h"
 
@@ -20,8 +19,6 @@ absl::StatusOr<Tensor> Run(const OpDef& op, const Tensor (&in)[N], std::shared_p
 
 #define RILL_OP(name) \
   static const OpDef& op = BuiltinOp(name)
-
-std::string Axes(const std::vector<int64_t>& axes) { return absl::StrCat("(", absl::StrJoin(axes, ","), ",)"); }
 
 }  // namespace
 
@@ -57,10 +54,10 @@ absl::Status AddTo(const Tensor& y, const Tensor& x) {
 }
 
 absl::StatusOr<Tensor> Sum(const Tensor& x, std::vector<int64_t> axes, bool keepdims) {
-  return Call("sum", {x}, {{"axes", Axes(axes)}, {"keepdims", keepdims ? "1" : "0"}});
+  return Call("sum", {x}, {{"axes", FormatIntTuple(axes)}, {"keepdims", keepdims ? "1" : "0"}});
 }
 absl::StatusOr<Tensor> Mean(const Tensor& x, std::vector<int64_t> axes, bool keepdims) {
-  return Call("mean", {x}, {{"axes", Axes(axes)}, {"keepdims", keepdims ? "1" : "0"}});
+  return Call("mean", {x}, {{"axes", FormatIntTuple(axes)}, {"keepdims", keepdims ? "1" : "0"}});
 }
 absl::StatusOr<Tensor> MatMul(const Tensor& a, const Tensor& b) { return Call("matmul", {a, b}); }
 

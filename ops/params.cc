@@ -65,6 +65,10 @@ absl::Status ParseParam(std::string_view text, std::vector<int64_t>* out) {
   }
   return absl::OkStatus();
 }
+std::string FormatIntTuple(absl::Span<const int64_t> v) {
+  return absl::StrCat("(", absl::StrJoin(v, ", "), v.size() == 1 ? ",)" : ")");
+}
+
 absl::Status ParseParam(std::string_view text, DType* out) {
   RILL_ASSIGN_OR_RETURN(*out, ParseDType(text));
   return absl::OkStatus();

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "tensor/dtype.h"
 
 namespace rill::ops {
@@ -36,6 +37,9 @@ absl::Status ParseParam(std::string_view text, bool* out);
 absl::Status ParseParam(std::string_view text, std::string* out);
 absl::Status ParseParam(std::string_view text, std::vector<int64_t>* out);  // "(1, 2)", "[1,2]", "1"
 absl::Status ParseParam(std::string_view text, DType* out);
+
+// An int tuple as ParseParam reads it back: "(2, 3)", "(4,)", "()".
+std::string FormatIntTuple(absl::Span<const int64_t> v);
 
 template <typename T> const char* ParamTypeName();
 template <> inline const char* ParamTypeName<int64_t>() { return "int"; }

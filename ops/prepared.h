@@ -57,7 +57,6 @@ class PreparedOp {
   absl::Status Push(int priority = 0, std::string_view name = {}) const;
 
  private:
-  friend class OpTrace;
   friend absl::StatusOr<std::vector<Tensor>> Invoke(const OpDef&, absl::Span<const Tensor>,
                                                     std::shared_ptr<const void>, absl::Span<const Tensor>,
                                                     const InvokeOptions&);

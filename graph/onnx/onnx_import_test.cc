@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "graph/executor.h"
 #include "graph/onnx/onnx_lowering.h"
-#include "graph/onnx/onnx_testing.h"
+#include "graph/testing/graph_testing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ops/testing/op_testing.h"

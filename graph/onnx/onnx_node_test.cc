@@ -24,7 +24,7 @@
 #include "graph/onnx/onnx_import.h"
 #include "graph/onnx/onnx_lowering.h"
 #include "graph/onnx/onnx_tensor.h"
-#include "graph/onnx/onnx_testing.h"
+#include "graph/testing/graph_testing.h"
 #include "gtest/gtest.h"
 #include "ops/testing/op_testing.h"
 #ifndef RILL_ONNX_IMPERATIVE

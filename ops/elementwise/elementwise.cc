@@ -90,10 +90,7 @@ absl::Status SameShapes(const InferContext& ctx, std::vector<Shape>* out) {
 // Sums a gradient of `out_shape` down to `shape` (the broadcast's inverse).
 absl::StatusOr<Tensor> SumTo(const Tensor& g, const Shape& shape) {
   if (g.shape() == shape) return g;
-  std::string dims = "(";
-  for (int i = 0; i < shape.rank(); ++i) absl::StrAppend(&dims, i ? "," : "", shape[i]);
-  dims += shape.rank() == 1 ? ",)" : ")";
-  RILL_ASSIGN_OR_RETURN(auto r, Invoke("sum_to", {g}, {{"shape", dims}}));
+  RILL_ASSIGN_OR_RETURN(auto r, Invoke("sum_to", {g}, {{"shape", FormatIntTuple(shape.span())}}));
   return r[0];
 }
 

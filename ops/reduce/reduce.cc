@@ -77,13 +77,6 @@ absl::StatusOr<std::vector<bool>> ReduceMask(const Shape& in, const ReduceParams
   return mask;
 }
 
-namespace {
-
-std::string TupleString(const std::vector<int64_t>& v) {
-  return absl::StrCat("(", absl::StrJoin(v, ", "), v.size() == 1 ? ",)" : ")");
-}
-
-}  // namespace
 
 absl::StatusOr<std::vector<bool>> SumToMask(const Shape& in, const std::vector<int64_t>& target) {
   const Shape t{absl::MakeConstSpan(target)};
@@ -91,7 +84,7 @@ absl::StatusOr<std::vector<bool>> SumToMask(const Shape& in, const std::vector<i
   const int r = in.rank(), tr = t.rank();
   if (tr > r) {
     return absl::InvalidArgumentError(absl::StrCat("cannot sum ", in.ToString(), " to shape ",
-                                                   TupleString(target), " of higher rank"));
+                                                   FormatIntTuple(target), " of higher rank"));
   }
   std::vector<bool> mask(r, false);
   for (int i = 0; i < r; ++i) {
@@ -102,7 +95,7 @@ absl::StatusOr<std::vector<bool>> SumToMask(const Shape& in, const std::vector<i
       mask[i] = in[i] != 1;
     } else if (t[ti] != in[i]) {
       return absl::InvalidArgumentError(absl::StrCat("cannot sum ", in.ToString(), " to shape ",
-                                                     TupleString(target), ": dimension ", t[ti],
+                                                     FormatIntTuple(target), ": dimension ", t[ti],
                                                      " is neither 1 nor ", in[i]));
     }
   }

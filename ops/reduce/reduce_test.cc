@@ -22,11 +22,7 @@ using testing::RandomData;
 
 using ReduceTest = testing::OpTest;
 
-std::string Tuple(const std::vector<int64_t>& v) {
-  std::string s = "(";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-  return s + (v.size() == 1 ? ",)" : ")");
-}
+std::string Tuple(const std::vector<int64_t>& v) { return FormatIntTuple(v); }
 
 // Runs `op` under kWriteTo, kAddTo, kNullOp and (when output 0 matches input
 // 0) kWriteInplace, comparing with `want`.

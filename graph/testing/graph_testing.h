@@ -1,9 +1,9 @@
-#ifndef RILL_GRAPH_ONNX_ONNX_TESTING_H_
-#define RILL_GRAPH_ONNX_ONNX_TESTING_H_
+#ifndef RILL_GRAPH_TESTING_GRAPH_TESTING_H_
+#define RILL_GRAPH_TESTING_GRAPH_TESTING_H_
 
-// Test helpers for the ONNX importer: an imperative evaluation of a Graph
-// (each op node through ops::Invoke in node order, the order the importer
-// adds them in), used as an independent reference beside the Executor.
+// Test helpers for graphs: an imperative evaluation of a Graph (each op
+// node through ops::Invoke in topological order), the independent
+// reference the Executor is checked against.
 
 #include <string>
 #include <vector>
@@ -13,19 +13,20 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "graph/graph.h"
+#include "graph/passes.h"
 #include "ops/invoke.h"
 #include "tensor/tensor.h"
 
 namespace rill::graph::testing {
 
-// Runs `g` forward for inference: variables from `args` by name; ops
-// without inputs run on `ctx`. Returns the graph's outputs.
+// Runs `g` forward: variables from `args` by name; ops without inputs run
+// on `ctx` (null engine: the default). Returns the graph's outputs.
 inline absl::StatusOr<std::vector<Tensor>> EvaluateImperatively(
     const Graph& g, const absl::flat_hash_map<std::string, Tensor>& args, engine::Context ctx,
-    engine::Engine* engine) {
-  RILL_RETURN_IF_ERROR(g.status());
+    engine::Engine* engine, bool is_train = false) {
+  RILL_ASSIGN_OR_RETURN(std::vector<int> order, TopoOrder(g));
   std::vector<std::vector<Tensor>> values(g.num_nodes());
-  for (int i = 0; i < g.num_nodes(); ++i) {
+  for (int i : order) {
     const Node& n = g.node(i);
     if (n.is_variable()) {
       auto it = args.find(n.name);
@@ -34,12 +35,9 @@ inline absl::StatusOr<std::vector<Tensor>> EvaluateImperatively(
       continue;
     }
     std::vector<Tensor> in;
-    for (const Entry& e : n.inputs) {
-      if (e.node < 0 || e.node >= i) return absl::InvalidArgumentError(absl::StrCat(g.Describe(i), " reads ahead"));
-      in.push_back(values[e.node][e.index]);
-    }
+    for (const Entry& e : n.inputs) in.push_back(values[e.node][e.index]);
     ops::InvokeOptions o;
-    o.is_train = false;
+    o.is_train = is_train;
     o.context = ctx;
     o.engine = engine;
     absl::StatusOr<std::vector<Tensor>> out = ops::Invoke(*n.op, in, n.params, {}, o);
@@ -53,4 +51,4 @@ inline absl::StatusOr<std::vector<Tensor>> EvaluateImperatively(
 
 }  // namespace rill::graph::testing
 
-#endif  // RILL_GRAPH_ONNX_ONNX_TESTING_H_
+#endif  // RILL_GRAPH_TESTING_GRAPH_TESTING_H_
