@@ -168,6 +168,26 @@ TEST_P(GraphTest, GradReqAddAccumulatesAndNullSkips) {
   ExpectNear(*grads.at("w2").ToHost<double>(), w2_once, 1e-12, "w2 (write)");
 }
 
+// A gradient no op makes for the sum alone (here the head gradient itself,
+// passed through by add) is written by an identity op: with kWriteTo under
+// grad_req write, so a second step replaces rather than accumulates.
+TEST_P(GraphTest, UnfusedGradientPartsHonourTheRequest) {
+  Graph g;
+  g.AddOutput(g.Op1("add", {g.Param("a"), g.Param("b")}));
+  Tensor a = Make<float>({1, 2, 3}, {3}), b = Make<float>({4, 5, 6}, {3});
+  Tensor da = Zeros(a), db = Zeros(b);
+  BindOptions o = Options();
+  o.grad_reqs = {{"a", GradReq::kWrite}, {"b", GradReq::kAdd}};
+  auto exec = Executor::Bind(g, {{"a", a}, {"b", b}}, {{"a", da}, {"b", db}}, o);
+  ASSERT_TRUE(exec.ok()) << exec.status();
+  for (int step = 0; step < 2; ++step) {
+    ASSERT_TRUE((*exec)->Forward().ok());
+    ASSERT_TRUE((*exec)->Backward().ok());
+  }
+  ExpectNear(*da.ToHost<float>(), {1, 1, 1}, 0, "write");
+  ExpectNear(*db.ToHost<float>(), {2, 2, 2}, 0, "add");
+}
+
 // One input used by several consumers: its gradient is a sum, which the
 // planner writes with kAddTo.
 TEST_P(GraphTest, FanOutGradientsSumWithAddTo) {

@@ -124,7 +124,6 @@ MemoryPlan PlanMemory(const PlanInput& in) {
       if (in.external.contains(e)) {
         p.block[id][o] = MemoryPlan::kExternal;
         p.report.external_bytes += bytes;
-        if (nd.op == &GradSumOp()) sum_started.insert(id);
         continue;
       }
       p.report.entries += 1;
