@@ -17,27 +17,12 @@
 namespace rill::engine::internal {
 namespace {
 
-thread_local const EngineBase* tls_running_engine = nullptr;
-// The number Run was given for the function this thread runs (profiles).
-thread_local int tls_run_worker = -1;
 std::atomic<uint16_t> next_engine_tag{1};
 
 uint16_t NewTag() {
   uint16_t tag = next_engine_tag.fetch_add(1);
   return tag == 0 ? next_engine_tag.fetch_add(1) : tag;
 }
-
-// Marks the calling thread as running an engine function for its scope.
-class RunningScope {
- public:
-  explicit RunningScope(const EngineBase* engine) : saved_(tls_running_engine) {
-    tls_running_engine = engine;
-  }
-  ~RunningScope() { tls_running_engine = saved_; }
-
- private:
-  const EngineBase* saved_;
-};
 
 constexpr int kPrioritizedBoost = 1 << 20;
 
@@ -46,8 +31,6 @@ std::string OpName(const OprBlock* op) {
 }
 
 }  // namespace
-
-bool InsideEngineFunction() { return tls_running_engine != nullptr; }
 
 // --- EngineBase --------------------------------------------------------------
 
@@ -519,283 +502,6 @@ absl::Status EngineBase::ClearError(VarHandle var) {
       Context::Host(), {}, {var}, FnProperty::kNoSkip, 0, "ClearError");
 }
 
-absl::Status EngineBase::GatherDependencies(OprBlock* op,
-                                            std::vector<std::shared_ptr<Fence>>* fences) {
-  absl::Status poison;
-  auto take = [&](Var* v, const std::shared_ptr<Fence>& f) ABSL_EXCLUSIVE_LOCKS_REQUIRED(v->mu) {
-    if (f == nullptr) return;
-    if (!f->done()) {
-      fences->push_back(f);
-    } else if (absl::Status s = f->status(); !s.ok() && v->error.ok()) {
-      v->error = s;  // Device work that wrote or read it failed: the poison sticks.
-    }
-  };
-  for (VarDep& dep : op->deps) {
-    Var* v = dep.var;
-    if (!v->has_state.load(std::memory_order_acquire)) continue;
-    SpinLockHolder lock(&v->mu);
-    take(v, v->write_fence);
-    if (dep.write) {
-      for (const auto& f : v->read_fences) take(v, f);
-    }
-    if (!v->error.ok() && poison.ok()) poison = v->error;
-  }
-  return poison;
-}
-
-void EngineBase::LookAhead(const OprBlock* op) {
-  for (const VarDep& dep : op->deps) PrefetchForWrite(dep.var);
-}
-
-void EngineBase::Run(OprBlock* op, int worker) {
-  const Opr& opr = *op->opr;
-  tls_run_worker = worker;
-  if (cancel_.load(std::memory_order_acquire)) {
-    op->status = absl::CancelledError(absl::StrCat(OpName(op), " was cancelled by Shutdown"));
-    skipped_.fetch_add(1, std::memory_order_relaxed);
-    Finish(op, /*ran=*/false);
-    return;
-  }
-  // What Finish will touch (the vars, and the functions waiting at their
-  // heads) was last written by other threads: start those misses now, so
-  // that they overlap each other and the body.
-  for (const VarDep& dep : op->deps) dep.var->Prefetch();
-  std::vector<std::shared_ptr<Fence>> fences;
-  absl::Status poison = GatherDependencies(op, &fences);
-  const bool no_skip = opr.prop == FnProperty::kNoSkip || opr.prop == FnProperty::kDeleteVar;
-  if (!poison.ok() && !no_skip) {
-    op->status = poison;
-    skipped_.fetch_add(1, std::memory_order_relaxed);
-    Finish(op, /*ran=*/false);
-    return;
-  }
-  // Host work after device work comes back once the device is done (no
-  // thread waits meanwhile); so does device work after device work that
-  // has no event to wait on (its backend could not create one).
-  const bool wait_on_host =
-      op->ctx.is_host() ||
-      std::any_of(fences.begin(), fences.end(), [](const auto& f) { return f->event == nullptr; });
-  if (wait_on_host && !fences.empty()) {
-    op->pending_fences.store(static_cast<int>(fences.size()) + 1);
-    for (auto& f : fences) {
-      f->OnDone([this, op](absl::Status) {
-        if (op->pending_fences.fetch_sub(1) == 1) Dispatch(op);
-      });
-    }
-    if (op->pending_fences.fetch_sub(1) == 1) Dispatch(op);
-    return;
-  }
-  if (op->ctx.is_host()) {
-    RunBody(op, RunContext{op->ctx, nullptr});
-  } else {
-    RunOnDevice(op, fences);
-  }
-}
-
-absl::StatusOr<StreamPool*> EngineBase::PoolFor(const Context& ctx, bool copy) {
-  MutexLock lock(&pools_mu_);
-  auto key = std::make_tuple(ctx.platform, ctx.ordinal, copy);
-  auto it = stream_pools_.find(key);
-  if (it != stream_pools_.end()) return it->second.get();
-  PlatformManager& manager = options_.platforms ? *options_.platforms : PlatformManager::Default();
-  RILL_ASSIGN_OR_RETURN(Platform * platform, manager.PlatformWithId(ctx.platform));
-  RILL_ASSIGN_OR_RETURN(StreamExecutor * executor, platform->ExecutorForDevice(ctx.ordinal));
-  auto pool = std::make_unique<StreamPool>(executor);
-  StreamPool* raw = pool.get();
-  stream_pools_.emplace(key, std::move(pool));
-  return raw;
-}
-
-void EngineBase::RunOnDevice(OprBlock* op, std::vector<std::shared_ptr<Fence>>& fences) {
-  const FnProperty prop = op->opr->prop;
-  const bool copy = prop == FnProperty::kCopyToDevice || prop == FnProperty::kCopyFromDevice;
-  absl::StatusOr<StreamPool*> pool = PoolFor(op->ctx, copy);
-  absl::StatusOr<Stream*> stream =
-      pool.ok() ? (*pool)->Acquire(fences.size() == 1 ? fences[0].get() : nullptr) : pool.status();
-  if (!stream.ok()) {
-    op->status = Annotate(stream.status(), absl::StrCat(OpName(op), " on ", op->ctx.ToString()));
-    failed_.fetch_add(1, std::memory_order_relaxed);
-    Finish(op, /*ran=*/false);
-    return;
-  }
-  // Device work this function depends on: an event wait on the device, or
-  // nothing when it ran on this very stream.
-  for (auto& f : fences) {
-    if (f->stream != *stream && f->event != nullptr) (*stream)->ThenWaitFor(f->event.get());
-  }
-  op->stream = *stream;
-  op->pool = *pool;
-  RunBody(op, RunContext{op->ctx, *stream});
-}
-
-void EngineBase::RunBody(OprBlock* op, RunContext rc) {
-  Opr& opr = *op->opr;
-  if (profiler_.enabled()) {
-    // Set together, so that a span never lacks its worker, even when
-    // profiling started while the function was on its way here.
-    op->start_ns = Profiler::NowNs();
-    op->worker = tls_run_worker;
-  }
-  RunningScope scope(this);
-  if (opr.sync_fn) {
-    absl::Status status;
-    try {
-      status = opr.sync_fn(rc);
-    } catch (...) {
-      status = CurrentExceptionStatus("");
-    }
-    // A synchronous body completes exactly once, here: no need for the
-    // double-completion flag (whose line the pusher last wrote).
-    CompleteOnce(op, std::move(status));
-    return;
-  }
-  Completion completion = op->MakeCompletion();
-  // Counted in flight until the body returns, so that WaitForAll also sees
-  // a body that completes and then throws (reported as a double completion);
-  // and referenced, so that a completion inside the body does not recycle
-  // the block (and destroy the body) while it runs.
-  holds_.fetch_add(1, std::memory_order_relaxed);
-  op->Ref();
-  try {
-    opr.async_fn(rc, completion);
-  } catch (...) {
-    completion(CurrentExceptionStatus(""));
-  }
-  op->Unref();
-  Retire(absl::OkStatus());
-}
-
-void EngineBase::Complete(OprBlock* op, uint64_t seq, absl::Status status) {
-  // The first call for push `seq` raises done_seq past it; a late call (the
-  // block may hold a later push by now) finds it there or beyond.
-  uint64_t done = op->done_seq.load(std::memory_order_acquire);
-  bool first = false;
-  while (done < seq + 1) {
-    if (op->done_seq.compare_exchange_weak(done, seq + 1, std::memory_order_acq_rel,
-                                           std::memory_order_acquire)) {
-      first = true;
-      break;
-    }
-  }
-  if (!first) {
-    double_completions_.fetch_add(1, std::memory_order_relaxed);
-    // Not named: the block may hold another function by now.
-    absl::Status report = absl::FailedPreconditionError(
-        absl::StrCat("the completion of function #", seq,
-                     " was called again (or it threw after completing); ignored"));
-    RILL_LOG(ERROR) << report.message();
-    RecordError(report);
-    return;
-  }
-  CompleteOnce(op, std::move(status));
-}
-
-void EngineBase::CompleteOnce(OprBlock* op, absl::Status status) {
-  if (profiler_.enabled()) op->end_ns = Profiler::NowNs();
-  if (!status.ok()) {
-    failed_.fetch_add(1, std::memory_order_relaxed);
-    op->status = Annotate(status, absl::StrCat("function ", OpName(op), " on ", op->ctx.ToString()));
-  }
-  if (op->stream != nullptr) {
-    // Device work: an event owned by this record, and a notification that
-    // observes completion without blocking any thread.
-    auto fence = std::make_shared<Fence>();
-    fence->stream = op->stream;
-    absl::StatusOr<std::unique_ptr<Event>> event = op->pool->executor()->CreateEvent();
-    if (event.ok()) {
-      op->stream->ThenRecordEvent(event->get());
-      fence->event = std::move(*event);
-    }
-    op->fence = fence;
-    StreamPool* pool = op->pool;
-    Stream* stream = op->stream;
-    // The notification retires the push and may run before Finish below:
-    // hold the function in flight until Finish (which retires the hold) has
-    // recorded its error, counted it and released its vars.
-    holds_.fetch_add(1, std::memory_order_relaxed);
-    // An error of the device work names the function, as a body's error does.
-    stream->ThenNotify([this, fence, pool, stream, name = op->name(), ctx = op->ctx](absl::Status s) {
-      pool->WorkDone(stream);
-      if (!s.ok()) {
-        s = Annotate(s, absl::StrCat("function ", name.empty() ? std::string("(unnamed)") : absl::StrCat("'", name, "'"),
-                                     " on ", ctx.ToString()));
-      }
-      fence->Complete(s);
-      Retire(s);
-    });
-    pool->Release(stream, fence.get());
-    AfterDeviceEnqueue(op);
-  }
-  Finish(op, /*ran=*/true);
-}
-
-void EngineBase::Finish(OprBlock* op, bool ran) {
-  const absl::Status& error = op->status;
-  if (!error.ok()) RecordError(error);
-  ReadyList granted;
-  for (VarDep& dep : op->deps) {
-    Var* v = dep.var;
-    SpinLockHolder lock(&v->mu);
-    if (dep.write) {
-      if (!error.ok() && v->error.ok()) v->error = error;
-      if (ran) {
-        // Null for host work, which waited for the rest. Written only when
-        // it changes: the line is the one the pusher appends to.
-        if (v->write_fence != op->fence) v->write_fence = op->fence;
-        if (!v->read_fences.empty()) v->read_fences.clear();
-      }
-      // A function that did not run (skipped, cancelled, no stream) waited
-      // for no device work: what still runs on the var stays its fences,
-      // for the next user, WaitForVar and DeleteVariable to wait on.
-      v->has_state.store(!v->error.ok() || v->write_fence != nullptr || !v->read_fences.empty(),
-                         std::memory_order_release);
-    } else if (op->fence != nullptr) {
-      v->has_state.store(true, std::memory_order_release);
-      if (v->read_fences.size() >= 16) {
-        // Drop the finished ones; a failed one poisons the var first, as it
-        // would have when the next writer gathered it.
-        auto& fs = v->read_fences;
-        fs.erase(std::remove_if(fs.begin(), fs.end(),
-                                [v](const auto& f) ABSL_EXCLUSIVE_LOCKS_REQUIRED(v->mu) {
-                                  if (!f->done()) return false;
-                                  if (absl::Status s = f->status(); !s.ok() && v->error.ok()) {
-                                    v->error = s;
-                                  }
-                                  return true;
-                                }),
-                 fs.end());
-      }
-      v->read_fences.push_back(op->fence);
-    }
-    v->CompleteLocked(op, dep.write, &granted);
-  }
-  // Ready when this took the last of its dependencies (in place: the
-  // granted list shrinks to the ready ones).
-  size_t n_ready = 0;
-  for (OprBlock* g : granted) {
-    if (g->wait.fetch_sub(1, std::memory_order_acq_rel) == 1) granted[n_ready++] = g;
-  }
-  granted.resize(n_ready);
-  const ReadyList& ready = granted;
-  if (op->opr->prop == FnProperty::kDeleteVar) {
-    SpinLockHolder lock(&push_mu_);
-    for (VarDep& dep : op->deps) vars_.Free(dep.var);
-  }
-  if (profiler_.enabled() && op->start_ns != 0) {
-    profiler_.Record(Profiler::Span{
-        op->name(), op->ctx.ToString(),
-        op->stream != nullptr ? absl::StrFormat("%s stream %p", op->ctx.ToString(), op->stream)
-                              : absl::StrCat("worker ", op->worker),
-        op->start_ns, op->end_ns != 0 ? op->end_ns : Profiler::NowNs()});
-  }
-  completed_.Add(1);
-  op->Unref();
-  // The push, or for device work the hold CompleteOnce took (the stream's
-  // notification retires the push).
-  Retire(absl::OkStatus());
-  for (OprBlock* r : ready) Dispatch(r, ready.size() == 1);
-}
-
 void EngineBase::Retire(const absl::Status& status) {
   if (!status.ok()) RecordError(status);
   WorkerBatch& batch = tls_worker;
@@ -897,7 +603,7 @@ EngineStats EngineBase::Stats() const {
 }
 
 void EngineBase::Shutdown(bool cancel) {
-  if (tls_running_engine == this) {
+  if (RunningEngine() == this) {
     // It would wait for the calling function itself, then join its thread.
     RILL_LOG(ERROR) << "engine: Shutdown called from inside one of the engine's own functions; "
                        "ignored (it would wait on itself): call it from outside";

@@ -216,6 +216,8 @@ class EngineBase : public Engine {
 
 // The function running on this thread belongs to an engine (waits fail fast).
 bool InsideEngineFunction();
+// The engine whose function the calling thread runs, or null.
+const EngineBase* RunningEngine();
 
 }  // namespace rill::engine::internal
 

@@ -429,7 +429,9 @@ TEST(GraphPlacement, SplitOverTwoContextsMatchesOneContext) {
     EXPECT_TRUE((*exec)->Backward().ok());
     out.push_back(*(*exec)->outputs()[0].ToHost<float>());
     for (const char* p : {"w1", "b1", "w2", "b2"}) out.push_back(*grads.at(p).ToHost<float>());
-    if (ca != cb) EXPECT_THAT((*exec)->DebugString(), HasSubstr("_copy"));
+    if (ca != cb) {
+      EXPECT_THAT((*exec)->DebugString(), HasSubstr("_copy"));
+    }
     return out;
   };
   const auto one = run(devices[0], devices[0]);

@@ -25,6 +25,7 @@ namespace {
 using ::rill::engine::testing::Kind;
 using ::rill::engine::testing::kUnderTsan;
 using ::rill::engine::testing::KindName;
+using ::rill::engine::testing::Noop;
 using ::rill::engine::testing::MakeEngine;
 using ::rill::engine::testing::WaitUntil;
 using ::rill::engine::testing::WithDeadline;
@@ -217,8 +218,6 @@ TEST_P(EngineErrors, FailurePoisonsWrittenVarsAndDownstream) {
 class EngineErrorRules : public ::testing::TestWithParam<Kind> {};
 INSTANTIATE_TEST_SUITE_P(Kinds, EngineErrorRules, ::testing::Values(Kind::kNaive, Kind::kThreaded),
                          KindName);
-
-absl::Status Noop(RunContext) { return absl::OkStatus(); }
 
 // ClearError is an ordered write: functions pushed between the failure and
 // the clear are skipped, those pushed after it run.

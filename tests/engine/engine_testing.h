@@ -58,6 +58,15 @@ inline std::unique_ptr<Engine> MakeEngine(Kind kind, EngineOptions options = {})
 }
 
 inline absl::Status Ok() { return absl::OkStatus(); }
+// A function body that does nothing.
+inline absl::Status Noop(RunContext) { return absl::OkStatus(); }
+
+// Options with `cpu_workers` CPU workers.
+inline EngineOptions Workers(int cpu_workers) {
+  EngineOptions options;
+  options.cpu_workers = cpu_workers;
+  return options;
+}
 
 // Polls `done` until it holds or `timeout` passes; returns whether it held.
 inline bool WaitUntil(const std::function<bool()>& done,
