@@ -1,0 +1,61 @@
+#include "kvstore/kvstore.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "kvstore/local_kvstore.h"
+
+namespace rill::kvstore {
+namespace {
+
+constexpr char kKnownTypes[] = "local";
+
+absl::Status CountMismatch(const char* what, size_t keys, size_t lists) {
+  return absl::InvalidArgumentError(absl::StrCat("kvstore: batched ", what, " of ", keys, " keys with ",
+                                                 lists, " tensor lists (one list per key)"));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<KVStore>> KVStore::Create(const std::string& type,
+                                                         const KVStoreOptions& options) {
+  if (type == "local") {
+    RILL_ASSIGN_OR_RETURN(std::unique_ptr<LocalKVStore> store, LocalKVStore::Create(options));
+    return std::unique_ptr<KVStore>(std::move(store));
+  }
+  if (type == "dist" || absl::StartsWith(type, "dist_")) {
+    return absl::UnimplementedError(absl::StrCat("kvstore type '", type,
+                                                 "': distributed stores are not built yet (known types: ",
+                                                 kKnownTypes, ")"));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown kvstore type '", type, "' (known types: ", kKnownTypes, ")"));
+}
+
+KVStore::~KVStore() = default;
+
+absl::Status KVStore::CheckPush(const std::string&, absl::Span<const Tensor>) const {
+  return absl::OkStatus();
+}
+
+absl::Status KVStore::CheckPull(const std::string&, absl::Span<const Tensor>) const {
+  return absl::OkStatus();
+}
+
+absl::Status KVStore::Push(absl::Span<const std::string> keys, absl::Span<const std::vector<Tensor>> values,
+                           int priority) {
+  if (keys.size() != values.size()) return CountMismatch("Push", keys.size(), values.size());
+  for (size_t i = 0; i < keys.size(); ++i) RILL_RETURN_IF_ERROR(CheckPush(keys[i], values[i]));
+  for (size_t i = 0; i < keys.size(); ++i) RILL_RETURN_IF_ERROR(Push(keys[i], values[i], priority));
+  return absl::OkStatus();
+}
+
+absl::Status KVStore::Pull(absl::Span<const std::string> keys, absl::Span<const std::vector<Tensor>> outs,
+                           int priority) {
+  if (keys.size() != outs.size()) return CountMismatch("Pull", keys.size(), outs.size());
+  for (size_t i = 0; i < keys.size(); ++i) RILL_RETURN_IF_ERROR(CheckPull(keys[i], outs[i]));
+  for (size_t i = 0; i < keys.size(); ++i) RILL_RETURN_IF_ERROR(Pull(keys[i], outs[i], priority));
+  return absl::OkStatus();
+}
+
+}  // namespace rill::kvstore
