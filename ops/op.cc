@@ -76,4 +76,8 @@ absl::StatusOr<RngSupport*> OpContext::rng() {
   return static_cast<RngSupport*>(p);
 }
 
+absl::StatusOr<std::vector<Tensor>> NoGradient(const GradientContext& ctx) {
+  return std::vector<Tensor>(ctx.inputs.size());
+}
+
 }  // namespace rill::ops

@@ -162,6 +162,11 @@ struct GradientContext {
 // with ops (typically the op's backward ops).
 using GradientFn = absl::StatusOr<std::vector<Tensor>> (*)(const GradientContext& ctx);
 
+// The gradient of a piecewise-constant op (argmax, comparisons): none flows
+// to any input, so such an op may sit on a differentiated path (an accuracy
+// output beside the loss) without stopping autodiff.
+absl::StatusOr<std::vector<Tensor>> NoGradient(const GradientContext& ctx);
+
 // An op's declaration, made once; kernels come separately, per platform.
 //
 //   OpDef def("relu");

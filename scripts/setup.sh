@@ -15,6 +15,9 @@ PACKAGES=(
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo libclblast-dev libclfft-dev
   # Graphs: ONNX import (C++), and the ONNX backend node tests made at test time.
   libonnx-dev libprotobuf-dev python3-onnx
+  # The main job: the Fashion-MNIST dataset, gzip (zlib) for its IDX files,
+  # cairo for the training curve.
+  dataset-fashion-mnist zlib1g-dev libcairo2-dev
 )
 
 missing=()

@@ -1,7 +1,9 @@
 // rill-demo: runs a small pipeline on every available device, verifies it
-// and prints what ran where and how long it took.
+// and prints what ran where and how long it took; `rill-demo train` trains
+// the Fashion-MNIST convnet (tools/demo_train.cc; --help lists its flags).
 //
 //   rill-demo [--quiet] [--n=<floats>] [--trace=<engine trace .json>]
+//   rill-demo train [--device=host:0] [--epochs=N] ...
 
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +15,9 @@
 #include "tools/demo_dnn.h"
 #include "tools/demo_engine.h"
 #include "tools/demo_pipeline.h"
+#ifdef RILL_DEMO_TRAIN
+#include "tools/demo_train.h"
+#endif
 
 namespace {
 
@@ -21,6 +26,14 @@ double Ms(absl::Duration d) { return absl::ToDoubleMilliseconds(d); }
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "train") == 0) {
+#ifdef RILL_DEMO_TRAIN
+    return rill::demo::RunTrain(argc - 1, argv + 1);
+#else
+    std::fprintf(stderr, "rill-demo train: not built (train/ needs libonnx-dev, zlib1g-dev and libcairo2-dev)\n");
+    return 2;
+#endif
+  }
   bool quiet = false;
   int64_t n = 1 << 20;
   std::string trace_path;
@@ -32,7 +45,7 @@ int main(int argc, char** argv) {
     } else if (std::strncmp(argv[i], "--trace=", 8) == 0 && argv[i][8] != '\0') {
       trace_path = argv[i] + 8;
     } else {
-      std::fprintf(stderr, "usage: rill-demo [--quiet] [--n=<floats>] [--trace=<file.json>]\nunknown argument: %s\n", argv[i]);
+      std::fprintf(stderr, "usage: rill-demo [--quiet] [--n=<floats>] [--trace=<file.json>]\n       rill-demo train --help\nunknown argument: %s\n", argv[i]);
       return 2;
     }
   }

@@ -216,8 +216,8 @@ void RegisterElementwiseOps(OpRegistry& r) {
       {"add", AddGrad, kNumericTypes},     {"sub", SubGrad, kNumericTypes},
       {"mul", MulGrad, kNumericTypes},     {"div", DivGrad, kNumericTypes},
       {"pow", nullptr, kFloatTypes},       {"maximum", nullptr, kNumericTypes},
-      {"minimum", nullptr, kNumericTypes}, {"equal", nullptr, kNumericTypes},
-      {"greater", nullptr, kNumericTypes},
+      {"minimum", nullptr, kNumericTypes}, {"equal", NoGradient, kNumericTypes},
+      {"greater", NoGradient, kNumericTypes},
   };
   for (const auto& b : binaries) {
     OpDef def(b.name);

@@ -308,7 +308,7 @@ void RegisterReduceOps(OpRegistry& r) {
                        .set_params(ParamSchema::For<ArgmaxParams>()
                                        .Field("axis", &ArgmaxParams::axis, "the axis (negative from the end)")
                                        .Field("keepdims", &ArgmaxParams::keepdims, "keep the axis as size 1"))
-                       .set_infer_shape(ArgmaxShape).set_infer_type(Int64Type)
+                       .set_infer_shape(ArgmaxShape).set_infer_type(Int64Type).set_gradient(NoGradient)
                        .set_doc("index (int64) of the first maximum along an axis"));
   (void)r.Register(OpDef("sum_to")
                        .set_params(ParamSchema::For<SumToParams>().Required(

@@ -1,0 +1,378 @@
+#include "train/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "base/status_macros.h"
+#include "graph/executor.h"
+#include "graph/onnx/onnx_export.h"
+#include "io/data_iter.h"
+#include "ops/invoke.h"
+#include "ops/ops.h"
+#include "ops/optimizer/optimizer.h"
+
+namespace rill::train {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using TensorMap = absl::flat_hash_map<std::string, Tensor>;
+
+double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+absl::StatusOr<Tensor> Zeros(const Shape& shape, DType dtype, engine::Context ctx, engine::Engine* engine) {
+  ops::InvokeOptions opt;
+  opt.context = ctx;
+  opt.engine = engine;
+  RILL_ASSIGN_OR_RETURN(std::vector<Tensor> t,
+                        ops::Invoke("zeros", {}, {{"shape", ops::FormatIntTuple(shape.span())}, {"dtype", DTypeName(dtype)}},
+                                    {}, opt));
+  return t[0];
+}
+
+std::string ContextName(const engine::Context& c) { return c.ToString(); }
+
+// One device's share of a step: its executor, inputs, parameters and
+// gradients, and the epoch's running sums of loss and correct predictions.
+struct Replica {
+  engine::Context ctx;
+  Tensor x, y;
+  TensorMap params, grads;
+  std::unique_ptr<graph::Executor> exec;
+  Tensor loss_sum, correct_sum;
+};
+
+// An evaluation executor for one batch size, over the first device's
+// parameters.
+struct EvalExec {
+  Tensor x, y;
+  std::unique_ptr<graph::Executor> exec;
+};
+
+}  // namespace
+
+std::string TrainOptions::ToString() const {
+  std::vector<std::string> devs;
+  for (const engine::Context& c : devices) devs.push_back(ContextName(c));
+  return absl::StrFormat("batch %d, Adam lr %g (beta1 %g, beta2 %g, eps %g), seed %d, devices %s", batch_size, lr,
+                         beta1, beta2, epsilon, seed, absl::StrJoin(devs, ","));
+}
+
+struct Trainer::Impl {
+  TrainOptions o;
+  engine::Engine* engine = nullptr;
+  std::vector<ParamSpec> specs;
+  graph::Graph graph;
+  std::vector<Replica> replicas;
+  TensorMap mean, var;                      // Adam's state, one device
+  std::unique_ptr<kvstore::KVStore> kv;     // several devices
+  TensorMap kv_mean, kv_var;                // Adam's state on the reduce context
+  int64_t step = 0;                         // Adam's t
+  absl::flat_hash_map<int64_t, EvalExec> eval;
+
+  int64_t per_device() const { return o.batch_size / static_cast<int64_t>(o.devices.size()); }
+  absl::Status Adam(const Tensor& w, const Tensor& g, const Tensor& m, const Tensor& v, double rescale) const;
+  absl::Status Step(const io::Batch& batch);
+  absl::StatusOr<EvalExec*> EvalFor(int64_t n);
+};
+
+absl::Status Trainer::Impl::Adam(const Tensor& w, const Tensor& g, const Tensor& m, const Tensor& v,
+                                 double rescale) const {
+  auto p = std::make_shared<ops::AdamParams>();
+  p->lr = o.lr;
+  p->beta1 = o.beta1;
+  p->beta2 = o.beta2;
+  p->epsilon = o.epsilon;
+  p->rescale_grad = rescale;
+  p->t = step;
+  static const ops::OpDef& adam = ops::BuiltinOp("adam_update");
+  return ops::Invoke(adam, {w, g, m, v}, std::move(p), {w, m, v}).status();
+}
+
+absl::Status Trainer::Impl::Step(const io::Batch& batch) {
+  const int64_t b = per_device();
+  ++step;
+  for (size_t k = 0; k < replicas.size(); ++k) {
+    Replica& r = replicas[k];
+    if (replicas.size() == 1) {
+      RILL_RETURN_IF_ERROR(r.x.CopyFrom(batch.data));
+      RILL_RETURN_IF_ERROR(r.y.CopyFrom(batch.label));
+    } else {
+      const int64_t begin = static_cast<int64_t>(k) * b;
+      RILL_ASSIGN_OR_RETURN(Tensor xs, batch.data.Slice(begin, begin + b));
+      RILL_ASSIGN_OR_RETURN(Tensor ys, batch.label.Slice(begin, begin + b));
+      RILL_RETURN_IF_ERROR(r.x.CopyFrom(xs));
+      RILL_RETURN_IF_ERROR(r.y.CopyFrom(ys));
+    }
+    RILL_RETURN_IF_ERROR(r.exec->Forward(/*is_train=*/true));
+    RILL_RETURN_IF_ERROR(ops::AddTo(r.loss_sum, r.exec->outputs()[0]));
+    RILL_RETURN_IF_ERROR(ops::AddTo(r.correct_sum, r.exec->outputs()[1]));
+    RILL_RETURN_IF_ERROR(r.exec->Backward());
+  }
+  if (replicas.size() == 1) {
+    Replica& r = replicas[0];
+    for (const ParamSpec& p : specs) {
+      RILL_RETURN_IF_ERROR(Adam(r.params[p.name], r.grads[p.name], mean[p.name], var[p.name], 1.0));
+    }
+    return absl::OkStatus();
+  }
+  // Pushed in reverse order: the last layers' gradients are ready first.
+  for (auto it = specs.rbegin(); it != specs.rend(); ++it) {
+    std::vector<Tensor> grads, params;
+    for (Replica& r : replicas) {
+      grads.push_back(r.grads[it->name]);
+      params.push_back(r.params[it->name]);
+    }
+    RILL_RETURN_IF_ERROR(kv->Push(it->name, grads));
+    RILL_RETURN_IF_ERROR(kv->Pull(it->name, params));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<EvalExec*> Trainer::Impl::EvalFor(int64_t n) {
+  auto it = eval.find(n);
+  if (it != eval.end()) return &it->second;
+  const Replica& r0 = replicas[0];
+  EvalExec e;
+  RILL_ASSIGN_OR_RETURN(e.x, Tensor::Empty(Shape{n, 1, o.model.rows, o.model.cols}, DType::kF32, r0.ctx, engine));
+  RILL_ASSIGN_OR_RETURN(e.y, Tensor::Empty(Shape{n}, DType::kI32, r0.ctx, engine));
+  TensorMap args = r0.params;
+  args["x"] = e.x;
+  args["y"] = e.y;
+  graph::BindOptions bo;
+  bo.context = r0.ctx;
+  bo.engine = engine;
+  bo.bulk_size = o.bulk_size;
+  RILL_ASSIGN_OR_RETURN(e.exec, graph::Executor::Bind(graph, args, {}, bo));
+  return &eval.emplace(n, std::move(e)).first->second;
+}
+
+Trainer::Trainer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Trainer::~Trainer() = default;
+
+absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(TrainOptions o) {
+  if (o.devices.empty()) return absl::InvalidArgumentError("trainer: no devices");
+  const int64_t n = static_cast<int64_t>(o.devices.size());
+  if (o.batch_size <= 0 || o.batch_size % n != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("trainer: batch size ", o.batch_size,
+                                                   " does not split evenly over ", n, " device(s)"));
+  }
+  if (!(o.lr > 0) || !(o.beta1 >= 0 && o.beta1 < 1) || !(o.beta2 >= 0 && o.beta2 < 1) || !(o.epsilon > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("trainer: Adam needs lr > 0, beta1 and beta2 in [0, 1), eps > 0; got lr ",
+                                                   o.lr, ", beta1 ", o.beta1, ", beta2 ", o.beta2, ", eps ", o.epsilon));
+  }
+  if (o.eval_batch <= 0) return absl::InvalidArgumentError(absl::StrCat("trainer: eval batch ", o.eval_batch));
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < i; ++j) {
+      if (o.devices[i] == o.devices[j]) {
+        return absl::InvalidArgumentError(absl::StrCat("trainer: device ", ContextName(o.devices[i]), " is listed twice"));
+      }
+    }
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->engine = o.engine != nullptr ? o.engine : &engine::Engine::Default();
+  RILL_ASSIGN_OR_RETURN(impl->specs, ConvNetParams(o.model));
+  impl->graph = ConvNetTrainGraph(o.model);
+  RILL_RETURN_IF_ERROR(impl->graph.status());
+  impl->o = std::move(o);
+  Impl& s = *impl;
+  const int64_t b = s.per_device();
+
+  RILL_ASSIGN_OR_RETURN(TensorMap init, InitConvNetParams(s.o.model, s.o.seed, s.o.devices[0], s.engine));
+  for (size_t k = 0; k < s.o.devices.size(); ++k) {
+    Replica r;
+    r.ctx = s.o.devices[k];
+    RILL_RETURN_IF_ERROR(ops::Seed(r.ctx, s.o.seed + 1 + k, s.engine));  // dropout
+    RILL_ASSIGN_OR_RETURN(r.x, Tensor::Empty(Shape{b, 1, s.o.model.rows, s.o.model.cols}, DType::kF32, r.ctx, s.engine));
+    RILL_ASSIGN_OR_RETURN(r.y, Tensor::Empty(Shape{b}, DType::kI32, r.ctx, s.engine));
+    for (const ParamSpec& p : s.specs) {
+      if (k == 0) {
+        r.params[p.name] = init[p.name];
+      } else {
+        RILL_ASSIGN_OR_RETURN(r.params[p.name], init[p.name].CopyTo(r.ctx));
+      }
+      RILL_ASSIGN_OR_RETURN(r.grads[p.name], Tensor::Empty(p.shape, DType::kF32, r.ctx, s.engine));
+    }
+    RILL_ASSIGN_OR_RETURN(r.loss_sum, Zeros(Shape{}, DType::kF32, r.ctx, s.engine));
+    RILL_ASSIGN_OR_RETURN(r.correct_sum, Zeros(Shape{}, DType::kF32, r.ctx, s.engine));
+    TensorMap args = r.params;
+    args["x"] = r.x;
+    args["y"] = r.y;
+    graph::BindOptions bo;
+    bo.context = r.ctx;
+    bo.engine = s.engine;
+    bo.bulk_size = s.o.bulk_size;
+    absl::StatusOr<std::unique_ptr<graph::Executor>> exec = graph::Executor::Bind(s.graph, args, r.grads, bo);
+    if (!exec.ok()) {
+      return absl::Status(exec.status().code(), absl::StrCat("trainer: binding the convnet on ", ContextName(r.ctx),
+                                                             ": ", exec.status().message()));
+    }
+    r.exec = *std::move(exec);
+    s.replicas.push_back(std::move(r));
+  }
+
+  if (s.replicas.size() == 1) {
+    for (const ParamSpec& p : s.specs) {
+      RILL_ASSIGN_OR_RETURN(s.mean[p.name], Zeros(p.shape, DType::kF32, s.o.devices[0], s.engine));
+      RILL_ASSIGN_OR_RETURN(s.var[p.name], Zeros(p.shape, DType::kF32, s.o.devices[0], s.engine));
+    }
+  } else {
+    kvstore::KVStoreOptions ko;
+    ko.reduce_context = s.o.reduce_context.value_or(s.o.devices[0]);
+    ko.engine = s.engine;
+    RILL_ASSIGN_OR_RETURN(s.kv, kvstore::KVStore::Create("local", ko));
+    for (const ParamSpec& p : s.specs) {
+      RILL_RETURN_IF_ERROR(s.kv->Init(p.name, init[p.name]));
+      RILL_ASSIGN_OR_RETURN(s.kv_mean[p.name], Zeros(p.shape, DType::kF32, ko.reduce_context, s.engine));
+      RILL_ASSIGN_OR_RETURN(s.kv_var[p.name], Zeros(p.shape, DType::kF32, ko.reduce_context, s.engine));
+    }
+    const double rescale = 1.0 / static_cast<double>(s.replicas.size());
+    Impl* self = &s;
+    s.kv->SetUpdater([self, rescale](const std::string& key, const Tensor& grad, const Tensor& stored) {
+      return self->Adam(stored, grad, self->kv_mean[key], self->kv_var[key], rescale);
+    });
+  }
+  return std::unique_ptr<Trainer>(new Trainer(std::move(impl)));
+}
+
+absl::StatusOr<EpochResult> Trainer::TrainEpoch(const io::Dataset& data, int epoch, const ProgressFn& progress,
+                                                const std::atomic<bool>* stop, double progress_seconds) {
+  Impl& s = *impl_;
+  io::DataIterOptions io;
+  io.batch_size = s.o.batch_size;
+  io.shuffle = true;
+  io.seed = s.o.seed;
+  io.drop_last = true;
+  io.prefetch = s.o.prefetch;
+  io.context = s.replicas.size() == 1 ? s.replicas[0].ctx : engine::Context::Host();
+  io.engine = s.engine;
+  RILL_ASSIGN_OR_RETURN(std::unique_ptr<io::DataIter> it, io::DataIter::Create(&data, io));
+  RILL_RETURN_IF_ERROR(it->Reset(epoch));
+  for (Replica& r : s.replicas) {
+    RILL_ASSIGN_OR_RETURN(r.loss_sum, Zeros(Shape{}, DType::kF32, r.ctx, s.engine));
+    RILL_ASSIGN_OR_RETURN(r.correct_sum, Zeros(Shape{}, DType::kF32, r.ctx, s.engine));
+  }
+  auto read_sums = [&](double* loss, double* correct) -> absl::Status {
+    *loss = *correct = 0;
+    for (const Replica& r : s.replicas) {
+      RILL_ASSIGN_OR_RETURN(std::vector<float> l, r.loss_sum.ToHost<float>());
+      RILL_ASSIGN_OR_RETURN(std::vector<float> c, r.correct_sum.ToHost<float>());
+      *loss += l[0];
+      *correct += c[0];
+    }
+    return absl::OkStatus();
+  };
+
+  EpochResult result;
+  result.epoch = epoch;
+  Progress p;
+  p.epoch = epoch;
+  p.batches = it->num_batches();
+  const Clock::time_point start = Clock::now();
+  Clock::time_point last_report = start;
+  // Step i-1's loss, copied aside: waiting for it keeps the host at most
+  // about a step ahead of the devices.
+  Tensor behind[2];
+  for (Tensor& t : behind) {
+    RILL_ASSIGN_OR_RETURN(t, Zeros(Shape{}, DType::kF32, s.replicas[0].ctx, s.engine));
+  }
+  while (true) {
+    if (stop != nullptr && stop->load(std::memory_order_relaxed)) {
+      result.stopped = true;
+      break;
+    }
+    RILL_ASSIGN_OR_RETURN(std::optional<io::Batch> batch, it->Next());
+    if (!batch.has_value()) break;
+    RILL_RETURN_IF_ERROR(s.Step(*batch));
+    const int64_t i = result.batches++;
+    RILL_RETURN_IF_ERROR(behind[i % 2].CopyFrom(s.replicas[0].exec->outputs()[0]));
+    if (i > 0) RILL_RETURN_IF_ERROR(behind[(i + 1) % 2].WaitToRead());
+    if (progress && Since(last_report) >= progress_seconds) {
+      double loss, correct;
+      RILL_RETURN_IF_ERROR(read_sums(&loss, &correct));
+      last_report = Clock::now();
+      p.batch = result.batches;
+      p.images = result.batches * s.o.batch_size;
+      p.seconds = Since(start);
+      p.loss = loss / static_cast<double>(result.batches * s.replicas.size());
+      progress(p);
+    }
+  }
+  double loss = 0, correct = 0;
+  RILL_RETURN_IF_ERROR(read_sums(&loss, &correct));
+  for (const auto& [name, t] : s.replicas[0].params) RILL_RETURN_IF_ERROR(t.WaitToRead());
+  result.seconds = Since(start);
+  const int64_t images = result.batches * s.o.batch_size;
+  result.train.examples = images;
+  if (result.batches > 0) {
+    result.train.loss = loss / static_cast<double>(result.batches * s.replicas.size());
+    result.train.accuracy = correct / static_cast<double>(images);
+    result.images_per_second = static_cast<double>(images) / result.seconds;
+  }
+  if (progress) {
+    p.batch = result.batches;
+    p.images = images;
+    p.seconds = result.seconds;
+    p.loss = result.train.loss;
+    p.done = true;
+    progress(p);
+  }
+  return result;
+}
+
+absl::StatusOr<Metrics> Trainer::Evaluate(const io::Dataset& data) {
+  Impl& s = *impl_;
+  const engine::Context ctx = s.replicas[0].ctx;
+  io::DataIterOptions io;
+  io.batch_size = s.o.eval_batch;
+  io.shuffle = false;
+  io.prefetch = s.o.prefetch;
+  io.context = ctx;
+  io.engine = s.engine;
+  RILL_ASSIGN_OR_RETURN(std::unique_ptr<io::DataIter> it, io::DataIter::Create(&data, io));
+  RILL_RETURN_IF_ERROR(it->Reset(0));
+  RILL_ASSIGN_OR_RETURN(Tensor loss_sum, Zeros(Shape{}, DType::kF32, ctx, s.engine));
+  RILL_ASSIGN_OR_RETURN(Tensor correct_sum, Zeros(Shape{}, DType::kF32, ctx, s.engine));
+  Metrics m;
+  while (true) {
+    RILL_ASSIGN_OR_RETURN(std::optional<io::Batch> batch, it->Next());
+    if (!batch.has_value()) break;
+    RILL_ASSIGN_OR_RETURN(EvalExec * e, s.EvalFor(batch->size));
+    RILL_RETURN_IF_ERROR(e->x.CopyFrom(batch->data));
+    RILL_RETURN_IF_ERROR(e->y.CopyFrom(batch->label));
+    RILL_RETURN_IF_ERROR(e->exec->Forward(/*is_train=*/false));
+    RILL_ASSIGN_OR_RETURN(Tensor weighted, ops::MulScalar(e->exec->outputs()[0], static_cast<double>(batch->size)));
+    RILL_RETURN_IF_ERROR(ops::AddTo(loss_sum, weighted));
+    RILL_RETURN_IF_ERROR(ops::AddTo(correct_sum, e->exec->outputs()[1]));
+    m.examples += batch->size;
+  }
+  RILL_ASSIGN_OR_RETURN(std::vector<float> l, loss_sum.ToHost<float>());
+  RILL_ASSIGN_OR_RETURN(std::vector<float> c, correct_sum.ToHost<float>());
+  if (m.examples > 0) {
+    m.loss = l[0] / static_cast<double>(m.examples);
+    m.accuracy = c[0] / static_cast<double>(m.examples);
+  }
+  return m;
+}
+
+const absl::flat_hash_map<std::string, Tensor>& Trainer::params() const { return impl_->replicas[0].params; }
+const TrainOptions& Trainer::options() const { return impl_->o; }
+
+kvstore::KVStoreStats Trainer::kvstore_stats() const {
+  return impl_->kv != nullptr ? impl_->kv->stats() : kvstore::KVStoreStats{};
+}
+
+absl::Status Trainer::SaveCheckpoint(const std::string& path) const {
+  graph::OnnxExportOptions eo;
+  eo.graph_name = "fashion_mnist_convnet";
+  eo.input_shapes = {{"x", Shape{1, 1, impl_->o.model.rows, impl_->o.model.cols}}};
+  eo.dynamic_batch = true;  // any batch size
+  return graph::ExportOnnxFile(ConvNetInferenceGraph(impl_->o.model), params(), path, eo);
+}
+
+}  // namespace rill::train
