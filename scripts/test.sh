@@ -6,7 +6,8 @@
 #                             run tests/consumer and examples/custom_blas against
 #                             the installed package
 #   scripts/test.sh --tsan    ThreadSanitizer build in build-tsan/, runs the
-#                             tests labelled stream, conformance, engine, tensor or graph
+#                             tests labelled stream, conformance, engine, tensor, graph,
+#                             io or kvstore
 #   scripts/test.sh --asan    AddressSanitizer + UBSan build in build-asan/, runs
 #                             those and the plugin tests
 #
@@ -40,7 +41,7 @@ case "$MODE" in
   tsan)
     BUILD_DIR="${RILL_BUILD_DIR:-build-tsan}"
     CMAKE_ARGS+=(-DRILL_SANITIZER=thread -DRILL_BUILD_BENCHMARKS=OFF)
-    CTEST_ARGS+=(-L 'stream|conformance|engine|tensor|graph')
+    CTEST_ARGS+=(-L 'stream|conformance|engine|tensor|graph|io|kvstore')
     export TSAN_OPTIONS="${TSAN_OPTIONS:-second_deadlock_stack=1 suppressions=$ROOT/scripts/tsan.supp}"
     # oneDNN's OpenMP workers synchronize through libgomp, which TSan cannot
     # see: run its compute on the calling thread (scripts/tsan.supp).
@@ -48,7 +49,7 @@ case "$MODE" in
   asan)
     BUILD_DIR="${RILL_BUILD_DIR:-build-asan}"
     CMAKE_ARGS+=(-DRILL_SANITIZER=address -DRILL_BUILD_BENCHMARKS=OFF)
-    CTEST_ARGS+=(-L 'stream|conformance|engine|plugins|tensor|ops|graph')
+    CTEST_ARGS+=(-L 'stream|conformance|engine|plugins|tensor|ops|graph|io|kvstore|train')
     export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1}"
     export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$ROOT/scripts/lsan.supp}"
     export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}" ;;
@@ -145,6 +146,46 @@ run_mlp() {
   done
 }
 
+# The main job's output, as a pipe sees it (no terminal): a short
+# `rill-demo train`, its lines parsed; then Ctrl-C during training must stop
+# cleanly and still write the curve and the checkpoint.
+run_train_demo() {
+  local demo="$BUILD_DIR/tools/rill-demo" out="$LOG_DIR/train" log="$LOG_DIR/train.log"
+  mkdir -p "$out"
+  RILL_HOST_DEVICES=2 "$demo" train --device=host:0 --epochs=2 --train_limit=2000 --test_limit=1000 \
+    --out_dir="$out" >"$log"
+  cat "$log"
+  fail() { echo "train demo: $*" >&2; return 1; }
+  ! grep -q $'\r' "$log" || fail "carriage returns in non-terminal output"
+  grep -qE '^epoch 2/2 \[#{20}\] 31/31 batches +[0-9]+ img/s  loss [0-9.]+  time [0-9]+:[0-9]{2}$' "$log" \
+    || fail "no final progress line for epoch 2"
+  grep -qE '^epoch +train loss +train acc +test loss +test acc +time s +img/s$' "$log" || fail "no table header"
+  [[ "$(grep -cE '^ +[12] +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9]+$' "$log")" == 2 ]] || fail "not 2 table rows"
+  local result acc ckpt
+  result="$(grep '^RESULT ' "$log")" || fail "no RESULT line"
+  acc="$(sed -n 's/.* test_accuracy=\([0-9.]*\).*/\1/p' <<<"$result")"
+  ckpt="$(sed -n 's/.* checkpoint_accuracy=\([0-9.]*\).*/\1/p' <<<"$result")"
+  awk -v a="$acc" 'BEGIN { exit !(a >= 0.6) }' || fail "test accuracy $acc < 0.6"
+  [[ "$acc" == "$ckpt" ]] || fail "reloaded checkpoint scores $ckpt, the trained model $acc"
+  [[ "$(head -c 8 "$out/train_curve.png" | od -An -tx1 | tr -d ' \n')" == 89504e470d0a1a0a ]] || fail "no PNG"
+  [[ "$(wc -l <"$out/train_curve.csv")" == 3 ]] || fail "CSV is not a header and 2 rows"
+  if /usr/bin/python3 -c 'import onnx' 2>/dev/null; then
+    /usr/bin/python3 -c 'import onnx, sys; onnx.checker.check_model(onnx.load(sys.argv[1]), full_check=True)' \
+      "$out/fashion_mnist_convnet.onnx" || fail "the checkpoint fails onnx.checker"
+  fi
+  # Ctrl-C: SIGINT after 4 s of a long run.
+  rm -f "$out"/*
+  RILL_HOST_DEVICES=2 "$demo" train --device=host:0 --epochs=50 --train_limit=2000 --test_limit=500 \
+    --out_dir="$out" >"$log" 2>&1 &
+  local pid=$!
+  sleep 4
+  kill -INT "$pid"
+  wait "$pid" || fail "exit $? after SIGINT: $(cat "$log")"
+  grep -q '^interrupted: stopped after the current batch' "$log" || fail "no interruption message"
+  [[ -f "$out/train_curve.png" && -f "$out/fashion_mnist_convnet.onnx" ]] || fail "no curve or checkpoint after SIGINT"
+  echo "train demo: output parsed, accuracy $acc, checkpoint $ckpt, Ctrl-C stopped cleanly"
+}
+
 step setup bash scripts/setup.sh
 if [[ "$MODE" == tsan ]]; then
   step tsan-probe check_tsan_runs
@@ -157,4 +198,5 @@ if [[ "$MODE" == default ]]; then
   # The imperative training example on the CPU context, a host device and
   # OpenCL (PoCL): it must learn (--check).
   step mlp run_mlp
+  step train run_train_demo
 fi
