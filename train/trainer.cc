@@ -74,6 +74,9 @@ struct Trainer::Impl {
   TensorMap kv_mean, kv_var;                // Adam's state on the reduce context
   int64_t step = 0;                         // Adam's t
   absl::flat_hash_map<int64_t, EvalExec> eval;
+  // The training iterator, kept across epochs of the same dataset.
+  const io::Dataset* train_data = nullptr;
+  std::unique_ptr<io::DataIter> train_iter;
 
   int64_t per_device() const { return o.batch_size / static_cast<int64_t>(o.devices.size()); }
   absl::Status Adam(const Tensor& w, const Tensor& g, const Tensor& m, const Tensor& v, double rescale) const;
@@ -251,7 +254,12 @@ absl::StatusOr<EpochResult> Trainer::TrainEpoch(const io::Dataset& data, int epo
   io.prefetch = s.o.prefetch;
   io.context = s.replicas.size() == 1 ? s.replicas[0].ctx : engine::Context::Host();
   io.engine = s.engine;
-  RILL_ASSIGN_OR_RETURN(std::unique_ptr<io::DataIter> it, io::DataIter::Create(&data, io));
+  if (s.train_data != &data) {
+    s.train_iter.reset();
+    RILL_ASSIGN_OR_RETURN(s.train_iter, io::DataIter::Create(&data, io));
+    s.train_data = &data;
+  }
+  io::DataIter* it = s.train_iter.get();
   RILL_RETURN_IF_ERROR(it->Reset(epoch));
   for (Replica& r : s.replicas) {
     RILL_ASSIGN_OR_RETURN(r.loss_sum, Zeros(Shape{}, DType::kF32, r.ctx, s.engine));

@@ -100,6 +100,9 @@ class Trainer {
 
   // One pass over `data`, shuffled with (seed, epoch); a last partial batch
   // is dropped. `stop` (may be null) ends the epoch after the current batch.
+  // The trainer keeps its iterator (and prefetched batches) over `data`
+  // between epochs: `data` must outlive the trainer, or the next TrainEpoch
+  // on another dataset.
   absl::StatusOr<EpochResult> TrainEpoch(const io::Dataset& data, int epoch, const ProgressFn& progress = nullptr,
                                          const std::atomic<bool>* stop = nullptr, double progress_seconds = 0.5);
 
