@@ -53,7 +53,7 @@ struct Series {
 // One panel: axes with ticks, a grid, the series as lines with markers and
 // a legend, inside the rectangle (x0, y0, w, h).
 void DrawPanel(cairo_t* cr, double x0, double y0, double w, double h, const char* title,
-               const std::vector<EpochRecord>& epochs, const std::vector<Series>& series) {
+               const std::vector<EpochRecord>& epochs, const std::vector<Series>& series, bool legend_top) {
   double lo = INFINITY, hi = -INFINITY;
   for (const Series& s : series) {
     for (const EpochRecord& e : epochs) {
@@ -111,7 +111,7 @@ void DrawPanel(cairo_t* cr, double x0, double y0, double w, double h, const char
   cairo_rectangle(cr, left, top, right - left, bottom - top);
   cairo_stroke(cr);
 
-  double legend_y = top + 16;
+  double legend_y = legend_top ? top + 16 : bottom - 16.0 * static_cast<double>(series.size()) + 4;
   for (const Series& s : series) {
     cairo_set_source_rgb(cr, s.r, s.g, s.b);
     cairo_set_line_width(cr, 2);
@@ -122,14 +122,14 @@ void DrawPanel(cairo_t* cr, double x0, double y0, double w, double h, const char
       if (i == 0) cairo_move_to(cr, px, py); else cairo_line_to(cr, px, py);
     }
     cairo_stroke(cr);
+    cairo_move_to(cr, right - 120, legend_y);
+    cairo_line_to(cr, right - 95, legend_y);
+    cairo_stroke(cr);
     cairo_set_dash(cr, nullptr, 0, 0);
     for (int i = 0; i < n; ++i) {
       cairo_arc(cr, X(epochs[i].epoch), Y(s.value(epochs[i])), 3, 0, 2 * M_PI);
       cairo_fill(cr);
     }
-    cairo_move_to(cr, right - 120, legend_y);
-    cairo_line_to(cr, right - 95, legend_y);
-    cairo_stroke(cr);
     cairo_set_source_rgb(cr, 0, 0, 0);
     cairo_move_to(cr, right - 90, legend_y + 4);
     cairo_show_text(cr, s.name);
@@ -153,10 +153,12 @@ absl::Status WriteCurvePng(const std::string& path, const std::vector<EpochRecor
   cairo_show_text(cr, title.c_str());
   DrawPanel(cr, 0, 0, kW / 2.0, kH - 10, "loss", epochs,
             {{"train", 0.85, 0.2, 0.1, false, [](const EpochRecord& e) { return e.train_loss; }},
-             {"test", 0.85, 0.2, 0.1, true, [](const EpochRecord& e) { return e.test_loss; }}});
+             {"test", 0.85, 0.2, 0.1, true, [](const EpochRecord& e) { return e.test_loss; }}},
+            /*legend_top=*/true);
   DrawPanel(cr, kW / 2.0, 0, kW / 2.0, kH - 10, "accuracy", epochs,
             {{"train", 0.1, 0.35, 0.8, false, [](const EpochRecord& e) { return e.train_accuracy; }},
-             {"test", 0.1, 0.35, 0.8, true, [](const EpochRecord& e) { return e.test_accuracy; }}});
+             {"test", 0.1, 0.35, 0.8, true, [](const EpochRecord& e) { return e.test_accuracy; }}},
+            /*legend_top=*/false);
   cairo_destroy(cr);
   const std::string tmp = path + ".tmp";
   const cairo_status_t st = cairo_surface_write_to_png(surface, tmp.c_str());
