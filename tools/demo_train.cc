@@ -5,7 +5,10 @@
 
 #include "tools/demo_train.h"
 
+#include <unistd.h>
+
 #include <csignal>
+#include <filesystem>
 #include <cstdio>
 #include <string>
 #include <thread>
@@ -118,6 +121,14 @@ absl::Status Run() {
   std::printf("training: %d epoch(s), %s; hardware threads %u\n", epochs, o.ToString().c_str(),
               std::thread::hardware_concurrency());
 
+  // The output folder is made and checked before training, not after.
+  const std::string out = absl::GetFlag(FLAGS_out_dir);
+  std::error_code ec;
+  std::filesystem::create_directories(out, ec);
+  if (ec || access(out.c_str(), W_OK) != 0) {
+    return absl::PermissionDeniedError(absl::StrCat("--out_dir=", out, " cannot be created or written",
+                                                    ec ? ": " + ec.message() : ""));
+  }
   const std::string dir = absl::GetFlag(FLAGS_data_dir);
   RILL_ASSIGN_OR_RETURN(io::Dataset train, io::LoadFashionMnist(dir, "train", absl::GetFlag(FLAGS_train_limit)));
   RILL_ASSIGN_OR_RETURN(io::Dataset test, io::LoadFashionMnist(dir, "test", absl::GetFlag(FLAGS_test_limit)));
@@ -149,7 +160,6 @@ absl::Status Run() {
 
   std::printf("\n");
   train::PrintTable(stdout, records);
-  const std::string out = absl::GetFlag(FLAGS_out_dir);
   const std::string png = out + "/train_curve.png", csv = out + "/train_curve.csv",
                     model = out + "/fashion_mnist_convnet.onnx";
   RILL_RETURN_IF_ERROR(train::WriteCsv(csv, records));

@@ -27,7 +27,7 @@ absl::Status WriteCsv(const std::string& path, const std::vector<EpochRecord>& e
   const std::string tmp = path + ".tmp";
   {
     std::ofstream f(tmp, std::ios::trunc);
-    if (!f) return absl::PermissionDeniedError(absl::StrCat("cannot write ", tmp, ": ", std::strerror(errno)));
+    if (!f) return absl::ErrnoToStatus(errno, absl::StrCat("cannot write ", tmp));
     f << "epoch,train_loss,train_accuracy,test_loss,test_accuracy,seconds,images_per_second,partial\n";
     for (const EpochRecord& e : epochs) {
       f << absl::StrFormat("%d,%.6f,%.6f,%.6f,%.6f,%.3f,%.1f,%d\n", e.epoch, e.train_loss, e.train_accuracy,
@@ -36,7 +36,7 @@ absl::Status WriteCsv(const std::string& path, const std::vector<EpochRecord>& e
     if (!f.flush()) return absl::DataLossError(absl::StrCat("writing ", tmp, " failed"));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::PermissionDeniedError(absl::StrCat("cannot rename ", tmp, " to ", path, ": ", std::strerror(errno)));
+    return absl::ErrnoToStatus(errno, absl::StrCat("cannot rename ", tmp, " to ", path));
   }
   return absl::OkStatus();
 }
@@ -167,7 +167,7 @@ absl::Status WriteCurvePng(const std::string& path, const std::vector<EpochRecor
     return absl::PermissionDeniedError(absl::StrCat("cannot write ", path, ": ", cairo_status_to_string(st)));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::PermissionDeniedError(absl::StrCat("cannot rename ", tmp, " to ", path, ": ", std::strerror(errno)));
+    return absl::ErrnoToStatus(errno, absl::StrCat("cannot rename ", tmp, " to ", path));
   }
   return absl::OkStatus();
 }
