@@ -98,6 +98,22 @@ struct CachedPrimitive {
   // workspace, its workspace and its scratchpad.
   dnnl::primitive forward;
   dnnl::memory::desc workspace_md, forward_scratchpad_md;
+  // Convolution: per tensor of `mds`, the layout the primitive reads or
+  // writes when oneDNN chose its own (blocked, e.g. nChw8c) one, with the
+  // reorder from (inputs) or to (outputs) the caller's layout and the offset
+  // of the converted copy in the call's workspace. `reorder` is empty when
+  // the primitive uses the caller's layout. Empty for other ops.
+  struct Staged {
+    dnnl::memory::desc md;
+    dnnl::primitive reorder;
+    dnnl::memory::desc reorder_scratchpad_md;
+    uint64_t offset = 0;
+  };
+  std::vector<Staged> staged;
+  // The call's workspace: the largest scratchpad of the primitive and its
+  // reorders (they run one after another from the workspace's start), then
+  // the staged copies, each 64-byte aligned.
+  uint64_t workspace_bytes = 0;
 };
 
 // The attributes every primitive is created with: user-managed scratchpad,

@@ -42,6 +42,7 @@ struct ConvMds {
   memory::dims strides, dilates, pad;
 };
 
+// The caller's layouts (explicit strides).
 ConvMds Mds(const ConvolutionShape& s) {
   return {onednn::TensorMd(s.input),
           onednn::FilterMd(s.filter, s.conv.group_count),
@@ -51,6 +52,16 @@ ConvMds Mds(const ConvolutionShape& s) {
           {s.conv.pad_h, s.conv.pad_w}};
 }
 
+// The same shapes with format_tag::any: oneDNN picks the layouts its fastest
+// implementation wants (on AVX2, the JIT direct convolution's nChw8c /
+// OIhw8i8o blocked ones; gemm keeps plain ones).
+ConvMds AnyMds(const ConvMds& m) {
+  auto any = [](const memory::desc& md) {
+    return memory::desc(md.dims(), memory::data_type::f32, memory::format_tag::any);
+  };
+  return {any(m.src), any(m.wei), any(m.dst), m.strides, m.dilates, m.pad};
+}
+
 dnnl::convolution_forward::primitive_desc ForwardPd(const ConvMds& m, int64_t algorithm, dnnl::prop_kind prop,
                                                      const dnnl::primitive_attr& attr) {
   dnnl::convolution_forward::desc d(prop, ToDnnl(algorithm), m.src, m.wei, m.dst, m.strides, m.dilates, m.pad,
@@ -58,49 +69,103 @@ dnnl::convolution_forward::primitive_desc ForwardPd(const ConvMds& m, int64_t al
   return dnnl::convolution_forward::primitive_desc(d, attr, **onednn::Engine());
 }
 
+constexpr uint64_t RoundUp64(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
+
+// The convolution primitive of `pd` reading and writing the layouts
+// `chosen` (input, filter, output roles) while the caller's are `user`:
+// a reorder for each tensor whose layouts differ, inputs before the
+// convolution and outputs after, with the staged copies in the workspace.
 template <typename Pd>
-CachedPrimitive Cached(const Pd& pd, dnnl::primitive primitive) {
+CachedPrimitive Staged(const Pd& pd, dnnl::primitive primitive, const std::vector<memory::desc>& user,
+                       const std::vector<memory::desc>& chosen, const std::vector<bool>& is_output) {
   CachedPrimitive c;
   c.primitive = std::move(primitive);
   c.scratchpad_md = pd.scratchpad_desc();
   c.scratchpad_bytes = c.scratchpad_md.get_size();
   c.implementation = pd.impl_info_str();
+  c.mds = user;
+  const dnnl::engine& engine = **onednn::Engine();
+  uint64_t scratch = c.scratchpad_bytes, staged = 0;
+  for (size_t i = 0; i < user.size(); ++i) {
+    CachedPrimitive::Staged st;
+    st.md = chosen[i];
+    if (chosen[i] != user[i]) {
+      dnnl::reorder::primitive_desc r = is_output[i]
+          ? dnnl::reorder::primitive_desc(engine, chosen[i], engine, user[i], onednn::UserScratchpad())
+          : dnnl::reorder::primitive_desc(engine, user[i], engine, chosen[i], onednn::UserScratchpad());
+      st.reorder = dnnl::reorder(r);
+      st.reorder_scratchpad_md = r.scratchpad_desc();
+      scratch = std::max<uint64_t>(scratch, st.reorder_scratchpad_md.get_size());
+      st.offset = staged;
+      staged += RoundUp64(chosen[i].get_size());
+    }
+    c.staged.push_back(std::move(st));
+  }
+  scratch = RoundUp64(scratch);
+  for (CachedPrimitive::Staged& st : c.staged) st.offset += scratch;
+  c.workspace_bytes = scratch + staged;
   return c;
 }
 
-// Throws dnnl::error when oneDNN has no implementation.
-CachedPrimitive MakeConvolutionPrimitive(ConvolutionKind kind, const ConvolutionShape& shape, int64_t algorithm) {
-  const ConvMds m = Mds(shape);
+// The convolution of `kind` with the layouts of `io` (the caller's, or
+// format_tag::any), staged against the caller's `m`. Throws dnnl::error when
+// oneDNN has no implementation.
+CachedPrimitive MakeConvolutionWith(ConvolutionKind kind, const ConvMds& m, const ConvMds& io, int64_t algorithm) {
+  const std::vector<memory::desc> user = {m.src, m.wei, m.dst};
   const dnnl::primitive_attr attr = onednn::UserScratchpad();
   const dnnl::engine& engine = **onednn::Engine();
   switch (kind) {
     case ConvolutionKind::kForward: {
-      auto pd = ForwardPd(m, algorithm, dnnl::prop_kind::forward_inference, attr);
-      return Cached(pd, dnnl::convolution_forward(pd));
+      auto pd = ForwardPd(io, algorithm, dnnl::prop_kind::forward_inference, attr);
+      return Staged(pd, dnnl::convolution_forward(pd), user, {pd.src_desc(), pd.weights_desc(), pd.dst_desc()},
+                    {false, false, true});
     }
     case ConvolutionKind::kBackwardData: {
-      auto hint = ForwardPd(m, algorithm, dnnl::prop_kind::forward_training, dnnl::primitive_attr());
-      dnnl::convolution_backward_data::desc d(ToDnnl(algorithm), m.src, m.wei, m.dst, m.strides, m.dilates, m.pad,
-                                              m.pad);
+      auto hint = ForwardPd(io, algorithm, dnnl::prop_kind::forward_training, dnnl::primitive_attr());
+      dnnl::convolution_backward_data::desc d(ToDnnl(algorithm), io.src, io.wei, io.dst, m.strides, m.dilates,
+                                              m.pad, m.pad);
       dnnl::convolution_backward_data::primitive_desc pd(d, attr, engine, hint);
-      return Cached(pd, dnnl::convolution_backward_data(pd));
+      return Staged(pd, dnnl::convolution_backward_data(pd), user,
+                    {pd.diff_src_desc(), pd.weights_desc(), pd.diff_dst_desc()}, {true, false, false});
     }
     case ConvolutionKind::kBackwardFilter: {
-      auto hint = ForwardPd(m, algorithm, dnnl::prop_kind::forward_training, dnnl::primitive_attr());
-      dnnl::convolution_backward_weights::desc d(ToDnnl(algorithm), m.src, m.wei, m.dst, m.strides, m.dilates,
-                                                 m.pad, m.pad);
+      auto hint = ForwardPd(io, algorithm, dnnl::prop_kind::forward_training, dnnl::primitive_attr());
+      dnnl::convolution_backward_weights::desc d(ToDnnl(algorithm), io.src, io.wei, io.dst, m.strides,
+                                                 m.dilates, m.pad, m.pad);
       dnnl::convolution_backward_weights::primitive_desc pd(d, attr, engine, hint);
-      return Cached(pd, dnnl::convolution_backward_weights(pd));
+      return Staged(pd, dnnl::convolution_backward_weights(pd), user,
+                    {pd.src_desc(), pd.diff_weights_desc(), pd.diff_dst_desc()}, {false, true, false});
     }
   }
   throw dnnl::error(dnnl_invalid_arguments, "unknown convolution kind");
 }
 
+// Whether a staged layout pads a dimension up to its block (channels 1 or
+// 3 of a first layer in nChw8c): the blocked kernel then computes on zeros,
+// and with the reorders it lost to gemm on the caller's layouts (measured,
+// docs/host_cnn_speed.md).
+bool PadsChannels(const CachedPrimitive& c) {
+  for (const CachedPrimitive::Staged& st : c.staged) {
+    if (!st.reorder) continue;
+    for (int i = 0; i < st.md.data.ndims; ++i) {
+      if (st.md.data.padded_dims[i] != st.md.data.dims[i]) return true;
+    }
+  }
+  return false;
+}
+
+// The layouts oneDNN prefers (format_tag::any), with reorders around the
+// call, unless those pad channels; then the caller's layouts when oneDNN
+// runs them. Throws dnnl::error when oneDNN has no implementation.
 CachedPrimitive MakeConvolution(ConvolutionKind kind, const ConvolutionShape& shape, int64_t algorithm) {
-  CachedPrimitive c = MakeConvolutionPrimitive(kind, shape, algorithm);
   const ConvMds m = Mds(shape);
-  c.mds = {m.src, m.wei, m.dst};
-  return c;
+  CachedPrimitive c = MakeConvolutionWith(kind, m, AnyMds(m), algorithm);
+  if (!PadsChannels(c)) return c;
+  try {
+    return MakeConvolutionWith(kind, m, m, algorithm);
+  } catch (const dnnl::error&) {
+    return c;  // No implementation on the caller's layouts: keep the padded one.
+  }
 }
 
 absl::StatusOr<std::shared_ptr<const CachedPrimitive>> ConvolutionPrimitive(onednn::PrimitiveCache& cache,
@@ -130,24 +195,46 @@ absl::Status CheckAlgorithmId(int64_t id) {
                                           " is not offered by onednn (it offers 0 auto, 1 direct, 2 winograd)"));
 }
 
-// Runs one convolution with the primitive's argument roles for `kind`.
+// Runs one convolution with the primitive's argument roles for `kind`:
+// inputs reordered into their staged copies, the convolution, outputs
+// reordered back. `workspace` holds p.workspace_bytes.
 void RunConvolution(const CachedPrimitive& p, ConvolutionKind kind, void* input, void* filter, void* output,
                     void* workspace) {
-  memory src = onednn::Wrap(p.mds[0], input), wei = onednn::Wrap(p.mds[1], filter),
-         dst = onednn::Wrap(p.mds[2], output);
+  void* const user[3] = {input, filter, output};
+  const int output_role = kind == ConvolutionKind::kForward ? 2 : kind == ConvolutionKind::kBackwardData ? 0 : 1;
+  char* const base = static_cast<char*>(workspace);
+  memory m[3];
+  for (int i = 0; i < 3; ++i) {
+    const CachedPrimitive::Staged& st = p.staged[i];
+    if (!st.reorder) {
+      m[i] = onednn::Wrap(p.mds[i], user[i]);
+      continue;
+    }
+    m[i] = onednn::Wrap(st.md, base + st.offset);
+    if (i != output_role) {
+      onednn::Execute(st.reorder, {{DNNL_ARG_FROM, onednn::Wrap(p.mds[i], user[i])}, {DNNL_ARG_TO, m[i]}},
+                      st.reorder_scratchpad_md, workspace);
+    }
+  }
   switch (kind) {
     case ConvolutionKind::kForward:
-      onednn::Execute(p.primitive, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}},
+      onednn::Execute(p.primitive, {{DNNL_ARG_SRC, m[0]}, {DNNL_ARG_WEIGHTS, m[1]}, {DNNL_ARG_DST, m[2]}},
                       p.scratchpad_md, workspace);
       break;
     case ConvolutionKind::kBackwardData:
-      onednn::Execute(p.primitive, {{DNNL_ARG_DIFF_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DIFF_DST, dst}},
+      onednn::Execute(p.primitive, {{DNNL_ARG_DIFF_SRC, m[0]}, {DNNL_ARG_WEIGHTS, m[1]}, {DNNL_ARG_DIFF_DST, m[2]}},
                       p.scratchpad_md, workspace);
       break;
     case ConvolutionKind::kBackwardFilter:
-      onednn::Execute(p.primitive, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_WEIGHTS, wei}, {DNNL_ARG_DIFF_DST, dst}},
+      onednn::Execute(p.primitive, {{DNNL_ARG_SRC, m[0]}, {DNNL_ARG_DIFF_WEIGHTS, m[1]}, {DNNL_ARG_DIFF_DST, m[2]}},
                       p.scratchpad_md, workspace);
       break;
+  }
+  const CachedPrimitive::Staged& out = p.staged[output_role];
+  if (out.reorder) {
+    onednn::Execute(out.reorder,
+                    {{DNNL_ARG_FROM, m[output_role]}, {DNNL_ARG_TO, onednn::Wrap(p.mds[output_role], user[output_role])}},
+                    out.reorder_scratchpad_md, workspace);
   }
 }
 
@@ -175,7 +262,7 @@ absl::StatusOr<std::vector<ConvolutionAlgorithm>> OneDnn::ConvolutionAlgorithms(
     if (p.ok()) {
       a.available = true;
       a.implementation = (*p)->implementation;
-      a.workspace_bytes = (*p)->scratchpad_bytes;
+      a.workspace_bytes = (*p)->workspace_bytes;
     } else {
       a.reason = std::string(p.status().message());
     }
@@ -207,7 +294,7 @@ absl::StatusOr<ConvolutionAlgorithm> OneDnn::TimeAlgorithms(ConvolutionKind kind
   for (const ConvolutionAlgorithm& a : algorithms) {
     if (!a.available) continue;
     RILL_ASSIGN_OR_RETURN(std::shared_ptr<const CachedPrimitive> p, ConvolutionPrimitive(*cache_, kind, shape, a.id));
-    AlignedBuffer workspace(p->scratchpad_bytes);
+    AlignedBuffer workspace(p->workspace_bytes);
     double seconds = std::numeric_limits<double>::infinity();
     // A warm-up run, then the best of two.
     for (int run = 0; run < 3; ++run) {
@@ -241,7 +328,7 @@ absl::Status OneDnn::Convolve(Stream* stream, ConvolutionKind kind, const Convol
   RILL_RETURN_IF_ERROR(CheckAlgorithmId(algorithm));
   RILL_ASSIGN_OR_RETURN(std::shared_ptr<const CachedPrimitive> p,
                         ConvolutionPrimitive(*cache_, kind, a.shape, algorithm));
-  const uint64_t need = p->scratchpad_bytes;
+  const uint64_t need = p->workspace_bytes;
   ScopedDeviceMemory<uint8_t> owned;
   void* workspace = nullptr;
   if (!a.workspace.is_null()) {

@@ -25,12 +25,19 @@ class PrimitiveCache;
 // thread on a miss, so an unsupported shape fails the Then* call at once),
 // then enqueued on the stream and run on the stream's worker thread on that
 // thread's own in-order dnnl::stream. Tensors keep the caller's layout
-// (memory descriptors with explicit strides; no reorders).
+// (memory descriptors with explicit strides), except inside convolutions.
 //
-// Convolution algorithms: 0 "auto" (oneDNN picks; the default), 1 "direct",
-// 2 "winograd" (oneDNN implements it only on AVX-512 machines for some
-// shapes: listed as unavailable with oneDNN's reason elsewhere). The
-// workspace of an algorithm is its user-mode scratchpad.
+// Convolutions let oneDNN choose its layouts (format_tag::any): on AVX2 its
+// JIT direct convolution with blocked layouts (nChw8c data, OIhw8i8o-style
+// filters), several times faster than gemm on plain NCHW. The call reorders
+// its inputs into blocked copies, convolves, and reorders the output back;
+// the primitive and its reorders are cached together. Where the blocked
+// layouts would pad channels (a 1- or 3-channel first layer), the caller's
+// layouts are kept (gemm), which measured faster with the reorders counted.
+// Algorithms: 0 "auto" (oneDNN picks; the default), 1 "direct", 2
+// "winograd" (oneDNN implements it only on AVX-512 machines for some shapes:
+// listed as unavailable with oneDNN's reason elsewhere). The workspace of
+// an algorithm is its user-mode scratchpad plus the blocked copies.
 //
 // Threading: Debian's oneDNN uses the OpenMP runtime (libgomp). A primitive
 // runs an OpenMP parallel region on the thread that executes it -- the host
