@@ -194,9 +194,9 @@ TEST_P(OneDnnConvTest, ExplicitWorkspaceHoldsTheStagedLayouts) {
     ASSERT_TRUE(a.available) << a.reason;
     SCOPED_TRACE(::testing::Message() << ConvolutionKindName(kind) << " " << a.implementation << ", workspace "
                                       << a.workspace_bytes);
-    ConvolutionArgs with = kind == ConvolutionKind::kForward       ? ConvolutionArgs{shape, dx_in, dw_in, y}
-                           : kind == ConvolutionKind::kBackwardData ? ConvolutionArgs{shape, dx, dw_in, ddy}
-                                                                    : ConvolutionArgs{shape, dx_in, dw, ddy};
+    ConvolutionArgs with{shape, dx_in, dw_in, y, kDefaultAlgorithm, {}};
+    if (kind == ConvolutionKind::kBackwardData) with.input = dx, with.output = ddy;
+    if (kind == ConvolutionKind::kBackwardFilter) with.filter = dw, with.output = ddy;
     if (a.workspace_bytes > 0) {
       DeviceMemory<float> workspace = Output((a.workspace_bytes + sizeof(float) - 1) / sizeof(float));
       with.workspace = DeviceMemoryBase(workspace.opaque(), a.workspace_bytes, workspace.offset());
