@@ -30,6 +30,8 @@ std::vector<Case> Cases() {
   return {
       {2, 3, 6, 8, pool(2, 2, 2, 2, 0, 0)},   // The CNN case (fast path for max).
       {1, 2, 7, 5, pool(2, 2, 2, 2, 0, 0)},   // Odd sizes: a last row and column no window covers.
+      {2, 2, 6, 22, pool(2, 2, 2, 2, 0, 0)},  // 11 windows a row: 8 four at a time, 3 one by one.
+      {1, 3, 5, 19, pool(2, 2, 2, 2, 0, 0)},  // The same with odd sizes.
       {2, 2, 5, 5, pool(3, 3, 2, 2, 1, 1)},   // Padded.
       {1, 3, 6, 5, pool(3, 2, 2, 1, 1, 0)},   // Uneven window, stride and pad.
       {1, 2, 5, 6, pool(2, 2, 1, 1, 0, 0)},   // Overlapping windows.
