@@ -38,7 +38,7 @@ out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 rill_args=(train --epochs=1 --train_limit="$LIMIT" --out_dir="$out")
 if [[ -n "$DEVICES" ]]; then rill_args+=(--devices="$DEVICES"); else rill_args+=(--device=host:0); fi
-field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p" <<<"$2"; }
+field() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p" <<<"$2"; }
 train_ratios=() infer_ratios=()
 for ((i = 1; i <= REPEATS; i++)); do
   rill="$("$BUILD_DIR/tools/rill-demo" "${rill_args[@]}" | grep '^RESULT')"
