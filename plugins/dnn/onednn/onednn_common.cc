@@ -1,5 +1,7 @@
 #include "plugins/dnn/onednn/onednn_common.h"
 
+#include <dlfcn.h>
+
 #include <cstdlib>
 #include <exception>
 
@@ -118,6 +120,76 @@ void* ThreadScratch(int slot, uint64_t bytes) {
     }
   }
   return b.data;
+}
+
+namespace {
+
+// OpenMP's thread-count calls, looked up in the process (libdnnl loads
+// libgomp): the plugin then needs no OpenMP flags or link dependency of its
+// own. Null where oneDNN does not run on OpenMP.
+struct OmpApi {
+  void (*set_num_threads)(int) = nullptr;
+  int (*get_max_threads)() = nullptr;
+};
+
+const OmpApi& Omp() {
+  static const OmpApi api = [] {
+    OmpApi a;
+    if (dnnl::version()->cpu_runtime != DNNL_RUNTIME_OMP) return a;
+    a.set_num_threads = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+    a.get_max_threads = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+    if (a.set_num_threads == nullptr || a.get_max_threads == nullptr) a = OmpApi();
+    return a;
+  }();
+  return api;
+}
+
+int EnvThreads() {
+  const char* value = std::getenv("RILL_DNN_THREADS");
+  const int n = value == nullptr ? 0 : std::atoi(value);
+  return n > 0 ? n : 0;
+}
+
+}  // namespace
+
+bool ThreadsAdjustable() { return Omp().set_num_threads != nullptr; }
+
+bool ThreadsFixed() {
+  static const bool fixed = EnvThreads() > 0;
+  return fixed;
+}
+
+int PluginThreads() {
+  static const int threads = [] {
+    if (int n = EnvThreads()) return n;
+    return ThreadsAdjustable() ? Omp().get_max_threads() : 1;
+  }();
+  return threads;
+}
+
+ScopedThreads::ScopedThreads(int threads) {
+  if (!ThreadsAdjustable()) return;
+  previous_ = Omp().get_max_threads();
+  if (threads != previous_) Omp().set_num_threads(threads);
+}
+
+ScopedThreads::~ScopedThreads() {
+  if (ThreadsAdjustable() && Omp().get_max_threads() != previous_) Omp().set_num_threads(previous_);
+}
+
+int ThreadChoice::Pick() {
+  MutexLock lock(&mu_);
+  const int64_t call = calls_++;
+  if (average_[0] == 0) return 0;
+  if (average_[1] == 0) return 1;
+  const int faster = average_[0] <= average_[1] ? 0 : 1;
+  return call % kExplore == kExplore - 1 ? 1 - faster : faster;
+}
+
+void ThreadChoice::Record(int variant, double seconds) {
+  MutexLock lock(&mu_);
+  double& a = average_[variant];
+  a = a == 0 ? seconds : 0.7 * a + 0.3 * seconds;
 }
 
 void Execute(const dnnl::primitive& primitive, std::unordered_map<int, memory> args,

@@ -66,6 +66,52 @@ dnnl::memory Wrap(const dnnl::memory::desc& md, const DeviceMemoryBase& memory);
 // slot 0 is the primitives' scratchpad; the others hold temporaries.
 void* ThreadScratch(int slot, uint64_t bytes);
 
+// --- Threads.
+
+// Whether oneDNN runs on OpenMP (Debian's build does): only then can the
+// plugin choose thread counts.
+bool ThreadsAdjustable();
+// The plugin's thread count: RILL_DNN_THREADS when set, else OpenMP's
+// default (OMP_NUM_THREADS or the cores); read once.
+int PluginThreads();
+// Whether RILL_DNN_THREADS fixes the count (no per-call choice).
+bool ThreadsFixed();
+
+// Sets the calling thread's OpenMP thread count (nthreads-var) for its
+// scope and restores it. oneDNN fixes a primitive's team size when the
+// primitive is created (its work split depends on it); simpler primitives
+// (reorders) read the count when they run: both happen in such a scope.
+class ScopedThreads {
+ public:
+  explicit ScopedThreads(int threads);
+  ~ScopedThreads();
+  ScopedThreads(const ScopedThreads&) = delete;
+  ScopedThreads& operator=(const ScopedThreads&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
+// Chooses, for one convolution, between its primitive on all the plugin's
+// threads (variant 0) and on one thread (variant 1) by their measured times:
+// each variant runs first once, then the faster by a moving average, with
+// the slower retried every kExplore calls so that a change in conditions
+// is noticed. Two OpenMP threads win on an idle 2-core machine; when another
+// process or a spinning BLAS thread holds a core, the two-thread team waits
+// at its barriers and one thread was 2-4x faster (docs/host_cnn_speed.md).
+// Thread-safe.
+class ThreadChoice {
+ public:
+  static constexpr int64_t kExplore = 16;
+  int Pick();
+  void Record(int variant, double seconds);
+
+ private:
+  Mutex mu_;
+  double average_[2] ABSL_GUARDED_BY(mu_) = {0, 0};  // Seconds; 0: not measured yet.
+  int64_t calls_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
 // --- Running.
 
 // Executes `primitive` on the calling thread's dnnl::stream with `args`,
@@ -110,6 +156,9 @@ struct CachedPrimitive {
     uint64_t offset = 0;
   };
   std::vector<Staged> staged;
+  // Convolution: the choice between this primitive (all threads) and its
+  // one-thread twin; null when the thread count is fixed.
+  std::shared_ptr<ThreadChoice> choice;
   // The call's workspace: the largest scratchpad of the primitive and its
   // reorders (they run one after another from the workspace's start), then
   // the staged copies, each 64-byte aligned.

@@ -168,18 +168,26 @@ CachedPrimitive MakeConvolution(ConvolutionKind kind, const ConvolutionShape& sh
   }
 }
 
+// The primitive for `threads` OpenMP threads (created under that count;
+// oneDNN fixes its team size then), cached by every shape parameter.
 absl::StatusOr<std::shared_ptr<const CachedPrimitive>> ConvolutionPrimitive(onednn::PrimitiveCache& cache,
                                                                             ConvolutionKind kind,
                                                                             const ConvolutionShape& shape,
-                                                                            int64_t algorithm) {
-  std::vector<int64_t> key = {kOpConvolution, static_cast<int64_t>(kind), algorithm};
+                                                                            int64_t algorithm, int threads,
+                                                                            bool with_choice) {
+  std::vector<int64_t> key = {kOpConvolution, static_cast<int64_t>(kind), algorithm, threads};
   onednn::AppendKey(key, shape.input);
   onednn::AppendKey(key, shape.filter);
   onednn::AppendKey(key, shape.output);
   const ConvolutionDescriptor& c = shape.conv;
   key.insert(key.end(), {c.pad_h, c.pad_w, c.stride_h, c.stride_w, c.dilation_h, c.dilation_w, c.group_count});
-  absl::StatusOr<std::shared_ptr<const CachedPrimitive>> made = cache.GetOrCreate(
-      key, "onednn convolution", [&] { return MakeConvolution(kind, shape, algorithm); });
+  absl::StatusOr<std::shared_ptr<const CachedPrimitive>> made =
+      cache.GetOrCreate(key, "onednn convolution", [&] {
+        onednn::ScopedThreads scope(threads);
+        CachedPrimitive made = MakeConvolution(kind, shape, algorithm);
+        if (with_choice) made.choice = std::make_shared<onednn::ThreadChoice>();
+        return made;
+      });
   if (!made.ok()) {
     return absl::Status(made.status().code(),
                         absl::StrCat("onednn ", ConvolutionKindName(kind), " convolution algorithm ", algorithm,
@@ -187,6 +195,27 @@ absl::StatusOr<std::shared_ptr<const CachedPrimitive>> ConvolutionPrimitive(oned
                                      ": ", made.status().message()));
   }
   return made;
+}
+
+// A convolution on all the plugin's threads and, when the count may vary
+// per call, its one-thread twin (onednn::ThreadChoice picks per call).
+struct ConvVariants {
+  std::shared_ptr<const CachedPrimitive> all, one;  // `one` null: always `all`.
+  uint64_t workspace_bytes = 0;                      // Enough for either.
+};
+
+absl::StatusOr<ConvVariants> Variants(onednn::PrimitiveCache& cache, ConvolutionKind kind,
+                                      const ConvolutionShape& shape, int64_t algorithm) {
+  const int threads = onednn::PluginThreads();
+  const bool adaptive = onednn::ThreadsAdjustable() && !onednn::ThreadsFixed() && threads > 1;
+  ConvVariants v;
+  RILL_ASSIGN_OR_RETURN(v.all, ConvolutionPrimitive(cache, kind, shape, algorithm, threads, adaptive));
+  v.workspace_bytes = v.all->workspace_bytes;
+  if (adaptive) {
+    RILL_ASSIGN_OR_RETURN(v.one, ConvolutionPrimitive(cache, kind, shape, algorithm, 1, false));
+    v.workspace_bytes = std::max(v.workspace_bytes, v.one->workspace_bytes);
+  }
+  return v;
 }
 
 absl::Status CheckAlgorithmId(int64_t id) {
@@ -238,6 +267,22 @@ void RunConvolution(const CachedPrimitive& p, ConvolutionKind kind, void* input,
   }
 }
 
+// Runs the convolution on the variant the choice picks, under its thread
+// count, and records the time.
+void RunVariant(const ConvVariants& v, ConvolutionKind kind, void* input, void* filter, void* output,
+                void* workspace) {
+  if (v.one == nullptr) {
+    onednn::ScopedThreads scope(onednn::PluginThreads());
+    RunConvolution(*v.all, kind, input, filter, output, workspace);
+    return;
+  }
+  const int variant = v.all->choice->Pick();
+  onednn::ScopedThreads scope(variant == 0 ? onednn::PluginThreads() : 1);
+  const auto start = std::chrono::steady_clock::now();
+  RunConvolution(variant == 0 ? *v.all : *v.one, kind, input, filter, output, workspace);
+  v.all->choice->Record(variant, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
 // A 64-byte-aligned host buffer for timing runs.
 struct AlignedBuffer {
   explicit AlignedBuffer(uint64_t bytes)
@@ -258,13 +303,13 @@ absl::StatusOr<std::vector<ConvolutionAlgorithm>> OneDnn::ConvolutionAlgorithms(
     ConvolutionAlgorithm a;
     a.id = id;
     a.name = AlgorithmName(id);
-    absl::StatusOr<std::shared_ptr<const CachedPrimitive>> p = ConvolutionPrimitive(*cache_, kind, shape, id);
-    if (p.ok()) {
+    absl::StatusOr<ConvVariants> v = Variants(*cache_, kind, shape, id);
+    if (v.ok()) {
       a.available = true;
-      a.implementation = (*p)->implementation;
-      a.workspace_bytes = (*p)->workspace_bytes;
+      a.implementation = v->all->implementation;
+      a.workspace_bytes = v->workspace_bytes;
     } else {
-      a.reason = std::string(p.status().message());
+      a.reason = std::string(v.status().message());
     }
     algorithms.push_back(std::move(a));
   }
@@ -293,14 +338,15 @@ absl::StatusOr<ConvolutionAlgorithm> OneDnn::TimeAlgorithms(ConvolutionKind kind
   double best_seconds = std::numeric_limits<double>::infinity();
   for (const ConvolutionAlgorithm& a : algorithms) {
     if (!a.available) continue;
-    RILL_ASSIGN_OR_RETURN(std::shared_ptr<const CachedPrimitive> p, ConvolutionPrimitive(*cache_, kind, shape, a.id));
-    AlignedBuffer workspace(p->workspace_bytes);
+    RILL_ASSIGN_OR_RETURN(ConvVariants v, Variants(*cache_, kind, shape, a.id));
+    AlignedBuffer workspace(v.workspace_bytes);
+    onednn::ScopedThreads scope(onednn::PluginThreads());
     double seconds = std::numeric_limits<double>::infinity();
     // A warm-up run, then the best of two.
     for (int run = 0; run < 3; ++run) {
       const auto start = std::chrono::steady_clock::now();
       RILL_RETURN_IF_ERROR(onednn::Guard("onednn: timing a convolution", [&] {
-        RunConvolution(*p, kind, input.data, filter.data, output.data, workspace.data);
+        RunConvolution(*v.all, kind, input.data, filter.data, output.data, workspace.data);
       }));
       if (run > 0) seconds = std::min(seconds, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
@@ -326,9 +372,8 @@ absl::Status OneDnn::Convolve(Stream* stream, ConvolutionKind kind, const Convol
     algorithm = kAuto;
   }
   RILL_RETURN_IF_ERROR(CheckAlgorithmId(algorithm));
-  RILL_ASSIGN_OR_RETURN(std::shared_ptr<const CachedPrimitive> p,
-                        ConvolutionPrimitive(*cache_, kind, a.shape, algorithm));
-  const uint64_t need = p->workspace_bytes;
+  RILL_ASSIGN_OR_RETURN(ConvVariants v, Variants(*cache_, kind, a.shape, algorithm));
+  const uint64_t need = v.workspace_bytes;
   ScopedDeviceMemory<uint8_t> owned;
   void* workspace = nullptr;
   if (!a.workspace.is_null()) {
@@ -345,9 +390,9 @@ absl::Status OneDnn::Convolve(Stream* stream, ConvolutionKind kind, const Convol
   }
   return onednn::EnqueueDnn(
       executor_, stream, "onednn convolution",
-      [p = std::move(p), kind, input = HostPointer(a.input), filter = HostPointer(a.filter),
+      [v = std::move(v), kind, input = HostPointer(a.input), filter = HostPointer(a.filter),
        output = HostPointer(a.output), workspace, owned = std::move(owned)] {
-        RunConvolution(*p, kind, input, filter, output, workspace);
+        RunVariant(v, kind, input, filter, output, workspace);
       });
 }
 

@@ -13,6 +13,7 @@
 #include <limits>
 #include <vector>
 
+#include "plugins/dnn/onednn/onednn_common.h"
 #include "plugins/dnn/onednn/onednn_test_util.h"
 
 namespace rill {
@@ -209,6 +210,52 @@ TEST_P(OneDnnConvTest, ExplicitWorkspaceHoldsTheStagedLayouts) {
   EXPECT_TRUE(Matches("y", Download(y), Forward(shape, x, w)));
   EXPECT_TRUE(Matches("dx", Download(dx), BackwardData(shape, dy, w)));
   EXPECT_TRUE(Matches("dw", Download(dw), BackwardFilter(shape, x, dy)));
+}
+
+// Calls past the first alternate between the two thread counts (both run
+// once, then the faster with the other retried every kExplore calls): every
+// call computes the same result.
+TEST_P(OneDnnConvTest, RepeatedCallsAgreeOnEitherThreadCount) {
+  const Case c = Cases()[6];
+  const ConvolutionShape shape{c.input, c.filter, c.conv, Must(ConvolutionOutput(c.input, c.filter, c.conv))};
+  const std::vector<float> x = RandomFloats(shape.input.ElementCount(), 11);
+  const std::vector<float> w = RandomFloats(shape.filter.ElementCount(), 12);
+  DeviceMemory<float> dx = Upload(x), dw = Upload(w);
+  const Reference want = Forward(shape, x, w);
+  for (int call = 0; call < 2 * onednn::ThreadChoice::kExplore + 2; ++call) {
+    DeviceMemory<float> y = Output(shape.output.ElementCount());
+    stream_->ThenConvolve(ConvolutionArgs{shape, dx, dw, y, kDefaultAlgorithm, {}});
+    ASSERT_TRUE(IsOk(stream_->BlockHostUntilDone()));
+    ASSERT_TRUE(Matches("y", Download(y), want)) << "call " << call;
+  }
+}
+
+TEST(ThreadChoiceTest, TriesBothThenTheFasterAndRetriesTheSlower) {
+  onednn::ThreadChoice choice;
+  ASSERT_EQ(choice.Pick(), 0);
+  choice.Record(0, 2.0);
+  ASSERT_EQ(choice.Pick(), 1);
+  choice.Record(1, 1.0);
+  // Variant 1 is faster: picked, with variant 0 retried once per kExplore.
+  int zeros = 0;
+  for (int64_t i = 0; i < 2 * onednn::ThreadChoice::kExplore; ++i) {
+    const int v = choice.Pick();
+    zeros += v == 0;
+    choice.Record(v, v == 0 ? 2.0 : 1.0);
+  }
+  EXPECT_EQ(zeros, 2);
+  // Conditions change: variant 0 becomes 10x faster. The retries notice.
+  for (int64_t i = 0; i < 8 * onednn::ThreadChoice::kExplore; ++i) {
+    const int v = choice.Pick();
+    choice.Record(v, v == 0 ? 0.1 : 1.0);
+  }
+  zeros = 0;
+  for (int64_t i = 0; i < onednn::ThreadChoice::kExplore; ++i) {
+    const int v = choice.Pick();
+    zeros += v == 0;
+    choice.Record(v, v == 0 ? 0.1 : 1.0);
+  }
+  EXPECT_EQ(zeros, onednn::ThreadChoice::kExplore - 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(HostDevices, OneDnnConvTest, ::testing::Values(0, 1), testing::DeviceName);

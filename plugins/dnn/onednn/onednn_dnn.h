@@ -41,12 +41,16 @@ class PrimitiveCache;
 //
 // Threading: Debian's oneDNN uses the OpenMP runtime (libgomp). A primitive
 // runs an OpenMP parallel region on the thread that executes it -- the host
-// stream's worker -- and each such thread gets its own OpenMP team of
-// OMP_NUM_THREADS (default: all cores). So one busy stream uses every core,
-// but two streams computing at once run 2 x cores threads (oversubscribed
-// on a 2-core machine); set OMP_NUM_THREADS=1 to give each stream one core
-// when running several streams side by side. Idle team threads spin briefly
-// (OMP_WAIT_POLICY / GOMP_SPINCOUNT) before sleeping.
+// stream's worker -- whose team size oneDNN fixes when it creates the
+// primitive. Convolutions are created twice, for the plugin's thread count
+// (RILL_DNN_THREADS, else OMP_NUM_THREADS or the cores) and for one thread,
+// and each call runs the one measured faster for its shape (the other is
+// retried every 16 calls): on an idle 2-core machine two threads win; while
+// another process or a spinning BLAS worker holds a core, the two-thread
+// team waits at its barriers and one thread was 2-4x faster
+// (docs/host_cnn_speed.md). RILL_DNN_THREADS=<n> fixes n threads for every
+// call. Other primitives use the OpenMP default. Idle team threads spin
+// briefly (OMP_WAIT_POLICY / GOMP_SPINCOUNT) before sleeping.
 //
 //   RILL_ASSIGN_OR_RETURN(StreamExecutor* exec, host->ExecutorForDevice(0));
 //   stream->ThenConvolve(x_desc, x, w_desc, w, conv, y_desc, &y)
