@@ -182,7 +182,7 @@ int ThreadChoice::Pick() {
   const int64_t call = calls_++;
   if (average_[0] == 0) return 0;
   if (average_[1] == 0) return 1;
-  const int faster = average_[0] <= average_[1] ? 0 : 1;
+  const int faster = average_[1] < kMargin * average_[0] ? 1 : 0;
   return call % kExplore == kExplore - 1 ? 1 - faster : faster;
 }
 

@@ -94,15 +94,17 @@ class ScopedThreads {
 
 // Chooses, for one convolution, between its primitive on all the plugin's
 // threads (variant 0) and on one thread (variant 1) by their measured times:
-// each variant runs first once, then the faster by a moving average, with
-// the slower retried every kExplore calls so that a change in conditions
-// is noticed. Two OpenMP threads win on an idle 2-core machine; when another
+// each variant runs first once, then the faster by a moving average (one
+// thread only when it is below kMargin of all threads' time, so that noise
+// on an idle machine does not cost the second thread), with the other
+// retried every kExplore calls so that a change in conditions is noticed. Two OpenMP threads win on an idle 2-core machine; when another
 // process or a spinning BLAS thread holds a core, the two-thread team waits
 // at its barriers and one thread was 2-4x faster (docs/host_cnn_speed.md).
 // Thread-safe.
 class ThreadChoice {
  public:
-  static constexpr int64_t kExplore = 16;
+  static constexpr int64_t kExplore = 32;
+  static constexpr double kMargin = 0.8;
   int Pick();
   void Record(int variant, double seconds);
 

@@ -258,6 +258,20 @@ TEST(ThreadChoiceTest, TriesBothThenTheFasterAndRetriesTheSlower) {
   EXPECT_EQ(zeros, onednn::ThreadChoice::kExplore - 1);
 }
 
+// One thread must be clearly faster (kMargin) to be chosen over all.
+TEST(ThreadChoiceTest, OneThreadOnlyWhenClearlyFaster) {
+  onednn::ThreadChoice choice;
+  choice.Record(choice.Pick(), 1.0);
+  choice.Record(choice.Pick(), 0.9);
+  int ones = 0;
+  for (int64_t i = 0; i < onednn::ThreadChoice::kExplore; ++i) {
+    const int v = choice.Pick();
+    ones += v == 1;
+    choice.Record(v, v == 0 ? 1.0 : 0.9);
+  }
+  EXPECT_EQ(ones, 1);  // The retry only.
+}
+
 INSTANTIATE_TEST_SUITE_P(HostDevices, OneDnnConvTest, ::testing::Values(0, 1), testing::DeviceName);
 
 }  // namespace

@@ -44,8 +44,9 @@ class PrimitiveCache;
 // stream's worker -- whose team size oneDNN fixes when it creates the
 // primitive. Convolutions are created twice, for the plugin's thread count
 // (RILL_DNN_THREADS, else OMP_NUM_THREADS or the cores) and for one thread,
-// and each call runs the one measured faster for its shape (the other is
-// retried every 16 calls): on an idle 2-core machine two threads win; while
+// and each call runs the one measured faster for its shape (one thread
+// only when clearly faster; the other is retried every 32 calls, see
+// onednn::ThreadChoice): on an idle 2-core machine two threads win; while
 // another process or a spinning BLAS worker holds a core, the two-thread
 // team waits at its barriers and one thread was 2-4x faster
 // (docs/host_cnn_speed.md). RILL_DNN_THREADS=<n> fixes n threads for every
