@@ -19,6 +19,18 @@ absl::StatusOr<Context> Context::Device(std::string_view platform_name, int ordi
   return Context{platform->id(), ordinal};
 }
 
+absl::StatusOr<Context> Context::Parse(std::string_view s) {
+  if (s == "cpu") return Host();
+  const size_t colon = s.rfind(':');
+  int ordinal = -1;
+  if (colon == std::string_view::npos || colon == 0 || !absl::SimpleAtoi(absl::string_view(s.data() + colon + 1, s.size() - colon - 1), &ordinal) ||
+      ordinal < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("context '", std::string(s), "' is not cpu or <platform>:<ordinal> (host:0, opencl:0, cuda:0)"));
+  }
+  return Device(s.substr(0, colon), ordinal);
+}
+
 std::string Context::ToString() const {
   if (is_host()) return "cpu";
   return absl::StrCat(platform->name, ":", ordinal);

@@ -33,6 +33,10 @@ struct Context {
   // Device `ordinal` of the platform named `platform_name` in
   // PlatformManager::Default(); NotFound when there is no such platform.
   static absl::StatusOr<Context> Device(std::string_view platform_name, int ordinal);
+  // The inverse of ToString: "cpu" or "<platform>:<ordinal>" ("host:1",
+  // "opencl:0"). InvalidArgument naming `s` for another form; NotFound for
+  // an unknown platform.
+  static absl::StatusOr<Context> Parse(std::string_view s);
 
   bool is_host() const { return platform == nullptr; }
   std::string ToString() const;  // "cpu", "host:1", "cuda:0"

@@ -18,7 +18,6 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -73,15 +72,6 @@ absl::StatusOr<std::pair<engine::Context, std::string>> BestDevice() {
                                         "); the host runs oneDNN and OpenBLAS, OpenCL here is PoCL on the same CPU"));
 }
 
-absl::StatusOr<engine::Context> ParseDevice(const std::string& s) {
-  std::vector<std::string> parts = absl::StrSplit(s, ':');
-  int ordinal = 0;
-  if (parts.size() != 2 || !absl::SimpleAtoi(parts[1], &ordinal) || ordinal < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("device '", s, "' is not <platform>:<ordinal> (host:0, opencl:0, cuda:0)"));
-  }
-  return engine::Context::Device(parts[0], ordinal);
-}
-
 absl::Status Run() {
   train::TrainOptions o;
   o.batch_size = absl::GetFlag(FLAGS_batch);
@@ -98,12 +88,12 @@ absl::Status Run() {
   if (!devices.empty()) {
     o.devices.clear();
     for (const std::string& d : std::vector<std::string>(absl::StrSplit(devices, ',', absl::SkipEmpty()))) {
-      RILL_ASSIGN_OR_RETURN(engine::Context c, ParseDevice(d));
+      RILL_ASSIGN_OR_RETURN(engine::Context c, engine::Context::Parse(d));
       o.devices.push_back(c);
     }
     reason = "chosen with --devices";
   } else if (!device.empty()) {
-    RILL_ASSIGN_OR_RETURN(engine::Context c, ParseDevice(device));
+    RILL_ASSIGN_OR_RETURN(engine::Context c, engine::Context::Parse(device));
     o.devices = {c};
     reason = "chosen with --device";
   } else {
@@ -112,7 +102,7 @@ absl::Status Run() {
     reason = best.second;
   }
   if (const std::string r = absl::GetFlag(FLAGS_reduce_device); !r.empty()) {
-    RILL_ASSIGN_OR_RETURN(o.reduce_context, ParseDevice(r));
+    RILL_ASSIGN_OR_RETURN(o.reduce_context, engine::Context::Parse(r));
   }
   std::string names;
   for (const engine::Context& c : o.devices) absl::StrAppend(&names, names.empty() ? "" : ",", c.ToString());

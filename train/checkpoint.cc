@@ -1,5 +1,6 @@
 #include "train/checkpoint.h"
 
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -29,11 +30,11 @@ absl::StatusOr<graph::OnnxModel> LoadCheckpoint(const std::string& path, const C
                                                      ", the model needs float32", p.shape.ToString()));
     }
   }
-  if (m.initializers.size() != specs.size()) {
+  if (m.initializers.size() != specs.size()) {  // Every wanted one is there: name an extra one.
     for (const auto& [name, t] : m.initializers) {
-      bool known = false;
-      for (const ParamSpec& p : specs) known |= p.name == name;
-      if (!known) return absl::InvalidArgumentError(absl::StrCat(where, "it has an extra weight '", name, "'"));
+      if (std::none_of(specs.begin(), specs.end(), [&](const ParamSpec& p) { return p.name == name; })) {
+        return absl::InvalidArgumentError(absl::StrCat(where, "it has an extra weight '", name, "'"));
+      }
     }
   }
   if (m.inputs.size() != 1 || m.outputs.size() != 1) {

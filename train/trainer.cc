@@ -35,8 +35,6 @@ absl::StatusOr<Tensor> Zeros(const Shape& shape, DType dtype, engine::Context ct
   return t[0];
 }
 
-std::string ContextName(const engine::Context& c) { return c.ToString(); }
-
 // One device's share of a step: its executor, inputs, parameters and
 // gradients, and the epoch's running sums of loss and correct predictions.
 struct Replica {
@@ -58,7 +56,7 @@ struct EvalExec {
 
 std::string TrainOptions::ToString() const {
   std::vector<std::string> devs;
-  for (const engine::Context& c : devices) devs.push_back(ContextName(c));
+  for (const engine::Context& c : devices) devs.push_back(c.ToString());
   return absl::StrFormat("batch %d, Adam lr %g (beta1 %g, beta2 %g, eps %g), seed %d, devices %s", batch_size, lr,
                          beta1, beta2, epsilon, seed, absl::StrJoin(devs, ","));
 }
@@ -173,7 +171,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(TrainOptions o) {
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t j = 0; j < i; ++j) {
       if (o.devices[i] == o.devices[j]) {
-        return absl::InvalidArgumentError(absl::StrCat("trainer: device ", ContextName(o.devices[i]), " is listed twice"));
+        return absl::InvalidArgumentError(absl::StrCat("trainer: device ", o.devices[i].ToString(), " is listed twice"));
       }
     }
   }
@@ -212,7 +210,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(TrainOptions o) {
     bo.bulk_size = s.o.bulk_size;
     absl::StatusOr<std::unique_ptr<graph::Executor>> exec = graph::Executor::Bind(s.graph, args, r.grads, bo);
     if (!exec.ok()) {
-      return absl::Status(exec.status().code(), absl::StrCat("trainer: binding the convnet on ", ContextName(r.ctx),
+      return absl::Status(exec.status().code(), absl::StrCat("trainer: binding the convnet on ", r.ctx.ToString(),
                                                              ": ", exec.status().message()));
     }
     r.exec = *std::move(exec);

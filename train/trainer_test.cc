@@ -50,6 +50,16 @@ ConvNetOptions Small(double dropout) {
 
 class TrainerTest : public ::testing::TestWithParam<engine::Context> {
  protected:
+  // The small net on `ctx`, batch 50, dropout 0.4.
+  TrainOptions SmallOn(engine::Context ctx) {
+    TrainOptions o;
+    o.model = Small(0.4);
+    o.devices = {ctx};
+    o.batch_size = 50;
+    o.engine = engine_.get();
+    return o;
+  }
+
   std::unique_ptr<engine::Engine> engine_ = ops::testing::MakeEngine();
   std::string tmp_ = ::testing::TempDir();
 };
@@ -57,11 +67,7 @@ class TrainerTest : public ::testing::TestWithParam<engine::Context> {
 // 2,000 images, 2 epochs: the loss falls and test accuracy passes 0.6.
 TEST_P(TrainerTest, ShortRunLearns) {
   NEED_DATA();
-  TrainOptions o;
-  o.model = Small(0.4);
-  o.devices = {GetParam()};
-  o.batch_size = 50;
-  o.engine = engine_.get();
+  TrainOptions o = SmallOn(GetParam());
   auto t = Trainer::Create(o);
   ASSERT_TRUE(t.ok()) << t.status();
   const io::Dataset* train = Data("train", 2000);
@@ -89,11 +95,7 @@ TEST_P(TrainerTest, ShortRunLearns) {
 // Checkpoint: the reloaded ONNX model scores exactly what the trainer does.
 TEST_P(TrainerTest, CheckpointRoundTrip) {
   NEED_DATA();
-  TrainOptions o;
-  o.model = Small(0.4);
-  o.devices = {GetParam()};
-  o.batch_size = 50;
-  o.engine = engine_.get();
+  TrainOptions o = SmallOn(GetParam());
   auto t = Trainer::Create(o);
   ASSERT_TRUE(t.ok()) << t.status();
   const io::Dataset* train = Data("train", 500);

@@ -17,7 +17,6 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "base/status_macros.h"
 #include "engine/engine.h"
 #include "ops/invoke.h"
@@ -37,22 +36,12 @@ struct Options {
   bool check = false;
 };
 
-absl::StatusOr<Context> ParseContext(const std::string& s) {
-  if (s == "cpu") return Context::Host();
-  std::vector<std::string> parts = absl::StrSplit(s, ':');
-  int ordinal = 0;
-  if (parts.size() != 2 || !absl::SimpleAtoi(parts[1], &ordinal)) {
-    return absl::InvalidArgumentError(absl::StrCat("--ctx='", s, "': expected cpu or <platform>:<ordinal>"));
-  }
-  return Context::Device(parts[0], ordinal);
-}
-
 absl::StatusOr<Options> ParseArgs(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a.rfind("--ctx=", 0) == 0) {
-      RILL_ASSIGN_OR_RETURN(o.ctx, ParseContext(a.substr(6)));
+      RILL_ASSIGN_OR_RETURN(o.ctx, Context::Parse(a.substr(6)));
     } else if (a.rfind("--epochs=", 0) == 0) {
       if (!absl::SimpleAtoi(a.substr(9), &o.epochs) || o.epochs <= 0) {
         return absl::InvalidArgumentError(absl::StrCat("'", a, "': expected a positive integer"));

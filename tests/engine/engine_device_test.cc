@@ -109,6 +109,13 @@ TEST(EngineContext, NamesAndLookup) {
   EXPECT_EQ(dev->ToString(), "host:1");
   EXPECT_EQ(*dev, Context::Device(kHostPlatformId, 1));
   EXPECT_TRUE(HasError(Context::Device("no_such_platform", 0).status(), absl::StatusCode::kNotFound));
+  // Parse is ToString's inverse.
+  EXPECT_EQ(*Context::Parse("cpu"), Context::Host());
+  EXPECT_EQ(*Context::Parse("host:1"), *dev);
+  for (const char* bad : {"", "host", "host:", ":1", "host:-1", "host:1x", "cpu:0x"}) {
+    EXPECT_TRUE(HasError(Context::Parse(bad).status(), absl::StatusCode::kInvalidArgument)) << bad;
+  }
+  EXPECT_TRUE(HasError(Context::Parse("no_such_platform:0").status(), absl::StatusCode::kNotFound));
 }
 
 // A host function gets no stream; a device function gets a stream of that
