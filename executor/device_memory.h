@@ -29,6 +29,13 @@ class DeviceMemoryBase {
   uint64_t size() const { return size_; }
   uint64_t offset() const { return offset_; }
 
+  // Whether [offset, offset + size) lies within an allocation of
+  // `allocation_bytes` (checked without wrapping: an offset near 2^64 is
+  // outside). Backends' Owns() use it.
+  bool LiesWithin(uint64_t allocation_bytes) const {
+    return offset_ <= allocation_bytes && size_ <= allocation_bytes - offset_;
+  }
+
   // The byte range [offset, offset + size) of this view, or InvalidArgument
   // naming the values when it does not fit.
   absl::StatusOr<DeviceMemoryBase> GetByteSlice(uint64_t offset, uint64_t size) const;

@@ -1,5 +1,6 @@
 #include "executor/stream_executor.h"
 
+#include <cstdint>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -35,6 +36,7 @@ StreamExecutor::StreamExecutor(Platform* platform, int device_ordinal,
       impl_(std::move(impl)) {}
 
 StreamExecutor::~StreamExecutor() {
+  alive_->store(false, std::memory_order_release);
   const int detached = streams_->DetachAll([](Stream* stream) { stream->Detach(); });
   if (detached > 0) {
     RILL_LOG(WARNING) << "executor " << debug_name_ << " destroyed with " << detached
@@ -54,11 +56,25 @@ absl::StatusOr<void*> StreamExecutor::HostAddress(const DeviceMemoryBase& memory
   return Annotate(address.status(), absl::StrCat("HostAddress(", memory.ToString(), ") on ", debug_name_));
 }
 
-absl::StatusOr<DeviceMemoryBase> StreamExecutor::Allocate(uint64_t bytes) {
+namespace {
+
+// Sizes past int64's range are refused before a backend sees them: byte
+// counts are signed in memory statistics and most vendor APIs.
+absl::Status CheckAllocationSize(const char* what, const std::string& device, uint64_t bytes) {
   if (bytes == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("Allocate on ", debug_name_, ": cannot allocate 0 bytes"));
+    return absl::InvalidArgumentError(absl::StrCat(what, " on ", device, ": cannot allocate 0 bytes"));
   }
+  if (bytes > static_cast<uint64_t>(INT64_MAX)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        what, " on ", device, ": ", bytes, " bytes is more than any device gives (2^63 - 1 at most)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<DeviceMemoryBase> StreamExecutor::Allocate(uint64_t bytes) {
+  RILL_RETURN_IF_ERROR(CheckAllocationSize("Allocate", debug_name_, bytes));
   absl::StatusOr<DeviceMemoryBase> memory = impl_->Allocate(bytes);
   if (!memory.ok()) {
     return Annotate(memory.status(), absl::StrCat("Allocate(", bytes, " bytes) on ", debug_name_));
@@ -80,10 +96,7 @@ absl::Status StreamExecutor::Deallocate(DeviceMemoryBase* memory) {
 }
 
 absl::StatusOr<void*> StreamExecutor::HostMemoryAllocate(uint64_t bytes) {
-  if (bytes == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("HostMemoryAllocate on ", debug_name_, ": cannot allocate 0 bytes"));
-  }
+  RILL_RETURN_IF_ERROR(CheckAllocationSize("HostMemoryAllocate", debug_name_, bytes));
   RILL_RETURN_IF_ERROR(Supports(Feature::kPinnedHostMemory));
   absl::StatusOr<void*> ptr = impl_->HostMemoryAllocate(bytes);
   if (!ptr.ok()) {
@@ -96,6 +109,23 @@ absl::Status StreamExecutor::HostMemoryDeallocate(void* ptr) {
   if (ptr == nullptr) return absl::OkStatus();
   return Annotate(impl_->HostMemoryDeallocate(ptr),
                   absl::StrFormat("HostMemoryDeallocate(%p) on %s", ptr, debug_name_));
+}
+
+absl::Status StreamExecutor::CheckOwner(std::string_view role, const DeviceMemoryBase& memory,
+                                       bool allow_peer) const {
+  if (impl_->Owns(memory)) return absl::OkStatus();
+  if (allow_peer) {
+    for (int i = 0; i < platform_->VisibleDeviceCount(); ++i) {
+      StreamExecutor* other = platform_->ExistingExecutor(i);
+      if (other != nullptr && other != this && other->implementation()->Owns(memory)) {
+        return absl::OkStatus();
+      }
+    }
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      AsAbsl(role), " ", memory.ToString(), " is not in an allocation of ", debug_name_,
+      allow_peer ? " or of another device of its platform" : "",
+      " (memory of another device or platform, freed memory, or a view past its allocation)"));
 }
 
 namespace {
@@ -123,6 +153,7 @@ absl::Status StreamExecutor::SynchronousMemcpy(DeviceMemoryBase* device_dst, con
   if (device_dst == nullptr) return absl::InvalidArgumentError(what + ": destination is null");
   RILL_RETURN_IF_ERROR(CheckCopy(what.c_str(), *device_dst, host_src, size));
   if (size == 0) return absl::OkStatus();
+  RILL_RETURN_IF_ERROR(Annotate(CheckOwner("destination", *device_dst), what));
   return Annotate(impl_->SynchronousMemcpyHostToDevice(*device_dst, host_src, size), what);
 }
 
@@ -131,6 +162,7 @@ absl::Status StreamExecutor::SynchronousMemcpy(void* host_dst, const DeviceMemor
   const std::string what = absl::StrCat("SynchronousMemcpy(device->host, ", size, " bytes) on ", debug_name_);
   RILL_RETURN_IF_ERROR(CheckCopy(what.c_str(), device_src, host_dst, size));
   if (size == 0) return absl::OkStatus();
+  RILL_RETURN_IF_ERROR(Annotate(CheckOwner("source", device_src), what));
   return Annotate(impl_->SynchronousMemcpyDeviceToHost(host_dst, device_src, size), what);
 }
 
@@ -153,7 +185,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> StreamExecutor::LoadKernel(const KernelS
     return Annotate(impl.status(), absl::StrCat("LoadKernel(\"", spec.name(), "\") on ", debug_name_));
   }
   return std::make_unique<Kernel>(this, spec.name(), spec.host_arity(), spec.host_signature(),
-                                  std::move(*impl));
+                                  spec.params(), std::move(*impl));
 }
 
 absl::Status StreamExecutor::CheckSignature(const KernelSpec& spec, const std::type_info& signature,
@@ -170,6 +202,7 @@ absl::Status StreamExecutor::CheckSignature(const KernelSpec& spec, const std::t
 }
 
 absl::StatusOr<PluginInterface*> StreamExecutor::GetPlugin(PluginKind kind) {
+  RILL_RETURN_IF_ERROR(Annotate(CheckPluginKind(kind), absl::StrCat("GetPlugin on ", debug_name_)));
   MutexLock lock(&plugin_mu_);
   PluginSlot& slot = plugins_[static_cast<int>(kind)];
   if (slot.instance != nullptr) return slot.instance.get();
@@ -202,6 +235,7 @@ RngSupport* StreamExecutor::AsRng() {
 }
 
 absl::Status StreamExecutor::SetPlugin(PluginKind kind, std::string_view name) {
+  RILL_RETURN_IF_ERROR(Annotate(CheckPluginKind(kind), absl::StrCat("SetPlugin on ", debug_name_)));
   RILL_RETURN_IF_ERROR(PluginRegistry::Default().CheckRegistered(platform_->id(), kind, name));
   MutexLock lock(&plugin_mu_);
   PluginSlot& slot = plugins_[static_cast<int>(kind)];
@@ -211,6 +245,7 @@ absl::Status StreamExecutor::SetPlugin(PluginKind kind, std::string_view name) {
 }
 
 absl::StatusOr<std::string> StreamExecutor::PluginName(PluginKind kind) {
+  RILL_RETURN_IF_ERROR(Annotate(CheckPluginKind(kind), absl::StrCat("PluginName on ", debug_name_)));
   MutexLock lock(&plugin_mu_);
   const PluginSlot& slot = plugins_[static_cast<int>(kind)];
   if (slot.instance != nullptr) return slot.instance->Name();
@@ -219,9 +254,10 @@ absl::StatusOr<std::string> StreamExecutor::PluginName(PluginKind kind) {
 }
 
 Kernel::Kernel(StreamExecutor* parent, std::string name, int arity,
-               const std::type_info* signature, std::unique_ptr<KernelInterface> impl)
+               const std::type_info* signature, std::vector<KernelParam> params,
+               std::unique_ptr<KernelInterface> impl)
     : parent_(parent), name_(std::move(name)), arity_(arity), signature_(signature),
-      impl_(std::move(impl)) {}
+      params_(std::move(params)), impl_(std::move(impl)) {}
 Kernel::~Kernel() = default;
 
 }  // namespace rill

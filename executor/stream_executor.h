@@ -1,6 +1,7 @@
 #ifndef RILL_EXECUTOR_STREAM_EXECUTOR_H_
 #define RILL_EXECUTOR_STREAM_EXECUTOR_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -37,7 +38,7 @@ class RngSupport;
 //   RILL_ASSIGN_OR_RETURN(std::unique_ptr<Stream> stream, exec->CreateStream());
 //
 // Memory errors: a request of 0 bytes is InvalidArgument; more than the
-// device can give is ResourceExhausted. Destroying an executor with live
+// device can give (or more than 2^63 - 1 bytes) is ResourceExhausted. Destroying an executor with live
 // streams waits for their work and detaches them (logged): their later calls
 // fail with FailedPrecondition and destroying them stays safe.
 // Thread-safe.
@@ -71,12 +72,23 @@ class StreamExecutor {
   // host-addressable (see StreamExecutorInterface::HostAddress); otherwise
   // Unimplemented naming this executor.
   absl::StatusOr<void*> HostAddress(const DeviceMemoryBase& memory) const;
+  // OK when `memory` lies within a live allocation of this executor -- or,
+  // with `allow_peer`, of another device of the same platform (a peer
+  // copy). Otherwise InvalidArgument naming `role` and the view: memory of
+  // another device or platform, freed memory, or a view past its
+  // allocation (offsets are checked without wrapping). Every path that hands
+  // a view to the backend goes through it: Stream::Then*, the synchronous
+  // copies and the plugins' argument checks.
+  absl::Status CheckOwner(std::string_view role, const DeviceMemoryBase& memory,
+                          bool allow_peer = false) const;
 
   // --- Page-locked host memory.
   absl::StatusOr<void*> HostMemoryAllocate(uint64_t bytes);
   absl::Status HostMemoryDeallocate(void* ptr);
 
-  // --- Synchronous copies (block the caller; no stream).
+  // --- Synchronous copies (block the caller; no stream). The device view is
+  // checked as the stream copies check it (non-null, `size` within the view,
+  // CheckOwner).
   absl::Status SynchronousMemcpy(DeviceMemoryBase* device_dst, const void* host_src, uint64_t size);
   absl::Status SynchronousMemcpy(void* host_dst, const DeviceMemoryBase& device_src, uint64_t size);
   // Waits for all work on all streams of this device.
@@ -111,6 +123,9 @@ class StreamExecutor {
   absl::StatusOr<std::string> PluginName(PluginKind kind);
 
   StreamExecutorInterface* implementation() const { return impl_.get(); }
+  // True until this executor's destructor starts; objects that may outlive
+  // it (events) keep a copy to refuse use afterwards.
+  std::shared_ptr<const std::atomic<bool>> liveness() const { return alive_; }
 
  private:
   friend class Stream;
@@ -120,6 +135,7 @@ class StreamExecutor {
   int device_ordinal_;
   std::string debug_name_;
   std::unique_ptr<StreamExecutorInterface> impl_;
+  const std::shared_ptr<std::atomic<bool>> alive_ = std::make_shared<std::atomic<bool>>(true);
   // Shared with the streams: either side may be destroyed first.
   const std::shared_ptr<StreamRegistry> streams_ = std::make_shared<StreamRegistry>();
 

@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include "absl/status/status.h"
+
 namespace rill {
 
 // The kinds of library plugin an executor can carry.
@@ -12,6 +14,9 @@ inline constexpr PluginKind kAllPluginKinds[] = {PluginKind::kBlas, PluginKind::
 
 // "blas", "dnn", "rng", "fft".
 const char* PluginKindName(PluginKind kind);
+// OK for a declared PluginKind; InvalidArgument naming the value for any
+// other (an integer cast to the enum).
+absl::Status CheckPluginKind(PluginKind kind);
 
 // Element types of library calls.
 enum class DataType { kFloat, kDouble };

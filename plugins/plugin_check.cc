@@ -21,13 +21,7 @@ absl::Status CheckBuffer(Stream* stream, const char* role, const DeviceMemoryBas
     return absl::InvalidArgumentError(absl::StrCat(role, " ", memory.ToString(), " is too small: the shape needs ",
                                                    min_bytes, " bytes"));
   }
-  StreamExecutor* executor = stream->parent();
-  if (!executor->implementation()->Owns(memory)) {
-    return absl::InvalidArgumentError(absl::StrCat(role, " ", memory.ToString(),
-                                                   " is not memory of the stream's device ",
-                                                   executor->DebugName()));
-  }
-  return absl::OkStatus();
+  return stream->parent()->CheckOwner(role, memory);
 }
 
 }  // namespace rill

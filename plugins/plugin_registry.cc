@@ -21,6 +21,14 @@ const char* PluginKindName(PluginKind kind) {
   return "unknown";
 }
 
+absl::Status CheckPluginKind(PluginKind kind) {
+  for (PluginKind k : kAllPluginKinds) {
+    if (k == kind) return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat("plugin kind ", static_cast<int>(kind),
+                                                 " is not a PluginKind (blas, dnn, rng, fft)"));
+}
+
 const char* DataTypeName(DataType type) {
   return type == DataType::kFloat ? "float" : "double";
 }
@@ -41,6 +49,7 @@ PluginRegistry& PluginRegistry::Default() {
 
 absl::Status PluginRegistry::Register(PlatformId platform, PluginKind kind, std::string name,
                                       Factory factory, bool make_default) {
+  RILL_RETURN_IF_ERROR(CheckPluginKind(kind));
   if (name.empty() || !factory || platform == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("PluginRegistry::Register(", PluginKindName(kind),
                                                    ", \"", name, "\"): name, factory and platform must be set"));

@@ -1,16 +1,25 @@
 #include "stream/event.h"
 
-#include "executor/stream_executor_interface.h"
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "executor/stream_executor.h"
 
 namespace rill {
 
 Event::Event(StreamExecutor* parent, std::unique_ptr<EventInterface> impl)
-    : parent_(parent), impl_(std::move(impl)) {}
+    : parent_(parent), alive_(parent->liveness()), device_(parent->DebugName()), impl_(std::move(impl)) {}
+
+absl::Status Event::CheckAlive() const {
+  if (alive_->load(std::memory_order_acquire)) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat("event of ", device_, " used after its executor was destroyed"));
+}
 
 Event::~Event() = default;
 
 Event::Status Event::PollForStatus() {
   if (!recorded()) return Status::kUnrecorded;
+  if (!CheckAlive().ok()) return Status::kError;
   switch (impl_->Poll()) {
     case EventInterface::State::kPending: return Status::kPending;
     case EventInterface::State::kComplete: return Status::kComplete;
@@ -23,6 +32,7 @@ absl::Status Event::Synchronize() {
   if (!recorded()) {
     return absl::FailedPreconditionError("Event::Synchronize: the event was never recorded");
   }
+  RILL_RETURN_IF_ERROR(CheckAlive());
   return impl_->Synchronize();
 }
 

@@ -48,7 +48,8 @@ KernelArg PackKernelArg(const P& value) {
 class Kernel {
  public:
   Kernel(StreamExecutor* parent, std::string name, int arity,
-         const std::type_info* signature, std::unique_ptr<KernelInterface> impl);
+         const std::type_info* signature, std::vector<KernelParam> params,
+         std::unique_ptr<KernelInterface> impl);
   ~Kernel();
   Kernel(const Kernel&) = delete;
   Kernel& operator=(const Kernel&) = delete;
@@ -58,6 +59,8 @@ class Kernel {
   int arity() const { return arity_; }
   // The KernelSignature type id of the parameter list, when declared.
   const std::type_info* signature() const { return signature_; }
+  // The declared parameters (KernelSpec::DeclareParams); empty when undeclared.
+  const std::vector<KernelParam>& params() const { return params_; }
   StreamExecutor* parent() const { return parent_; }
   KernelInterface* implementation() const { return impl_.get(); }
 
@@ -66,6 +69,7 @@ class Kernel {
   std::string name_;
   int arity_;
   const std::type_info* signature_;
+  std::vector<KernelParam> params_;
   std::unique_ptr<KernelInterface> impl_;
 };
 

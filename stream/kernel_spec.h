@@ -48,6 +48,21 @@ struct HostThread {
 // `args[i]` points at the native value of argument i (KernelNativeT).
 using HostBlockFn = std::function<void(const HostThread& block, const void* const* args)>;
 
+// One declared launch parameter: device memory, or a plain value of `size`
+// bytes. Stream::ThenLaunch checks packed arguments against these.
+struct KernelParam {
+  bool is_memory = false;
+  size_t size = 0;  // sizeof the value; 0 for device memory.
+};
+template <typename P>
+constexpr KernelParam KernelParamOf() {
+  if constexpr (std::is_base_of_v<DeviceMemoryBase, std::decay_t<P>>) {
+    return KernelParam{true, 0};
+  } else {
+    return KernelParam{false, sizeof(std::decay_t<P>)};
+  }
+}
+
 // Identifies a parameter list, so that a kernel loaded as
 // TypedKernel<Params...> is checked against the variant's parameters.
 template <typename... Params>
@@ -78,11 +93,22 @@ class KernelSpec {
   KernelSpec& AddHostFunction(Fn fn) {
     static_assert(std::is_invocable_v<Fn, const HostThread&, KernelNativeT<Params>...>,
                   "host kernel must be callable as fn(const HostThread&, KernelNativeT<Params>...)");
-    host_signature_ = &typeid(KernelSignature<std::decay_t<Params>...>);
-    arity_ = sizeof...(Params);
+    DeclareParams<Params...>();
     host_fn_ = [fn](const HostThread& block, const void* const* args) {
       RunBlock<Params...>(fn, block, args, std::index_sequence_for<Params...>{});
     };
+    return *this;
+  }
+  // Declares the parameter list of every variant (AddHostFunction does it
+  // for its Params): launches then check each packed argument's kind and
+  // byte size, and LoadKernel<Params...> checks the list. Without it a
+  // device-only spec is checked by argument count alone, where the backend
+  // can count.
+  template <typename... Params>
+  KernelSpec& DeclareParams() {
+    host_signature_ = &typeid(KernelSignature<std::decay_t<Params>...>);
+    arity_ = sizeof...(Params);
+    params_ = {KernelParamOf<Params>()...};
     return *this;
   }
   KernelSpec& AddCudaPtx(std::string ptx) {
@@ -104,6 +130,8 @@ class KernelSpec {
   int host_arity() const { return arity_; }
   const HostBlockFn& host_function() const { return host_fn_; }
   const std::type_info* host_signature() const { return host_signature_; }
+  // The declared parameters (DeclareParams); empty when undeclared.
+  const std::vector<KernelParam>& params() const { return params_; }
   bool has_host_function() const { return static_cast<bool>(host_fn_); }
   const std::string& cuda_ptx() const { return cuda_ptx_; }
   const std::vector<uint8_t>& cuda_fatbin() const { return cuda_fatbin_; }
@@ -127,6 +155,7 @@ class KernelSpec {
   int arity_ = -1;
   HostBlockFn host_fn_;
   const std::type_info* host_signature_ = nullptr;
+  std::vector<KernelParam> params_;
   std::string cuda_ptx_;
   std::vector<uint8_t> cuda_fatbin_;
   std::string opencl_source_;

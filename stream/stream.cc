@@ -31,7 +31,16 @@ Stream::~Stream() {
   // backend outlives the backend stream. A stream detached meanwhile was
   // drained by the executor.
   const StreamRegistry::Leave leave = registry_->BeginRemove(this);
-  if (leave.attached && impl_ != nullptr) (void)impl_->BlockHostUntilDone();
+  if (leave.attached && impl_ != nullptr) {
+    // Fails only on the stream's own thread (a host callback of this
+    // stream destroying it): the work queued after the callback could be
+    // neither drained nor abandoned safely, so this is a checked
+    // precondition (stream.h).
+    absl::Status drained = impl_->BlockHostUntilDone();
+    RILL_CHECK(drained.ok()) << "a Stream was destroyed from a host callback of its own stream; "
+                                "destroy it from another thread: "
+                             << drained;
+  }
   impl_.reset();
   if (leave.counted) registry_->EndRemove();
 }
@@ -98,28 +107,6 @@ absl::Status CheckDevice(const char* role, const DeviceMemoryBase* memory, uint6
   return absl::OkStatus();
 }
 
-// Checks that `memory` lies in an allocation of `executor` -- or, with
-// `peer`, of another device of the same platform (a peer copy) -- so that a
-// backend never receives a handle of another platform, or one past its
-// allocation, which it could not tell from its own.
-absl::Status CheckOwner(const char* role, const DeviceMemoryBase& memory, StreamExecutor* executor,
-                        bool peer) {
-  if (executor->implementation()->Owns(memory)) return absl::OkStatus();
-  if (peer) {
-    Platform* platform = executor->platform();
-    for (int i = 0; i < platform->VisibleDeviceCount(); ++i) {
-      StreamExecutor* other = platform->ExistingExecutor(i);
-      if (other != nullptr && other != executor && other->implementation()->Owns(memory)) {
-        return absl::OkStatus();
-      }
-    }
-  }
-  return absl::InvalidArgumentError(absl::StrCat(
-      role, " ", memory.ToString(), " is not in an allocation of ", executor->DebugName(),
-      peer ? " or of another device of its platform" : "",
-      " (memory of another device or platform, freed memory, or a view past its allocation)"));
-}
-
 absl::Status CheckHost(const char* role, const void* ptr) {
   if (ptr == nullptr) return absl::InvalidArgumentError(absl::StrCat(role, " host pointer is null"));
   return absl::OkStatus();
@@ -130,7 +117,7 @@ absl::Status CheckHost(const char* role, const void* ptr) {
 Stream& Stream::ThenMemcpy(DeviceMemoryBase* device_dst, const void* host_src, uint64_t size) {
   if (!Usable() || size == 0) return *this;
   absl::Status status = CheckDevice("destination", device_dst, size);
-  if (status.ok()) status = CheckOwner("destination", *device_dst, parent(), false);
+  if (status.ok()) status = parent()->CheckOwner("destination", *device_dst, false);
   if (status.ok()) status = CheckHost("source", host_src);
   if (status.ok() && size > 0) status = impl_->MemcpyHostToDevice(*device_dst, host_src, size);
   return Check(status, [&] { return absl::StrCat("ThenMemcpy(host->device, ", size, " bytes)"); });
@@ -139,7 +126,7 @@ Stream& Stream::ThenMemcpy(DeviceMemoryBase* device_dst, const void* host_src, u
 Stream& Stream::ThenMemcpy(void* host_dst, const DeviceMemoryBase& device_src, uint64_t size) {
   if (!Usable() || size == 0) return *this;
   absl::Status status = CheckDevice("source", &device_src, size);
-  if (status.ok()) status = CheckOwner("source", device_src, parent(), false);
+  if (status.ok()) status = parent()->CheckOwner("source", device_src, false);
   if (status.ok()) status = CheckHost("destination", host_dst);
   if (status.ok() && size > 0) status = impl_->MemcpyDeviceToHost(host_dst, device_src, size);
   return Check(status, [&] { return absl::StrCat("ThenMemcpy(device->host, ", size, " bytes)"); });
@@ -150,8 +137,8 @@ Stream& Stream::ThenMemcpy(DeviceMemoryBase* device_dst, const DeviceMemoryBase&
   if (!Usable()) return *this;
   absl::Status status = CheckDevice("destination", device_dst, size);
   if (status.ok()) status = CheckDevice("source", &device_src, size);
-  if (status.ok()) status = CheckOwner("destination", *device_dst, parent(), true);
-  if (status.ok()) status = CheckOwner("source", device_src, parent(), true);
+  if (status.ok()) status = parent()->CheckOwner("destination", *device_dst, true);
+  if (status.ok()) status = parent()->CheckOwner("source", device_src, true);
   if (status.ok() && size > 0) status = parent()->Supports(Feature::kDeviceToDeviceCopy);
   if (status.ok() && size > 0) status = impl_->MemcpyDeviceToDevice(*device_dst, device_src, size);
   return Check(status, [&] { return absl::StrCat("ThenMemcpy(device->device, ", size, " bytes)"); });
@@ -160,7 +147,7 @@ Stream& Stream::ThenMemcpy(DeviceMemoryBase* device_dst, const DeviceMemoryBase&
 Stream& Stream::ThenMemset32(DeviceMemoryBase* device_dst, uint32_t pattern, uint64_t size) {
   if (!Usable()) return *this;
   absl::Status status = CheckDevice("destination", device_dst, size);
-  if (status.ok()) status = CheckOwner("destination", *device_dst, parent(), false);
+  if (status.ok()) status = parent()->CheckOwner("destination", *device_dst, false);
   if (status.ok() && size % 4 != 0) {
     status = absl::InvalidArgumentError(absl::StrCat("size ", size, " is not a multiple of 4"));
   }
@@ -171,7 +158,7 @@ Stream& Stream::ThenMemset32(DeviceMemoryBase* device_dst, uint32_t pattern, uin
 Stream& Stream::ThenMemZero(DeviceMemoryBase* device_dst, uint64_t size) {
   if (!Usable()) return *this;
   absl::Status status = CheckDevice("destination", device_dst, size);
-  if (status.ok()) status = CheckOwner("destination", *device_dst, parent(), false);
+  if (status.ok()) status = parent()->CheckOwner("destination", *device_dst, false);
   if (status.ok() && size % 4 != 0) {
     // Bytes past the last whole word: zero the words, then the tail from host.
     static constexpr uint8_t kZeros[4] = {0, 0, 0, 0};
@@ -194,14 +181,13 @@ Stream& Stream::ThenRecordEvent(Event* event) {
     Usable();  // Records the detached error.
     return *this;
   }
-  absl::Status status;
-  if (event == nullptr) {
-    status = absl::InvalidArgumentError("event is null");
-  } else if (event->parent()->platform()->id() != parent()->platform()->id()) {
+  absl::Status status = event == nullptr ? absl::InvalidArgumentError("event is null") : event->CheckAlive();
+  if (status.ok() && event->parent()->platform()->id() != parent()->platform()->id()) {
     status = absl::InvalidArgumentError(absl::StrCat("event of ", event->parent()->DebugName(),
                                                      " cannot be recorded on a stream of ",
                                                      parent()->DebugName()));
-  } else {
+  }
+  if (status.ok()) {
     status = impl_->RecordEvent(event->implementation());
     if (status.ok()) event->MarkRecorded();
   }
@@ -210,16 +196,15 @@ Stream& Stream::ThenRecordEvent(Event* event) {
 
 Stream& Stream::ThenWaitFor(Event* event) {
   if (!Usable()) return *this;
-  absl::Status status;
-  if (event == nullptr) {
-    status = absl::InvalidArgumentError("event is null");
-  } else if (!event->recorded()) {
+  absl::Status status = event == nullptr ? absl::InvalidArgumentError("event is null") : event->CheckAlive();
+  if (status.ok() && !event->recorded()) {
     status = absl::FailedPreconditionError(
         "the event was never recorded: record it on a stream before waiting for it");
-  } else if (event->parent()->platform()->id() == parent()->platform()->id()) {
-    status = impl_->WaitForEvent(event->implementation());
-  } else {
-    status = WaitThroughHost(event, nullptr);
+  }
+  if (status.ok()) {
+    status = event->parent()->platform()->id() == parent()->platform()->id()
+                 ? impl_->WaitForEvent(event->implementation())
+                 : WaitThroughHost(event, nullptr);
   }
   return Check(status, "ThenWaitFor(event)");
 }
@@ -344,6 +329,21 @@ Stream& Stream::ThenStopTimer(Timer* timer) {
 
 namespace {
 
+// Checks a packed argument against the kernel's declared parameter: the
+// same kind (device memory or value) and, for a value, the same byte size.
+absl::Status CheckKernelArg(const Kernel& kernel, size_t i, const KernelParam& param,
+                            const KernelArg& arg) {
+  auto describe = [](bool is_memory, size_t size) {
+    return is_memory ? std::string("device memory") : absl::StrCat("a ", size, "-byte value");
+  };
+  if (param.is_memory == arg.is_memory && (arg.is_memory || arg.bytes.size() == param.size)) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "argument ", i, " of kernel \"", kernel.name(), "\" is ", describe(arg.is_memory, arg.bytes.size()),
+      " where the kernel declares ", describe(param.is_memory, param.size)));
+}
+
 absl::Status CheckLaunch(const StreamExecutor& executor, const ThreadDim& threads,
                          const BlockDim& blocks, const Kernel& kernel, const KernelArgs& args) {
   if (kernel.parent() != &executor) {
@@ -369,13 +369,14 @@ absl::Status CheckLaunch(const StreamExecutor& executor, const ThreadDim& thread
     return absl::InvalidArgumentError(absl::StrCat("kernel \"", kernel.name(), "\" takes ",
                                                    kernel.arity(), " argument(s), got ", args.size()));
   }
+  const std::vector<KernelParam>& params = kernel.params();
   for (size_t i = 0; i < args.size(); ++i) {
+    if (i < params.size()) RILL_RETURN_IF_ERROR(CheckKernelArg(kernel, i, params[i], args[i]));
     if (args[i].is_memory && args[i].memory.is_null()) {
       return absl::InvalidArgumentError(absl::StrCat("argument ", i, " is null device memory"));
     }
     if (args[i].is_memory) {
-      RILL_RETURN_IF_ERROR(CheckOwner(absl::StrCat("argument ", i).c_str(), args[i].memory,
-                                      const_cast<StreamExecutor*>(&executor), false));
+      RILL_RETURN_IF_ERROR(executor.CheckOwner(absl::StrCat("argument ", i), args[i].memory));
     }
   }
   return absl::OkStatus();

@@ -51,7 +51,11 @@ struct StreamOptions;
 //          .ThenMemcpy(host.data(), dev, bytes);
 //   RILL_RETURN_IF_ERROR(stream->BlockHostUntilDone());
 //
-// Destroying a stream waits for its work. A stream may outlive its executor
+// Destroying a stream waits for its work, so neither a stream nor its
+// executor may be destroyed from one of that stream's host callbacks: that
+// precondition is checked, and breaking it aborts with a message saying so
+// (the work queued behind the callback can be neither drained nor dropped
+// safely). A stream may outlive its executor
 // only in the detached state the executor's destructor leaves it in: every
 // later call fails with FailedPrecondition. Thread-compatible: one thread
 // enqueues at a time; ok(), status() and BlockHostUntilDone() are

@@ -111,7 +111,7 @@ MemoryStats CudaExecutor::GetMemoryStats() const {
 bool CudaExecutor::Owns(const DeviceMemoryBase& memory) const {
   MutexLock lock(&mu_);
   auto it = allocations_.find(memory.opaque());
-  return it != allocations_.end() && memory.offset() + memory.size() <= it->second;
+  return it != allocations_.end() && memory.LiesWithin(it->second);
 }
 
 absl::Status CudaExecutor::SynchronousMemcpyHostToDevice(DeviceMemoryBase dst, const void* src,

@@ -1,5 +1,6 @@
 #include "platform/host/host_executor.h"
 
+#include <cstdint>
 #include <cstring>
 #include <new>
 
@@ -15,7 +16,12 @@ namespace {
 
 constexpr std::align_val_t kAlignment{64};
 
-void* AlignedAlloc(uint64_t size) { return ::operator new(size, kAlignment, std::nothrow); }
+// nullptr when the system refuses, or when rounding `size` up to the
+// alignment would wrap (the aligned operator new rounds without checking).
+void* AlignedAlloc(uint64_t size) {
+  if (size > PTRDIFF_MAX - static_cast<uint64_t>(kAlignment)) return nullptr;
+  return ::operator new(size, kAlignment, std::nothrow);
+}
 void AlignedFree(void* ptr) { ::operator delete(ptr, kAlignment); }
 
 }  // namespace
@@ -100,7 +106,7 @@ MemoryStats HostExecutor::GetMemoryStats() const {
 bool HostExecutor::Owns(const DeviceMemoryBase& memory) const {
   MutexLock lock(&mu_);
   auto it = allocations_.find(memory.opaque());
-  return it != allocations_.end() && memory.offset() + memory.size() <= it->second;
+  return it != allocations_.end() && memory.LiesWithin(it->second);
 }
 
 absl::StatusOr<void*> HostExecutor::HostAddress(const DeviceMemoryBase& memory) const {

@@ -151,7 +151,7 @@ MemoryStats OpenClExecutor::GetMemoryStats() const {
 bool OpenClExecutor::Owns(const DeviceMemoryBase& memory) const {
   MutexLock lock(&mu_);
   auto it = allocations_.find(ClMem(memory));
-  return it != allocations_.end() && memory.offset() + memory.size() <= it->second;
+  return it != allocations_.end() && memory.LiesWithin(it->second);
 }
 
 absl::Status OpenClExecutor::SynchronousMemcpyHostToDevice(DeviceMemoryBase dst, const void* src,

@@ -1,6 +1,7 @@
 #include "plugins/blas/blas.h"
 
 #include "absl/strings/str_cat.h"
+#include "base/checked_math.h"
 #include "plugins/plugin_check.h"
 
 namespace rill {
@@ -15,21 +16,32 @@ absl::Status Positive(const char* name, int64_t value) {
 }
 
 // Elements spanned by a column-major rows x cols matrix with leading
-// dimension ld (checked: ld >= rows).
+// dimension ld (checked: ld >= rows, and no overflow).
 absl::StatusOr<int64_t> MatrixElements(const char* name, int64_t rows, int64_t cols, int64_t ld) {
   if (ld < rows) {
     return absl::InvalidArgumentError(absl::StrCat("ld", name, "=", ld, " is smaller than the ",
                                                    rows, " rows of ", name));
   }
-  return (cols - 1) * ld + rows;
+  return (CheckedInt<int64_t>(cols - 1) * ld + rows)
+      .Get(absl::StrCat("matrix ", name, " (", rows, "x", cols, ", ld", name, "=", ld, ")"));
 }
 
-// Elements spanned by n entries with stride inc (checked: inc > 0).
+// Elements spanned by n entries with stride inc (checked: inc > 0, and no
+// overflow).
 absl::StatusOr<int64_t> VectorElements(const char* name, int64_t n, int64_t inc) {
   if (inc <= 0) {
     return absl::InvalidArgumentError(absl::StrCat("inc", name, "=", inc, " must be > 0"));
   }
-  return (n - 1) * inc + 1;
+  return (CheckedInt<int64_t>(n - 1) * inc + 1)
+      .Get(absl::StrCat("vector ", name, " (n=", n, ", inc", name, "=", inc, ")"));
+}
+
+// `elements` of `type` in bytes, checked, then the buffer against it.
+absl::Status CheckElements(Stream* stream, const char* name, const DeviceMemoryBase& memory,
+                           DataType type, int64_t elements) {
+  RILL_ASSIGN_OR_RETURN(int64_t bytes, (CheckedInt<int64_t>(elements) * SizeOf(type))
+                                           .Get(absl::StrCat(name, "'s ", elements, " elements")));
+  return CheckBuffer(stream, name, memory, static_cast<uint64_t>(bytes));
 }
 
 // Checks one matrix operand of a gemm: stored rows x cols (before op()).
@@ -41,9 +53,12 @@ absl::Status CheckMatrix(Stream* stream, const char* name, const DeviceMemoryBas
     if (stride < 0) {
       return absl::InvalidArgumentError(absl::StrCat("stride_", name, "=", stride, " is negative"));
     }
-    elements += (batch - 1) * stride;
+    RILL_ASSIGN_OR_RETURN(elements, (CheckedInt<int64_t>(batch - 1) * stride + elements)
+                                        .Get(absl::StrCat("batch of ", batch, " ", name,
+                                                          " matrices with stride_", name, "=",
+                                                          stride)));
   }
-  return CheckBuffer(stream, name, memory, static_cast<uint64_t>(elements) * SizeOf(type));
+  return CheckElements(stream, name, memory, type, elements);
 }
 
 absl::Status CheckGemmShape(Stream* stream, const GemmArgs& g) {
@@ -62,10 +77,13 @@ absl::Status CheckGemmOperands(Stream* stream, const GemmArgs& g, const DeviceMe
                                    batch, g.stride_a));
   RILL_RETURN_IF_ERROR(CheckMatrix(stream, "b", b, g.type, tb ? g.n : g.k, tb ? g.k : g.n, g.ldb,
                                    batch, g.stride_b));
-  if (batch > 1 && g.stride_c < (g.n - 1) * g.ldc + g.m) {
-    return absl::InvalidArgumentError(absl::StrCat("stride_c=", g.stride_c,
-                                                   " makes the batch's C matrices overlap (each spans ",
-                                                   (g.n - 1) * g.ldc + g.m, " elements)"));
+  if (batch > 1) {
+    RILL_ASSIGN_OR_RETURN(int64_t c_span, MatrixElements("c", g.m, g.n, g.ldc));
+    if (g.stride_c < c_span) {
+      return absl::InvalidArgumentError(absl::StrCat("stride_c=", g.stride_c,
+                                                     " makes the batch's C matrices overlap (each spans ",
+                                                     c_span, " elements)"));
+    }
   }
   return CheckMatrix(stream, "c", c, g.type, g.m, g.n, g.ldc, batch, g.stride_c);
 }
@@ -73,14 +91,13 @@ absl::Status CheckGemmOperands(Stream* stream, const GemmArgs& g, const DeviceMe
 absl::Status CheckVectors(Stream* stream, const VectorArgs& v, bool uses_y, bool uses_result) {
   RILL_RETURN_IF_ERROR(CheckPluginStream(stream));
   RILL_RETURN_IF_ERROR(Positive("n", v.n));
-  const int size = SizeOf(v.type);
   RILL_ASSIGN_OR_RETURN(int64_t x_elements, VectorElements("x", v.n, v.incx));
-  RILL_RETURN_IF_ERROR(CheckBuffer(stream, "x", v.x, x_elements * size));
+  RILL_RETURN_IF_ERROR(CheckElements(stream, "x", v.x, v.type, x_elements));
   if (uses_y) {
     RILL_ASSIGN_OR_RETURN(int64_t y_elements, VectorElements("y", v.n, v.incy));
-    RILL_RETURN_IF_ERROR(CheckBuffer(stream, "y", v.y, y_elements * size));
+    RILL_RETURN_IF_ERROR(CheckElements(stream, "y", v.y, v.type, y_elements));
   }
-  if (uses_result) RILL_RETURN_IF_ERROR(CheckBuffer(stream, "result", v.result, size));
+  if (uses_result) RILL_RETURN_IF_ERROR(CheckElements(stream, "result", v.result, v.type, 1));
   return absl::OkStatus();
 }
 
@@ -111,14 +128,13 @@ absl::Status BlasSupport::DoBlasGemv(Stream* stream, const GemvArgs& g) {
   RILL_RETURN_IF_ERROR(CheckPluginStream(stream));
   RILL_RETURN_IF_ERROR(Positive("m", g.m));
   RILL_RETURN_IF_ERROR(Positive("n", g.n));
-  const int size = SizeOf(g.type);
   RILL_ASSIGN_OR_RETURN(int64_t a_elements, MatrixElements("a", g.m, g.n, g.lda));
-  RILL_RETURN_IF_ERROR(CheckBuffer(stream, "a", g.a, a_elements * size));
+  RILL_RETURN_IF_ERROR(CheckElements(stream, "a", g.a, g.type, a_elements));
   const bool t = g.trans == Transpose::kTranspose;
   RILL_ASSIGN_OR_RETURN(int64_t x_elements, VectorElements("x", t ? g.m : g.n, g.incx));
-  RILL_RETURN_IF_ERROR(CheckBuffer(stream, "x", g.x, x_elements * size));
+  RILL_RETURN_IF_ERROR(CheckElements(stream, "x", g.x, g.type, x_elements));
   RILL_ASSIGN_OR_RETURN(int64_t y_elements, VectorElements("y", t ? g.n : g.m, g.incy));
-  RILL_RETURN_IF_ERROR(CheckBuffer(stream, "y", g.y, y_elements * size));
+  RILL_RETURN_IF_ERROR(CheckElements(stream, "y", g.y, g.type, y_elements));
   return Gemv(stream, g);
 }
 

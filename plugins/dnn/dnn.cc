@@ -35,6 +35,7 @@ namespace {
 
 // `role`'s buffer holds `desc` (or `elements` of desc.type).
 absl::Status Buffer(Stream* stream, const char* role, const DeviceMemoryBase& memory, const TensorDescriptor& desc) {
+  RILL_RETURN_IF_ERROR(CheckTensor(role, desc));  // Also bounds desc.Bytes().
   return CheckBuffer(stream, role, memory, desc.Bytes());
 }
 

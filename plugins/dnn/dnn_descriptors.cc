@@ -1,6 +1,7 @@
 #include "plugins/dnn/dnn_descriptors.h"
 
 #include "absl/strings/str_cat.h"
+#include "base/checked_math.h"
 #include "base/status_macros.h"
 
 namespace rill {
@@ -67,25 +68,37 @@ absl::Status AtLeast(const char* role, const char* name, int64_t value, int64_t 
 // error when the (dilated) window does not fit the padded input.
 absl::StatusOr<int64_t> OutputSize(const char* what, const char* axis, int64_t in, int64_t window, int64_t pad,
                                    int64_t stride, int64_t dilation) {
-  const int64_t effective = (window - 1) * dilation + 1;
-  if (in + 2 * pad < effective) {
+  RILL_ASSIGN_OR_RETURN(const int64_t effective,
+                        (CheckedInt<int64_t>(window - 1) * dilation + 1)
+                            .Get(absl::StrCat(what, "'s ", axis, " window ", window, " with dilation ", dilation)));
+  RILL_ASSIGN_OR_RETURN(const int64_t padded, (CheckedInt<int64_t>(pad) * 2 + in)
+                                                  .Get(absl::StrCat(what, "'s padded ", axis, " ", in, " + 2x", pad)));
+  if (padded < effective) {
     return absl::InvalidArgumentError(absl::StrCat(
         what, ": the ", axis, " window ", window, " with dilation ", dilation, " spans ", effective,
-        ", more than the padded input ", in, " + 2x", pad, " = ", in + 2 * pad, ": the output would be empty"));
+        ", more than the padded input ", in, " + 2x", pad, " = ", padded, ": the output would be empty"));
   }
-  return (in + 2 * pad - effective) / stride + 1;
+  return (padded - effective) / stride + 1;
 }
 
 }  // namespace
 
 absl::Status CheckTensor(const char* role, const TensorDescriptor& t) {
-  if (t.n > 0 && t.c > 0 && t.h > 0 && t.w > 0) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(role, " ", t.ToString(), " has a size < 1"));
+  if (!(t.n > 0 && t.c > 0 && t.h > 0 && t.w > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(role, " ", t.ToString(), " has a size < 1"));
+  }
+  return (CheckedInt<int64_t>(t.n) * t.c * t.h * t.w * SizeOf(t.type))
+      .Get(absl::StrCat(role, " ", t.ToString(), "'s byte count"))
+      .status();
 }
 
 absl::Status CheckFilter(const char* role, const FilterDescriptor& f) {
-  if (f.output_channels > 0 && f.input_channels > 0 && f.height > 0 && f.width > 0) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(role, " ", f.ToString(), " has a size < 1"));
+  if (!(f.output_channels > 0 && f.input_channels > 0 && f.height > 0 && f.width > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(role, " ", f.ToString(), " has a size < 1"));
+  }
+  return (CheckedInt<int64_t>(f.output_channels) * f.input_channels * f.height * f.width * SizeOf(f.type))
+      .Get(absl::StrCat(role, " ", f.ToString(), "'s byte count"))
+      .status();
 }
 
 absl::StatusOr<TensorDescriptor> ConvolutionOutput(const TensorDescriptor& input, const FilterDescriptor& filter,

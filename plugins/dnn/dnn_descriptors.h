@@ -30,7 +30,9 @@ enum class FilterLayout { kOIHW, kOHWI };
 const char* FilterLayoutName(FilterLayout layout);  // "OIHW", "OHWI".
 
 // A dense 4-D tensor: batch n, channels c, height h, width w, packed in
-// `layout` (no padding between elements). All sizes must be > 0.
+// `layout` (no padding between elements). All sizes must be > 0 and the
+// byte count must fit in int64 (CheckTensor, which every DNN call makes);
+// ElementCount() and Bytes() assume a checked descriptor.
 struct TensorDescriptor {
   int64_t n = 0, c = 0, h = 0, w = 0;
   DataLayout layout = DataLayout::kNCHW;
@@ -146,7 +148,8 @@ struct LrnDescriptor {
 
 // --- Shape rules (InvalidArgument naming the values when broken).
 
-// `t` has positive sizes; `role` names it in messages ("input").
+// `t` (`f`) has positive sizes and a byte count that fits in int64;
+// `role` names it in messages ("input"). InvalidArgument otherwise.
 absl::Status CheckTensor(const char* role, const TensorDescriptor& t);
 absl::Status CheckFilter(const char* role, const FilterDescriptor& f);
 
