@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include <cstdlib>
+#include <limits>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -43,23 +44,33 @@ void Completion::operator()(absl::Status status) const {
     RILL_LOG(ERROR) << "an empty engine Completion was called";
     return;
   }
-  op_->engine->Complete(op_, seq_, std::move(status));
+  internal::EngineBase::Complete(op_, seq_, std::move(status));
 }
 
 // --- Options and creation ------------------------------------------------------
 
 namespace {
 
-absl::Status ParseInt(const char* variable, int64_t min, int64_t* out) {
+// Reads `variable` as an integer in [min, max] into `out` (left alone when
+// unset). SimpleAtoi into int64 fails on overflow, and the bound keeps the
+// value within what the option it sets holds, so nothing is narrowed.
+absl::Status ParseInt(const char* variable, int64_t min, int64_t max, int64_t* out) {
   const char* value = std::getenv(variable);
   if (value == nullptr || *value == '\0') return absl::OkStatus();
   int64_t parsed = 0;
-  if (!absl::SimpleAtoi(value, &parsed) || parsed < min) {
+  if (!absl::SimpleAtoi(value, &parsed) || parsed < min || parsed > max) {
     return absl::InvalidArgumentError(
-        absl::StrCat(variable, "='", value, "' is not an integer >= ", min));
+        absl::StrCat(variable, "='", value, "' is not an integer in [", min, ", ", max, "]"));
   }
   *out = parsed;
   return absl::OkStatus();
+}
+
+// InvalidArgument naming the option and its value unless min <= value <= max.
+absl::Status CheckRange(const char* option, int64_t value, int64_t min, int64_t max) {
+  if (value >= min && value <= max) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("EngineOptions::", option, "=", value,
+                                                 " is out of range [", min, ", ", max, "]"));
 }
 
 }  // namespace
@@ -77,9 +88,11 @@ absl::StatusOr<EngineOptions> EngineOptions::FromEnv(EngineOptions base) {
     }
   }
   int64_t cpu = base.cpu_workers, in_flight = base.max_in_flight, watchdog_ms = -1;
-  RILL_RETURN_IF_ERROR(ParseInt("RILL_ENGINE_CPU_WORKERS", 1, &cpu));
-  RILL_RETURN_IF_ERROR(ParseInt("RILL_ENGINE_MAX_IN_FLIGHT", 1, &in_flight));
-  RILL_RETURN_IF_ERROR(ParseInt("RILL_ENGINE_WATCHDOG_MS", 0, &watchdog_ms));
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  RILL_RETURN_IF_ERROR(
+      ParseInt("RILL_ENGINE_CPU_WORKERS", 1, EngineOptions::kMaxWorkers, &cpu));
+  RILL_RETURN_IF_ERROR(ParseInt("RILL_ENGINE_MAX_IN_FLIGHT", 1, kMax, &in_flight));
+  RILL_RETURN_IF_ERROR(ParseInt("RILL_ENGINE_WATCHDOG_MS", 0, kMax, &watchdog_ms));
   base.cpu_workers = static_cast<int>(cpu);
   base.max_in_flight = in_flight;
   if (watchdog_ms >= 0) base.watchdog_period = absl::Milliseconds(watchdog_ms);
@@ -93,15 +106,23 @@ absl::StatusOr<EngineOptions> EngineOptions::FromEnv() { return FromEnv(EngineOp
 
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& requested) {
   RILL_ASSIGN_OR_RETURN(EngineOptions options, EngineOptions::FromEnv(requested));
-  if (options.cpu_workers < 0 || options.workers_per_device < 1 ||
-      options.copy_workers_per_device < 1 || options.streams_per_device < 1 ||
-      options.max_in_flight < 1) {
+  // Every count that becomes a number of threads or streams is bounded.
+  constexpr int kMaxWorkers = EngineOptions::kMaxWorkers;
+  RILL_RETURN_IF_ERROR(CheckRange("cpu_workers", options.cpu_workers, 0, kMaxWorkers));
+  RILL_RETURN_IF_ERROR(
+      CheckRange("workers_per_device", options.workers_per_device, 1, kMaxWorkers));
+  RILL_RETURN_IF_ERROR(
+      CheckRange("copy_workers_per_device", options.copy_workers_per_device, 1, kMaxWorkers));
+  RILL_RETURN_IF_ERROR(
+      CheckRange("streams_per_device", options.streams_per_device, 1, kMaxWorkers));
+  RILL_RETURN_IF_ERROR(CheckRange("max_in_flight", options.max_in_flight, 1,
+                                  std::numeric_limits<int64_t>::max()));
+  if (options.watchdog_period < absl::ZeroDuration() ||
+      options.shutdown_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "EngineOptions out of range: cpu_workers=", options.cpu_workers,
-        " workers_per_device=", options.workers_per_device,
-        " copy_workers_per_device=", options.copy_workers_per_device,
-        " streams_per_device=", options.streams_per_device,
-        " max_in_flight=", options.max_in_flight, " (counts must be >= 1, cpu_workers >= 0)"));
+        "EngineOptions: watchdog_period=", absl::FormatDuration(options.watchdog_period),
+        " must be >= 0 and shutdown_timeout=", absl::FormatDuration(options.shutdown_timeout),
+        " > 0"));
   }
   if (options.kind == EngineOptions::Kind::kNaive) return internal::NewNaiveEngine(options);
   return internal::NewThreadedEngine(options);

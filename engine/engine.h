@@ -88,8 +88,12 @@ struct OprBlock;
 // thread, with the function's result. A second call does nothing to the
 // engine's state: it is reported (logged, and returned by WaitForAll as
 // FailedPrecondition) while the engine lives. Copyable; copies share one
-// completion. A copy may outlive the engine (destroying it touches nothing),
-// but calling it after the engine is destroyed is undefined.
+// completion. A copy may outlive the engine (destroying it touches nothing).
+// Calling it after the engine is destroyed is undefined, except for a
+// function that Shutdown abandoned (it gave up waiting for this call, see
+// Engine::Shutdown): that call is logged and ignored, at any time, also
+// after the engine is gone (the function's block is kept for the process's
+// life).
 class Completion {
  public:
   Completion() = default;
@@ -123,20 +127,29 @@ class OperatorHandle {
 };
 
 struct EngineOptions {
+  // The most threads of one kind (cpu_workers, workers_per_device,
+  // copy_workers_per_device) and streams per device an engine accepts.
+  static constexpr int kMaxWorkers = 1024;
+
   enum class Kind { kThreaded, kNaive };
   Kind kind = Kind::kThreaded;
-  int cpu_workers = 0;              // 0: one per core.
+  int cpu_workers = 0;              // 0: one per core (at most kMaxWorkers); else 1..kMaxWorkers.
   int workers_per_device = 1;       // Threads that run device functions (they only enqueue).
   int copy_workers_per_device = 1;  // Threads for kCopyToDevice / kCopyFromDevice.
   int streams_per_device = 2;       // Compute streams in each device's pool (copy streams: 1).
   int64_t max_in_flight = 4096;     // Pushed but unfinished; past it, Push waits.
   absl::Duration watchdog_period = absl::ZeroDuration();  // 0: no watchdog.
+  // How long Shutdown(bool) and the destructor wait while no function
+  // finishes before they give up on what is stuck (see Engine::Shutdown);
+  // InfiniteDuration(): wait forever.
+  absl::Duration shutdown_timeout = absl::Seconds(60);
   std::string trace_path;           // Non-empty: profile and write a Chrome trace at shutdown.
   PlatformManager* platforms = nullptr;  // nullptr: PlatformManager::Default().
 
   // `base` overridden by the environment: RILL_ENGINE=naive|threaded,
-  // RILL_ENGINE_CPU_WORKERS, RILL_ENGINE_MAX_IN_FLIGHT, RILL_ENGINE_WATCHDOG_MS,
-  // RILL_ENGINE_TRACE=path. InvalidArgument naming a bad value.
+  // RILL_ENGINE_CPU_WORKERS (1..kMaxWorkers), RILL_ENGINE_MAX_IN_FLIGHT,
+  // RILL_ENGINE_WATCHDOG_MS, RILL_ENGINE_TRACE=path. InvalidArgument naming
+  // the variable and its value when a value is not an integer in range.
   static absl::StatusOr<EngineOptions> FromEnv(EngineOptions base);
   static absl::StatusOr<EngineOptions> FromEnv();
 };
@@ -179,6 +192,13 @@ struct EngineStats {
 //   engine->PushSync([&](RunContext) { ... return absl::OkStatus(); },
 //                    Context::Host(), {}, {w}, FnProperty::kNormal, 0, "init_w");
 //   RILL_RETURN_IF_ERROR(engine->WaitForVar(w));
+//
+// Bad input is refused with a status, never a crash: a push to a device
+// context is checked against its platform before anything is created for
+// it (InvalidArgument for a negative ordinal or an unknown platform,
+// NotFound past the platform's last device, Unavailable when it has none).
+// `priority` may be any int: kPrioritized functions go ahead of every
+// normal function in their queue, then by priority, then push order.
 //
 // The program owns the engine; destroying it drains pending work (or cancels
 // what has not started, see Shutdown) and joins its threads. Thread-safe.
@@ -251,9 +271,30 @@ class Engine {
   // later pushes fail with FailedPrecondition. Idempotent: a concurrent
   // caller returns once the first has finished (and with `cancel`, asks it
   // to cancel). Called from inside one of the engine's own functions it
-  // would wait on itself: it logs an error and returns. The destructor calls
-  // Shutdown(false).
+  // would wait on itself: it logs an error and returns.
+  //
+  // It waits while functions finish. Once none has finished for
+  // EngineOptions::shutdown_timeout it logs what is pending; if
+  // asynchronous functions are then waiting for their Completion, it gives
+  // up on them as the overload below does at its deadline (cancels what has
+  // not started, abandons them). Bodies still running cannot be
+  // interrupted: they are waited for, the report logged again every
+  // shutdown_timeout. The destructor calls Shutdown(false).
   virtual void Shutdown(bool cancel) = 0;
+  // Shutdown with a deadline: OK once everything has finished and the
+  // threads are joined. At `timeout` from now it gives up: it cancels what
+  // has not started (also without `cancel`), and abandons each
+  // asynchronous function that has not called its Completion -- the
+  // function counts as failed with DeadlineExceeded (its written vars are
+  // poisoned, what waits on them is cancelled) and its Completion, called
+  // later, is logged and ignored. It then waits up to `timeout` more for
+  // the cancelled work to drain and joins the threads, and returns
+  // DeadlineExceeded naming the functions it abandoned and what was pending
+  // (DescribePending). A body that is still running cannot be cancelled:
+  // the threads are then left running, and a later Shutdown or the
+  // destructor joins them. FailedPrecondition from inside one of the
+  // engine's own functions.
+  [[nodiscard]] virtual absl::Status Shutdown(bool cancel, absl::Duration timeout) = 0;
 };
 
 }  // namespace rill::engine

@@ -1,10 +1,12 @@
 #include "engine/engine_base.h"
 
 #include <algorithm>
+#include <chrono>
 #include <exception>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "engine/prefetch.h"
@@ -17,14 +19,21 @@
 namespace rill::engine::internal {
 namespace {
 
-std::atomic<uint16_t> next_engine_tag{1};
+std::atomic<uint32_t> next_engine_tag{0};
 
+// 1..VarTable::kMaxTag, in turn (0 is never a tag: no handle is all zeros).
 uint16_t NewTag() {
-  uint16_t tag = next_engine_tag.fetch_add(1);
-  return tag == 0 ? next_engine_tag.fetch_add(1) : tag;
+  return static_cast<uint16_t>(1 + next_engine_tag.fetch_add(1) % VarTable::kMaxTag);
 }
 
-constexpr int kPrioritizedBoost = 1 << 20;
+// A kPrioritized function's priority is its int priority plus 2^32 (in 64
+// bits): ahead of every normal function's, whatever the two int priorities,
+// and never an overflow (the boost used to be 2^20 added in int, so
+// priority=INT_MAX wrapped around to the back of the queue).
+int64_t EffectivePriority(int priority, FnProperty prop) {
+  constexpr int64_t kPrioritizedBoost = int64_t{1} << 32;
+  return int64_t{priority} + (prop == FnProperty::kPrioritized ? kPrioritizedBoost : 0);
+}
 
 std::string OpName(const OprBlock* op) {
   return op->name().empty() ? absl::StrCat("(unnamed #", op->seq, ")") : absl::StrCat("'", op->name(), "'");
@@ -111,8 +120,32 @@ void EngineBase::ReturnBlocks(OprBlock* first, OprBlock* last) {
   }
 }
 
+namespace {
+
+// Blocks of functions that Shutdown abandoned: kept for the process's life,
+// so that their Completion, called at any time (also after the engine is
+// destroyed), finds done_seq and is ignored. Reachable from here, so leak
+// checkers do not report them. One per abandoned function; they only arise
+// when a Completion was never called.
+struct AbandonedBlocks {
+  Mutex mu;
+  std::vector<OprBlock*> blocks ABSL_GUARDED_BY(mu);
+};
+AbandonedBlocks& Abandoned() {
+  static AbandonedBlocks* const abandoned = new AbandonedBlocks();
+  return *abandoned;
+}
+
+}  // namespace
+
 void EngineBase::Recycle(OprBlock* op) {
   op->Reset();
+  if ((op->done_seq.load(std::memory_order_relaxed) & OprBlock::kAbandoned) != 0) {
+    AbandonedBlocks& abandoned = Abandoned();
+    MutexLock lock(&abandoned.mu);
+    abandoned.blocks.push_back(op);
+    return;
+  }
   WorkerBatch& batch = tls_worker;
   if (batch.engine != this) {
     ReturnBlocks(op, op);
@@ -242,10 +275,8 @@ absl::Status EngineBase::PushOne(BlockPtr op,
     return absl::FailedPreconditionError(
         absl::StrCat("push of ", OpName(op.get()), ": the engine is shut down"));
   }
-  if (!op->ctx.is_host() && options_.platforms == nullptr &&
-      !PlatformManager::Default().PlatformWithId(op->ctx.platform).ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("push of ", OpName(op.get()), ": context ",
-                                                   op->ctx.ToString(), " names no registered platform"));
+  if (!op->ctx.is_host()) {
+    RILL_RETURN_IF_ERROR(Annotate(CheckContext(op->ctx), absl::StrCat("push of ", OpName(op.get()))));
   }
   WaitForRoom();
   bool ready;
@@ -316,7 +347,7 @@ EngineBase::BlockPtr EngineBase::NewOneShot(Context ctx, FnProperty prop, int pr
   if (prop != FnProperty::kNormal) op->own.prop = prop;
   if (!name.empty()) op->own.name = std::string(name);
   if (!(ctx == Context())) op->ctx = ctx;
-  op->priority = priority + (prop == FnProperty::kPrioritized ? kPrioritizedBoost : 0);
+  op->priority = EffectivePriority(priority, prop);
   return op;
 }
 
@@ -360,8 +391,46 @@ absl::StatusOr<OperatorHandle> EngineBase::NewOperator(AsyncFn fn,
   return OperatorHandle::FromId(id);
 }
 
+absl::Status EngineBase::CheckContext(const Context& ctx) {
+  if (ctx.is_host()) return absl::OkStatus();
+  {
+    MutexLock lock(&contexts_mu_);
+    if (checked_contexts_.contains(std::make_pair(ctx.platform, ctx.ordinal))) {
+      return absl::OkStatus();
+    }
+  }
+  PlatformManager& manager = options_.platforms ? *options_.platforms : PlatformManager::Default();
+  absl::StatusOr<Platform*> platform = manager.PlatformWithId(ctx.platform);
+  if (!platform.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("context ", ctx.ToString(), " names no registered platform"));
+  }
+  if (ctx.ordinal < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("context ", ctx.ToString(), ": device ordinal ", ctx.ordinal, " is negative"));
+  }
+  if (absl::Status available = (*platform)->Availability(); !available.ok()) {
+    return absl::UnavailableError(absl::StrCat("context ", ctx.ToString(), ": platform ",
+                                               (*platform)->Name(), " has no usable device (",
+                                               available.message(), ")"));
+  }
+  if (const int count = (*platform)->VisibleDeviceCount(); ctx.ordinal >= count) {
+    return absl::NotFoundError(absl::StrCat(
+        "context ", ctx.ToString(), ": device ordinal ", ctx.ordinal, " is out of range: platform ",
+        (*platform)->Name(), " has ", count, " device(s)",
+        count > 0 ? absl::StrCat(", 0..", count - 1) : std::string()));
+  }
+  MutexLock lock(&contexts_mu_);
+  checked_contexts_.insert(std::make_pair(ctx.platform, ctx.ordinal));
+  return absl::OkStatus();
+}
+
 absl::Status EngineBase::Push(OperatorHandle handle, Context ctx, int priority) {
   if (shutdown_.load()) return absl::FailedPreconditionError("Push: the engine is shut down");
+  if (!ctx.is_host()) {
+    RILL_RETURN_IF_ERROR(
+        Annotate(CheckContext(ctx), absl::StrCat("Push of operator ", handle.id())));
+  }
   WaitForRoom();
   BlockPtr op(NewBlock());
   op->ctx = ctx;
@@ -386,7 +455,7 @@ absl::Status EngineBase::Push(OperatorHandle handle, Context ctx, int priority) 
                                     absl::StrCat("Push of operator ", handle.id(), " ('",
                                                  op->opr->name, "')")));
     }
-    op->priority = priority + (op->opr->prop == FnProperty::kPrioritized ? kPrioritizedBoost : 0);
+    op->priority = EffectivePriority(priority, op->opr->prop);
     ready = PushBlock(op.get(), vars);
   }
   OprBlock* raw = op.release();
@@ -512,9 +581,11 @@ void EngineBase::Retire(const absl::Status& status) {
     // and touch nothing after letting go of it.
     MutexLock lock(&wait_mu_);
     retired_.Add(1, std::memory_order_seq_cst);
-    if (ShouldWake(InFlight(), idle_waiters_.load(std::memory_order_seq_cst) > 0,
-                   room_waiters_.load(std::memory_order_seq_cst) > 0)) {
+    const int64_t in_flight = InFlight();
+    const bool idle = idle_waiters_.load(std::memory_order_seq_cst) > 0;
+    if (ShouldWake(in_flight, idle, room_waiters_.load(std::memory_order_seq_cst) > 0)) {
       wait_cv_.SignalAll();
+      if (idle && in_flight == 0) idle_cv_.notify_all();
     }
     return;
   }
@@ -541,9 +612,10 @@ bool EngineBase::ShouldWake(int64_t in_flight, bool idle, bool room) const {
 }
 
 void EngineBase::WakeWaiters(bool idle, bool room) {
-  if (ShouldWake(InFlight(), idle, room)) {
+  if (const int64_t in_flight = InFlight(); ShouldWake(in_flight, idle, room)) {
     MutexLock lock(&wait_mu_);
     wait_cv_.SignalAll();
+    if (idle && in_flight == 0) idle_cv_.notify_all();
   }
 }
 
@@ -602,30 +674,92 @@ EngineStats EngineBase::Stats() const {
   return s;
 }
 
-void EngineBase::Shutdown(bool cancel) {
-  if (RunningEngine() == this) {
-    // It would wait for the calling function itself, then join its thread.
-    RILL_LOG(ERROR) << "engine: Shutdown called from inside one of the engine's own functions; "
-                       "ignored (it would wait on itself): call it from outside";
-    return;
-  }
-  // A second caller (which may ask to cancel what the first lets drain)
-  // returns once the first has finished.
+void EngineBase::BeginShutdown(bool cancel) {
   if (cancel) cancel_.store(true);
-  if (shutdown_.exchange(true)) {
-    MutexLock lock(&stopped_mu_);
-    stopped_cv_.Wait(&stopped_mu_, [&] { return stopped_; });
-    return;
-  }
+  shutdown_.store(true);
   // A push that saw the engine running before the flag was set holds the
   // push lock until it is counted: passing through the lock makes every
-  // such push visible to the wait below (later ones are refused).
+  // such push visible to the waits that follow (later ones are refused).
   { SpinLockHolder lock(&push_mu_); }
-  {
-    MutexLock lock(&wait_mu_);
-    idle_waiters_.fetch_add(1, std::memory_order_seq_cst);
+}
+
+namespace {
+
+// wait_mu_ as the BasicLockable that std::condition_variable_any takes.
+struct LockableMutex {
+  Mutex* mu;
+  void lock() ABSL_NO_THREAD_SAFETY_ANALYSIS { mu->Lock(); }
+  void unlock() ABSL_NO_THREAD_SAFETY_ANALYSIS { mu->Unlock(); }
+};
+
+}  // namespace
+
+bool EngineBase::WaitIdleFor(absl::Duration timeout) {
+  MutexLock lock(&wait_mu_);
+  idle_waiters_.fetch_add(1, std::memory_order_seq_cst);
+  if (timeout == absl::InfiniteDuration()) {
     wait_cv_.Wait(&wait_mu_, [&] { return InFlight() == 0; });
-    idle_waiters_.fetch_sub(1, std::memory_order_seq_cst);
+  } else {
+    // Waited for in slices of at most an hour, so that the steady clock's
+    // arithmetic cannot overflow for a huge timeout.
+    LockableMutex lockable{&wait_mu_};
+    absl::Duration left = timeout;
+    auto start = std::chrono::steady_clock::now();
+    while (InFlight() != 0 && left > absl::ZeroDuration()) {
+      const absl::Duration slice = std::min(left, absl::Hours(1));
+      idle_cv_.wait_until(lockable, start + absl::ToChronoNanoseconds(slice));
+      const auto now = std::chrono::steady_clock::now();
+      left -= absl::FromChrono(now - start);
+      start = now;
+    }
+  }
+  idle_waiters_.fetch_sub(1, std::memory_order_seq_cst);
+  return InFlight() == 0;
+}
+
+std::vector<std::string> EngineBase::AbandonAwaiting(const absl::Status& why) {
+  std::vector<std::pair<OprBlock*, uint64_t>> stuck;
+  std::vector<std::string> names;
+  {
+    // Named under the lock: a first completion erases its entry (under it)
+    // before it completes the function, so these blocks stay in place.
+    SpinLockHolder lock(&awaiting_mu_);
+    for (const auto& [op, seq] : awaiting_) {
+      stuck.emplace_back(op, seq);
+      names.push_back(absl::StrCat(OpName(op), " on ", op->ctx.ToString()));
+    }
+    awaiting_.clear();
+  }
+  std::vector<std::string> abandoned;
+  for (size_t i = 0; i < stuck.size(); ++i) {
+    auto [op, seq] = stuck[i];
+    // Claim the completion as a first call would; a call that got there
+    // first completes the function itself.
+    uint64_t done = op->done_seq.load(std::memory_order_acquire);
+    bool claimed = false;
+    while (done < seq + 1) {
+      if (op->done_seq.compare_exchange_weak(done, (seq + 1) | OprBlock::kAbandoned,
+                                             std::memory_order_acq_rel,
+                                             std::memory_order_acquire)) {
+        claimed = true;
+        break;
+      }
+    }
+    if (!claimed) continue;
+    abandoned.push_back(names[i]);
+    CompleteOnce(op, why);
+  }
+  return abandoned;
+}
+
+void EngineBase::StopOnce() {
+  {
+    MutexLock lock(&stopped_mu_);
+    if (stop_claimed_) {
+      stopped_cv_.Wait(&stopped_mu_, [&] { return stopped_; });
+      return;
+    }
+    stop_claimed_ = true;
   }
   StopThreads();
   {
@@ -645,6 +779,98 @@ void EngineBase::Shutdown(bool cancel) {
   MutexLock lock(&stopped_mu_);
   stopped_ = true;
   stopped_cv_.SignalAll();
+}
+
+namespace {
+
+absl::Status AbandonStatus(absl::Duration waited) {
+  return absl::DeadlineExceededError(absl::StrCat(
+      "abandoned by Shutdown: its completion was not called within ",
+      absl::FormatDuration(waited)));
+}
+
+}  // namespace
+
+void EngineBase::Shutdown(bool cancel) {
+  if (RunningEngine() == this) {
+    // It would wait for the calling function itself, then join its thread.
+    RILL_LOG(ERROR) << "engine: Shutdown called from inside one of the engine's own functions; "
+                       "ignored (it would wait on itself): call it from outside";
+    return;
+  }
+  BeginShutdown(cancel);
+  // Wait while functions finish; give up on what is stuck only once none
+  // has finished for a whole shutdown_timeout.
+  const absl::Duration timeout = options_.shutdown_timeout;
+  int64_t retired_before = retired_.Sum();
+  while (!WaitIdleFor(timeout)) {
+    const int64_t retired = retired_.Sum();
+    if (retired != retired_before) {
+      retired_before = retired;
+      continue;
+    }
+    const std::string pending = DescribePending();
+    bool awaiting;
+    {
+      SpinLockHolder lock(&awaiting_mu_);
+      awaiting = !awaiting_.empty();
+    }
+    std::vector<std::string> abandoned;
+    if (awaiting) {
+      // Cancelled first, so that what the abandoned functions release is
+      // skipped rather than run.
+      cancel_.store(true);
+      abandoned = AbandonAwaiting(AbandonStatus(timeout));
+    }
+    if (abandoned.empty()) {
+      // Nothing to give up on: running bodies cannot be interrupted.
+      RILL_LOG(WARNING) << "engine: Shutdown: no function finished for "
+                        << absl::FormatDuration(timeout) << "; still waiting for:\n" << pending;
+    } else {
+      RILL_LOG(ERROR) << "engine: Shutdown: no function finished for "
+                      << absl::FormatDuration(timeout)
+                      << "; abandoned the asynchronous function(s) that never called their "
+                         "completion: "
+                      << absl::StrJoin(abandoned, ", ")
+                      << "; what had not started is cancelled. Pending was:\n" << pending;
+    }
+  }
+  StopOnce();
+}
+
+absl::Status EngineBase::Shutdown(bool cancel, absl::Duration timeout) {
+  if (RunningEngine() == this) {
+    return absl::FailedPreconditionError(
+        "engine Shutdown called from inside one of the engine's own functions: it would wait on "
+        "itself; call it from outside");
+  }
+  BeginShutdown(cancel);
+  if (WaitIdleFor(timeout)) {
+    StopOnce();
+    return absl::OkStatus();
+  }
+  const std::string pending = DescribePending();
+  cancel_.store(true);
+  std::vector<std::string> abandoned = AbandonAwaiting(AbandonStatus(timeout));
+  // What is left was cancelled (a worker only skips it) or is a body still
+  // running.
+  const bool drained = WaitIdleFor(timeout);
+  if (drained) StopOnce();
+  std::string report = absl::StrCat("engine Shutdown: work still in flight after ",
+                                    absl::FormatDuration(timeout), "; ");
+  if (!abandoned.empty()) {
+    absl::StrAppend(&report,
+                    "abandoned the asynchronous function(s) that never called their completion: ",
+                    absl::StrJoin(abandoned, ", "), "; ");
+  }
+  absl::StrAppend(&report, "cancelled what had not started; ",
+                  drained ? "the threads are stopped"
+                          : absl::StrCat("still running after another ", absl::FormatDuration(timeout),
+                                         " (a later Shutdown or the destructor waits for it):\n",
+                                         DescribePending()),
+                  "\npending at the deadline:\n", pending);
+  RILL_LOG(ERROR) << report;
+  return absl::DeadlineExceededError(report);
 }
 
 void EngineBase::Watchdog() {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <string>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "engine/engine.h"
 #include "engine/opr_block.h"
 #include "engine/profiler.h"
@@ -52,6 +54,7 @@ class EngineBase : public Engine {
   void StartProfiling() override { profiler_.Start(); }
   absl::Status WriteTrace(const std::string& path) override { return profiler_.Write(path); }
   void Shutdown(bool cancel) override;
+  absl::Status Shutdown(bool cancel, absl::Duration timeout) override;
 
   // Starts the background threads (the watchdog); called once the engine
   // is fully constructed, so they never see a half-built object.
@@ -71,8 +74,10 @@ class EngineBase : public Engine {
   void WorkerIdle();
 
   // Called by Completion: push `seq` of `op` has finished with `status`
-  // (a late or second call is reported and otherwise ignored).
-  void Complete(OprBlock* op, uint64_t seq, absl::Status status);
+  // (a late or second call is reported and otherwise ignored). Static: for
+  // a function that Shutdown abandoned it touches only the block, which is
+  // kept for the process's life, so it is safe after the engine is gone.
+  static void Complete(OprBlock* op, uint64_t seq, absl::Status status);
 
  protected:
   // Runs `op` (its dependencies are granted) now or later on some thread.
@@ -123,6 +128,12 @@ class EngineBase : public Engine {
                        absl::Span<const VarHandle> mutate_vars);
   // A block for a one-shot push (PushSync, PushAsync, DeleteVariable).
   BlockPtr NewOneShot(Context ctx, FnProperty prop, int priority, std::string_view name);
+  // OK when `ctx` is the host or a device of a registered platform; else
+  // InvalidArgument (unknown platform, negative ordinal), Unavailable (no
+  // usable device) or NotFound (past the last device), naming the context.
+  // Checked at push, before a worker pool or stream is made for it; a good
+  // device context is remembered.
+  absl::Status CheckContext(const Context& ctx);
   void WaitForRoom();
   // Collects the poison and unfinished device fences of op's vars.
   absl::Status GatherDependencies(OprBlock* op, std::vector<std::shared_ptr<Fence>>* fences);
@@ -143,6 +154,19 @@ class EngineBase : public Engine {
   bool ShouldWake(int64_t in_flight, bool idle, bool room) const;
   void RecordError(const absl::Status& status);
   void Watchdog();
+
+  // Shutdown's steps. Refuses later pushes (and with `cancel`, cancels what
+  // has not started); a push under way is counted before it returns.
+  void BeginShutdown(bool cancel);
+  // Waits until nothing is in flight (true) or `timeout` passes (false).
+  bool WaitIdleFor(absl::Duration timeout);
+  // Gives up on the asynchronous functions waiting for their Completion:
+  // each is completed here with `why` (DeadlineExceeded), and a later call
+  // of its Completion is ignored. Returns their names and contexts.
+  std::vector<std::string> AbandonAwaiting(const absl::Status& why);
+  // Stops the threads, the watchdog and the stream pools once nothing is in
+  // flight; a second caller waits until the first has done so.
+  void StopOnce();
 
   // How many retirements a worker makes between looks for a pusher waiting
   // for room (see Retire).
@@ -187,19 +211,34 @@ class EngineBase : public Engine {
   int64_t LowWater() const {
     return options_.max_in_flight - std::max<int64_t>(1, options_.max_in_flight / 8);
   }
+  // Shutdown's timed wait for zero in flight (CondVar has no timed wait):
+  // used with wait_mu_, signalled with wait_cv_ when an idle waiter's
+  // condition holds.
+  std::condition_variable_any idle_cv_;
   absl::Status first_error_ ABSL_GUARDED_BY(wait_mu_);
   std::atomic<bool> shutdown_{false};
   // Shutdown has finished (later callers wait for it).
   Mutex stopped_mu_;
   CondVar stopped_cv_;
+  bool stop_claimed_ ABSL_GUARDED_BY(stopped_mu_) = false;  // A caller is stopping.
   bool stopped_ ABSL_GUARDED_BY(stopped_mu_) = false;
   std::atomic<bool> cancel_{false};
+  // Asynchronous functions whose body has started and whose Completion has
+  // not been called yet (block -> push seq), for Shutdown to name and
+  // abandon. A first completion erases its entry before it completes the
+  // function, so the blocks (and their names) listed here stay in place
+  // while awaiting_mu_ is held.
+  SpinLock awaiting_mu_;
+  absl::flat_hash_map<OprBlock*, uint64_t> awaiting_ ABSL_GUARDED_BY(awaiting_mu_);
 
   // Counters: pushed_ is written by pushers (under push_mu_), completed_ by
   // workers at every function (sharded), the rest rarely.
   alignas(64) std::atomic<int64_t> pushed_{0};
   ShardedCounter completed_;
   alignas(64) std::atomic<int64_t> skipped_{0}, failed_{0}, double_completions_{0};
+
+  Mutex contexts_mu_;
+  absl::flat_hash_set<std::pair<PlatformId, int>> checked_contexts_ ABSL_GUARDED_BY(contexts_mu_);
 
   Mutex pools_mu_;
   std::map<std::tuple<PlatformId, int, bool>, std::unique_ptr<StreamPool>> stream_pools_

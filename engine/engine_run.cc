@@ -180,6 +180,11 @@ void EngineBase::RunBody(OprBlock* op, RunContext rc) {
   // the block (and destroy the body) while it runs.
   holds_.fetch_add(1, std::memory_order_relaxed);
   op->Ref();
+  {
+    // Listed until its first completion, for Shutdown to name and abandon.
+    SpinLockHolder lock(&awaiting_mu_);
+    awaiting_.emplace(op, op->seq);
+  }
   try {
     opr.async_fn(rc, completion);
   } catch (...) {
@@ -201,17 +206,29 @@ void EngineBase::Complete(OprBlock* op, uint64_t seq, absl::Status status) {
       break;
     }
   }
-  if (!first) {
-    double_completions_.fetch_add(1, std::memory_order_relaxed);
+  if (!first && (done & OprBlock::kAbandoned) != 0) {
+    // Shutdown gave up on this function and completed it; the engine may be
+    // gone, so only the block (kept for good) and the log are touched.
+    RILL_LOG(ERROR) << "engine: the completion of function #" << seq
+                    << " was called after Shutdown abandoned it (its deadline had passed); ignored"
+                    << (status.ok() ? std::string() : absl::StrCat(" (status: ", status.ToString(), ")"));
+    return;
+  }
+  EngineBase* engine = op->engine;
+  if (first) {
+    SpinLockHolder lock(&engine->awaiting_mu_);
+    engine->awaiting_.erase(op);
+  } else {
+    engine->double_completions_.fetch_add(1, std::memory_order_relaxed);
     // Not named: the block may hold another function by now.
     absl::Status report = absl::FailedPreconditionError(
         absl::StrCat("the completion of function #", seq,
                      " was called again (or it threw after completing); ignored"));
     RILL_LOG(ERROR) << report.message();
-    RecordError(report);
+    engine->RecordError(report);
     return;
   }
-  CompleteOnce(op, std::move(status));
+  engine->CompleteOnce(op, std::move(status));
 }
 
 void EngineBase::CompleteOnce(OprBlock* op, absl::Status status) {

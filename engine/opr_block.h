@@ -82,7 +82,9 @@ struct Fence {
 struct alignas(64) OprBlock {
   std::atomic<int> wait{0};        // Ungranted dependencies (+1 while pushing).
   std::atomic<int> refs{1};
-  int priority = 0;
+  // The push's priority, widened: kPrioritized adds 2^32, which puts every
+  // such function ahead of every normal one whatever the int priorities.
+  int64_t priority = 0;
   uint64_t seq = 0;  // Push order.
   Context ctx;
   Opr* opr = nullptr;              // &own, or shared.get() for NewOperator.
@@ -95,7 +97,11 @@ struct alignas(64) OprBlock {
   // -- 64 bytes --
   EngineBase* engine = nullptr;    // Set once, when the engine allocates the block.
   OprBlock* next_free = nullptr;   // In the engine's pool of spare blocks.
-  std::atomic<uint64_t> done_seq{0};   // See above; asynchronous bodies only.
+  // See above; asynchronous bodies only. kAbandoned is set (for good: the
+  // block is then never reused) when Shutdown gave up waiting for the
+  // completion and completed the function itself.
+  static constexpr uint64_t kAbandoned = uint64_t{1} << 63;
+  std::atomic<uint64_t> done_seq{0};
   std::atomic<int> pending_fences{0};  // Host work waiting on device fences.
   int worker = -1;                 // Profiling: the worker that ran it.
 

@@ -18,7 +18,7 @@ template <typename T>
 class ReadyQueue {
  public:
   struct Entry {
-    int priority;
+    int64_t priority;
     uint64_t seq;
     T item;
   };

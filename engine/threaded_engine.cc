@@ -2,6 +2,7 @@
 // (CPU) functions, and per device one for compute and one for copies,
 // created on first use. Workers take functions by priority, then push order.
 
+#include <algorithm>
 #include <map>
 #include <thread>
 #include <tuple>
@@ -17,8 +18,11 @@ namespace {
 class ThreadedEngine : public EngineBase {
  public:
   explicit ThreadedEngine(const EngineOptions& options) : EngineBase(options) {
-    int cpu = options.cpu_workers > 0 ? options.cpu_workers
-                                      : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    // Create checked cpu_workers against kMaxWorkers; so is one per core.
+    int cpu = options.cpu_workers > 0
+                  ? options.cpu_workers
+                  : static_cast<int>(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1,
+                                                          EngineOptions::kMaxWorkers));
     cpu_pool_ = std::make_unique<WorkerPool>("cpu", cpu, 0, Runner(), Idler(), &LookAhead);
     next_worker_id_ = cpu;
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_format.h"
+#include "base/logging.h"
 #include "engine/opr_block.h"
 
 namespace rill::engine::internal {
@@ -121,6 +122,11 @@ VarHandle VarTable::New() {
     var = vars_[free_.back()].get();
     free_.pop_back();
   } else {
+    if (vars_.size() >= kMaxVars) {
+      RILL_LOG(ERROR) << "engine: NewVariable: the var table is full (" << kMaxVars
+                      << " vars live or retired); returning a null handle";
+      return VarHandle();
+    }
     vars_.push_back(std::make_unique<Var>());
     var = vars_.back().get();
     var->index = static_cast<uint32_t>(vars_.size() - 1);
@@ -131,15 +137,15 @@ VarHandle VarTable::New() {
 }
 
 VarHandle VarTable::HandleOf(const Var* var) const {
-  return VarHandle::FromBits((uint64_t{tag_} << 48) | (uint64_t{var->generation} << 32) |
-                             var->index);
+  return VarHandle::FromBits((uint64_t{tag_} << (kGenerationBits + kIndexBits)) |
+                             (uint64_t{var->generation} << kIndexBits) | var->index);
 }
 
 absl::StatusOr<Var*> VarTable::Resolve(VarHandle handle, bool for_delete) {
   const uint64_t bits = handle.bits();
-  const uint16_t tag = static_cast<uint16_t>(bits >> 48);
-  const uint32_t generation = static_cast<uint32_t>(bits >> 32) & 0xffff;
-  const uint32_t index = static_cast<uint32_t>(bits);
+  const uint64_t tag = bits >> (kGenerationBits + kIndexBits);
+  const uint32_t generation = static_cast<uint32_t>(bits >> kIndexBits) & kMaxGeneration;
+  const uint32_t index = static_cast<uint32_t>(bits) & (kMaxVars - 1);
   if (handle.is_null()) return absl::InvalidArgumentError("var handle is null");
   if (tag != tag_) {
     return absl::InvalidArgumentError(
@@ -159,7 +165,10 @@ absl::StatusOr<Var*> VarTable::Resolve(VarHandle handle, bool for_delete) {
 
 void VarTable::Free(Var* var) {
   var->live = false;
-  ++var->generation;
+  // At its last generation the slot is retired: its handles stay refused
+  // (it is never live again) and no later var can take one of them.
+  const bool retire = var->generation >= max_generation_;
+  if (!retire) ++var->generation;
   {
     SpinLockHolder var_lock(&var->mu);
     var->pending.store(0, std::memory_order_relaxed);  // Deleted last: nothing waits.
@@ -168,7 +177,7 @@ void VarTable::Free(Var* var) {
     var->read_fences.clear();
     var->has_state.store(false, std::memory_order_release);
   }
-  free_.push_back(var->index);
+  if (!retire) free_.push_back(var->index);
 }
 
 std::vector<Var*> VarTable::Live() {

@@ -84,7 +84,7 @@ struct alignas(64) Var {
   // Allocated when the var first becomes busy; kept for the var's life
   // (the pusher may still be writing an entry when the var stops being busy).
   std::unique_ptr<Waiter[]> pend;
-  uint16_t generation = 1;
+  uint32_t generation = 1;  // 1..VarTable's max_generation (see there).
   bool live = false;
   bool delete_pushed = false;
   // Device work that touched the var and may still be running: the last
@@ -153,14 +153,36 @@ struct alignas(64) Var {
 static_assert(sizeof(Var) == 192, "a var is three lines: holders', pusher's, cold");
 
 // The vars of one engine, with generation-checked handles:
-// bits = engine tag (16) | generation (16) | index (32). A handle of a freed
+// bits = engine tag (12) | generation (24) | index (28). A handle of a freed
 // slot, of another engine, or of a var whose deletion was pushed does not
-// resolve. Var addresses are stable. Thread-hostile: the engine calls every
-// method under its push lock, which also makes each push atomic.
+// resolve. A slot's generation rises at every free; a slot freed at its
+// last generation is retired (never reused) instead of wrapping around, so
+// no handle, however old, names a later var: a handle deleted 2^24 reuses
+// ago is refused like one deleted a moment ago, for the process's life
+// (a retired slot keeps its 192 bytes: one per 16.7 million deletions).
+// Var addresses are stable. Thread-hostile: the engine calls every method
+// under its push lock, which also makes each push atomic.
+//
+//   VarTable table(/*engine_tag=*/1);
+//   VarHandle h = table.New();
+//   Var* v = *table.Resolve(h, /*for_delete=*/true);
+//   table.Free(v);  // h no longer resolves, whatever reuses the slot.
 class VarTable {
  public:
-  explicit VarTable(uint16_t engine_tag) : tag_(engine_tag) {}
+  static constexpr int kTagBits = 12;
+  static constexpr int kGenerationBits = 24;
+  static constexpr int kIndexBits = 28;
+  static constexpr uint32_t kMaxGeneration = (uint32_t{1} << kGenerationBits) - 1;
+  static constexpr uint32_t kMaxVars = uint32_t{1} << kIndexBits;
+  static constexpr uint32_t kMaxTag = (uint32_t{1} << kTagBits) - 1;
 
+  // `engine_tag` in 1..kMaxTag. `max_generation` (tests only) retires a
+  // slot sooner.
+  explicit VarTable(uint16_t engine_tag, uint32_t max_generation = kMaxGeneration)
+      : tag_(engine_tag), max_generation_(max_generation) {}
+
+  // A new var; null (refused by every push, with an error logged) once
+  // kMaxVars slots are live or retired.
   VarHandle New();
   // Resolves a handle for a push; InvalidArgument naming the handle when it
   // is not a live var of this engine. `for_delete` marks it as being deleted.
@@ -173,6 +195,7 @@ class VarTable {
 
  private:
   const uint16_t tag_;
+  const uint32_t max_generation_;
   std::vector<std::unique_ptr<Var>> vars_;
   std::vector<uint32_t> free_;
 };

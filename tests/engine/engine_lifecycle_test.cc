@@ -311,13 +311,15 @@ TEST_P(EngineLifecycle, AnOperatorOfADeletedVarNeverWritesTheVarThatReusesItsSlo
   ASSERT_TRUE(IsOk(engine->WaitForAll()));
   absl::Status before = engine->Push(*op, Context::Host());
   EXPECT_EQ(before.code(), absl::StatusCode::kInvalidArgument) << before;
-  // Slots are reused: keep making vars until one lands in a's slot.
+  // Slots are reused: keep making vars until one lands in a's slot (the
+  // handle's low 28 bits, engine/var_table.h).
+  constexpr uint64_t kSlotBits = (uint64_t{1} << 28) - 1;
   VarHandle b;
-  for (int i = 0; i < 64 && (b.is_null() || (b.bits() & 0xffffffffu) != (a.bits() & 0xffffffffu));
+  for (int i = 0; i < 64 && (b.is_null() || (b.bits() & kSlotBits) != (a.bits() & kSlotBits));
        ++i) {
     b = engine->NewVariable();
   }
-  ASSERT_EQ(b.bits() & 0xffffffffu, a.bits() & 0xffffffffu) << "no new var reused a's slot";
+  ASSERT_EQ(b.bits() & kSlotBits, a.bits() & kSlotBits) << "no new var reused a's slot";
   ASSERT_NE(b.bits(), a.bits());
   absl::Status after = engine->Push(*op, Context::Host());
   EXPECT_EQ(after.code(), absl::StatusCode::kInvalidArgument) << after;
