@@ -546,7 +546,7 @@ TEST_P(BlasBadInputTest, BufferOfAnotherDevice) {
   EXPECT_TRUE(HasError(Direct(g), absl::StatusCode::kInvalidArgument, {"b ", "host:0"}));
   stream_->ThenBlasGemm(g);
   EXPECT_TRUE(HasError(stream_->status(), absl::StatusCode::kInvalidArgument,
-                       {"ThenBlasGemm", "[" + GetParam() + "]", "not memory of the stream's device"}));
+                       {"ThenBlasGemm", "[" + GetParam() + "]", "is not in an allocation of"}));
 }
 
 TEST_P(BlasBadInputTest, StreamOfAnotherExecutor) {

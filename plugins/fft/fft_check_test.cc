@@ -184,9 +184,9 @@ TEST_F(FftCheckTest, PlansAndMemoryOfAnotherExecutor) {
                        {"the stream belongs to host:1"}));
   // Memory of host:1 on host:0.
   EXPECT_TRUE(HasError(fft_->DoFft(stream_.get(), plan.get(), other_in, &out), kInvalid,
-                       {"input", "not memory of the stream's device"}));
+                       {"input", "is not in an allocation of"}));
   EXPECT_TRUE(HasError(fft_->DoFft(stream_.get(), plan.get(), in, &other_out), kInvalid,
-                       {"output", "not memory of the stream's device"}));
+                       {"output", "is not in an allocation of"}));
 }
 
 // Through a stream: the first error lands in status() with the call's
