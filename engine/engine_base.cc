@@ -658,6 +658,15 @@ std::string EngineBase::DescribePending() {
     out += "\n";
   }
   DescribeQueued(&out);
+  {
+    // Asynchronous functions whose body has run and whose Completion has not
+    // been called (also those with no vars, which no var lists): named under
+    // awaiting_mu_, which keeps their blocks in place.
+    std::string awaiting;
+    SpinLockHolder lock(&awaiting_mu_);
+    for (const auto& [op, seq] : awaiting_) absl::StrAppend(&awaiting, " ", OpName(op));
+    if (!awaiting.empty()) absl::StrAppend(&out, "waiting for their completion:", awaiting, "\n");
+  }
   return out;
 }
 

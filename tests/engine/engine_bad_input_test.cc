@@ -111,6 +111,10 @@ TEST_P(EngineBadInput, ShutdownWithADeadlineAbandonsAStuckAsyncFunction) {
       },
       Context::Host(), {v}, {}, FnProperty::kNormal, 0, "behind")));
   ASSERT_TRUE(testing::WaitUntil([&] { return stuck->size() == 2; }));
+  // The hang diagnosis names both, also the one that holds no var.
+  const std::string pending = engine->DescribePending();
+  EXPECT_NE(pending.find("waiting for their completion:"), std::string::npos) << pending;
+  EXPECT_NE(pending.find("'stuck_alone'"), std::string::npos) << pending;
   absl::Status shut;
   WithDeadline("Shutdown(false, 200ms) with a stuck async function", engine.get(),
                [&] { shut = engine->Shutdown(/*cancel=*/false, absl::Milliseconds(200)); });
@@ -280,9 +284,11 @@ TEST_P(EngineBadInput, APushToAMissingDeviceIsRefusedBeforeAnyThreadStarts) {
   EXPECT_TRUE(HasError(
       engine->PushSync(Noop, Context::Device(host0->platform, INT_MAX), {}, {v}),
       absl::StatusCode::kNotFound, {absl::StrCat(INT_MAX)}));
-  EXPECT_LE(ThreadCount(), threads_before) << "bad device pushes started threads";
-  // Nothing was recorded against the var, and a good device still works.
+  // Nothing was recorded against the var (a refused push never ran), and
+  // no thread was started for a bad ordinal, also once everything settled.
   EXPECT_TRUE(IsOk(engine->WaitForAll()));
+  EXPECT_LE(ThreadCount(), threads_before) << "bad device pushes started threads";
+  // A good device still works.
   EXPECT_TRUE(IsOk(engine->PushSync(Noop, *host0, {}, {v})));
   EXPECT_TRUE(IsOk(engine->WaitForVar(v)));
 }
