@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/checked_math.h"
 #include "base/status_macros.h"
 #include "plugins/rng/philox/philox.h"
 
@@ -19,12 +20,12 @@ absl::Status CheckDataset(const Dataset* data) {
   if (data->size <= 0) {
     return absl::InvalidArgumentError(absl::StrCat("DataIter: the dataset is empty (size ", data->size, ")"));
   }
-  int64_t pixels = 0, total = 0;
-  if (data->rows < 0 || data->cols < 0 || __builtin_mul_overflow(data->rows, data->cols, &pixels) ||
-      __builtin_mul_overflow(pixels, data->size, &total)) {
+  const CheckedInt<int64_t> checked_total = CheckedInt<int64_t>(data->rows) * data->cols * data->size;
+  if (data->rows < 0 || data->cols < 0 || !checked_total.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("DataIter: bad dataset shape ", data->size, " x ",
                                                    data->rows, " x ", data->cols));
   }
+  const int64_t total = checked_total.value();
   if (data->images.size() != static_cast<uint64_t>(total) ||
       data->labels.size() != static_cast<uint64_t>(data->size)) {
     return absl::InvalidArgumentError(absl::StrCat(

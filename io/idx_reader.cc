@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/checked_math.h"
 #include "base/status_macros.h"
 
 namespace rill::io {
@@ -127,19 +128,18 @@ absl::StatusOr<std::vector<int64_t>> ReadDims(IdxFile& file, int ndims, int64_t*
                                    " bytes (", ndims, " dimensions)"));
   }
   std::vector<int64_t> dims(ndims);
-  int64_t product = 1;
-  bool overflow = false;
+  CheckedInt<int64_t> product = 1;
   for (int i = 0; i < ndims; ++i) {
     const uint8_t* b = raw + 4 * i;
     dims[i] = (int64_t{b[0]} << 24) | (int64_t{b[1]} << 16) | (int64_t{b[2]} << 8) | int64_t{b[3]};
-    overflow = overflow || __builtin_mul_overflow(product, dims[i], &product);
+    product *= dims[i];
   }
-  if (overflow) {
+  if (!product.ok()) {
     return file.Error(absl::StatusCode::kInvalidArgument,
                       absl::StrCat("dimensions ", DimsString(dims),
                                    " overflow: their product does not fit in 63 bits"));
   }
-  *total = product;
+  *total = product.value();
   return dims;
 }
 

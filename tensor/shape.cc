@@ -2,23 +2,23 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/checked_math.h"
 
 namespace rill {
 
 absl::Status Shape::Validate(int element_size) const {
-  uint64_t count = 1;
-  const uint64_t kMax = static_cast<uint64_t>(INT64_MAX);
+  CheckedInt<int64_t> count = 1;
   for (int64_t d : dims_) {
     if (d < 0) {
       return absl::InvalidArgumentError(absl::StrCat("shape ", ToString(), " has a negative dimension"));
     }
-    if (d != 0 && count > kMax / static_cast<uint64_t>(d)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("shape ", ToString(), " has more elements than fit in 63 bits"));
-    }
-    count *= static_cast<uint64_t>(d);
+    count *= d;
   }
-  if (element_size > 0 && count > kMax / static_cast<uint64_t>(element_size)) {
+  if (!count.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shape ", ToString(), " has more elements than fit in 63 bits"));
+  }
+  if (element_size > 0 && !(count * element_size).ok()) {
     return absl::InvalidArgumentError(absl::StrCat("shape ", ToString(), " of ", element_size,
                                                    "-byte elements overflows a 63-bit size"));
   }

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/checked_math.h"
 #include "executor/stream_executor.h"
 #include "plugins/plugin_check.h"
 #include "stream/stream.h"
@@ -47,10 +48,11 @@ std::vector<int64_t> SideDims(const FftPlanSpec& spec, bool real_side) {
 
 // a * b, or an error when it passes kMaxElements.
 absl::StatusOr<int64_t> Mul(int64_t a, int64_t b, const char* what) {
-  if (a != 0 && b > kMaxElements / a) {
+  const std::optional<int64_t> product = CheckedMul(a, b);
+  if (!product.has_value() || *product > kMaxElements) {
     return absl::InvalidArgumentError(absl::StrCat(what, " overflows: ", a, " * ", b));
   }
-  return a * b;
+  return *product;
 }
 
 // Fills in the defaults of one side's layout and checks it.
