@@ -8,8 +8,17 @@ if(RILL_SANITIZER STREQUAL "thread")
 elseif(RILL_SANITIZER STREQUAL "address")
   add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=undefined -g -fno-omit-frame-pointer)
   add_link_options(-fsanitize=address,undefined)
+elseif(RILL_SANITIZER STREQUAL "fuzz")
+  # libFuzzer (clang only): everything instrumented for coverage and checked
+  # by ASan and UBSan; only the fuzz targets link libFuzzer's main().
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "RILL_SANITIZER=fuzz needs clang (CXX=clang++), not ${CMAKE_CXX_COMPILER_ID}")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -g
+                      -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
 elseif(NOT RILL_SANITIZER STREQUAL "")
-  message(FATAL_ERROR "RILL_SANITIZER must be '', 'thread' or 'address', not '${RILL_SANITIZER}'")
+  message(FATAL_ERROR "RILL_SANITIZER must be '', 'thread', 'address' or 'fuzz', not '${RILL_SANITIZER}'")
 endif()
 
 # rill_add_library(<name> SOURCES ... [DEPS ...] [PRIVATE_DEPS ...])

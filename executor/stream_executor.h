@@ -64,8 +64,12 @@ class StreamExecutor {
   absl::StatusOr<DeviceMemory<T>> AllocateArray(uint64_t element_count);
   template <typename T>
   absl::StatusOr<ScopedDeviceMemory<T>> AllocateOwnedArray(uint64_t element_count);
-  // Frees memory from Allocate and nulls `*memory`. InvalidArgument for a
-  // sub-range or a handle this executor did not allocate.
+  // Frees memory from Allocate and nulls `*memory`, after the work already
+  // enqueued on this device's streams has finished (as cudaFree does), so
+  // that work never touches freed memory. InvalidArgument for a sub-range or
+  // a handle this executor did not allocate; FailedPrecondition from a host
+  // callback of one of this device's streams (that wait would include the
+  // caller).
   absl::Status Deallocate(DeviceMemoryBase* memory);
   MemoryStats GetMemoryStats() const { return impl_->GetMemoryStats(); }
   // The host address of `memory` where this device's memory is

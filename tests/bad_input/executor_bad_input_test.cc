@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/time/clock.h"
 #include "base/logging.h"
 #include "gtest/gtest.h"
 #include "platform/host/host_platform.h"
@@ -157,6 +158,33 @@ TEST_F(ExecutorBadInput, AllocationsNearTwoToThe64AreRefused) {
   EXPECT_TRUE(HasError(raw.status(), absl::StatusCode::kResourceExhausted, {"18446744073709551607"}));
   EXPECT_TRUE(HasError(exec_->AllocateArray<double>(UINT64_MAX / 4).status(),
                        absl::StatusCode::kInvalidArgument, {"overflow a 64-bit size"}));
+}
+
+// Found by tests/fuzz/api_fuzz: an asynchronous copy still queued read a
+// buffer freed after it was enqueued (heap-use-after-free on the host
+// stream's thread). Deallocate now waits for the device's work first.
+TEST_F(ExecutorBadInput, DeallocateWaitsForWorkStillUsingTheMemory) {
+  DeviceMemoryBase m = Must(exec_->Allocate(256));
+  ASSERT_TRUE(IsOk(exec_->SynchronousMemcpy(&m, host_.data(), 256)));
+  std::unique_ptr<Stream> stream = Must(exec_->CreateStream());
+  std::vector<uint8_t> back(256, 0);
+  stream->ThenDoHostCallback([] { absl::SleepFor(absl::Milliseconds(50)); })
+      .ThenMemcpy(back.data(), m, 256);
+  ASSERT_TRUE(IsOk(exec_->Deallocate(&m)));  // Before the copy ran, without the wait.
+  EXPECT_TRUE(m.is_null());
+  EXPECT_EQ(back, host_);  // The copy saw the live buffer.
+  EXPECT_TRUE(IsOk(stream->BlockHostUntilDone()));
+}
+
+TEST_F(ExecutorBadInput, DeallocateFromAHostCallbackOfTheDeviceIsRefused) {
+  DeviceMemoryBase m = Must(exec_->Allocate(64));
+  std::unique_ptr<Stream> stream = Must(exec_->CreateStream());
+  absl::Status from_callback;
+  stream->ThenDoHostCallback([&] { from_callback = exec_->Deallocate(&m); });
+  ASSERT_TRUE(IsOk(stream->BlockHostUntilDone()));
+  EXPECT_TRUE(HasError(from_callback, absl::StatusCode::kFailedPrecondition,
+                       {"on two:0 waits for the device's streams first", "free it from another thread"}));
+  EXPECT_TRUE(IsOk(exec_->Deallocate(&m)));  // From this thread it works.
 }
 
 // --- Class 6: enums from integers.
