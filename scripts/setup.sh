@@ -5,8 +5,8 @@
 set -euo pipefail
 
 PACKAGES=(
-  # Build tools.
-  cmake ninja-build g++ pkg-config git
+  # Build tools; clang and its runtimes build the libFuzzer target (test.sh --asan).
+  cmake ninja-build g++ pkg-config git clang libclang-rt-dev
   # Core libraries and test/benchmark frameworks.
   libabsl-dev googletest libgtest-dev libgmock-dev libbenchmark-dev libtbb-dev
   # Host BLAS, DNN and FFT plugins (later issues).

@@ -9,17 +9,19 @@
 #                             tests labelled stream, conformance, engine, tensor, graph,
 #                             io or kvstore
 #   scripts/test.sh --asan    AddressSanitizer + UBSan build in build-asan/, runs
-#                             those and the plugin tests
+#                             every test; then the libFuzzer target
+#                             (tests/fuzz, clang, build-fuzz/) for
+#                             RILL_FUZZ_SECONDS (default 120) from the corpus
 #
 # Environment: RILL_JOBS (build parallelism, default 2), RILL_BUILD_DIR (a
-# build folder instead of the mode's default). Exits non-zero on any
+# build folder instead of the mode's default), RILL_FUZZ_SECONDS. Exits non-zero on any
 # failure and ends with a short summary.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-usage() { sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 MODE=default
 case "${1:-}" in
@@ -49,7 +51,6 @@ case "$MODE" in
   asan)
     BUILD_DIR="${RILL_BUILD_DIR:-build-asan}"
     CMAKE_ARGS+=(-DRILL_SANITIZER=address -DRILL_BUILD_BENCHMARKS=OFF)
-    CTEST_ARGS+=(-L 'stream|conformance|engine|plugins|tensor|ops|graph|io|kvstore|train')
     export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1}"
     export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$ROOT/scripts/lsan.supp}"
     export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}" ;;
@@ -138,6 +139,34 @@ consumer() {
   "$ebuild/custom_blas"
 }
 
+# The libFuzzer target (tests/fuzz/README.md): a clang build of the
+# libraries it drives in build-fuzz/, then a time-boxed run from a copy of
+# the committed corpus. A crash fails the stage and leaves its input in
+# build-fuzz/fuzz-artifacts/ (add it to the corpus once fixed).
+run_fuzz() {
+  local fbuild="${RILL_FUZZ_BUILD_DIR:-build-fuzz}" seconds="${RILL_FUZZ_SECONDS:-120}"
+  local gen=()
+  [[ -f "$fbuild/CMakeCache.txt" ]] || gen=(-G Ninja)
+  CC=clang CXX=clang++ cmake -S . -B "$fbuild" "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DRILL_SANITIZER=fuzz -DRILL_BUILD_TESTS=OFF -DRILL_BUILD_BENCHMARKS=OFF -DRILL_ENABLE_CUDA=OFF \
+    >"$LOG_DIR/fuzz-configure.log" || { cat "$LOG_DIR/fuzz-configure.log"; return 1; }
+  cmake --build "$fbuild" -j "$JOBS" --target api_fuzz
+  local corpus="$LOG_DIR/fuzz-corpus" artifacts="$fbuild/fuzz-artifacts/"
+  mkdir -p "$corpus" "$artifacts"
+  cp tests/fuzz/corpus/* "$corpus/"
+  local log="$LOG_DIR/fuzz.log" rc=0
+  ASAN_OPTIONS=allocator_may_return_null=1 POCL_CACHE_DIR="$fbuild/pocl-cache" \
+    "$fbuild/tests/fuzz/api_fuzz" "$corpus" -max_total_time="$seconds" -use_value_profile=1 \
+    -artifact_prefix="$artifacts" -print_final_stats=1 >"$log" 2>&1 || rc=$?
+  grep -E '^(Done|stat::number_of_executed_units|stat::new_units_added)' "$log" || true
+  if [[ $rc -ne 0 ]]; then
+    grep -A40 -E 'ERROR: |runtime error' "$log" | head -80
+    echo "fuzz: crash input in $artifacts" >&2
+    return 1
+  fi
+  SUMMARY+=("fuzz: $(grep -E '^Done' "$log" | head -1)")
+}
+
 # examples/mlp on every context it must run on here.
 run_mlp() {
   local ctx
@@ -199,4 +228,7 @@ if [[ "$MODE" == default ]]; then
   # OpenCL (PoCL): it must learn (--check).
   step mlp run_mlp
   step train run_train_demo
+fi
+if [[ "$MODE" == asan ]]; then
+  step fuzz run_fuzz
 fi
