@@ -54,6 +54,7 @@ template <typename T>
 template <typename To, typename From>
 [[nodiscard]] constexpr std::optional<To> CheckedCast(From value) {
   static_assert(std::is_integral_v<To> && std::is_integral_v<From>);
+  static_assert(!std::is_same_v<To, bool> && !std::is_same_v<From, bool>, "not for bool");
   To r;
   if (__builtin_add_overflow(value, From{0}, &r)) return std::nullopt;
   return r;
@@ -72,7 +73,14 @@ class CheckedInt {
  public:
   static_assert(std::is_integral_v<T>);
 
-  constexpr CheckedInt(T value) : value_(value) {}  // NOLINT: implicit by design.
+  // From any integer type; a value that does not fit in T poisons the
+  // expression instead of wrapping.
+  template <typename U, typename = std::enable_if_t<std::is_integral_v<U>>>
+  constexpr CheckedInt(U value) {  // NOLINT: implicit by design.
+    const std::optional<T> v = CheckedCast<T>(value);
+    ok_ = v.has_value();
+    value_ = v.value_or(T{0});
+  }
 
   // False once any step overflowed.
   constexpr bool ok() const { return ok_; }
@@ -105,16 +113,20 @@ class CheckedInt {
     return *this;
   }
 
-  T value_;
+  T value_ = 0;
   bool ok_ = true;
 };
 
-// The product of `factors` (all >= 0), or OverflowError(what).
+// The product of `factors`, or InvalidArgument: OverflowError(what), or
+// "<what> has a negative factor".
 //   RILL_ASSIGN_OR_RETURN(int64_t elements, CheckedProduct("tensor {n,c,h,w}", {n, c, h, w}));
 inline absl::StatusOr<int64_t> CheckedProduct(std::string_view what,
                                               std::initializer_list<int64_t> factors) {
   CheckedInt<int64_t> product = 1;
-  for (int64_t f : factors) product *= f;
+  for (int64_t f : factors) {
+    if (f < 0) return absl::InvalidArgumentError(absl::StrCat(AsAbsl(what), " has a negative factor ", f));
+    product *= f;
+  }
   return product.Get(what);
 }
 

@@ -180,15 +180,19 @@ void EngineBase::RunBody(OprBlock* op, RunContext rc) {
   // the block (and destroy the body) while it runs.
   holds_.fetch_add(1, std::memory_order_relaxed);
   op->Ref();
-  {
-    // Listed until its first completion, for Shutdown to name and abandon.
-    SpinLockHolder lock(&awaiting_mu_);
-    awaiting_.emplace(op, op->seq);
-  }
   try {
     opr.async_fn(rc, completion);
   } catch (...) {
     completion(CurrentExceptionStatus(""));
+  }
+  {
+    // Listed from the body's return until its first completion, for
+    // Shutdown to name and abandon: never while the body runs, so that
+    // abandoning it (which enqueues on its stream) cannot race the body.
+    // A completion erases the entry under this lock after raising
+    // done_seq, so checking done_seq here leaves no stale entry.
+    SpinLockHolder lock(&awaiting_mu_);
+    if (op->done_seq.load(std::memory_order_acquire) < op->seq + 1) awaiting_.emplace(op, op->seq);
   }
   op->Unref();
   Retire(absl::OkStatus());

@@ -89,17 +89,6 @@ absl::Status StreamExecutor::Deallocate(DeviceMemoryBase* memory) {
                                                    memory->ToString(),
                                                    " is a sub-range, not an allocation"));
   }
-  // Work already enqueued may still use the memory (a copy a host stream has
-  // not reached, a command an OpenCL enqueue thread has not submitted): wait
-  // for it first, as cudaFree does, so that a free never races the device.
-  if (impl_->Owns(*memory)) {
-    absl::Status drained = impl_->SynchronizeAllActivity();
-    if (absl::IsFailedPrecondition(drained)) {
-      return Annotate(drained, absl::StrCat("Deallocate(", memory->ToString(), ") on ", debug_name_,
-                                            " waits for the device's streams first, and the caller is "
-                                            "one of them; free it from another thread"));
-    }
-  }
   RILL_RETURN_IF_ERROR(Annotate(impl_->Deallocate(*memory),
                                 absl::StrCat("Deallocate(", memory->ToString(), ") on ", debug_name_)));
   *memory = DeviceMemoryBase();

@@ -64,12 +64,11 @@ class StreamExecutor {
   absl::StatusOr<DeviceMemory<T>> AllocateArray(uint64_t element_count);
   template <typename T>
   absl::StatusOr<ScopedDeviceMemory<T>> AllocateOwnedArray(uint64_t element_count);
-  // Frees memory from Allocate and nulls `*memory`, after the work already
-  // enqueued on this device's streams has finished (as cudaFree does), so
-  // that work never touches freed memory. InvalidArgument for a sub-range or
-  // a handle this executor did not allocate; FailedPrecondition from a host
-  // callback of one of this device's streams (that wait would include the
-  // caller).
+  // Frees memory from Allocate and nulls `*memory`. Work already enqueued
+  // on this device's streams that uses it still sees it: the backend defers
+  // the free past that work (host, OpenCL) or waits for it (cudaFree). Safe
+  // from any thread, host callbacks included. InvalidArgument for a
+  // sub-range or a handle this executor did not allocate.
   absl::Status Deallocate(DeviceMemoryBase* memory);
   MemoryStats GetMemoryStats() const { return impl_->GetMemoryStats(); }
   // The host address of `memory` where this device's memory is

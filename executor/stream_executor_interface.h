@@ -142,6 +142,10 @@ class StreamExecutorInterface {
   // `size` > 0. ResourceExhausted when the device cannot provide it.
   virtual absl::StatusOr<DeviceMemoryBase> Allocate(uint64_t size) = 0;
   // `memory` was returned by Allocate (offset 0, full size).
+  // Frees an allocation. Work already enqueued on this device's streams may
+  // still use it: the free must come after that work (defer it, as the host
+  // and OpenCL backends do, or wait, as cudaFree does), and must not block a
+  // host callback of this device.
   virtual absl::Status Deallocate(DeviceMemoryBase memory) = 0;
   // Page-locked host memory for fast, asynchronous transfers.
   virtual absl::StatusOr<void*> HostMemoryAllocate(uint64_t size) = 0;

@@ -155,13 +155,14 @@ run_fuzz() {
   mkdir -p "$corpus" "$artifacts"
   cp tests/fuzz/corpus/* "$corpus/"
   local log="$LOG_DIR/fuzz.log" rc=0
-  ASAN_OPTIONS=allocator_may_return_null=1 POCL_CACHE_DIR="$fbuild/pocl-cache" \
+  # -timeout: one input that hangs fails the run within a minute.
+  ASAN_OPTIONS="allocator_may_return_null=1:${ASAN_OPTIONS:-}" POCL_CACHE_DIR="$fbuild/pocl-cache" \
     "$fbuild/tests/fuzz/api_fuzz" "$corpus" -max_total_time="$seconds" -use_value_profile=1 \
-    -artifact_prefix="$artifacts" -print_final_stats=1 >"$log" 2>&1 || rc=$?
+    -timeout=60 -rss_limit_mb=4096 -artifact_prefix="$artifacts" -print_final_stats=1 >"$log" 2>&1 || rc=$?
   grep -E '^(Done|stat::number_of_executed_units|stat::new_units_added)' "$log" || true
   if [[ $rc -ne 0 ]]; then
-    grep -A40 -E 'ERROR: |runtime error' "$log" | head -80
-    echo "fuzz: crash input in $artifacts" >&2
+    { grep -A40 -E 'ERROR: |runtime error|ALARM' "$log" || tail -60 "$log"; } | head -100
+    echo "fuzz: exit $rc; the input is in $artifacts" >&2
     return 1
   fi
   SUMMARY+=("fuzz: $(grep -E '^Done' "$log" | head -1)")

@@ -5,6 +5,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "base/mutex.h"
 
@@ -42,6 +43,17 @@ class LiveStreamSet {
   // stream's wait would include the caller), after waiting for the others.
   absl::Status SynchronizeAll() {
     absl::Status first;
+    ForEachLive([&](StreamT* stream) {
+      absl::Status waited = stream->BlockHostUntilDone();
+      if (first.ok() && !waited.ok()) first = waited;
+    });
+    return first;
+  }
+
+  // Calls `fn` on every stream live when it is called (and still live when
+  // its turn comes), without the set's lock; the stream cannot be destroyed
+  // meanwhile.
+  void ForEachLive(absl::FunctionRef<void(StreamT*)> fn) {
     std::vector<StreamT*> snapshot;
     {
       MutexLock lock(&mu_);
@@ -53,15 +65,13 @@ class LiveStreamSet {
         if (!streams_.contains(stream)) continue;  // Destroyed: its destructor drained it.
         ++pins_[stream];
       }
-      absl::Status waited = stream->BlockHostUntilDone();
-      if (first.ok() && !waited.ok()) first = waited;
+      fn(stream);
       MutexLock lock(&mu_);
       if (--pins_[stream] == 0) {
         pins_.erase(stream);
         unpinned_.SignalAll();
       }
     }
-    return first;
   }
 
  private:

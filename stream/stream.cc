@@ -181,9 +181,12 @@ Stream& Stream::ThenRecordEvent(Event* event) {
     Usable();  // Records the detached error.
     return *this;
   }
-  absl::Status status = event == nullptr ? absl::InvalidArgumentError("event is null") : event->CheckAlive();
-  if (status.ok() && event->parent()->platform()->id() != parent()->platform()->id()) {
-    status = absl::InvalidArgumentError(absl::StrCat("event of ", event->parent()->DebugName(),
+  StreamExecutor* owner = event == nullptr ? nullptr : event->parent();  // Read once.
+  absl::Status status = event == nullptr  ? absl::InvalidArgumentError("event is null")
+                        : owner == nullptr ? event->CheckAlive()
+                                           : absl::OkStatus();
+  if (status.ok() && owner->platform()->id() != parent()->platform()->id()) {
+    status = absl::InvalidArgumentError(absl::StrCat("event of ", owner->DebugName(),
                                                      " cannot be recorded on a stream of ",
                                                      parent()->DebugName()));
   }
@@ -196,13 +199,16 @@ Stream& Stream::ThenRecordEvent(Event* event) {
 
 Stream& Stream::ThenWaitFor(Event* event) {
   if (!Usable()) return *this;
-  absl::Status status = event == nullptr ? absl::InvalidArgumentError("event is null") : event->CheckAlive();
+  StreamExecutor* owner = event == nullptr ? nullptr : event->parent();  // Read once.
+  absl::Status status = event == nullptr  ? absl::InvalidArgumentError("event is null")
+                        : owner == nullptr ? event->CheckAlive()
+                                           : absl::OkStatus();
   if (status.ok() && !event->recorded()) {
     status = absl::FailedPreconditionError(
         "the event was never recorded: record it on a stream before waiting for it");
   }
   if (status.ok()) {
-    status = event->parent()->platform()->id() == parent()->platform()->id()
+    status = owner->platform()->id() == parent()->platform()->id()
                  ? impl_->WaitForEvent(event->implementation())
                  : WaitThroughHost(event, nullptr);
   }

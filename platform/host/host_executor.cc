@@ -58,18 +58,27 @@ absl::StatusOr<DeviceMemoryBase> HostExecutor::Allocate(uint64_t size) {
 }
 
 absl::Status HostExecutor::Deallocate(DeviceMemoryBase memory) {
-  MutexLock lock(&mu_);
-  auto it = allocations_.find(memory.opaque());
-  if (it == allocations_.end()) {
-    return absl::InvalidArgumentError("not an allocation of this device (or already freed)");
+  void* ptr = nullptr;
+  {
+    MutexLock lock(&mu_);
+    auto it = allocations_.find(memory.opaque());
+    if (it == allocations_.end()) {
+      return absl::InvalidArgumentError("not an allocation of this device (or already freed)");
+    }
+    if (memory.size() != it->second) {
+      return absl::InvalidArgumentError(absl::StrCat("a ", memory.size(), "-byte view of a ", it->second,
+                                                     "-byte allocation is a sub-range, not an allocation"));
+    }
+    bytes_in_use_ -= it->second;
+    ptr = it->first;
+    allocations_.erase(it);
   }
-  if (memory.size() != it->second) {
-    return absl::InvalidArgumentError(absl::StrCat("a ", memory.size(), "-byte view of a ", it->second,
-                                                   "-byte allocation is a sub-range, not an allocation"));
-  }
-  bytes_in_use_ -= it->second;
-  AlignedFree(it->first);
-  allocations_.erase(it);
+  // Work already queued on this device's streams may still use the block (a
+  // copy a stream has not reached yet): each live stream holds it until its
+  // queued work has run, and the last holder frees it -- at once when there
+  // is no stream. Never blocks, so it also works from a host callback.
+  std::shared_ptr<void> block(ptr, [](void* p) { AlignedFree(p); });
+  streams_->ForEachLive([&](HostStream* stream) { stream->HoldUntilQueuedWorkDone(block); });
   return absl::OkStatus();
 }
 

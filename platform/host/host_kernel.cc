@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/checked_math.h"
 #include "base/mutex.h"
 #include "base/status_macros.h"
 #include "platform/host/host_executor.h"
@@ -136,7 +137,10 @@ absl::Status RunHostKernel(const HostBlockFn& fn, const ThreadDim& threads, cons
     }
   };
   const int64_t num_blocks = blocks.product();
-  if (num_blocks * threads.product() < HostKernel::kParallelThreshold) {
+  // The front bounds each extent by the device description, but a grid may
+  // hold nearly 2^63 blocks: the thread count is computed without wrapping.
+  const std::optional<int64_t> num_threads = CheckedMul(num_blocks, threads.product());
+  if (num_threads.has_value() && *num_threads < HostKernel::kParallelThreshold) {
     for (int64_t b = 0; b < num_blocks; ++b) run_block(b);
   } else {
     HostParallelFor(num_blocks, run_block);

@@ -54,6 +54,11 @@ class HostStream : public StreamInterface {
   // AnyInvocable: host library plugins enqueue through this, so a call's
   // captures (up to HostTask::kInlineSize bytes) are never heap-allocated.
   void EnqueueTask(HostTask task) { Enqueue(std::move(task)); }
+  // Holds `held` until the work queued before this call has run (also on a
+  // failed stream). Deallocate defers frees through it.
+  void HoldUntilQueuedWorkDone(std::shared_ptr<void> held) {
+    Enqueue([held = std::move(held)] { return absl::OkStatus(); }, /*run_after_error=*/true);
+  }
 
  private:
   void Enqueue(HostTask task, bool run_after_error = false) {

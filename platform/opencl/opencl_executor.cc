@@ -87,20 +87,29 @@ absl::StatusOr<DeviceMemoryBase> OpenClExecutor::Allocate(uint64_t size) {
 }
 
 absl::Status OpenClExecutor::Deallocate(DeviceMemoryBase memory) {
-  MutexLock lock(&mu_);
-  auto it = allocations_.find(ClMem(memory));
-  if (it == allocations_.end()) {
-    return absl::InvalidArgumentError("not a cl_mem allocated by this device (or already freed)");
+  cl_mem buffer = nullptr;
+  {
+    MutexLock lock(&mu_);
+    auto it = allocations_.find(ClMem(memory));
+    if (it == allocations_.end()) {
+      return absl::InvalidArgumentError("not a cl_mem allocated by this device (or already freed)");
+    }
+    if (memory.offset() != 0 || memory.size() != it->second) {
+      return absl::InvalidArgumentError(absl::StrCat("a ", memory.size(), "-byte view at offset ",
+                                                     memory.offset(), " of a ", it->second,
+                                                     "-byte allocation is a sub-range, not an allocation"));
+    }
+    bytes_in_use_ -= static_cast<int64_t>(it->second);
+    buffer = it->first;
+    allocations_.erase(it);
   }
-  if (memory.offset() != 0 || memory.size() != it->second) {
-    return absl::InvalidArgumentError(absl::StrCat("a ", memory.size(), "-byte view at offset ",
-                                                   memory.offset(), " of a ", it->second,
-                                                   "-byte allocation is a sub-range, not an allocation"));
-  }
-  bytes_in_use_ -= static_cast<int64_t>(it->second);
-  // OpenCL frees the buffer once the commands still using it have finished.
-  clReleaseMemObject(it->first);
-  allocations_.erase(it);
+  // OpenCL frees the buffer once the commands using it have finished, but a
+  // stream's enqueue thread may not have submitted them yet: each live
+  // stream holds our reference until the work queued before now has reached
+  // its command queue (which retains what it uses); the last holder
+  // releases it. Never blocks.
+  std::shared_ptr<_cl_mem> held(buffer, [](cl_mem m) { clReleaseMemObject(m); });
+  streams_->ForEachLive([&](OpenClStream* stream) { stream->HoldUntilQueuedWorkDone(held); });
   return absl::OkStatus();
 }
 

@@ -87,6 +87,12 @@ class OpenClStream : public StreamInterface {
   // Runs `work` in stream order (see DeviceWork); skipped when the stream
   // has failed. Library plugins (CLBlast, Philox) enqueue through this.
   void EnqueueDeviceWork(DeviceWork work);
+  // Holds `held` until the work queued before this call has been submitted
+  // to the command queue (also on a failed stream). Deallocate defers its
+  // release through it.
+  void HoldUntilQueuedWorkDone(std::shared_ptr<void> held) {
+    Enqueue([held = std::move(held)] { return absl::OkStatus(); }, /*run_after_error=*/true);
+  }
 
   cl_command_queue queue() const { return queue_; }
   cl_context context() const { return context_; }

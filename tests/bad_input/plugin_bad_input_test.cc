@@ -157,6 +157,11 @@ TEST(CheckedMath, OverflowIsReportedNotWrapped) {
   EXPECT_TRUE(HasError(CheckedProduct("tensor", {int64_t{1} << 31, int64_t{1} << 31, 4}).status(),
                        absl::StatusCode::kInvalidArgument, {"tensor overflows"}));
   EXPECT_EQ(CheckedProduct("tensor", {2, 3, 4}).value(), 24);
+  EXPECT_TRUE(HasError(CheckedProduct("tensor", {2, -3}).status(), absl::StatusCode::kInvalidArgument,
+                       {"tensor has a negative factor -3"}));
+  // Mixed types: a uint64_t past int64's range poisons instead of wrapping.
+  EXPECT_FALSE((CheckedInt<int64_t>(2) * (uint64_t{1} << 63)).ok());
+  EXPECT_TRUE((CheckedInt<int64_t>(2) * uint64_t{3}).ok());
 }
 
 }  // namespace
