@@ -9,9 +9,11 @@
 #                             tests labelled stream, conformance, engine, tensor, graph,
 #                             io or kvstore
 #   scripts/test.sh --asan    AddressSanitizer + UBSan build in build-asan/, runs
-#                             every test; then the libFuzzer target
-#                             (tests/fuzz, clang, build-fuzz/) for
-#                             RILL_FUZZ_SECONDS (default 120) from the corpus
+#                             every test; then the fuzz stage below
+#   scripts/test.sh --fuzz    clang ASan + UBSan + libFuzzer build in build-fuzz/
+#                             of the bad-input tests and tests/fuzz: runs the
+#                             tests, then the fuzz target for RILL_FUZZ_SECONDS
+#                             (default 120) from the committed corpus
 #
 # Environment: RILL_JOBS (build parallelism, default 2), RILL_BUILD_DIR (a
 # build folder instead of the mode's default), RILL_FUZZ_SECONDS. Exits non-zero on any
@@ -21,13 +23,14 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-usage() { sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 MODE=default
 case "${1:-}" in
   "") ;;
   --tsan) MODE=tsan ;;
   --asan) MODE=asan ;;
+  --fuzz) MODE=fuzz ;;
   -h|--help) usage; exit 0 ;;
   *) echo "test.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
 esac
@@ -54,7 +57,16 @@ case "$MODE" in
     export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1}"
     export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$ROOT/scripts/lsan.supp}"
     export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}" ;;
+  fuzz)
+    BUILD_DIR="${RILL_BUILD_DIR:-build-fuzz}"
+    export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1}"
+    export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$ROOT/scripts/lsan.supp}"
+    export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}" ;;
 esac
+# The clang build of --fuzz (and of --asan's fuzz stage), and what it builds.
+FUZZ_BUILD_DIR="${RILL_FUZZ_BUILD_DIR:-build-fuzz}"
+[[ "$MODE" == fuzz ]] && FUZZ_BUILD_DIR="$BUILD_DIR"
+FUZZ_TESTS=(executor_bad_input_test stream_bad_input_test plugin_bad_input_test engine_bad_input_test)
 
 # --- Summary, printed however the script ends.
 SUMMARY=()
@@ -143,13 +155,28 @@ consumer() {
 # libraries it drives in build-fuzz/, then a time-boxed run from a copy of
 # the committed corpus. A crash fails the stage and leaves its input in
 # build-fuzz/fuzz-artifacts/ (add it to the corpus once fixed).
-run_fuzz() {
-  local fbuild="${RILL_FUZZ_BUILD_DIR:-build-fuzz}" seconds="${RILL_FUZZ_SECONDS:-120}"
+configure_fuzz() {
   local gen=()
-  [[ -f "$fbuild/CMakeCache.txt" ]] || gen=(-G Ninja)
-  CC=clang CXX=clang++ cmake -S . -B "$fbuild" "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DRILL_SANITIZER=fuzz -DRILL_BUILD_TESTS=OFF -DRILL_BUILD_BENCHMARKS=OFF -DRILL_ENABLE_CUDA=OFF \
+  [[ -f "$FUZZ_BUILD_DIR/CMakeCache.txt" ]] || gen=(-G Ninja)
+  CC=clang CXX=clang++ cmake -S . -B "$FUZZ_BUILD_DIR" "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DRILL_SANITIZER=fuzz -DRILL_BUILD_TESTS=ON -DRILL_BUILD_BENCHMARKS=OFF -DRILL_ENABLE_CUDA=OFF \
     >"$LOG_DIR/fuzz-configure.log" || { cat "$LOG_DIR/fuzz-configure.log"; return 1; }
+}
+
+# The bad-input tests of every layer, built by clang with ASan, UBSan and
+# the fuzzer's coverage instrumentation.
+run_fuzz_tests() {
+  cmake --build "$FUZZ_BUILD_DIR" -j "$JOBS" --target "${FUZZ_TESTS[@]}"
+  local t bin
+  for t in "${FUZZ_TESTS[@]}"; do
+    bin="$(find "$FUZZ_BUILD_DIR" -name "$t" -type f -perm -u+x | head -1)"
+    RILL_HOST_DEVICES=2 POCL_CACHE_DIR="$FUZZ_BUILD_DIR/pocl-cache" "$bin" --gtest_brief=1
+  done
+  SUMMARY+=("bad-input tests (clang ASan+UBSan): ${FUZZ_TESTS[*]}")
+}
+
+run_fuzz() {
+  local fbuild="$FUZZ_BUILD_DIR" seconds="${RILL_FUZZ_SECONDS:-120}"
   cmake --build "$fbuild" -j "$JOBS" --target api_fuzz
   local corpus="$LOG_DIR/fuzz-corpus" artifacts="$fbuild/fuzz-artifacts/"
   mkdir -p "$corpus" "$artifacts"
@@ -217,6 +244,12 @@ run_train_demo() {
 }
 
 step setup bash scripts/setup.sh
+if [[ "$MODE" == fuzz ]]; then
+  step configure configure_fuzz
+  step tests run_fuzz_tests
+  step fuzz run_fuzz
+  exit 0
+fi
 if [[ "$MODE" == tsan ]]; then
   step tsan-probe check_tsan_runs
 fi
@@ -231,5 +264,6 @@ if [[ "$MODE" == default ]]; then
   step train run_train_demo
 fi
 if [[ "$MODE" == asan ]]; then
+  step fuzz-setup configure_fuzz
   step fuzz run_fuzz
 fi
