@@ -1,6 +1,8 @@
 #ifndef RILL_STREAM_LIVE_STREAM_SET_H_
 #define RILL_STREAM_LIVE_STREAM_SET_H_
 
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -16,6 +18,11 @@ namespace rill {
 // stream outliving its executor can still leave it. `StreamT` has
 // `absl::Status BlockHostUntilDone()`.
 //
+// A set made with a `platform` set also enters its streams there, so the
+// platform set holds the streams of every device of the platform: a free
+// must be deferred past them all, because a stream may copy from a peer
+// device's memory (ForEachLiveOnPlatform).
+//
 // SynchronizeAll waits for one stream at a time without holding the set's
 // lock, so work it waits for may create and destroy streams of the same
 // executor (a host callback that does would otherwise deadlock). While it
@@ -25,16 +32,26 @@ namespace rill {
 template <typename StreamT>
 class LiveStreamSet {
  public:
+  LiveStreamSet() = default;
+  explicit LiveStreamSet(std::shared_ptr<LiveStreamSet> platform) : platform_(std::move(platform)) {}
+  LiveStreamSet(const LiveStreamSet&) = delete;
+  LiveStreamSet& operator=(const LiveStreamSet&) = delete;
+
   void Add(StreamT* stream) {
+    if (platform_ != nullptr) platform_->Add(stream);
     MutexLock lock(&mu_);
     streams_.insert(stream);
   }
 
-  // Returns once no SynchronizeAll is waiting for `stream`.
+  // Returns once no SynchronizeAll or ForEachLive (of this set or of its
+  // platform set) is using `stream`.
   void Remove(StreamT* stream) {
-    MutexLock lock(&mu_);
-    streams_.erase(stream);  // No wait can start on it from now on.
-    unpinned_.Wait(&mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !pins_.contains(stream); });
+    {
+      MutexLock lock(&mu_);
+      streams_.erase(stream);  // No wait can start on it from now on.
+      unpinned_.Wait(&mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !pins_.contains(stream); });
+    }
+    if (platform_ != nullptr) platform_->Remove(stream);
   }
 
   // Waits for the work of every stream live when it is called (and still
@@ -54,6 +71,21 @@ class LiveStreamSet {
   // its turn comes), without the set's lock; the stream cannot be destroyed
   // meanwhile.
   void ForEachLive(absl::FunctionRef<void(StreamT*)> fn) {
+    ForEachLiveInSet(fn);
+  }
+
+  // ForEachLive over the streams of every device of the platform (of this
+  // set alone when it was made without a platform set).
+  void ForEachLiveOnPlatform(absl::FunctionRef<void(StreamT*)> fn) {
+    if (platform_ != nullptr) {
+      platform_->ForEachLiveInSet(fn);
+    } else {
+      ForEachLiveInSet(fn);
+    }
+  }
+
+ private:
+  void ForEachLiveInSet(absl::FunctionRef<void(StreamT*)> fn) {
     std::vector<StreamT*> snapshot;
     {
       MutexLock lock(&mu_);
@@ -74,7 +106,7 @@ class LiveStreamSet {
     }
   }
 
- private:
+  const std::shared_ptr<LiveStreamSet> platform_;  // Null: none.
   Mutex mu_;
   CondVar unpinned_;
   absl::flat_hash_set<StreamT*> streams_ ABSL_GUARDED_BY(mu_);

@@ -26,8 +26,11 @@ void AlignedFree(void* ptr) { ::operator delete(ptr, kAlignment); }
 
 }  // namespace
 
-HostExecutor::HostExecutor(DeviceDescription description, int64_t memory_limit)
-    : description_(std::move(description)), memory_limit_(memory_limit) {}
+HostExecutor::HostExecutor(DeviceDescription description, int64_t memory_limit,
+                           std::shared_ptr<HostStreamRegistry> platform_streams)
+    : description_(std::move(description)),
+      memory_limit_(memory_limit),
+      streams_(std::make_shared<HostStreamRegistry>(std::move(platform_streams))) {}
 
 HostExecutor::~HostExecutor() {
   MutexLock lock(&mu_);
@@ -73,12 +76,13 @@ absl::Status HostExecutor::Deallocate(DeviceMemoryBase memory) {
     ptr = it->first;
     allocations_.erase(it);
   }
-  // Work already queued on this device's streams may still use the block (a
-  // copy a stream has not reached yet): each live stream holds it until its
-  // queued work has run, and the last holder frees it -- at once when there
-  // is no stream. Never blocks, so it also works from a host callback.
+  // Work already queued on the platform's streams may still use the block (a
+  // copy a stream has not reached yet, also a peer device's copy): each live
+  // stream holds it until its queued work has run, and the last holder frees
+  // it -- at once when there is no stream. Never blocks, so it also works
+  // from a host callback.
   std::shared_ptr<void> block(ptr, [](void* p) { AlignedFree(p); });
-  streams_->ForEachLive([&](HostStream* stream) { stream->HoldUntilQueuedWorkDone(block); });
+  streams_->ForEachLiveOnPlatform([&](HostStream* stream) { stream->HoldUntilQueuedWorkDone(block); });
   return absl::OkStatus();
 }
 

@@ -19,10 +19,14 @@ inline void* HostPointer(const DeviceMemoryBase& memory) {
 }
 
 // One virtual host device. Memory comes from 64-byte-aligned host
-// allocations counted against `memory_limit` bytes. Thread-safe.
+// allocations counted against `memory_limit` bytes. Its streams also enter
+// `platform_streams` (the streams of every device of the platform, which
+// may copy from this device's memory), past whose queued work a free is
+// deferred; null: this device's streams alone. Thread-safe.
 class HostExecutor : public StreamExecutorInterface {
  public:
-  HostExecutor(DeviceDescription description, int64_t memory_limit);
+  HostExecutor(DeviceDescription description, int64_t memory_limit,
+               std::shared_ptr<HostStreamRegistry> platform_streams = nullptr);
   ~HostExecutor() override;
 
   const DeviceDescription& Description() const override { return description_; }
@@ -49,7 +53,7 @@ class HostExecutor : public StreamExecutorInterface {
  private:
   const DeviceDescription description_;
   const int64_t memory_limit_;
-  std::shared_ptr<HostStreamRegistry> streams_ = std::make_shared<HostStreamRegistry>();
+  const std::shared_ptr<HostStreamRegistry> streams_;
 
   mutable Mutex mu_;
   absl::flat_hash_map<void*, uint64_t> allocations_ ABSL_GUARDED_BY(mu_);

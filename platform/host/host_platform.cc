@@ -114,7 +114,8 @@ absl::StatusOr<DeviceDescription> HostPlatform::DescriptionForDevice(int ordinal
 
 absl::StatusOr<std::unique_ptr<StreamExecutorInterface>> HostPlatform::CreateExecutorImplementation(
     const StreamExecutorConfig& config) {
-  return std::make_unique<HostExecutor>(Describe(config.ordinal), options_.memory_limit_bytes);
+  return std::make_unique<HostExecutor>(Describe(config.ordinal), options_.memory_limit_bytes,
+                                        streams_);
 }
 
 absl::Status RegisterHostPlatform(PlatformManager& manager) {

@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "platform/host/host_stream.h"
 #include "platform/platform.h"
 #include "platform/platform_id.h"
 #include "platform/platform_manager.h"
@@ -58,6 +59,8 @@ class HostPlatform : public Platform {
 
   HostPlatformOptions options_;
   absl::Status availability_;
+  // The streams of all its devices: a free waits for their queued work.
+  const std::shared_ptr<HostStreamRegistry> streams_ = std::make_shared<HostStreamRegistry>();
 };
 
 // Registers the host platform, configured from the environment, with

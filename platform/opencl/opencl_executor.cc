@@ -16,7 +16,8 @@ constexpr char kBuildOptions[] = "-cl-std=CL1.2 -cl-kernel-arg-info";
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<OpenClExecutor>> OpenClExecutor::Create(const OpenClDeviceInfo& info) {
+absl::StatusOr<std::unique_ptr<OpenClExecutor>> OpenClExecutor::Create(
+    const OpenClDeviceInfo& info, std::shared_ptr<OpenClStreamRegistry> platform_streams) {
   const cl_context_properties properties[] = {
       CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(info.platform), 0};
   cl_int error = CL_SUCCESS;
@@ -27,7 +28,7 @@ absl::StatusOr<std::unique_ptr<OpenClExecutor>> OpenClExecutor::Create(const Ope
     clReleaseContext(context);
     return ClStatus(error, "clCreateCommandQueue");
   }
-  return std::unique_ptr<OpenClExecutor>(new OpenClExecutor(info, context, queue));
+  return std::unique_ptr<OpenClExecutor>(new OpenClExecutor(info, context, queue, std::move(platform_streams)));
 }
 
 OpenClExecutor::~OpenClExecutor() {
@@ -105,11 +106,11 @@ absl::Status OpenClExecutor::Deallocate(DeviceMemoryBase memory) {
   }
   // OpenCL frees the buffer once the commands using it have finished, but a
   // stream's enqueue thread may not have submitted them yet: each live
-  // stream holds our reference until the work queued before now has reached
+  // stream of the platform (a peer may copy from it) holds our reference until the work queued before now has reached
   // its command queue (which retains what it uses); the last holder
   // releases it. Never blocks.
   std::shared_ptr<_cl_mem> held(buffer, [](cl_mem m) { clReleaseMemObject(m); });
-  streams_->ForEachLive([&](OpenClStream* stream) { stream->HoldUntilQueuedWorkDone(held); });
+  streams_->ForEachLiveOnPlatform([&](OpenClStream* stream) { stream->HoldUntilQueuedWorkDone(held); });
   return absl::OkStatus();
 }
 

@@ -39,7 +39,11 @@ struct OpenClDeviceInfo {
 // Thread-safe.
 class OpenClExecutor : public StreamExecutorInterface {
  public:
-  static absl::StatusOr<std::unique_ptr<OpenClExecutor>> Create(const OpenClDeviceInfo& info);
+  // `platform_streams`: the streams of every device of the platform (a peer
+  // stream may copy from this device's buffers), past whose queued work a
+  // release is deferred; null: this device's streams alone.
+  static absl::StatusOr<std::unique_ptr<OpenClExecutor>> Create(
+      const OpenClDeviceInfo& info, std::shared_ptr<OpenClStreamRegistry> platform_streams = nullptr);
   ~OpenClExecutor() override;
 
   const DeviceDescription& Description() const override { return info_.description; }
@@ -73,14 +77,19 @@ class OpenClExecutor : public StreamExecutorInterface {
   OpenClProgramCache& programs() { return programs_; }
 
  private:
-  OpenClExecutor(const OpenClDeviceInfo& info, cl_context context, cl_command_queue sync_queue)
-      : info_(info), context_(context), sync_queue_(sync_queue), programs_(context, info.device) {}
+  OpenClExecutor(const OpenClDeviceInfo& info, cl_context context, cl_command_queue sync_queue,
+                 std::shared_ptr<OpenClStreamRegistry> platform_streams)
+      : info_(info),
+        context_(context),
+        sync_queue_(sync_queue),
+        programs_(context, info.device),
+        streams_(std::make_shared<OpenClStreamRegistry>(std::move(platform_streams))) {}
 
   const OpenClDeviceInfo info_;
   const cl_context context_;
   const cl_command_queue sync_queue_;  // For the synchronous copies and pinned maps.
   OpenClProgramCache programs_;
-  std::shared_ptr<OpenClStreamRegistry> streams_ = std::make_shared<OpenClStreamRegistry>();
+  const std::shared_ptr<OpenClStreamRegistry> streams_;
 
   mutable Mutex mu_;
   absl::flat_hash_map<cl_mem, uint64_t> allocations_ ABSL_GUARDED_BY(mu_);

@@ -143,7 +143,7 @@ absl::StatusOr<DeviceDescription> OpenClPlatform::DescriptionForDevice(int ordin
 absl::StatusOr<std::unique_ptr<StreamExecutorInterface>> OpenClPlatform::CreateExecutorImplementation(
     const StreamExecutorConfig& config) {
   RILL_ASSIGN_OR_RETURN(std::unique_ptr<OpenClExecutor> executor,
-                        OpenClExecutor::Create(devices_[config.ordinal]));
+                        OpenClExecutor::Create(devices_[config.ordinal], streams_));
   return std::unique_ptr<StreamExecutorInterface>(std::move(executor));
 }
 

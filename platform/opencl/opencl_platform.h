@@ -56,6 +56,8 @@ class OpenClPlatform : public Platform {
   mutable std::once_flag discovered_;
   mutable std::vector<OpenClDeviceInfo> devices_;  // Written once, in Discover().
   mutable absl::Status availability_;
+  // The streams of all its devices: a release waits for their queued work.
+  const std::shared_ptr<OpenClStreamRegistry> streams_ = std::make_shared<OpenClStreamRegistry>();
 };
 
 // Registers the OpenCL platform with `manager`. Harmless when it is already

@@ -177,6 +177,23 @@ TEST_F(ExecutorBadInput, AFreeWaitsForQueuedWorkThatUsesTheMemory) {
   EXPECT_EQ(back, host_);  // The copy read the live buffer (ASan checks).
 }
 
+// Also found by the fuzzer: a stream of device 1 may copy from device 0's
+// memory (a peer copy), so device 0's free must wait for it too.
+TEST_F(ExecutorBadInput, AFreeWaitsForAPeerDeviceStreamThatUsesTheMemory) {
+  DeviceMemoryBase m = Must(exec_->Allocate(256));
+  DeviceMemoryBase dst = Must(other_->Allocate(256));
+  ASSERT_TRUE(IsOk(exec_->SynchronousMemcpy(&m, host_.data(), 256)));
+  std::unique_ptr<Stream> peer = Must(other_->CreateStream());
+  peer->ThenDoHostCallback([] { absl::SleepFor(absl::Milliseconds(50)); }).ThenMemcpy(&dst, m, 256);
+  ASSERT_TRUE(IsOk(peer->ok() ? absl::OkStatus() : absl::InternalError("peer copy refused")));
+  ASSERT_TRUE(IsOk(exec_->Deallocate(&m)));  // Device 0 has no stream at all.
+  ASSERT_TRUE(IsOk(peer->BlockHostUntilDone()));
+  std::vector<uint8_t> back(256, 0);
+  ASSERT_TRUE(IsOk(other_->SynchronousMemcpy(back.data(), dst, 256)));
+  EXPECT_EQ(back, host_);  // The copy read the live buffer (ASan checks).
+  ASSERT_TRUE(IsOk(other_->Deallocate(&dst)));
+}
+
 TEST_F(ExecutorBadInput, AFreeFromAHostCallbackNeitherBlocksNorFreesEarly) {
   // Stream `user` has a copy of `m` queued behind a sleep; a callback of
   // stream `freer` frees `m` meanwhile. Waiting for `user` there could
