@@ -1,5 +1,6 @@
 #include "engine/profiler.h"
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -67,11 +68,13 @@ absl::Status Profiler::Write(const std::string& path) const {
     }
   }
   json += "\n]}\n";
+  // errno names the cause, and sets the code (a missing folder: NotFound).
   FILE* f = std::fopen(path.c_str(), "w");
-  if (f == nullptr) return absl::InternalError(absl::StrCat("cannot write the trace to ", path));
+  if (f == nullptr) return absl::ErrnoToStatus(errno, absl::StrCat("cannot write the trace to ", path));
   const bool ok = std::fwrite(json.data(), 1, json.size(), f) == json.size();
+  const int write_errno = errno;
   if (std::fclose(f) != 0 || !ok) {
-    return absl::InternalError(absl::StrCat("writing the trace to ", path, " failed"));
+    return absl::ErrnoToStatus(ok ? errno : write_errno, absl::StrCat("writing the trace to ", path, " failed"));
   }
   return absl::OkStatus();
 }

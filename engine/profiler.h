@@ -27,7 +27,9 @@ class Profiler {
   void Start() { enabled_.store(true, std::memory_order_release); }
   bool enabled() const { return enabled_.load(std::memory_order_acquire); }
   void Record(Span span);
-  // Writes everything recorded so far; Internal with the path on failure.
+  // Writes everything recorded so far. On failure the status names the path
+  // and the system's reason, with the code errno gives (a missing folder:
+  // NotFound; no permission: PermissionDenied).
   absl::Status Write(const std::string& path) const;
   static int64_t NowNs();
 

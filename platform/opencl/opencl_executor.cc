@@ -115,10 +115,21 @@ absl::Status OpenClExecutor::Deallocate(DeviceMemoryBase memory) {
 }
 
 absl::StatusOr<void*> OpenClExecutor::HostMemoryAllocate(uint64_t size) {
+  // Pinned host memory is an OpenCL buffer too: the same size limit, and
+  // the same code as Allocate when a size is too large.
+  if (size > info_.max_alloc_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "out of pinned host memory: ", size, " bytes requested, more than one OpenCL buffer may hold ",
+        "(CL_DEVICE_MAX_MEM_ALLOC_SIZE = ", info_.max_alloc_bytes, ")"));
+  }
   cl_int error = CL_SUCCESS;
   cl_mem buffer = clCreateBuffer(context_, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, size, nullptr,
                                  &error);
-  RILL_RETURN_IF_ERROR(ClStatus(error, absl::StrCat("clCreateBuffer(CL_MEM_ALLOC_HOST_PTR, ", size, " bytes)")));
+  if (error != CL_SUCCESS) {
+    absl::Status status = ClStatus(error, absl::StrCat("clCreateBuffer(CL_MEM_ALLOC_HOST_PTR, ", size, " bytes)"));
+    if (error == CL_INVALID_BUFFER_SIZE) return absl::ResourceExhaustedError(status.message());
+    return status;
+  }
   void* ptr = clEnqueueMapBuffer(sync_queue_, buffer, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, size, 0,
                                  nullptr, nullptr, &error);
   if (error != CL_SUCCESS) {

@@ -180,6 +180,10 @@ absl::StatusOr<std::shared_ptr<OpenClKernelCore>> OpenClKernelCore::Create(
     cl_program program, const std::string& name) {
   cl_int error = CL_SUCCESS;
   cl_kernel kernel = clCreateKernel(program, name.c_str(), &error);
+  if (error == CL_INVALID_KERNEL_NAME) {  // NotFound, as an unknown name is on the other backends.
+    return absl::NotFoundError(absl::StrCat("no kernel named \"", name,
+                                            "\" in the OpenCL program (clCreateKernel: CL_INVALID_KERNEL_NAME)"));
+  }
   RILL_RETURN_IF_ERROR(ClStatus(error, absl::StrCat("clCreateKernel(\"", name, "\")")));
   cl_uint num_args = 0;
   error = clGetKernelInfo(kernel, CL_KERNEL_NUM_ARGS, sizeof(num_args), &num_args, nullptr);

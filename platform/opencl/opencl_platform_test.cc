@@ -84,6 +84,16 @@ TEST_F(OpenClPlatformTest, NativeHandles) {
   EXPECT_TRUE(HasError(AsOpenClExecutor(nullptr).status(), absl::StatusCode::kInvalidArgument));
 }
 
+// Issue 22, class 8: pinned host memory too large for one OpenCL buffer
+// gets the code Allocate gives (it was InvalidArgument).
+TEST_F(OpenClPlatformTest, TooMuchPinnedHostMemoryIsResourceExhausted) {
+  const uint64_t huge = uint64_t{1} << 50;  // Past CL_DEVICE_MAX_MEM_ALLOC_SIZE, below the front's 2^63 cap.
+  EXPECT_TRUE(HasError(executor_->HostMemoryAllocate(huge).status(), absl::StatusCode::kResourceExhausted,
+                       {"1125899906842624", "CL_DEVICE_MAX_MEM_ALLOC_SIZE"}));
+  EXPECT_TRUE(HasError(executor_->Allocate(huge).status(), absl::StatusCode::kResourceExhausted,
+                       {"CL_DEVICE_MAX_MEM_ALLOC_SIZE"}));
+}
+
 TEST_F(OpenClPlatformTest, BuildErrorCarriesTheLog) {
   KernelSpec spec("broken");
   spec.AddOpenClSource("__kernel void broken(__global float* x) { x[0] = undefined_name; }");
@@ -91,7 +101,7 @@ TEST_F(OpenClPlatformTest, BuildErrorCarriesTheLog) {
                        {"CL_BUILD_PROGRAM_FAILURE", "broken", "undefined_name"}));
   KernelSpec wrong_name("not_there");
   wrong_name.AddOpenClSource("__kernel void other(__global float* x) { x[0] = 1.0f; }");
-  EXPECT_TRUE(HasError(executor_->LoadKernel(wrong_name).status(), absl::StatusCode::kInvalidArgument,
+  EXPECT_TRUE(HasError(executor_->LoadKernel(wrong_name).status(), absl::StatusCode::kNotFound,
                        {"clCreateKernel", "not_there", "CL_INVALID_KERNEL_NAME"}));
 }
 

@@ -219,6 +219,17 @@ absl::Status FftSupport::DoFftChecked(Stream* stream, FftPlan* plan, FftType typ
   }
   RILL_RETURN_IF_ERROR(CheckBuffer(stream, "input", in, FftInputBytes(s)));
   RILL_RETURN_IF_ERROR(CheckBuffer(stream, "output", *out, FftOutputBytes(s)));
+  if (s.placement == FftPlacement::kOutOfPlace && in.opaque() == out->opaque()) {
+    // Views of one allocation: the bytes the transform reads and writes
+    // (both checked to lie within it, so no sum wraps) must be disjoint.
+    const uint64_t in_end = in.offset() + FftInputBytes(s), out_end = out->offset() + FftOutputBytes(s);
+    if (in.offset() < out_end && out->offset() < in_end) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the plan is out-of-place, but input bytes [", in.offset(), ", ", in_end, ") and output bytes [",
+          out->offset(), ", ", out_end, ") of one allocation overlap: use disjoint views, or plan with "
+          "FftPlacement::kInPlace and identical views"));
+    }
+  }
   return ExecutePlan(stream, plan, in, *out);
 }
 

@@ -171,6 +171,23 @@ TEST_F(FftCheckTest, PlacementMustMatchThePlan) {
   EXPECT_TRUE(HasError(fft_->DoFft(stream_.get(), in_place.get(), a, &b), kInvalid, {"in-place", "differ"}));
 }
 
+// Issue 22, class 7: partly overlapping views of one allocation.
+TEST_F(FftCheckTest, OutOfPlaceViewsOfOneAllocationMustNotOverlap) {
+  auto plan = Plan(C2C({8}));  // 8 complex floats = 64 bytes each side.
+  DeviceMemory<C> buf = Alloc<C>(exec_, 24);
+  DeviceMemory<C> in = Must(buf.GetSlice(0, 8)), shifted = Must(buf.GetSlice(4, 8)), next = Must(buf.GetSlice(8, 8)),
+                  tail = Must(buf.GetSlice(16, 8));
+  EXPECT_TRUE(HasError(fft_->DoFft(stream_.get(), plan.get(), in, &shifted), kInvalid,
+                       {"input bytes [0, 64)", "output bytes [32, 96)", "overlap"}));
+  EXPECT_TRUE(HasError(fft_->DoFft(stream_.get(), plan.get(), shifted, &in), kInvalid, {"overlap"}));
+  // Adjacent and distant views of the same allocation are fine.
+  EXPECT_TRUE(IsOk(fft_->DoFft(stream_.get(), plan.get(), in, &next)));
+  EXPECT_TRUE(IsOk(fft_->DoFft(stream_.get(), plan.get(), tail, &in)));
+  // Through a stream: the error lands in the stream's status.
+  stream_->ThenFft(plan.get(), in, &shifted);
+  EXPECT_TRUE(HasError(stream_->BlockHostUntilDone(), kInvalid, {"overlap"}));
+}
+
 TEST_F(FftCheckTest, PlansAndMemoryOfAnotherExecutor) {
   if (other_ == nullptr) GTEST_SKIP() << "needs RILL_HOST_DEVICES=2";
   auto plan = Plan(C2C({8}));

@@ -397,5 +397,18 @@ TEST(EngineBadInputPriorities, PrioritizedWithAnyIntPriorityRunsBeforeNormalFunc
                                              "normal_0", "normal_min"}));
 }
 
+// Class 8: a trace written where it cannot be gets the system's reason and
+// the code errno gives (it was Internal with the path alone).
+TEST_P(EngineBadInput, ATraceWrittenToAMissingFolderNamesTheReason) {
+  auto engine = MakeEngine(GetParam());
+  engine->StartProfiling();
+  ASSERT_TRUE(IsOk(engine->PushSync(Noop, Context::Host(), {}, {})));
+  ASSERT_TRUE(IsOk(engine->WaitForAll()));
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "rill_no_such_folder_22" / "trace.json").string();
+  EXPECT_TRUE(HasError(engine->WriteTrace(path), absl::StatusCode::kNotFound,
+                       {"cannot write the trace to", path, "No such file or directory"}));
+}
+
 }  // namespace
 }  // namespace rill::engine
