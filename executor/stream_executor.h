@@ -65,8 +65,9 @@ class StreamExecutor {
   template <typename T>
   absl::StatusOr<ScopedDeviceMemory<T>> AllocateOwnedArray(uint64_t element_count);
   // Frees memory from Allocate and nulls `*memory`. Work already enqueued
-  // on this device's streams that uses it still sees it: the backend defers
-  // the free past that work (host, OpenCL) or waits for it (cudaFree). Safe
+  // that uses it -- on this device's streams or a peer device's of the same
+  // platform -- still sees it: the backend defers the free past that work
+  // (host, OpenCL) or waits for it (cudaFree). Safe
   // from any thread, host callbacks included. InvalidArgument for a
   // sub-range or a handle this executor did not allocate.
   absl::Status Deallocate(DeviceMemoryBase* memory);
@@ -86,6 +87,9 @@ class StreamExecutor {
                           bool allow_peer = false) const;
 
   // --- Page-locked host memory.
+  // Unlike Deallocate, HostMemoryDeallocate frees at once: as with any host
+  // buffer, wait for the streams whose queued copies use `ptr` (of any
+  // platform) before freeing it.
   absl::StatusOr<void*> HostMemoryAllocate(uint64_t bytes);
   absl::Status HostMemoryDeallocate(void* ptr);
 
