@@ -10,6 +10,7 @@
 
 #include "gtest/gtest.h"
 #include "rill.h"
+#include "tests/testing/scoped_env.h"
 #include "tests/testing/status_testing.h"
 
 namespace rill {
@@ -39,29 +40,7 @@ TEST(HostPlatform, SmokeCopyRoundTrip) {
 using ::rill::testing::HasError;
 using ::rill::testing::IsOk;
 
-// Sets an environment variable for one scope and restores it after.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) {
-      setenv(name, value, 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using ::rill::testing::ScopedEnv;
 
 TEST(HostPlatformOptions, FromEnvironment) {
   ScopedEnv devices("RILL_HOST_DEVICES", "3");

@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "platform/host/host_platform.h"
 #include "rill.h"
+#include "tests/bad_input/private_host_platform.h"
 #include "tests/testing/status_testing.h"
 
 namespace rill {
@@ -23,16 +24,7 @@ using ::rill::testing::Must;
 const PlatformIdInfo kTwoIdInfo{"two"};
 
 // A fresh host platform "two" of two devices with 1 MiB each.
-std::unique_ptr<PlatformManager> TwoDevices() {
-  auto manager = std::make_unique<PlatformManager>();
-  HostPlatformOptions options;
-  options.name = "two";
-  options.id = &kTwoIdInfo;
-  options.device_count = 2;
-  options.memory_limit_bytes = 1 << 20;
-  RILL_CHECK_OK(manager->RegisterPlatform(std::make_unique<HostPlatform>(options)));
-  return manager;
-}
+std::unique_ptr<PlatformManager> TwoDevices() { return testing::PrivateHostPlatform(&kTwoIdInfo, 2); }
 
 class ExecutorBadInput : public ::testing::Test {
  protected:

@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "platform/host/host_platform.h"
 #include "rill.h"
+#include "tests/bad_input/private_host_platform.h"
 #include "tests/testing/status_testing.h"
 
 namespace rill {
@@ -21,15 +22,7 @@ using ::rill::testing::Must;
 const PlatformIdInfo kOwnIdInfo{"own"};
 
 // A fresh host platform "own" of one device, destroyed with the manager.
-std::unique_ptr<PlatformManager> OwnPlatform() {
-  auto manager = std::make_unique<PlatformManager>();
-  HostPlatformOptions options;
-  options.name = "own";
-  options.id = &kOwnIdInfo;
-  options.memory_limit_bytes = 1 << 20;
-  RILL_CHECK_OK(manager->RegisterPlatform(std::make_unique<HostPlatform>(options)));
-  return manager;
-}
+std::unique_ptr<PlatformManager> OwnPlatform() { return testing::PrivateHostPlatform(&kOwnIdInfo, 1); }
 
 StreamExecutor* Executor(PlatformManager& manager) {
   return Must(Must(manager.PlatformWithName("own"))->ExecutorForDevice(0));

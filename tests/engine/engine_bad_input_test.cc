@@ -25,6 +25,7 @@
 #include "engine/var_table.h"
 #include "gtest/gtest.h"
 #include "tests/engine/engine_testing.h"
+#include "tests/testing/scoped_env.h"
 #include "tests/testing/status_testing.h"
 
 namespace rill::engine {
@@ -48,29 +49,7 @@ class EngineBadInput : public ::testing::TestWithParam<Kind> {};
 INSTANTIATE_TEST_SUITE_P(Kinds, EngineBadInput, ::testing::Values(Kind::kNaive, Kind::kThreaded),
                          KindName);
 
-// Sets (or with nullptr, unsets) an environment variable for its scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value != nullptr) {
-      setenv(name, value, 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using ::rill::testing::ScopedEnv;
 
 // An asynchronous function that keeps its Completion and never calls it.
 struct Stuck {

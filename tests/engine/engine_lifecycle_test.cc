@@ -20,6 +20,7 @@
 #include "engine/engine.h"
 #include "gtest/gtest.h"
 #include "tests/engine/engine_testing.h"
+#include "tests/testing/scoped_env.h"
 #include "tests/testing/status_testing.h"
 
 namespace rill::engine {
@@ -589,29 +590,7 @@ TEST_P(EngineLifecycle, StatsCountPushedAndCompletedFunctions) {
   EXPECT_EQ(after.double_completions, 0);
 }
 
-// Sets an environment variable for one scope and restores it after.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value != nullptr) {
-      setenv(name, value, 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using ::rill::testing::ScopedEnv;
 
 TEST(EngineOptionsFromEnv, EnvironmentOverridesOptions) {
   ScopedEnv kind("RILL_ENGINE", "naive");
