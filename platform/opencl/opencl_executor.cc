@@ -106,9 +106,9 @@ absl::Status OpenClExecutor::Deallocate(DeviceMemoryBase memory) {
   }
   // OpenCL frees the buffer once the commands using it have finished, but a
   // stream's enqueue thread may not have submitted them yet: each live
-  // stream of the platform (a peer may copy from it) holds our reference until the work queued before now has reached
-  // its command queue (which retains what it uses); the last holder
-  // releases it. Never blocks.
+  // stream of the platform (a peer may copy from it) holds our reference
+  // until the work queued before now has reached its command queue (which
+  // retains what it uses); the last holder releases it. Never blocks.
   std::shared_ptr<_cl_mem> held(buffer, [](cl_mem m) { clReleaseMemObject(m); });
   streams_->ForEachLiveOnPlatform([&](OpenClStream* stream) { stream->HoldUntilQueuedWorkDone(held); });
   return absl::OkStatus();
