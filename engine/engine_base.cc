@@ -12,6 +12,7 @@
 #include "platform/platform_manager.h"
 #include "stream/event.h"
 #include "stream/stream.h"
+#include "stream/verbose.h"
 
 namespace rill::engine::internal {
 namespace {
@@ -195,6 +196,7 @@ void OprBlock::Reset() {
   if (pool != nullptr) pool = nullptr;
   if (fence != nullptr) fence.reset();
   if (start_ns != 0 || end_ns != 0) start_ns = end_ns = 0;
+  if (device_span != nullptr) device_span.reset();
 }
 
 VarHandle EngineBase::NewVariable() {
@@ -316,6 +318,17 @@ bool EngineBase::PushBlock(OprBlock* op, const VarLists& vars) {
   if (n_deps > op->deps.capacity()) op->deps.reserve(n_deps);
   for (Var* v : vars.reads) op->deps.push_back(VarDep{v, false});
   for (Var* v : vars.writes) op->deps.push_back(VarDep{v, true});
+  if (profiler_.enabled()) {
+    profiler_.NoteDeps(op->seq, vars.reads, vars.writes);
+  }
+  if (VerboseLevel() >= 2) {
+    StreamOp line;
+    line.device = op->ctx.ToString();
+    line.lane = "engine";
+    line.name = op->name().empty() ? "(unnamed)" : op->name();
+    line.args = absl::StrCat("push ", op->seq, ", reads ", vars.reads.size(), ", writes ", vars.writes.size());
+    EmitVerboseLine(FormatVerboseLine("push", line));
+  }
   const int n = static_cast<int>(op->deps.size());
   op->wait.store(n + 1, std::memory_order_relaxed);
   // Only pushers write pushed_, under push_mu_: no read-modify-write.

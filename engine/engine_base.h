@@ -84,6 +84,11 @@ class EngineBase : public Engine {
   // `sole` says it is the only function a completion made ready, so a
   // worker may run it next without a queue round trip.
   virtual void Dispatch(OprBlock* op, bool sole = false) = 0;
+  // Trace spans (profiler_): the host span of a function that ran, and
+  // the device span of a device function's work.
+  void RecordHostSpan(const OprBlock* op);
+  void RecordDeviceSpan(const std::string& name, const Context& ctx, const Stream* stream, uint64_t seq,
+                        int64_t start_ns, int64_t end_ns, const absl::Status& status);
   // Runs `op` on the calling thread (`worker` numbers it for profiles).
   void Run(OprBlock* op, int worker);
   // `op` runs on this thread after the function about to run: starts the

@@ -16,6 +16,7 @@
 #include "executor/stream_executor.h"
 #include "platform/platform.h"
 #include "platform/platform_manager.h"
+#include "stream/device_span.h"
 #include "stream/event.h"
 #include "stream/stream.h"
 
@@ -124,7 +125,7 @@ absl::StatusOr<StreamPool*> EngineBase::PoolFor(const Context& ctx, bool copy) {
   PlatformManager& manager = options_.platforms ? *options_.platforms : PlatformManager::Default();
   RILL_ASSIGN_OR_RETURN(Platform * platform, manager.PlatformWithId(ctx.platform));
   RILL_ASSIGN_OR_RETURN(StreamExecutor * executor, platform->ExecutorForDevice(ctx.ordinal));
-  auto pool = std::make_unique<StreamPool>(executor);
+  auto pool = std::make_unique<StreamPool>(executor, copy ? 1 : options_.streams_per_device, copy);
   StreamPool* raw = pool.get();
   stream_pools_.emplace(key, std::move(pool));
   return raw;
@@ -149,6 +150,8 @@ void EngineBase::RunOnDevice(OprBlock* op, std::vector<std::shared_ptr<Fence>>& 
   }
   op->stream = *stream;
   op->pool = *pool;
+  // The device span starts once the waits above are over.
+  if (profiler_.enabled()) op->device_span = DeviceSpan::Begin(*stream);
   RunBody(op, RunContext{op->ctx, *stream});
 }
 
@@ -259,7 +262,11 @@ void EngineBase::CompleteOnce(OprBlock* op, absl::Status status) {
     // recorded its error, counted it and released its vars.
     holds_.fetch_add(1, std::memory_order_relaxed);
     // An error of the device work names the function, as a body's error does.
-    stream->ThenNotify([this, fence, pool, stream, name = op->name(), ctx = op->ctx](absl::Status s) {
+    const bool profiling = profiler_.enabled();
+    DeviceSpan::End(std::move(op->device_span), stream,
+                    [this, fence, pool, stream, name = op->name(), ctx = op->ctx, seq = op->seq,
+                     profiling](absl::Status s, int64_t start_ns, int64_t end_ns) {
+      if (profiling && end_ns != 0) RecordDeviceSpan(name, ctx, stream, seq, start_ns, end_ns, s);
       pool->WorkDone(stream);
       if (!s.ok()) {
         s = Annotate(s, absl::StrCat("function ", name.empty() ? std::string("(unnamed)") : absl::StrCat("'", name, "'"),
@@ -326,19 +333,33 @@ void EngineBase::Finish(OprBlock* op, bool ran) {
     SpinLockHolder lock(&push_mu_);
     for (VarDep& dep : op->deps) vars_.Free(dep.var);
   }
-  if (profiler_.enabled() && op->start_ns != 0) {
-    profiler_.Record(Profiler::Span{
-        op->name(), op->ctx.ToString(),
-        op->stream != nullptr ? absl::StrFormat("%s stream %p", op->ctx.ToString(), op->stream)
-                              : absl::StrCat("worker ", op->worker),
-        op->start_ns, op->end_ns != 0 ? op->end_ns : Profiler::NowNs()});
-  }
+  if (profiler_.enabled() && op->start_ns != 0) RecordHostSpan(op);
   completed_.Add(1);
   op->Unref();
   // The push, or for device work the hold CompleteOnce took (the stream's
   // notification retires the push).
   Retire(absl::OkStatus());
   for (OprBlock* r : ready) Dispatch(r, ready.size() == 1);
+}
+
+void EngineBase::RecordHostSpan(const OprBlock* op) {
+  TraceRecorder::Span span{absl::StrCat("engine worker ", op->worker), op->name(), "engine", op->start_ns,
+                           op->end_ns != 0 ? op->end_ns : Profiler::NowNs(), 0, 0, {}};
+  span.key = profiler_.Key(op->seq);
+  span.args = {{"context", op->ctx.ToString()}, {"push", absl::StrCat(op->seq)}};
+  if (op->stream != nullptr) span.args.emplace_back("enqueued on", StreamLane(op->stream));
+  if (!op->status.ok()) span.args.emplace_back("status", op->status.ToString());
+  profiler_.Record(span);
+}
+
+void EngineBase::RecordDeviceSpan(const std::string& name, const Context& ctx, const Stream* stream,
+                                  uint64_t seq, int64_t start_ns, int64_t end_ns, const absl::Status& status) {
+  TraceRecorder::Span span{StreamLane(stream), name, "engine.device", start_ns, end_ns, 0, 0, {}};
+  span.key = profiler_.Key(seq);
+  span.flow_rank = 1;
+  span.args = {{"context", ctx.ToString()}, {"push", absl::StrCat(seq)}, {"time", "device"}};
+  if (!status.ok()) span.args.emplace_back("status", status.ToString());
+  profiler_.Record(span);
 }
 
 }  // namespace rill::engine::internal

@@ -13,6 +13,7 @@
 #include "base/mutex.h"
 #include "engine/engine.h"
 #include "engine/var_table.h"
+#include "stream/device_span.h"
 
 namespace rill {
 class Event;
@@ -115,6 +116,7 @@ struct alignas(64) OprBlock {
   std::shared_ptr<Fence> fence;
   int64_t start_ns = 0;       // Profiling.
   int64_t end_ns = 0;
+  std::unique_ptr<DeviceSpan> device_span;  // Profiling device functions.
 
   void Ref() { refs.fetch_add(1, std::memory_order_relaxed); }
   // The last reference gives the block back to its engine's pool.

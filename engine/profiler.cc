@@ -1,82 +1,45 @@
 #include "engine/profiler.h"
 
-#include <cerrno>
-#include <chrono>
-#include <cstdio>
-#include <map>
+#include <algorithm>
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
+#include "base/trace_clock.h"
 
 namespace rill::engine::internal {
-namespace {
 
-std::string JsonEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += absl::StrFormat("\\u%04x", c);
-    } else {
-      out += c;
-    }
-  }
-  return out;
+int64_t Profiler::NowNs() { return TraceClockNs(); }
+
+void Profiler::Record(const TraceRecorder::Span& span) {
+  if (own_enabled_.load(std::memory_order_acquire)) own_.Record(span);
+  if (TraceRecorder* global = GlobalTrace(); global != nullptr) global->Record(span);
 }
 
-}  // namespace
-
-int64_t Profiler::NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+void Profiler::AddFlow(uint64_t from_seq, uint64_t to_seq) {
+  if (own_enabled_.load(std::memory_order_acquire)) own_.AddFlow(Key(from_seq), Key(to_seq));
+  if (TraceRecorder* global = GlobalTrace(); global != nullptr) global->AddFlow(Key(from_seq), Key(to_seq));
 }
 
-void Profiler::Record(Span span) {
-  MutexLock lock(&mu_);
-  spans_.push_back(std::move(span));
-}
-
-absl::Status Profiler::Write(const std::string& path) const {
-  std::string json = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
+void Profiler::NoteDeps(uint64_t seq, absl::Span<Var* const> reads, absl::Span<Var* const> writes) {
+  std::vector<uint64_t> from;
   {
     MutexLock lock(&mu_);
-    std::map<std::string, int> lanes;  // Lane name -> tid.
-    int64_t origin = spans_.empty() ? 0 : spans_.front().start_ns;
-    for (const Span& s : spans_) origin = std::min(origin, s.start_ns);
-    bool first = true;
-    for (const Span& s : spans_) {
-      auto [it, inserted] = lanes.emplace(s.lane, static_cast<int>(lanes.size()) + 1);
-      if (inserted) {
-        absl::StrAppend(&json, first ? "" : ",\n",
-                        absl::StrFormat("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":%d,"
-                                        "\"args\":{\"name\":\"%s\"}}",
-                                        it->second, JsonEscape(s.lane)));
-        first = false;
+    for (const Var* v : reads) {
+      VarUsers& u = users_[v];
+      if (u.writer != 0) from.push_back(u.writer - 1);
+      u.readers.push_back(seq + 1);
+    }
+    for (const Var* v : writes) {
+      VarUsers& u = users_[v];
+      if (u.writer != 0) from.push_back(u.writer - 1);
+      for (uint64_t r : u.readers) {
+        if (r != seq + 1) from.push_back(r - 1);
       }
-      absl::StrAppend(&json, first ? "" : ",\n",
-                      absl::StrFormat("{\"ph\":\"X\",\"name\":\"%s\",\"cat\":\"%s\",\"pid\":1,"
-                                      "\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"context\":\"%s\"}}",
-                                      JsonEscape(s.name.empty() ? "(unnamed)" : s.name),
-                                      JsonEscape(s.context), it->second,
-                                      (s.start_ns - origin) / 1e3,
-                                      std::max<int64_t>(0, s.end_ns - s.start_ns) / 1e3,
-                                      JsonEscape(s.context)));
-      first = false;
+      u.readers.clear();
+      u.writer = seq + 1;
     }
   }
-  json += "\n]}\n";
-  // errno names the cause, and sets the code (a missing folder: NotFound).
-  FILE* f = std::fopen(path.c_str(), "w");
-  if (f == nullptr) return absl::ErrnoToStatus(errno, absl::StrCat("cannot write the trace to ", path));
-  const bool ok = std::fwrite(json.data(), 1, json.size(), f) == json.size();
-  const int write_errno = errno;
-  if (std::fclose(f) != 0 || !ok) {
-    return absl::ErrnoToStatus(ok ? errno : write_errno, absl::StrCat("writing the trace to ", path, " failed"));
-  }
-  return absl::OkStatus();
+  std::sort(from.begin(), from.end());
+  from.erase(std::unique(from.begin(), from.end()), from.end());
+  for (uint64_t f : from) AddFlow(f, seq);
 }
 
 }  // namespace rill::engine::internal

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "stream/stream_listener.h"
 
 namespace rill::engine::internal {
 
@@ -58,11 +60,23 @@ absl::StatusOr<Stream*> StreamPool::Acquire(const Fence* after) {
     Entry* e = FindLocked(after->stream);
     if (e != nullptr && e->usable() && e->last == after) pick = e;  // In order: no wait.
   }
-  for (size_t i = 0; pick == nullptr && i < entries_.size(); ++i) {
-    if (entries_[i].usable() && entries_[i].pending == 0) pick = &entries_[i];
+  int usable = 0;
+  Entry* least = nullptr;  // The usable stream with the least unfinished work.
+  for (Entry& e : entries_) {
+    if (!e.stream->ok()) continue;
+    ++usable;
+    if (e.enqueuing) continue;
+    if (e.pending == 0 && pick == nullptr) pick = &e;
+    if (least == nullptr || e.pending < least->pending) least = &e;
   }
+  if (pick == nullptr && usable >= max_streams_) pick = least;
   if (pick == nullptr) {
     RILL_ASSIGN_OR_RETURN(std::unique_ptr<Stream> stream, executor_->CreateStream());
+    const int n = static_cast<int>(entries_.size()) + 1;
+    SetStreamLabel(stream.get(), copy_ ? (max_streams_ == 1 && n == 1
+                                              ? absl::StrCat(executor_->DebugName(), " engine copy stream")
+                                              : absl::StrCat(executor_->DebugName(), " engine copy stream ", n))
+                                       : absl::StrCat(executor_->DebugName(), " engine stream ", n));
     entries_.push_back(Entry{std::move(stream)});
     pick = &entries_.back();
   }
@@ -76,6 +90,11 @@ void StreamPool::Release(Stream* stream, const Fence* fence) {
   e->enqueuing = false;
   ++e->pending;
   e->last = fence;
+}
+
+int StreamPool::stream_count() {
+  MutexLock lock(&mu_);
+  return static_cast<int>(entries_.size());
 }
 
 void StreamPool::WorkDone(Stream* stream) {

@@ -12,16 +12,23 @@
 
 namespace rill::engine::internal {
 
-// Streams of one device for engine functions. A function holds its stream
-// exclusively while it enqueues. A stream whose work is still running is
-// handed out again only to a function that depends on exactly that work (its
-// last record), so a failure on a stream -- which makes the stream skip all
-// later work -- reaches only functions that depend on the failed work; a
-// stream found failed is retired (kept until shutdown, never reused).
+// Streams of one device for engine functions, at most `max_streams` of
+// them in use (EngineOptions::streams_per_device; 1 for copies). A function
+// holds its stream exclusively while it enqueues. In order of preference it
+// gets: the stream of the work it depends on (its last record, so it waits
+// for nothing); an idle stream; a new stream while fewer than `max_streams`
+// are usable; else the usable stream with the least unfinished work (it
+// then queues behind work it does not depend on -- the price of the bound).
+// Only when every usable stream is held by a function enqueuing right now
+// (more workers than streams) is one more created. A failure on a stream
+// makes the stream skip all later work, so a stream found failed is retired
+// (kept until shutdown, never reused, not counted). Streams are labelled for
+// traces "<device> engine stream <n>" ("<device> engine copy stream").
 // Thread-safe.
 class StreamPool {
  public:
-  explicit StreamPool(StreamExecutor* executor) : executor_(executor) {}
+  StreamPool(StreamExecutor* executor, int max_streams, bool copy)
+      : executor_(executor), max_streams_(max_streams < 1 ? 1 : max_streams), copy_(copy) {}
   ~StreamPool();
   // A stream for a function whose only unfinished dependency is `after`
   // (may be null): `after`'s stream when that can be reused, else an idle one.
@@ -31,6 +38,8 @@ class StreamPool {
   // Work enqueued on `stream` (one Release) has finished.
   void WorkDone(Stream* stream);
   StreamExecutor* executor() const { return executor_; }
+  // Streams created so far, retired ones included.
+  int stream_count();
 
  private:
   struct Entry {
@@ -43,6 +52,8 @@ class StreamPool {
   Entry* FindLocked(Stream* stream) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   StreamExecutor* const executor_;
+  const int max_streams_;
+  const bool copy_;
   Mutex mu_;
   std::vector<Entry> entries_ ABSL_GUARDED_BY(mu_);
 };

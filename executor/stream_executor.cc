@@ -14,6 +14,7 @@
 #include "plugins/fft/fft.h"
 #include "plugins/plugin_registry.h"
 #include "plugins/rng/rng.h"
+#include "stream/stream_listener.h"
 
 namespace rill {
 
@@ -33,7 +34,9 @@ StreamExecutor::StreamExecutor(Platform* platform, int device_ordinal,
     : platform_(platform),
       device_ordinal_(device_ordinal),
       debug_name_(absl::StrCat(platform->Name(), ":", device_ordinal)),
-      impl_(std::move(impl)) {}
+      impl_(std::move(impl)) {
+  internal::InstallEnvironmentListeners();
+}
 
 StreamExecutor::~StreamExecutor() {
   alive_->store(false, std::memory_order_release);
@@ -58,6 +61,12 @@ absl::StatusOr<void*> StreamExecutor::HostAddress(const DeviceMemoryBase& memory
 
 namespace {
 
+void Report(const std::string& device, bool free, bool host_memory, uint64_t bytes, const void* address,
+            const absl::Status& status) {
+  if (!StreamListenersActive()) return;
+  internal::ReportAllocation(AllocationEvent{device, free, host_memory, bytes, address, status});
+}
+
 // Sizes past int64's range are refused before a backend sees them: byte
 // counts are signed in memory statistics and most vendor APIs.
 absl::Status CheckAllocationSize(const char* what, const std::string& device, uint64_t bytes) {
@@ -76,6 +85,7 @@ absl::Status CheckAllocationSize(const char* what, const std::string& device, ui
 absl::StatusOr<DeviceMemoryBase> StreamExecutor::Allocate(uint64_t bytes) {
   RILL_RETURN_IF_ERROR(CheckAllocationSize("Allocate", debug_name_, bytes));
   absl::StatusOr<DeviceMemoryBase> memory = impl_->Allocate(bytes);
+  Report(debug_name_, false, false, bytes, memory.ok() ? memory->opaque() : nullptr, memory.status());
   if (!memory.ok()) {
     return Annotate(memory.status(), absl::StrCat("Allocate(", bytes, " bytes) on ", debug_name_));
   }
@@ -89,6 +99,7 @@ absl::Status StreamExecutor::Deallocate(DeviceMemoryBase* memory) {
                                                    memory->ToString(),
                                                    " is a sub-range, not an allocation"));
   }
+  Report(debug_name_, true, false, memory->size(), memory->opaque(), absl::OkStatus());
   RILL_RETURN_IF_ERROR(Annotate(impl_->Deallocate(*memory),
                                 absl::StrCat("Deallocate(", memory->ToString(), ") on ", debug_name_)));
   *memory = DeviceMemoryBase();
@@ -99,6 +110,7 @@ absl::StatusOr<void*> StreamExecutor::HostMemoryAllocate(uint64_t bytes) {
   RILL_RETURN_IF_ERROR(CheckAllocationSize("HostMemoryAllocate", debug_name_, bytes));
   RILL_RETURN_IF_ERROR(Supports(Feature::kPinnedHostMemory));
   absl::StatusOr<void*> ptr = impl_->HostMemoryAllocate(bytes);
+  Report(debug_name_, false, true, bytes, ptr.ok() ? *ptr : nullptr, ptr.status());
   if (!ptr.ok()) {
     return Annotate(ptr.status(), absl::StrCat("HostMemoryAllocate(", bytes, ") on ", debug_name_));
   }
@@ -107,6 +119,7 @@ absl::StatusOr<void*> StreamExecutor::HostMemoryAllocate(uint64_t bytes) {
 
 absl::Status StreamExecutor::HostMemoryDeallocate(void* ptr) {
   if (ptr == nullptr) return absl::OkStatus();
+  Report(debug_name_, true, true, 0, ptr, absl::OkStatus());
   return Annotate(impl_->HostMemoryDeallocate(ptr),
                   absl::StrFormat("HostMemoryDeallocate(%p) on %s", ptr, debug_name_));
 }

@@ -7,9 +7,12 @@
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "base/trace_clock.h"
 #include "executor/stream_executor.h"
 #include "platform/platform.h"
+#include "stream/device_span.h"
 #include "stream/event.h"
+#include "stream/stream_trace_state.h"
 #include "stream/timer.h"
 
 namespace rill {
@@ -22,6 +25,12 @@ absl::Status Stream::Init(const StreamOptions& options) {
       parent_.load()->implementation()->CreateStream(options, &status_);
   if (!impl.ok()) return impl.status();
   impl_ = std::move(*impl);
+  trace_ = std::make_shared<internal::StreamTraceState>();
+  trace_->device = parent_.load()->DebugName();
+  {
+    MutexLock lock(&trace_->mu);
+    trace_->lane = internal::NextStreamLane(trace_->device);
+  }
   return absl::OkStatus();
 }
 
@@ -81,6 +90,76 @@ Stream& Stream::Check(const absl::Status& status, absl::FunctionRef<std::string(
   return *this;
 }
 
+namespace {
+// The traced call of the calling thread, for NoteAlgorithm.
+thread_local StreamOp* tls_traced_op = nullptr;
+std::atomic<uint64_t> next_op_id{1};
+
+// Splits "Name(args) [plugin]" into its name and args.
+void SplitCall(const std::string& call, StreamOp* op) {
+  const size_t open = call.find('(');
+  const size_t close = call.rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close < open) {
+    op->name = call.substr(0, call.find(' '));
+    return;
+  }
+  op->name = call.substr(0, open);
+  op->args = call.substr(open + 1, close - open - 1);
+}
+}  // namespace
+
+void NoteAlgorithm(std::string_view algorithm) {
+  if (tls_traced_op != nullptr) tls_traced_op->algorithm = std::string(algorithm);
+}
+
+bool Stream::StartTracedOp() {
+  auto op = std::make_unique<internal::TracedOp>();
+  op->info.enqueue_start_ns = TraceClockNs();
+  op->span = DeviceSpan::Begin(this);
+  op_ = std::move(op);
+  tls_traced_op = &op_->info;
+  return true;
+}
+
+Stream& Stream::Done(bool traced, const absl::Status& status, absl::FunctionRef<std::string()> call) {
+  if (traced && op_ != nullptr) {
+    std::unique_ptr<internal::TracedOp> op = std::move(op_);
+    tls_traced_op = nullptr;
+    StreamOp& info = op->info;
+    info.id = next_op_id.fetch_add(1, std::memory_order_relaxed);
+    info.enqueue_end_ns = TraceClockNs();
+    info.device = trace_->device;
+    info.lane = trace_->Lane();
+    SplitCall(call(), &info);
+    info.status = status;
+    auto listeners = internal::StreamListeners();
+    for (const auto& l : listeners) l->OnEnqueued(info);
+    if (status.ok()) {
+      DeviceSpan::End(std::move(op->span), this,
+                      [info = std::move(info), listeners = std::move(listeners)](
+                          absl::Status outcome, int64_t start_ns, int64_t end_ns) mutable {
+                        info.status = std::move(outcome);
+                        info.has_device_time = end_ns != 0;
+                        info.device_start_ns = start_ns;
+                        info.device_end_ns = end_ns;
+                        for (const auto& l : listeners) l->OnCompleted(info);
+                      });
+    }
+  }
+  return Check(status, call);
+}
+
+void SetStreamLabel(Stream* stream, std::string label) {
+  if (stream == nullptr || stream->trace_ == nullptr) return;
+  MutexLock lock(&stream->trace_->mu);
+  stream->trace_->lane = std::move(label);
+}
+
+std::string StreamLane(const Stream* stream) {
+  if (stream == nullptr || stream->trace_ == nullptr) return "(no stream)";
+  return stream->trace_->Lane();
+}
+
 void Stream::FailHere(const absl::Status& error) {
   if (!status_.UpdateAtFront(error)) return;  // An earlier error already stops what follows.
   // The marker: work already queued runs first, then the queue fails.
@@ -116,47 +195,52 @@ absl::Status CheckHost(const char* role, const void* ptr) {
 
 Stream& Stream::ThenMemcpy(DeviceMemoryBase* device_dst, const void* host_src, uint64_t size) {
   if (!Usable() || size == 0) return *this;
+  const bool traced = TraceBegin();
   absl::Status status = CheckDevice("destination", device_dst, size);
   if (status.ok()) status = parent()->CheckOwner("destination", *device_dst, false);
   if (status.ok()) status = CheckHost("source", host_src);
   if (status.ok() && size > 0) status = impl_->MemcpyHostToDevice(*device_dst, host_src, size);
-  return Check(status, [&] { return absl::StrCat("ThenMemcpy(host->device, ", size, " bytes)"); });
+  return Done(traced, status, [&] { return absl::StrCat("ThenMemcpy(host->device, ", size, " bytes)"); });
 }
 
 Stream& Stream::ThenMemcpy(void* host_dst, const DeviceMemoryBase& device_src, uint64_t size) {
   if (!Usable() || size == 0) return *this;
+  const bool traced = TraceBegin();
   absl::Status status = CheckDevice("source", &device_src, size);
   if (status.ok()) status = parent()->CheckOwner("source", device_src, false);
   if (status.ok()) status = CheckHost("destination", host_dst);
   if (status.ok() && size > 0) status = impl_->MemcpyDeviceToHost(host_dst, device_src, size);
-  return Check(status, [&] { return absl::StrCat("ThenMemcpy(device->host, ", size, " bytes)"); });
+  return Done(traced, status, [&] { return absl::StrCat("ThenMemcpy(device->host, ", size, " bytes)"); });
 }
 
 Stream& Stream::ThenMemcpy(DeviceMemoryBase* device_dst, const DeviceMemoryBase& device_src,
                            uint64_t size) {
   if (!Usable()) return *this;
+  const bool traced = TraceBegin();
   absl::Status status = CheckDevice("destination", device_dst, size);
   if (status.ok()) status = CheckDevice("source", &device_src, size);
   if (status.ok()) status = parent()->CheckOwner("destination", *device_dst, true);
   if (status.ok()) status = parent()->CheckOwner("source", device_src, true);
   if (status.ok() && size > 0) status = parent()->Supports(Feature::kDeviceToDeviceCopy);
   if (status.ok() && size > 0) status = impl_->MemcpyDeviceToDevice(*device_dst, device_src, size);
-  return Check(status, [&] { return absl::StrCat("ThenMemcpy(device->device, ", size, " bytes)"); });
+  return Done(traced, status, [&] { return absl::StrCat("ThenMemcpy(device->device, ", size, " bytes)"); });
 }
 
 Stream& Stream::ThenMemset32(DeviceMemoryBase* device_dst, uint32_t pattern, uint64_t size) {
   if (!Usable()) return *this;
+  const bool traced = TraceBegin();
   absl::Status status = CheckDevice("destination", device_dst, size);
   if (status.ok()) status = parent()->CheckOwner("destination", *device_dst, false);
   if (status.ok() && size % 4 != 0) {
     status = absl::InvalidArgumentError(absl::StrCat("size ", size, " is not a multiple of 4"));
   }
   if (status.ok() && size > 0) status = impl_->Memset32(*device_dst, pattern, size);
-  return Check(status, [&] { return absl::StrCat("ThenMemset32(", size, " bytes)"); });
+  return Done(traced, status, [&] { return absl::StrCat("ThenMemset32(", size, " bytes)"); });
 }
 
 Stream& Stream::ThenMemZero(DeviceMemoryBase* device_dst, uint64_t size) {
   if (!Usable()) return *this;
+  const bool traced = TraceBegin();
   absl::Status status = CheckDevice("destination", device_dst, size);
   if (status.ok()) status = parent()->CheckOwner("destination", *device_dst, false);
   if (status.ok() && size % 4 != 0) {
@@ -171,7 +255,7 @@ Stream& Stream::ThenMemZero(DeviceMemoryBase* device_dst, uint64_t size) {
   } else if (status.ok() && size > 0) {
     status = impl_->Memset32(*device_dst, 0, size);
   }
-  return Check(status, [&] { return absl::StrCat("ThenMemZero(", size, " bytes)"); });
+  return Done(traced, status, [&] { return absl::StrCat("ThenMemZero(", size, " bytes)"); });
 }
 
 Stream& Stream::ThenRecordEvent(Event* event) {
@@ -199,6 +283,7 @@ Stream& Stream::ThenRecordEvent(Event* event) {
 
 Stream& Stream::ThenWaitFor(Event* event) {
   if (!Usable()) return *this;
+  const bool traced = TraceBegin();
   StreamExecutor* owner = event == nullptr ? nullptr : event->parent();  // Read once.
   absl::Status status = event == nullptr  ? absl::InvalidArgumentError("event is null")
                         : owner == nullptr ? event->CheckAlive()
@@ -212,11 +297,12 @@ Stream& Stream::ThenWaitFor(Event* event) {
                  ? impl_->WaitForEvent(event->implementation())
                  : WaitThroughHost(event, nullptr);
   }
-  return Check(status, "ThenWaitFor(event)");
+  return Done(traced, status, [] { return std::string("ThenWaitFor(event)"); });
 }
 
 Stream& Stream::ThenWaitFor(Stream* other) {
   if (!Usable() || other == this) return *this;
+  const bool traced = TraceBegin();
   absl::Status status;
   if (other == nullptr) {
     status = absl::InvalidArgumentError("stream to wait for is null");
@@ -240,7 +326,7 @@ Stream& Stream::ThenWaitFor(Stream* other) {
       }
     }
   }
-  return Check(status, [&] {
+  return Done(traced, status, [&] {
     return absl::StrCat("ThenWaitFor(stream of ", other && other->parent() ? other->parent()->DebugName() : "?", ")");
   });
 }
@@ -288,6 +374,7 @@ Stream& Stream::ThenDoHostCallbackWithStatus(absl::AnyInvocable<absl::Status() &
 }
 
 Stream& Stream::EnqueueHostCallback(bool empty, absl::AnyInvocable<absl::Status() &&> guarded) {
+  const bool traced = TraceBegin();
   absl::Status status;
   if (empty) {
     status = absl::InvalidArgumentError("host callback is empty");
@@ -295,7 +382,7 @@ Stream& Stream::EnqueueHostCallback(bool empty, absl::AnyInvocable<absl::Status(
     status = parent()->Supports(Feature::kHostCallbacks);
   }
   if (status.ok()) status = impl_->DoHostCallback(std::move(guarded));
-  return Check(status, "ThenDoHostCallback");
+  return Done(traced, status, [] { return std::string("ThenDoHostCallback"); });
 }
 
 Stream& Stream::ThenNotify(absl::AnyInvocable<void(absl::Status) &&> callback) {
@@ -393,10 +480,11 @@ absl::Status CheckLaunch(const StreamExecutor& executor, const ThreadDim& thread
 Stream& Stream::ThenLaunch(const ThreadDim& threads, const BlockDim& blocks, const Kernel& kernel,
                            KernelArgs args) {
   if (!Usable()) return *this;
+  const bool traced = TraceBegin();
   absl::Status status = CheckLaunch(*parent(), threads, blocks, kernel, args);
   if (status.ok()) status = parent()->Supports(Feature::kKernelLaunch);
   if (status.ok()) status = impl_->Launch(threads, blocks, *kernel.implementation(), std::move(args));
-  return Check(status, [&] {
+  return Done(traced, status, [&] {
     return absl::StrCat("ThenLaunch(\"", kernel.name(), "\", threads=", threads.ToString(),
                         ", blocks=", blocks.ToString(), ")");
   });

@@ -17,16 +17,22 @@
 #include "plugins/plugin.h"
 #include "stream/kernel.h"
 #include "stream/launch_dim.h"
+#include "stream/stream_listener.h"
 #include "stream/stream_status.h"
 
 namespace rill {
 
+class DeviceSpan;
 class Event;
 class StreamExecutor;
 class StreamInterface;
 class StreamRegistry;
 class Timer;
 struct StreamOptions;
+namespace internal {
+struct StreamTraceState;
+struct TracedOp;
+}  // namespace internal
 
 // An in-order queue of work on one device. Created by
 // StreamExecutor::CreateStream and bound to that executor for life.
@@ -266,6 +272,13 @@ class Stream {
   // Records `status`, prefixed with `call`, as the stream's error if it is one.
   Stream& Check(const absl::Status& status, const std::string& call);
   Stream& Check(const absl::Status& status, absl::FunctionRef<std::string()> call);
+  // Stream listeners (stream_listener.h): a traced call begins with
+  // TraceBegin() -- true when listeners are active and no outer call on this
+  // stream is traced already -- and ends with Done(traced, ...), which
+  // reports it and then does what Check does.
+  bool TraceBegin() { return StreamListenersActive() && op_ == nullptr && StartTracedOp(); }
+  bool StartTracedOp();
+  Stream& Done(bool traced, const absl::Status& status, absl::FunctionRef<std::string()> call);
   // Records `error`, found in the call being made, at that call's place:
   // later calls are skipped at once, work already queued still runs (a
   // marker queued now fails the backend's queue when it is reached).
@@ -281,10 +294,17 @@ class Stream {
   // Enqueues an exception-guarded host callback (`empty`: the user's was null).
   Stream& EnqueueHostCallback(bool empty, absl::AnyInvocable<absl::Status() &&> guarded);
 
+  friend class DeviceSpan;
+  friend void SetStreamLabel(Stream* stream, std::string label);
+  friend std::string StreamLane(const Stream* stream);
+
   std::atomic<StreamExecutor*> parent_;
   const std::shared_ptr<StreamRegistry> registry_;  // The executor's; outlives it.
   StreamStatus status_;
   std::unique_ptr<StreamInterface> impl_;
+  // The lane name and device-time anchor, for listeners and DeviceSpan.
+  std::shared_ptr<internal::StreamTraceState> trace_;
+  std::unique_ptr<internal::TracedOp> op_;  // The traced call being enqueued.
 };
 
 // ---------------------------------------------------------------------------

@@ -7,16 +7,19 @@
 #include "absl/strings/str_cat.h"
 #include "executor/stream_executor.h"
 #include "stream/stream.h"
+#include "stream/stream_trace_state.h"
 
 namespace rill {
 
 template <typename T, typename What, typename Call>
 Stream& Stream::ThenPlugin(What what, Call call) {
   if (!Usable()) return *this;
+  const bool traced = TraceBegin();
   absl::StatusOr<PluginInterface*> plugin = parent()->GetPlugin(T::kKind);
-  if (!plugin.ok()) return Check(plugin.status(), [&] { return std::string(what()); });
-  return Check(call(static_cast<T*>(*plugin)),
-               [&] { return absl::StrCat(what(), " [", (*plugin)->Name(), "]"); });
+  if (!plugin.ok()) return Done(traced, plugin.status(), [&] { return std::string(what()); });
+  if (traced) internal::SetTracedPlugin(op_.get(), (*plugin)->Name());
+  return Done(traced, call(static_cast<T*>(*plugin)),
+              [&] { return absl::StrCat(what(), " [", (*plugin)->Name(), "]"); });
 }
 
 }  // namespace rill

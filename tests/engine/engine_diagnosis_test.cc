@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cmath>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -11,7 +12,10 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <map>
 #include <numeric>
+#include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -26,6 +30,7 @@
 #include "platform/host/host_platform.h"
 #include "rill.h"
 #include "tests/engine/engine_testing.h"
+#include "tests/testing/json_value.h"
 #include "tests/testing/status_testing.h"
 
 namespace rill::engine {
@@ -389,7 +394,7 @@ TEST_P(EngineProfiling, ProfilingStartedMidRunLabelsEverySpanWithItsWorker) {
   std::remove(path.c_str());
   EXPECT_TRUE(JsonChecker(json).Valid());
   EXPECT_NE(json.find("tock"), std::string::npos);
-  EXPECT_NE(json.find("\"worker "), std::string::npos) << json.substr(0, 2000);
+  EXPECT_NE(json.find("\"engine worker "), std::string::npos) << json.substr(0, 2000);
   EXPECT_EQ(json.find("worker -1"), std::string::npos) << json.substr(0, 2000);
 }
 
@@ -410,6 +415,126 @@ TEST_P(EngineProfiling, TracePathOptionWritesTheTraceAtShutdown) {
   EXPECT_TRUE(JsonChecker(json).Valid()) << json;
   EXPECT_NE(json.find("\"traceEvents\""), std::string::npos) << json;
   EXPECT_NE(json.find("delta_op"), std::string::npos) << json;
+}
+
+// What ran where, for how long, waiting on what: a device function whose
+// stream work sleeps 50 ms shows a >= 50 ms span on its stream's lane
+// beside a short enqueue span on a worker; arrows join it to the device
+// function that read its var and on to the host function after that; the
+// lanes carry names and the process its name; timestamps are absolute; and
+// 12 independent device functions use at most streams_per_device streams.
+TEST_P(EngineProfiling, TraceShowsDeviceTimeArrowsAndNamedLanes) {
+  using ::rill::testing::JsonParser;
+  using ::rill::testing::JsonValue;
+  EngineOptions options;
+  options.streams_per_device = 2;
+  auto engine = MakeEngine(GetParam(), options);
+  engine->StartProfiling();
+  const double start_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+  VarHandle v = engine->NewVariable(), w = engine->NewVariable();
+  ASSERT_TRUE(IsOk(engine->PushSync(
+      [](RunContext rc) {
+        rc.stream->ThenDoHostCallback([] { std::this_thread::sleep_for(50ms); });
+        return absl::OkStatus();
+      },
+      devices_[1], {}, {v}, FnProperty::kNormal, 0, "sleepy")));
+  ASSERT_TRUE(IsOk(engine->PushSync(
+      [](RunContext rc) {
+        rc.stream->ThenDoHostCallback([] {});
+        return absl::OkStatus();
+      },
+      devices_[1], {v}, {w}, FnProperty::kNormal, 0, "reads_sleepy")));
+  ASSERT_TRUE(IsOk(engine->PushSync([](RunContext) { return absl::OkStatus(); }, Context::Host(), {w}, {},
+                                    FnProperty::kNormal, 0, "host_reader")));
+  for (int i = 0; i < 12; ++i) {
+    ASSERT_TRUE(IsOk(engine->PushSync(
+        [](RunContext rc) {
+          rc.stream->ThenDoHostCallback([] { std::this_thread::sleep_for(2ms); });
+          return absl::OkStatus();
+        },
+        devices_[0], {}, {engine->NewVariable()}, FnProperty::kNormal, 0, "independent")));
+  }
+  ASSERT_TRUE(IsOk(engine->WaitForAll()));
+  const std::string path = TempPath("rill_engine_trace_device");
+  ASSERT_TRUE(IsOk(engine->WriteTrace(path)));
+  std::optional<JsonValue> trace = JsonParser::Parse(ReadFile(path));
+  std::remove(path.c_str());
+  ASSERT_TRUE(trace.has_value()) << "not JSON";
+  const std::vector<JsonValue>& events = trace->operator[]("traceEvents").array;
+
+  std::map<double, std::string> lanes;  // tid -> name
+  bool process_named = false;
+  for (const JsonValue& e : events) {
+    if (e["ph"].string != "M") continue;
+    if (e["name"].string == "process_name") process_named = true;
+    if (e["name"].string == "thread_name") lanes[e["tid"].number] = e["args"]["name"].string;
+  }
+  EXPECT_TRUE(process_named);
+  struct Slice {
+    std::string lane, cat;
+    double ts, dur;
+  };
+  std::map<std::string, std::vector<Slice>> slices;  // By function name.
+  std::set<std::string> pool_lanes;
+  for (const JsonValue& e : events) {
+    if (e["ph"].string != "X") continue;
+    const std::string& lane = lanes[e["tid"].number];
+    slices[e["name"].string].push_back({lane, e["cat"].string, e["ts"].number, e["dur"].number});
+    EXPECT_GE(e["ts"].number, start_us - 60e6) << "timestamps are absolute (Unix epoch µs)";
+    if (lane.rfind("host:0 engine stream ", 0) == 0) pool_lanes.insert(lane);
+  }
+  auto find = [&](const std::string& name, const std::string& cat) -> const Slice* {
+    for (const Slice& s : slices[name]) {
+      if (s.cat == cat) return &s;
+    }
+    return nullptr;
+  };
+  const Slice* sleepy_device = find("sleepy", "engine.device");
+  const Slice* sleepy_host = find("sleepy", "engine");
+  const Slice* reader_device = find("reads_sleepy", "engine.device");
+  const Slice* host_reader = find("host_reader", "engine");
+  ASSERT_NE(sleepy_device, nullptr);
+  ASSERT_NE(sleepy_host, nullptr);
+  ASSERT_NE(reader_device, nullptr);
+  ASSERT_NE(host_reader, nullptr);
+  EXPECT_EQ(sleepy_device->lane.rfind("host:1 engine stream ", 0), 0u) << sleepy_device->lane;
+  EXPECT_EQ(sleepy_host->lane.rfind("engine worker ", 0), 0u) << sleepy_host->lane;
+  EXPECT_GE(sleepy_device->dur, 50'000) << "µs of device time";
+  EXPECT_LT(sleepy_host->dur, 50'000) << "the enqueue does not wait for the work";
+  EXPECT_GE(reader_device->ts, sleepy_device->ts + sleepy_device->dur - 1000);
+  EXPECT_LE(pool_lanes.size(), 2u) << "streams_per_device is 2";
+  EXPECT_GE(pool_lanes.size(), 1u);
+
+  // Arrows: each "s" and its "f" share an id; collect (from lane, to lane, times).
+  struct End {
+    std::string lane;
+    double ts = 0;
+  };
+  std::map<double, End> from, to;
+  for (const JsonValue& e : events) {
+    if (e["ph"].string == "s") from[e["id"].number] = {lanes[e["tid"].number], e["ts"].number};
+    if (e["ph"].string == "f") {
+      EXPECT_EQ(e["bp"].string, "e");
+      to[e["id"].number] = {lanes[e["tid"].number], e["ts"].number};
+    }
+  }
+  EXPECT_EQ(from.size(), to.size());
+  auto has_arrow = [&](const Slice& a, const Slice& b) {
+    for (const auto& [id, f] : from) {
+      auto t = to.find(id);
+      if (t == to.end()) continue;
+      // Microseconds since the epoch in a double: about 0.25 µs apart.
+      if (f.lane == a.lane && f.ts >= a.ts - 1 && f.ts <= a.ts + a.dur + 1 && t->second.lane == b.lane &&
+          std::abs(t->second.ts - b.ts) < 1) {
+        return true;
+      }
+    }
+    return false;
+  };
+  EXPECT_TRUE(has_arrow(*sleepy_device, *reader_device)) << "no arrow from sleepy to reads_sleepy";
+  EXPECT_TRUE(has_arrow(*reader_device, *host_reader)) << "no arrow from reads_sleepy to host_reader";
 }
 
 }  // namespace

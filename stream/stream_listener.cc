@@ -1,0 +1,81 @@
+#include "stream/stream_listener.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+
+#include "absl/base/call_once.h"
+#include "absl/strings/str_cat.h"
+#include "base/logging.h"
+#include "base/mutex.h"
+#include "base/trace_clock.h"
+#include "stream/trace_recorder.h"
+#include "stream/verbose.h"
+
+namespace rill {
+namespace {
+
+struct Registry {
+  Mutex mu;
+  std::vector<std::shared_ptr<StreamListener>> listeners ABSL_GUARDED_BY(mu);
+  std::map<std::string, int> streams_per_device ABSL_GUARDED_BY(mu);
+};
+
+Registry& GetRegistry() {
+  static Registry* registry = new Registry;  // Never destroyed: used at exit.
+  return *registry;
+}
+
+}  // namespace
+
+void AddStreamListener(std::shared_ptr<StreamListener> listener) {
+  if (listener == nullptr) return;
+  Registry& r = GetRegistry();
+  MutexLock lock(&r.mu);
+  r.listeners.push_back(std::move(listener));
+  internal::stream_listener_count.store(static_cast<int>(r.listeners.size()), std::memory_order_relaxed);
+}
+
+void RemoveStreamListener(const StreamListener* listener) {
+  Registry& r = GetRegistry();
+  MutexLock lock(&r.mu);
+  auto& ls = r.listeners;
+  ls.erase(std::remove_if(ls.begin(), ls.end(), [&](const auto& l) { return l.get() == listener; }), ls.end());
+  internal::stream_listener_count.store(static_cast<int>(ls.size()), std::memory_order_relaxed);
+}
+
+namespace internal {
+
+std::vector<std::shared_ptr<StreamListener>> StreamListeners() {
+  Registry& r = GetRegistry();
+  MutexLock lock(&r.mu);
+  return r.listeners;
+}
+
+std::string NextStreamLane(const std::string& device) {
+  Registry& r = GetRegistry();
+  MutexLock lock(&r.mu);
+  return absl::StrCat(device, " stream ", ++r.streams_per_device[device]);
+}
+
+void ReportAllocation(AllocationEvent event) {
+  event.time_ns = TraceClockNs();
+  for (const auto& l : StreamListeners()) l->OnAllocation(event);
+}
+
+void InstallEnvironmentListeners() {
+  static absl::once_flag once;
+  absl::call_once(once, [] {
+    if (const char* v = std::getenv("RILL_VERBOSE"); v != nullptr && *v != '\0') {
+      absl::Status status = SetVerboseFromString(v);
+      if (!status.ok()) RILL_LOG(WARNING) << "RILL_VERBOSE ignored: " << status.message();
+    }
+    if (const char* path = std::getenv("RILL_TRACE"); path != nullptr && *path != '\0') {
+      absl::Status status = StartTracing(path);
+      if (!status.ok()) RILL_LOG(WARNING) << "RILL_TRACE ignored: " << status.message();
+    }
+  });
+}
+
+}  // namespace internal
+}  // namespace rill
