@@ -37,6 +37,9 @@ class PluginInterface {
   virtual ~PluginInterface() = default;
   // The name it is registered under ("openblas", "blis", "philox", ...).
   virtual std::string Name() const = 0;
+  // The library behind it and its version, for people (rill-info): "oneDNN
+  // 2.6.3 (cpu runtime OpenMP)", "cuDNN 9.19.0"; "" when unknown.
+  virtual std::string Version() const { return ""; }
 };
 
 }  // namespace rill

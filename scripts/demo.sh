@@ -6,7 +6,8 @@
 # (RILL_DEMO_TRAIN_LIMIT training images, 24000 unless set), with the table,
 # train_curve.png, train_curve.csv and an ONNX checkpoint written to
 # RILL_DEMO_OUT (default out/). Works from any directory; arguments go to the
-# pipeline demo (e.g. --quiet, --n=<floats>); `rill-demo train --help` lists
+# pipeline demo (e.g. --quiet, --n=<floats>) and are checked before anything
+# is built (--help prints the usage at once); `rill-demo train --help` lists
 # the training flags (--device, --devices, --epochs, ...).
 #
 # Environment: RILL_JOBS (build parallelism, default 2), RILL_BUILD_DIR
@@ -14,6 +15,38 @@
 # the pipeline and the engine step span two devices), RILL_ENGINE_TRACE or
 # --trace=<file.json> (the engine step's Chrome trace).
 set -euo pipefail
+
+usage() {
+  cat <<'USAGE'
+Usage: scripts/demo.sh [--quiet] [--n=<floats>] [--trace=<file.json>]
+
+Installs missing packages, builds rill-info and rill-demo into build/, then
+runs rill-info, rill-demo (the pipeline on every available device; the flags
+above go to it) and `rill-demo train` (Fashion-MNIST, about a minute).
+`build/tools/rill-demo train --help` lists the training flags.
+
+Environment: RILL_JOBS (build parallelism, default 2), RILL_BUILD_DIR
+(default build/), RILL_HOST_DEVICES (default 2), RILL_DEMO_TRAIN_LIMIT
+(training images, default 24000), RILL_DEMO_OUT (default out/).
+USAGE
+}
+
+# The arguments are checked before anything is installed or built.
+for arg in "$@"; do
+  case "$arg" in
+    -h|--help|-help) usage; exit 0 ;;
+    --quiet|--noquiet|--trace=?*) ;;
+    --n=*)
+      if ! [[ "${arg#--n=}" =~ ^[1-9][0-9]*$ ]]; then
+        echo "demo.sh: --n needs a positive whole number of floats, not '${arg#--n=}'" >&2
+        exit 2
+      fi ;;
+    *)
+      echo "demo.sh: unknown argument '$arg'" >&2
+      usage >&2
+      exit 2 ;;
+  esac
+done
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"

@@ -15,14 +15,13 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/status_macros.h"
 #include "platform/platform_manager.h"
+#include "tools/tool_flags.h"
 #include "train/checkpoint.h"
 #include "train/progress.h"
 #include "train/report.h"
@@ -178,10 +177,15 @@ absl::Status Run() {
 }  // namespace
 
 int RunTrain(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "Trains the Fashion-MNIST convnet (the dataset's benchmark architecture) on a Rill device.\n"
-      "Usage: rill-demo train [--device=host:0|opencl:0|cuda:0 | --devices=a,b] [--epochs=N] [--batch=B] ...");
-  absl::ParseCommandLine(argc, argv);
+  tools::ParseToolFlags(
+      argc, argv,
+      {.name = "rill-demo train",
+       .usage = "rill-demo train: trains the Fashion-MNIST convnet (the dataset's benchmark architecture) on a\n"
+                "Rill device, prints a table per epoch and writes the curve and an ONNX checkpoint.\n"
+                "Usage: rill-demo train [--device=host:0|opencl:0|cuda:0 | --devices=a,b] [--epochs=N] [--batch=B] ...",
+       .flag_files = {"tools/demo_train.cc"},
+       .other_modes_hint = " (it is a flag of the pipeline demo: see rill-demo --help)",
+       .allow_positional = false});
   absl::Status s = Run();
   if (!s.ok()) {
     std::fprintf(stderr, "rill-demo train: %s\n", s.ToString().c_str());

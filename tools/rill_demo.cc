@@ -11,13 +11,19 @@
 #include <algorithm>
 #include <string>
 
+#include "absl/flags/flag.h"
 #include "rill.h"
 #include "tools/demo_dnn.h"
 #include "tools/demo_engine.h"
 #include "tools/demo_pipeline.h"
+#include "tools/tool_flags.h"
 #ifdef RILL_DEMO_TRAIN
 #include "tools/demo_train.h"
 #endif
+
+ABSL_FLAG(bool, quiet, false, "print only the tables");
+ABSL_FLAG(int64_t, n, 1 << 20, "floats per device in the pipeline (positive)");
+ABSL_FLAG(std::string, trace, "", "write the engine step's Chrome trace (.json) here");
 
 namespace {
 
@@ -34,20 +40,22 @@ int main(int argc, char** argv) {
     return 2;
 #endif
   }
-  bool quiet = false;
-  int64_t n = 1 << 20;
-  std::string trace_path;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--quiet") == 0) {
-      quiet = true;
-    } else if (std::strncmp(argv[i], "--n=", 4) == 0 && std::atoll(argv[i] + 4) > 0) {
-      n = std::atoll(argv[i] + 4);
-    } else if (std::strncmp(argv[i], "--trace=", 8) == 0 && argv[i][8] != '\0') {
-      trace_path = argv[i] + 8;
-    } else {
-      std::fprintf(stderr, "usage: rill-demo [--quiet] [--n=<floats>] [--trace=<file.json>]\n       rill-demo train --help\nunknown argument: %s\n", argv[i]);
-      return 2;
-    }
+  rill::tools::ParseToolFlags(
+      argc, argv,
+      {.name = "rill-demo",
+       .usage = "rill-demo: runs copy -> saxpy -> event -> square -> copy on every available device, checks it\n"
+                "and prints what ran where and how long it took; then a DNN forward pass and the engine demo.\n"
+                "Usage: rill-demo [--quiet] [--n=<floats>] [--trace=<file.json>]\n"
+                "       rill-demo train --help   (the main job: Fashion-MNIST training)",
+       .flag_files = {"tools/rill_demo.cc"},
+       .other_modes_hint = " (it is a flag of `rill-demo train`: see rill-demo train --help)",
+       .allow_positional = false});
+  const bool quiet = absl::GetFlag(FLAGS_quiet);
+  const int64_t n = absl::GetFlag(FLAGS_n);
+  const std::string trace_path = absl::GetFlag(FLAGS_trace);
+  if (n <= 0) {
+    std::fprintf(stderr, "ERROR: --n=%lld: the float count must be positive\n", static_cast<long long>(n));
+    return 2;
   }
 
   rill::PlatformManager& manager = rill::PlatformManager::Default();

@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "base/slow_notice.h"
 #include "base/status_macros.h"
 #include "platform/opencl/opencl_status.h"
 
@@ -148,7 +149,12 @@ absl::StatusOr<cl_program> OpenClProgramCache::GetOrBuild(const std::string& sou
   cl_int error = CL_SUCCESS;
   cl_program program = clCreateProgramWithSource(context_, 1, &text, &length, &error);
   RILL_RETURN_IF_ERROR(ClStatus(error, absl::StrCat("clCreateProgramWithSource(", what, ")")));
-  error = clBuildProgram(program, 1, &device_, options.c_str(), nullptr, nullptr);
+  {
+    SlowWorkNotice notice(absl::StrCat("compiling the OpenCL program of ", what,
+                                       " (first use; the driver's kernel cache, ~/.cache/pocl for PoCL, "
+                                       "makes later runs fast)..."));
+    error = clBuildProgram(program, 1, &device_, options.c_str(), nullptr, nullptr);
+  }
   if (error != CL_SUCCESS) {
     absl::Status status = ClStatus(error, absl::StrCat("clBuildProgram(", what, ")"));
     std::string log = BuildLog(program, device_);

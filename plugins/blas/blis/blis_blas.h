@@ -50,6 +50,7 @@ class Blis : public BlasSupport {
   static absl::StatusOr<std::unique_ptr<Blis>> Create(StreamExecutor* executor);
 
   std::string Name() const override { return kName; }
+  std::string Version() const override { return "BLIS " + LibraryVersion(); }
 
   // Loads BLIS if needed; OK once it is usable.
   static absl::Status Load();

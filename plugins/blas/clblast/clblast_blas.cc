@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/mutex.h"
+#include "base/slow_notice.h"
 #include "base/status_macros.h"
 #include "executor/stream_executor.h"
 #include "platform/opencl/opencl_platform.h"
@@ -102,12 +103,16 @@ template <typename Fn>
 absl::Status Run(StreamExecutor* owner, Stream* stream, std::string what, Fn fn) {
   return EnqueueOpenClWork(
       owner, stream, ClBlast::kName, "AsBlas()",
-      [what = std::move(what), fn = std::move(fn)](cl_command_queue queue) mutable
+      [what = std::move(what), fn = std::move(fn), device = owner->DebugName()](cl_command_queue queue) mutable
       -> absl::StatusOr<cl_event> {
         cl_event event = nullptr;
         clblast::StatusCode code;
         {
           MutexLock lock(&ClBlastMutex());
+          // The first call per routine, type and device compiles CLBlast's kernels (seconds on a cold cache).
+          SlowWorkNotice notice(absl::StrCat("compiling OpenCL kernels for the ", what, " on ", device,
+                                             " (first use; PoCL caches them in ~/.cache/pocl, later runs "
+                                             "are fast)..."));
           code = fn(&queue, &event);
         }
         RILL_RETURN_IF_ERROR(ClBlastStatus(static_cast<int>(code), what));
@@ -222,6 +227,10 @@ absl::Status Level1(StreamExecutor* owner, Stream* stream, Level1 op, const Vect
 }
 
 }  // namespace
+
+std::string ClBlast::Version() const {
+  return absl::StrCat("CLBlast ", CLBLAST_VERSION_MAJOR, ".", CLBLAST_VERSION_MINOR, ".", CLBLAST_VERSION_PATCH);
+}
 
 absl::StatusOr<std::unique_ptr<ClBlast>> ClBlast::Create(StreamExecutor* executor) {
   RILL_RETURN_IF_ERROR(AsOpenClExecutor(executor).status());

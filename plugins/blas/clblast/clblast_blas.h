@@ -44,6 +44,8 @@ class ClBlast : public BlasSupport {
   static constexpr char kName[] = "clblast";
   static absl::StatusOr<std::unique_ptr<ClBlast>> Create(StreamExecutor* executor);
   std::string Name() const override { return kName; }
+  // "CLBlast 1.5.3", from the headers it was built with (no runtime query).
+  std::string Version() const override;
 
  protected:
   absl::Status Gemm(Stream* stream, const GemmArgs& args) override;

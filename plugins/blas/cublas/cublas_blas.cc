@@ -95,6 +95,11 @@ CuBlas::~CuBlas() {
   if (handle_ != nullptr) cublasDestroy(handle_);
 }
 
+std::string CuBlas::Version() const {
+  const int v = LibraryVersion();
+  return absl::StrCat("cuBLAS ", v / 10000, ".", v / 100 % 100, ".", v % 100);
+}
+
 int CuBlas::LibraryVersion() {
   int major = 0, minor = 0, patch = 0;
   cublasGetProperty(MAJOR_VERSION, &major);

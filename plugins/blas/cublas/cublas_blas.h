@@ -67,6 +67,7 @@ class CuBlas : public BlasSupport {
   CuBlas& operator=(const CuBlas&) = delete;
 
   std::string Name() const override { return kName; }
+  std::string Version() const override;  // "cuBLAS 13.1.0"
 
   // The plugin's cuBLAS handle (made on first call), for code that calls
   // cuBLAS directly, e.g. a benchmark comparing with raw cuBLAS. Valid until

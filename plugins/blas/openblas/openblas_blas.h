@@ -43,6 +43,7 @@ class OpenBlas : public BlasSupport {
   static absl::StatusOr<std::unique_ptr<OpenBlas>> Create(StreamExecutor* executor);
 
   std::string Name() const override { return kName; }
+  std::string Version() const override { return LibraryConfig(); }
 
   // The shared object that serves this plugin's calls: dladdr() of the
   // cblas_sgemm it calls (".../libopenblas...so").

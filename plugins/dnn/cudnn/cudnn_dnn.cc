@@ -51,6 +51,12 @@ absl::StatusOr<std::unique_ptr<CuDnn>> CuDnn::Create(StreamExecutor* executor) {
 
 int64_t CuDnn::LibraryVersion() { return static_cast<int64_t>(cudnnGetVersion()); }
 
+std::string CuDnn::Version() const {
+  const int64_t v = LibraryVersion();  // 9.x: major * 10000 + minor * 100 + patch; 8.x: major * 1000 + ...
+  const int64_t major = v >= 90000 ? v / 10000 : v / 1000;
+  return absl::StrCat("cuDNN ", major, ".", v >= 90000 ? v / 100 % 100 : v / 100 % 10, ".", v % 100);
+}
+
 uint64_t CuDnn::CachedWorkspaceBytes() const { return context_->WorkspaceBytes(); }
 
 absl::Status CuDnn::RunOn(Stream* stream, absl::FunctionRef<std::string()> describe,

@@ -72,6 +72,7 @@ class CuDnn : public DnnSupport {
   ~CuDnn() override;
 
   std::string Name() const override { return kName; }
+  std::string Version() const override;  // "cuDNN 9.19.0"
   // cudnnGetVersion: 91900 for cuDNN 9.19.0 (works without a GPU).
   static int64_t LibraryVersion();
   // Bytes of the executor's cached convolution workspace, for tests.

@@ -68,6 +68,7 @@ class OneDnn : public DnnSupport {
   ~OneDnn() override;
 
   std::string Name() const override { return kName; }
+  std::string Version() const override { return LibraryVersion(); }
   // "oneDNN 2.6.3 (cpu runtime OpenMP)".
   static std::string LibraryVersion();
   // Primitives created so far (cache entries), for tests.

@@ -58,6 +58,7 @@ class ClFft : public FftSupport {
   static absl::StatusOr<std::unique_ptr<ClFft>> Create(StreamExecutor* executor);
 
   std::string Name() const override { return kName; }
+  std::string Version() const override { return "clFFT " + LibraryVersion(); }
 
   // "2.12.2".
   static std::string LibraryVersion();

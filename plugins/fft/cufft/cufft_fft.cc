@@ -22,6 +22,11 @@ absl::StatusOr<std::unique_ptr<CuFft>> CuFft::Create(StreamExecutor* executor) {
   return std::unique_ptr<CuFft>(new CuFft(executor));
 }
 
+std::string CuFft::Version() const {
+  const int v = LibraryVersion();  // major * 1000 + minor * 100 + patch
+  return absl::StrCat("cuFFT ", v / 1000, ".", v % 1000 / 100, ".", v % 100);
+}
+
 int CuFft::LibraryVersion() {
   int version = 0;
   cufftGetVersion(&version);

@@ -48,6 +48,7 @@ class CuFft : public FftSupport {
   static absl::StatusOr<std::unique_ptr<CuFft>> Create(StreamExecutor* executor);
 
   std::string Name() const override { return kName; }
+  std::string Version() const override;  // "cuFFT 12.0.0"
 
   // cufftGetVersion: 12000 for cuFFT 12.0.
   static int LibraryVersion();

@@ -39,6 +39,7 @@ class FftwFft : public FftSupport {
   static absl::StatusOr<std::unique_ptr<FftwFft>> Create(StreamExecutor* executor);
 
   std::string Name() const override { return kName; }
+  std::string Version() const override { return LibraryVersion(); }
 
   // fftwf_version: "fftw-3.3.10-sse2-avx".
   static std::string LibraryVersion();

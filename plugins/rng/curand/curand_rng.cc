@@ -34,6 +34,11 @@ CuRand::~CuRand() {
   if (generator_ != nullptr) curandDestroyGenerator(generator_);
 }
 
+std::string CuRand::Version() const {
+  const int v = LibraryVersion();  // major * 1000 + minor * 100 + patch
+  return absl::StrCat("cuRAND ", v / 1000, ".", v % 1000 / 100, ".", v % 100);
+}
+
 int CuRand::LibraryVersion() {
   int version = 0;
   curandGetVersion(&version);

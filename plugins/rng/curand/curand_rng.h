@@ -66,6 +66,7 @@ class CuRand : public RngSupport {
   CuRand& operator=(const CuRand&) = delete;
 
   std::string Name() const override { return kName; }
+  std::string Version() const override;  // "cuRAND 10.4.0"
   absl::Status SetSeed(uint64_t seed) override;
   absl::Status SetOffset(uint64_t offset) override;
 

@@ -30,6 +30,7 @@ class PhiloxRng : public RngSupport {
   static absl::StatusOr<std::unique_ptr<PhiloxRng>> Create(StreamExecutor* executor);
 
   std::string Name() const override { return kName; }
+  std::string Version() const override { return "Rill Philox4x32-10 (built in)"; }
   absl::Status SetSeed(uint64_t seed) override;
   absl::Status SetOffset(uint64_t offset) override;
 

@@ -35,6 +35,7 @@ class PhiloxClRng : public RngSupport {
   static absl::StatusOr<std::unique_ptr<PhiloxClRng>> Create(StreamExecutor* executor);
 
   std::string Name() const override { return kName; }
+  std::string Version() const override { return "Rill Philox4x32-10 OpenCL C kernels (built in)"; }
   absl::Status SetSeed(uint64_t seed) override;
   absl::Status SetOffset(uint64_t offset) override;
   uint64_t seed() const;

@@ -1,0 +1,99 @@
+#include "tools/tool_flags.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include "absl/flags/commandlineflag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+
+#ifndef RILL_VERSION
+#error "RILL_VERSION must be defined by the build (tools/CMakeLists.txt)"
+#endif
+
+namespace rill::tools {
+namespace {
+
+bool IsHelp(absl::string_view arg) {
+  return arg == "-h" || arg == "--help" || arg == "-help" || arg == "--helpfull" || arg == "-helpfull" ||
+         arg == "--helpshort" || arg == "-helpshort" || absl::StartsWith(arg, "--help=");
+}
+
+bool Owns(const ToolCommand& command, const absl::CommandLineFlag& flag) {
+  const std::string file = flag.Filename();
+  return std::any_of(command.flag_files.begin(), command.flag_files.end(),
+                     [&](const std::string& suffix) { return absl::EndsWith(file, suffix); });
+}
+
+// A flag defined in tools/ for another command of this binary.
+bool Foreign(const ToolCommand& command, const absl::CommandLineFlag& flag) {
+  return absl::StrContains(flag.Filename(), "tools/") && !Owns(command, flag);
+}
+
+std::string TypeHint(const absl::CommandLineFlag& flag) {
+  if (flag.IsOfType<bool>()) return "";
+  if (flag.IsOfType<int32_t>() || flag.IsOfType<int64_t>()) return "=<int>";
+  if (flag.IsOfType<uint64_t>()) return "=<uint>";
+  if (flag.IsOfType<double>()) return "=<number>";
+  return "=<text>";
+}
+
+[[noreturn]] void PrintHelp(const ToolCommand& command) {
+  std::vector<const absl::CommandLineFlag*> flags;
+  for (const auto& [name, flag] : absl::GetAllFlags()) {
+    if (Owns(command, *flag)) flags.push_back(flag);
+  }
+  std::sort(flags.begin(), flags.end(), [](auto* a, auto* b) { return a->Name() < b->Name(); });
+  std::string out = absl::StrCat(command.usage, "\n\nFlags:\n");
+  for (const absl::CommandLineFlag* flag : flags) {
+    const std::string def = flag->DefaultValue();
+    absl::StrAppend(&out, "  --", flag->Name(), TypeHint(*flag), "\n      ", flag->Help(),
+                    def.empty() ? "" : absl::StrCat(" (default: ", def, ")"), "\n");
+  }
+  absl::StrAppend(&out, "  --help\n      print this help and exit\n",
+                  "  --version\n      print the Rill version and exit\n");
+  std::fputs(out.c_str(), stdout);
+  std::exit(0);
+}
+
+// Refuses a flag of another command before Abseil would accept it.
+void CheckNotForeign(const ToolCommand& command, absl::string_view arg) {
+  if (arg.size() < 2 || arg[0] != '-') return;
+  arg.remove_prefix(arg[1] == '-' ? 2 : 1);
+  std::string name(arg.substr(0, arg.find('=')));
+  absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+  if (flag == nullptr && absl::StartsWith(name, "no")) flag = absl::FindCommandLineFlag(name.substr(2));
+  if (flag == nullptr || !Foreign(command, *flag)) return;
+  std::fprintf(stderr, "ERROR: Unknown command line flag '%s' for %s%s\n", std::string(flag->Name()).c_str(),
+               command.name.c_str(), command.other_modes_hint.empty() ? "" : command.other_modes_hint.c_str());
+  std::exit(1);
+}
+
+}  // namespace
+
+const char* RillVersion() { return RILL_VERSION; }
+
+std::vector<char*> ParseToolFlags(int argc, char** argv, const ToolCommand& command) {
+  absl::SetProgramUsageMessage(command.usage);
+  absl::FlagsUsageConfig config;
+  config.version_string = [name = command.name] { return absl::StrCat(name, " (Rill ", RILL_VERSION, ")\n"); };
+  absl::SetFlagsUsageConfig(config);
+  for (int i = 1; i < argc && absl::string_view(argv[i]) != "--"; ++i) {
+    if (IsHelp(argv[i])) PrintHelp(command);
+    CheckNotForeign(command, argv[i]);
+  }
+  std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  if (!command.allow_positional && positional.size() > 1) {
+    std::fprintf(stderr, "ERROR: %s: unexpected argument '%s' (see --help)\n", command.name.c_str(), positional[1]);
+    std::exit(2);
+  }
+  return positional;
+}
+
+}  // namespace rill::tools

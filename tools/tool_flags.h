@@ -1,0 +1,41 @@
+#ifndef RILL_TOOLS_TOOL_FLAGS_H_
+#define RILL_TOOLS_TOOL_FLAGS_H_
+
+#include <string>
+#include <vector>
+
+namespace rill::tools {
+
+// How one tool (or one mode of a tool, such as `rill-demo train`) parses its
+// command line through Abseil's flags.
+struct ToolCommand {
+  std::string name;   // "rill-info", "rill-demo train": prefixes messages.
+  std::string usage;  // What it does and a usage line, printed by --help.
+  // Source files whose ABSL_FLAGs belong to this command, as path suffixes
+  // ("tools/rill_info.cc"). Flags from other files under tools/ (another
+  // mode of the same binary) are refused as unknown; --help lists these.
+  std::vector<std::string> flag_files;
+  // Where to look for the flags of the other modes, added to that refusal.
+  std::string other_modes_hint;
+  // Positional arguments are refused unless true.
+  bool allow_positional = false;
+};
+
+// Parses argv[1..argc) with absl::ParseCommandLine after handling what Abseil
+// 20220623 does not do the way a tool should:
+//  - --help (also -h, --helpfull, --helpshort, --help=...) prints the usage
+//    and this command's flags to stdout and exits 0;
+//  - --version prints "<name> (Rill <version>)" and exits 0;
+//  - a flag of another mode is "unknown", as in another binary.
+// Malformed values and unknown flags end the process with status 1 and
+// Abseil's message naming the flag ("Illegal value '12abc' specified for
+// flag 'n'"); an unexpected positional argument with status 2. Returns the
+// positional arguments (argv[0] first). Call once per process.
+std::vector<char*> ParseToolFlags(int argc, char** argv, const ToolCommand& command);
+
+// The Rill version the tools were built with (CMake's project version).
+const char* RillVersion();
+
+}  // namespace rill::tools
+
+#endif  // RILL_TOOLS_TOOL_FLAGS_H_
