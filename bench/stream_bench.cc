@@ -2,6 +2,10 @@
 // bandwidth through ThenMemcpy against plain memcpy in the same run.
 //
 //   build/bench/stream_bench [--benchmark_min_time=0.2]
+//
+// The cost of stream listeners (verbose mode, the trace) with nobody
+// listening is measured against the build before they existed:
+// docs/verbose.md.
 
 #include <cstring>
 #include <memory>
@@ -102,6 +106,26 @@ void BM_PlainMemcpy(benchmark::State& state) {
 }
 BENCHMARK(BM_PlainMemcpy)->Arg(64 << 10)->Arg(1 << 20)->Arg(16 << 20)->UseRealTime();
 
+// Pipelined 64-byte fills, with no stream listener (/0: what every Then*
+// call pays for the listener hooks when nobody listens, one relaxed load)
+// and with one listener that does nothing (/1: the cost of listening --
+// two timer events and a notification per call, as verbose mode and the
+// trace pay before their own work).
+void BM_MemZeroListened(benchmark::State& state) {
+  class Quiet : public StreamListener {};
+  auto listener = std::make_shared<Quiet>();
+  if (state.range(0) == 1) AddStreamListener(listener);
+  std::unique_ptr<Stream> stream = *HostExecutor()->CreateStream();
+  auto memory = *HostExecutor()->AllocateOwnedArray<float>(16);
+  for (auto _ : state) {
+    for (int i = 0; i < kBatch; ++i) stream->ThenMemZero(memory.ptr(), 64);
+    if (!stream->BlockHostUntilDone().ok()) state.SkipWithError("stream failed");
+  }
+  RemoveStreamListener(listener.get());
+  state.SetItemsProcessed(state.iterations() * kBatch);
+}
+BENCHMARK(BM_MemZeroListened)->Arg(0)->Arg(1)->UseRealTime();
+
 void Summarize(const bench::Results& r, bench::Report& report) {
   auto ns = [&](const std::string& name) {
     auto it = r.find(name);
@@ -110,6 +134,11 @@ void Summarize(const bench::Results& r, bench::Report& report) {
   report.Figure("stream.host.enqueue_ns", ns("BM_EnqueueHostCallback/real_time") / kBatch);
   report.Figure("stream.host.round_trip_us", ns("BM_RoundTrip/real_time") / 1e3);
   report.Figure("stream.host.event_record_wait_ns", ns("BM_EventRecordWait/real_time") / kBatch);
+  const double quiet = ns("BM_MemZeroListened/0/real_time") / kBatch;
+  const double listened = ns("BM_MemZeroListened/1/real_time") / kBatch;
+  report.Figure("stream.host.memzero_ns.no_listener", quiet);
+  report.Figure("stream.host.memzero_ns.one_listener", listened);
+  if (quiet > 0 && listened > 0) report.Ratio("stream.host.listening_cost", quiet / listened);
   for (int bytes : {64 << 10, 1 << 20, 16 << 20}) {
     const std::string arg = std::to_string(bytes);
     const double rill = ns("BM_RillMemcpy/" + arg + "/real_time");

@@ -136,7 +136,11 @@ struct EngineOptions {
   int cpu_workers = 0;              // 0: one per core (at most kMaxWorkers); else 1..kMaxWorkers.
   int workers_per_device = 1;       // Threads that run device functions (they only enqueue).
   int copy_workers_per_device = 1;  // Threads for kCopyToDevice / kCopyFromDevice.
-  int streams_per_device = 2;       // Compute streams in each device's pool (copy streams: 1).
+  // Compute streams in each device's pool (copy streams: 1). More are made
+  // only while every one is held by a worker enqueuing (more workers than
+  // streams); past the bound, a function may share a stream with unrelated
+  // work, whose failure then skips it too.
+  int streams_per_device = 2;
   int64_t max_in_flight = 4096;     // Pushed but unfinished; past it, Push waits.
   absl::Duration watchdog_period = absl::ZeroDuration();  // 0: no watchdog.
   // How long Shutdown(bool) and the destructor wait while no function
@@ -259,9 +263,13 @@ class Engine {
   virtual std::string DescribePending() = 0;
   virtual EngineStats Stats() const = 0;
 
-  // Profiling: record every function's name, context, worker or stream,
-  // start and end; write them as Chrome trace JSON (Perfetto,
-  // chrome://tracing).
+  // Profiling: record every function -- a span on the worker that ran (or
+  // enqueued) it, and for a device function a span of its work's device
+  // time on its stream's lane -- with arrows to the functions that waited
+  // for it through a var; write them as Chrome trace JSON (Perfetto,
+  // chrome://tracing) with absolute timestamps (docs/verbose.md). While the
+  // process-wide trace is on (RILL_TRACE, StartTracing) the same spans go
+  // there too, without StartProfiling.
   virtual void StartProfiling() = 0;
   virtual absl::Status WriteTrace(const std::string& path) = 0;
 

@@ -163,24 +163,6 @@ TEST(StreamListenerTest, LabelNamesTheLane) {
   EXPECT_EQ(StreamLane(stream.get()), "host:0 my stream");
 }
 
-// Library calls name their plugin (and the algorithm, where the plugin says).
-TEST(StreamListenerTest, PluginCallsNameThePlugin) {
-  StreamExecutor* exec = Host0();
-  if (!exec->GetPlugin(PluginKind::kBlas).ok()) GTEST_SKIP() << "no BLAS plugin for host";
-  auto a = Must(exec->AllocateOwnedArray<float>(16));
-  auto stream = Must(exec->CreateStream());
-  stream->ThenMemZero(a.ptr(), 64);
-  ScopedRecorder scoped;
-  stream->ThenBlasGemm(Transpose::kNoTranspose, Transpose::kNoTranspose, 4, 4, 4, 1.0f, *a, 4, *a, 4, 0.0f,
-                       a.ptr(), 4);
-  ASSERT_TRUE(IsOk(stream->BlockHostUntilDone()));
-  std::vector<StreamOp> done = scoped.recorder->completed();
-  ASSERT_EQ(done.size(), 1u);
-  EXPECT_EQ(done[0].name, "ThenBlasGemm");
-  EXPECT_EQ(done[0].plugin, *exec->PluginName(PluginKind::kBlas));
-  EXPECT_NE(done[0].args.find("m=4, n=4, k=4"), std::string::npos) << done[0].args;
-}
-
 // Verbose mode: the header, then one parsable line per call.
 TEST(VerboseTest, PrintsOneParsableLinePerCall) {
   StreamExecutor* exec = Host0();

@@ -19,6 +19,7 @@
 #include "plugins/dnn/cudnn/cudnn_descriptors.h"
 #include "plugins/dnn/cudnn/cudnn_dnn.h"
 #include "plugins/dnn/cudnn/cudnn_status.h"
+#include "stream/stream_listener.h"
 
 namespace rill {
 
@@ -415,6 +416,7 @@ absl::Status CuDnn::Convolve(Stream* stream, ConvolutionKind kind, const Convolu
     RILL_ASSIGN_OR_RETURN(id, DefaultAlgorithm(kind, a.shape));
   }
   RILL_RETURN_IF_ERROR(CheckAlgorithmId(kind, id));
+  if (StreamListenersActive()) NoteAlgorithm(AlgorithmName(kind, id));
   return RunOn(
       stream, [&] { return Describe(kind, a.shape); },
       [&](Session& s) -> absl::Status {

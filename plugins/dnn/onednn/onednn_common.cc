@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "platform/host/host_executor.h"
+#include "stream/stream_listener.h"
 
 namespace rill::onednn {
 
@@ -209,10 +210,15 @@ dnnl::primitive_attr UserScratchpad() {
 absl::StatusOr<std::shared_ptr<const CachedPrimitive>> PrimitiveCache::GetOrCreate(const Key& key,
                                                                                    const char* context,
                                                                                    const Factory& create) {
+  // Listeners learn which implementation serves the call being enqueued.
+  auto noted = [](const std::shared_ptr<const CachedPrimitive>& p) {
+    if (StreamListenersActive()) NoteAlgorithm(p->implementation);
+    return p;
+  };
   {
     MutexLock lock(&mu_);
     auto it = entries_.find(key);
-    if (it != entries_.end()) return it->second;
+    if (it != entries_.end()) return noted(it->second);
   }
   // Created outside the lock: a slow primitive-descriptor creation does not
   // stall other shapes. Two threads racing on one key both create; one wins.
@@ -220,7 +226,7 @@ absl::StatusOr<std::shared_ptr<const CachedPrimitive>> PrimitiveCache::GetOrCrea
   absl::Status status = Guard(context, [&] { made = std::make_shared<const CachedPrimitive>(create()); });
   if (!status.ok()) return status;
   MutexLock lock(&mu_);
-  return entries_.try_emplace(key, std::move(made)).first->second;
+  return noted(entries_.try_emplace(key, std::move(made)).first->second);
 }
 
 size_t PrimitiveCache::size() {

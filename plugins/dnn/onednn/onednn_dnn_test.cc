@@ -14,9 +14,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "plugins/dnn/onednn/onednn_test_util.h"
+#include "stream/stream_listener.h"
 
 namespace rill {
 namespace {
@@ -268,6 +271,35 @@ TEST_P(OneDnnOpsTest, PrimitivesAreCachedPerShape) {
   ASSERT_TRUE(IsOk(stream_->BlockHostUntilDone()));
   EXPECT_EQ(onednn->CachedPrimitives(), after_first);
   EXPECT_NE(OneDnn::LibraryVersion().find("oneDNN 2."), std::string::npos) << OneDnn::LibraryVersion();
+}
+
+// Stream listeners (verbose mode, the trace) learn the plugin and the
+// implementation oneDNN chose, with the call's shapes.
+TEST_P(OneDnnOpsTest, ListenersSeeThePluginAndItsImplementation) {
+  struct Seen : StreamListener {
+    void OnCompleted(const StreamOp& op) override {
+      std::lock_guard<std::mutex> lock(mu);
+      ops.push_back(op);
+    }
+    std::mutex mu;
+    std::vector<StreamOp> ops;
+  };
+  const TensorDescriptor t = Tensor(DataLayout::kNCHW, 1, 3, 2, 2);
+  DeviceMemory<float> x = Upload(RandomFloats(t.ElementCount(), 22)), y = Output(t.ElementCount());
+  auto seen = std::make_shared<Seen>();
+  AddStreamListener(seen);
+  stream_->ThenSoftmax(t, x, &y);
+  const absl::Status done = stream_->BlockHostUntilDone();
+  RemoveStreamListener(seen.get());
+  ASSERT_TRUE(IsOk(done));
+  std::lock_guard<std::mutex> lock(seen->mu);
+  ASSERT_EQ(seen->ops.size(), 1u);
+  const StreamOp& op = seen->ops[0];
+  EXPECT_EQ(op.name, "ThenSoftmax");
+  EXPECT_EQ(op.plugin, "onednn");
+  EXPECT_FALSE(op.algorithm.empty()) << "oneDNN's impl_info_str";
+  EXPECT_NE(op.args.find(t.ToString()), std::string::npos) << op.args;
+  EXPECT_TRUE(op.has_device_time);
 }
 
 INSTANTIATE_TEST_SUITE_P(HostDevices, OneDnnOpsTest, ::testing::Values(0, 1), testing::DeviceName);
