@@ -6,7 +6,8 @@
 #   RILL_CUDA_FOUND           ON when RILL_ENABLE_CUDA is ON and the toolkit
 #                             (headers, shared cudart, nvcc) was found.
 #   RILL_CUDNN_FOUND          ON when cuDNN's header and library were found;
-#                             then rill_cudnn_library is an INTERFACE target for them.
+#                             then RillDeps::cudnn (and rill_cudnn_library, for
+#                             tests) links them.
 #   RILL_CUDA_ARCHITECTURES   the SM versions kernels are built for
 #                             (default 75;80;90: oldest CUDA 13 supports, A100, H100).
 # and defines rill_cuda_embed_kernels() below.
@@ -15,9 +16,9 @@
 # by nvcc into fatbins that are embedded as bytes (KernelSpec::AddCudaFatbin),
 # so nothing links cudart_static and nothing links the driver stub
 # (libcuda.so): binaries start on machines without a driver (TOOLCHAIN.md §3).
-find_package(CUDAToolkit QUIET)
+rill_find_dependency(CUDAToolkit)
 set(_rill_cuda_default OFF)
-if(CUDAToolkit_FOUND AND TARGET CUDA::cudart AND CUDAToolkit_NVCC_EXECUTABLE)
+if(RILL_DEP_CUDAToolkit_FOUND AND CUDAToolkit_NVCC_EXECUTABLE)
   set(_rill_cuda_default ON)
 endif()
 option(RILL_ENABLE_CUDA "Build the CUDA backend and its plugins" ${_rill_cuda_default})
@@ -27,24 +28,19 @@ set(RILL_CUDA_FOUND OFF)
 set(RILL_CUDNN_FOUND OFF)
 if(RILL_ENABLE_CUDA AND _rill_cuda_default)
   set(RILL_CUDA_FOUND ON)
-  message(STATUS "Rill: cuda backend ON (CUDA ${CUDAToolkit_VERSION}: ${CUDAToolkit_LIBRARY_DIR}; "
-                 "kernels for sm ${RILL_CUDA_ARCHITECTURES}; nvcc ${CUDAToolkit_NVCC_EXECUTABLE})")
-  find_path(RILL_CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
-  find_library(RILL_CUDNN_LIBRARY cudnn HINTS ${CUDAToolkit_LIBRARY_DIR})
-  if(RILL_CUDNN_INCLUDE_DIR AND RILL_CUDNN_LIBRARY)
+  rill_summary(backend cuda ON "CUDA ${CUDAToolkit_VERSION} toolkit, kernels for sm ${RILL_CUDA_ARCHITECTURES}, no GPU needed to build")
+  # cuDNN through RillDeps::cudnn (cmake/RillDependencies.cmake), so the
+  # package names a target, not the library's path.
+  rill_find_dependency(cuDNN)
+  if(RILL_DEP_cuDNN_FOUND)
     set(RILL_CUDNN_FOUND ON)
     add_library(rill_cudnn_library INTERFACE)
-    target_include_directories(rill_cudnn_library SYSTEM INTERFACE ${RILL_CUDNN_INCLUDE_DIR})
-    target_link_libraries(rill_cudnn_library INTERFACE ${RILL_CUDNN_LIBRARY})
-    message(STATUS "Rill: cuDNN found (${RILL_CUDNN_LIBRARY})")
-  else()
-    message(STATUS "Rill: cuDNN not found: the cudnn plugin is not built")
+    target_link_libraries(rill_cudnn_library INTERFACE RillDeps::cudnn)
   endif()
 elseif(RILL_ENABLE_CUDA)
-  message(STATUS "Rill: cuda backend OFF (CUDA toolkit with nvcc and shared cudart not found; "
-                 "set CUDAToolkit_ROOT or put nvcc on PATH)")
+  rill_summary(backend cuda OFF "CUDA toolkit with nvcc and shared cudart not found; set CUDAToolkit_ROOT or put nvcc on PATH")
 else()
-  message(STATUS "Rill: cuda backend OFF (RILL_ENABLE_CUDA=OFF)")
+  rill_summary(backend cuda OFF "RILL_ENABLE_CUDA=OFF")
 endif()
 
 # rill_cuda_embed_kernels(<target> <file.cu> <symbol>)

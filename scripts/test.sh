@@ -3,8 +3,9 @@
 #
 #   scripts/test.sh           setup, configure build/, build, ctest (all tests),
 #                             then install into a temporary prefix and build and
-#                             run tests/consumer and examples/custom_blas against
-#                             the installed package
+#                             run tests/consumer, tests/consumer_all and
+#                             examples/custom_blas against the installed package,
+#                             and compile README.md's C++ snippets against it
 #   scripts/test.sh --tsan    ThreadSanitizer build in build-tsan/, runs the
 #                             tests labelled stream, conformance, engine, tensor, graph,
 #                             io or kvstore
@@ -127,26 +128,51 @@ configure() {
   cmake -S . -B "$BUILD_DIR" "${gen[@]}" "${CMAKE_ARGS[@]}"
 }
 
+# The installed CMake package must not carry absolute paths of outside
+# libraries (they are found again through RillDependencies.cmake).
+check_package_paths() {
+  local dir="$1/lib/cmake/Rill" hits
+  hits="$(grep -nE '(^|[";:[:space:]])/[^";>[:space:]]*\.(so|a)(\.[0-9]+)*([";>[:space:]]|$)' "$dir"/*.cmake || true)"
+  if [[ -n "$hits" ]]; then
+    echo "consumer: the installed package names libraries by absolute path:" >&2
+    echo "$hits" >&2
+    return 1
+  fi
+  echo "package: $(ls "$dir" | wc -l) files in lib/cmake/Rill, no absolute library paths"
+}
+
+# configure_consumer <source dir> <build dir> <log name>: an outside project
+# against the installed package.
+configure_consumer() {
+  cmake -S "$1" -B "$2" -G Ninja -DCMAKE_PREFIX_PATH="$LOG_DIR/prefix" \
+    -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    >"$LOG_DIR/$3-configure.log" \
+    || { cat "$LOG_DIR/$3-configure.log"; return 1; }
+  grep -E '^-- (rill_consumer|rill_consumer_all|custom_blas|Rill):' "$LOG_DIR/$3-configure.log" || true
+}
+
 # Installs the build just tested into a temporary prefix, then configures,
-# builds and runs tests/consumer (an outside project) against it.
+# builds and runs against it: tests/consumer (rill::core and rill::host),
+# tests/consumer_all (every exported target, touched one by one; it also
+# checks that an unbuilt component fails find_package clearly) and
+# examples/custom_blas; and compiles README.md's C++ snippets against the
+# installed headers.
 consumer() {
-  local prefix="$LOG_DIR/prefix" cbuild="$LOG_DIR/consumer-build"
+  local prefix="$LOG_DIR/prefix" cbuild="$LOG_DIR/consumer-build" abuild="$LOG_DIR/consumer-all-build"
   cmake --install "$BUILD_DIR" --prefix "$prefix" >"$LOG_DIR/install.log" \
     || { cat "$LOG_DIR/install.log"; return 1; }
   echo "installed into $prefix: $(find "$prefix" -type f | wc -l) files"
-  cmake -S tests/consumer -B "$cbuild" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
-    -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    >"$LOG_DIR/consumer-configure.log" \
-    || { cat "$LOG_DIR/consumer-configure.log"; return 1; }
-  grep 'rill_consumer:' "$LOG_DIR/consumer-configure.log" || true
+  check_package_paths "$prefix"
+  configure_consumer tests/consumer "$cbuild" consumer
   cmake --build "$cbuild" -j "$JOBS"
   "$cbuild/rill_consumer"
+  configure_consumer tests/consumer_all "$abuild" consumer-all
+  cmake --build "$abuild" -j "$JOBS"
+  POCL_CACHE_DIR="$BUILD_DIR/pocl-cache" "$abuild/rill_consumer_all"
+  scripts/readme_snippets.sh -I "$prefix/include/rill"
   # examples/custom_blas: an outside BLAS plugin registered and selected at run time.
   local ebuild="$LOG_DIR/custom-blas-build"
-  cmake -S examples/custom_blas -B "$ebuild" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
-    -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    >"$LOG_DIR/custom-blas-configure.log" \
-    || { cat "$LOG_DIR/custom-blas-configure.log"; return 1; }
+  configure_consumer examples/custom_blas "$ebuild" custom-blas
   cmake --build "$ebuild" -j "$JOBS"
   "$ebuild/custom_blas"
 }
