@@ -18,7 +18,11 @@
 #include "stream/event.h"
 #include "stream/kernel.h"
 #include "stream/kernel_spec.h"
+#include "stream/device_span.h"
 #include "stream/stream.h"
+#include "stream/stream_listener.h"
 #include "stream/timer.h"
+#include "stream/trace_recorder.h"
+#include "stream/verbose.h"
 
 #endif  // RILL_RILL_H_
