@@ -69,6 +69,25 @@ function(rill_add_test name)
   gtest_discover_tests(${name}
     DISCOVERY_TIMEOUT 60
     PROPERTIES LABELS "${ARG_LABELS}" ENVIRONMENT "${ARG_ENV}" TIMEOUT 120)
+  # For rill_add_label_targets: the test binaries of each label.
+  foreach(label IN LISTS ARG_LABELS)
+    set_property(GLOBAL APPEND PROPERTY RILL_TEST_LABELS "${label}")
+    set_property(GLOBAL APPEND PROPERTY RILL_TESTS_WITH_LABEL_${label} ${name})
+  endforeach()
+endfunction()
+
+# rill_add_label_targets(): after every folder, one target per test label,
+# `tests_<label>`, that builds just the test binaries carrying it (and what
+# they link), so a mode that runs some labels builds only those
+# (scripts/test.sh --tsan).
+function(rill_add_label_targets)
+  get_property(labels GLOBAL PROPERTY RILL_TEST_LABELS)
+  list(REMOVE_DUPLICATES labels)
+  foreach(label IN LISTS labels)
+    get_property(tests GLOBAL PROPERTY RILL_TESTS_WITH_LABEL_${label})
+    add_custom_target(tests_${label})
+    add_dependencies(tests_${label} ${tests})
+  endforeach()
 endfunction()
 
 # rill_add_plugin(<name> SOURCES ... [DEPS ...] [PRIVATE_DEPS ...])

@@ -6,9 +6,9 @@
 #                             run tests/consumer, tests/consumer_all and
 #                             examples/custom_blas against the installed package,
 #                             and compile README.md's C++ snippets against it
-#   scripts/test.sh --tsan    ThreadSanitizer build in build-tsan/, runs the
-#                             tests labelled stream, conformance, engine, tensor, graph,
-#                             io or kvstore
+#   scripts/test.sh --tsan    ThreadSanitizer build in build-tsan/ of just the
+#                             tests it runs (targets tests_<label>): those labelled
+#                             stream, conformance, engine, tensor, graph, io or kvstore
 #   scripts/test.sh --asan    AddressSanitizer + UBSan build in build-asan/, runs
 #                             every test; then the fuzz stage below
 #   scripts/test.sh --fuzz    clang ASan + UBSan + libFuzzer build in build-fuzz/
@@ -40,6 +40,7 @@ esac
 JOBS="${RILL_JOBS:-2}"
 CMAKE_ARGS=()
 CTEST_ARGS=(--output-on-failure --no-tests=error)
+BUILD_TARGETS=()  # Empty: everything.
 WRAP=()  # Prefix for commands that run instrumented binaries (setarch -R if TSan needs it).
 case "$MODE" in
   default)
@@ -47,7 +48,10 @@ case "$MODE" in
   tsan)
     BUILD_DIR="${RILL_BUILD_DIR:-build-tsan}"
     CMAKE_ARGS+=(-DRILL_SANITIZER=thread -DRILL_BUILD_BENCHMARKS=OFF)
-    CTEST_ARGS+=(-L 'stream|conformance|engine|tensor|graph|io|kvstore')
+    TSAN_LABELS=(stream conformance engine tensor graph io kvstore)
+    CTEST_ARGS+=(-L "$(IFS='|'; echo "${TSAN_LABELS[*]}")")
+    # Only the test binaries those labels run (and what they link).
+    BUILD_TARGETS=("${TSAN_LABELS[@]/#/tests_}")
     export TSAN_OPTIONS="${TSAN_OPTIONS:-second_deadlock_stack=1 suppressions=$ROOT/scripts/tsan.supp}"
     # oneDNN's OpenMP workers synchronize through libgomp, which TSan cannot
     # see: run its compute on the calling thread (scripts/tsan.supp).
@@ -119,6 +123,14 @@ check_tsan_runs() {
     echo "test.sh: TSan binaries do not start here; running them under setarch -R"
     WRAP=(setarch "$(uname -m)" -R)
     "${WRAP[@]}" "$probe"
+  fi
+}
+
+build() {
+  if [[ ${#BUILD_TARGETS[@]} -gt 0 ]]; then
+    "${WRAP[@]}" cmake --build "$BUILD_DIR" -j "$JOBS" --target "${BUILD_TARGETS[@]}"
+  else
+    "${WRAP[@]}" cmake --build "$BUILD_DIR" -j "$JOBS"
   fi
 }
 
@@ -280,7 +292,7 @@ if [[ "$MODE" == tsan ]]; then
   step tsan-probe check_tsan_runs
 fi
 step configure configure
-step build "${WRAP[@]}" cmake --build "$BUILD_DIR" -j "$JOBS"
+step build build
 step ctest run_ctest
 if [[ "$MODE" == default ]]; then
   step consumer consumer
