@@ -88,12 +88,16 @@ absl::StatusOr<EngineOptions> EngineOptions::FromEnv(EngineOptions base) {
     }
   }
   int64_t cpu = base.cpu_workers, in_flight = base.max_in_flight, watchdog_ms = -1;
+  int64_t streams = base.streams_per_device;
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   RILL_RETURN_IF_ERROR(
       ParseInt("RILL_ENGINE_CPU_WORKERS", 1, EngineOptions::kMaxWorkers, &cpu));
   RILL_RETURN_IF_ERROR(ParseInt("RILL_ENGINE_MAX_IN_FLIGHT", 1, kMax, &in_flight));
   RILL_RETURN_IF_ERROR(ParseInt("RILL_ENGINE_WATCHDOG_MS", 0, kMax, &watchdog_ms));
+  RILL_RETURN_IF_ERROR(
+      ParseInt("RILL_ENGINE_STREAMS_PER_DEVICE", 1, EngineOptions::kMaxWorkers, &streams));
   base.cpu_workers = static_cast<int>(cpu);
+  base.streams_per_device = static_cast<int>(streams);
   base.max_in_flight = in_flight;
   if (watchdog_ms >= 0) base.watchdog_period = absl::Milliseconds(watchdog_ms);
   if (const char* trace = std::getenv("RILL_ENGINE_TRACE"); trace != nullptr && *trace != '\0') {

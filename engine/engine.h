@@ -151,7 +151,8 @@ struct EngineOptions {
   PlatformManager* platforms = nullptr;  // nullptr: PlatformManager::Default().
 
   // `base` overridden by the environment: RILL_ENGINE=naive|threaded,
-  // RILL_ENGINE_CPU_WORKERS (1..kMaxWorkers), RILL_ENGINE_MAX_IN_FLIGHT,
+  // RILL_ENGINE_CPU_WORKERS (1..kMaxWorkers), RILL_ENGINE_STREAMS_PER_DEVICE
+  // (1..kMaxWorkers), RILL_ENGINE_MAX_IN_FLIGHT,
   // RILL_ENGINE_WATCHDOG_MS, RILL_ENGINE_TRACE=path. InvalidArgument naming
   // the variable and its value when a value is not an integer in range.
   static absl::StatusOr<EngineOptions> FromEnv(EngineOptions base);

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Summarizes a Rill trace (RILL_TRACE=..., rill-demo --trace=...): per lane,
-the spans and busy time; the dependency arrows; the longest spans.
+"""Summarizes a Rill trace (RILL_TRACE=..., rill-demo --trace=...): per lane
+and category, the spans and their total time; the dependency arrows; the
+longest spans.
 
     python3 tools/trace_summary.py trace.json [--top=10]
 """
@@ -35,17 +36,19 @@ def main(argv):
     t1 = max(e["ts"] + e["dur"] for e in spans)
     print(f"{process}: {len(spans)} spans on {len(lanes)} lanes, {arrows} dependency arrows, "
           f"{(t1 - t0) / 1e3:.1f} ms from first to last")
-    per_lane = collections.defaultdict(lambda: [0, 0.0, collections.Counter()])
+    # Per lane and category: spans and their summed duration (an engine
+    # function's device span encloses its stream operations, so categories
+    # are summed apart).
+    per_lane = collections.defaultdict(lambda: collections.defaultdict(lambda: [0, 0.0]))
     for e in spans:
-        row = per_lane[lanes.get(e["tid"], "?")]
+        row = per_lane[lanes.get(e["tid"], "?")][e["cat"]]
         row[0] += 1
         row[1] += e["dur"]
-        row[2][e["cat"]] += 1
-    print(f"\n{'lane':34} {'spans':>6} {'busy ms':>9}  kinds")
+    print(f"\n{'lane':34} {'category':14} {'spans':>6} {'total ms':>10}")
     for lane in sorted(per_lane):
-        n, busy, cats = per_lane[lane]
-        kinds = ", ".join(f"{c} {k}" for k, c in sorted(cats.items()))
-        print(f"{lane:34} {n:6d} {busy / 1e3:9.3f}  {kinds}")
+        for cat in sorted(per_lane[lane]):
+            n, total = per_lane[lane][cat]
+            print(f"{lane:34} {cat:14} {n:6d} {total / 1e3:10.3f}")
     print(f"\nlongest {top} spans:")
     for e in sorted(spans, key=lambda e: -e["dur"])[:top]:
         extra = e["args"].get("plugin", "")

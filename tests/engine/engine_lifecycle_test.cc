@@ -597,10 +597,12 @@ TEST(EngineOptionsFromEnv, EnvironmentOverridesOptions) {
   ScopedEnv workers("RILL_ENGINE_CPU_WORKERS", "3");
   ScopedEnv bound("RILL_ENGINE_MAX_IN_FLIGHT", "77");
   ScopedEnv trace("RILL_ENGINE_TRACE", "/tmp/rill_engine_env_trace.json");
+  ScopedEnv streams("RILL_ENGINE_STREAMS_PER_DEVICE", "4");
   absl::StatusOr<EngineOptions> options = EngineOptions::FromEnv({});
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_EQ(options->kind, Kind::kNaive);
   EXPECT_EQ(options->cpu_workers, 3);
+  EXPECT_EQ(options->streams_per_device, 4);
   EXPECT_EQ(options->max_in_flight, 77);
   EXPECT_EQ(options->trace_path, "/tmp/rill_engine_env_trace.json");
   ScopedEnv threaded("RILL_ENGINE", "threaded");
@@ -615,6 +617,7 @@ TEST(EngineOptionsFromEnv, NoEnvironmentKeepsTheBase) {
   ScopedEnv bound("RILL_ENGINE_MAX_IN_FLIGHT", nullptr);
   ScopedEnv trace("RILL_ENGINE_TRACE", nullptr);
   ScopedEnv watchdog("RILL_ENGINE_WATCHDOG_MS", nullptr);
+  ScopedEnv streams("RILL_ENGINE_STREAMS_PER_DEVICE", nullptr);
   EngineOptions base;
   base.kind = Kind::kNaive;
   base.cpu_workers = 5;
@@ -639,6 +642,11 @@ TEST(EngineOptionsFromEnv, BadValuesAreNamed) {
     ScopedEnv bound("RILL_ENGINE_MAX_IN_FLIGHT", "-5");
     EXPECT_TRUE(HasError(EngineOptions::FromEnv({}).status(), absl::StatusCode::kInvalidArgument,
                          {"RILL_ENGINE_MAX_IN_FLIGHT", "-5"}));
+  }
+  {
+    ScopedEnv streams("RILL_ENGINE_STREAMS_PER_DEVICE", "0");
+    EXPECT_TRUE(HasError(EngineOptions::FromEnv({}).status(), absl::StatusCode::kInvalidArgument,
+                         {"RILL_ENGINE_STREAMS_PER_DEVICE", "0"}));
   }
 }
 
