@@ -12,6 +12,7 @@
 #include "platform/platform_manager.h"
 #include "stream/event.h"
 #include "stream/stream.h"
+#include "stream/stream_listener.h"
 #include "stream/verbose.h"
 
 namespace rill::engine::internal {
@@ -50,6 +51,9 @@ EngineBase::EngineBase(const EngineOptions& options)
       tag_(NewTag()),
       vars_(tag_) {
   if (!options_.trace_path.empty()) profiler_.Start();
+  // RILL_TRACE and RILL_VERBOSE also for a program whose functions all run
+  // on the host (no executor made yet).
+  rill::internal::InstallEnvironmentListeners();
 }
 
 void EngineBase::StartBackground() {

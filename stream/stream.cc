@@ -116,6 +116,7 @@ bool Stream::StartTracedOp() {
   auto op = std::make_unique<internal::TracedOp>();
   op->info.enqueue_start_ns = TraceClockNs();
   op->span = DeviceSpan::Begin(this);
+  op->outer = tls_traced_op;
   op_ = std::move(op);
   tls_traced_op = &op_->info;
   return true;
@@ -124,7 +125,7 @@ bool Stream::StartTracedOp() {
 Stream& Stream::Done(bool traced, const absl::Status& status, absl::FunctionRef<std::string()> call) {
   if (traced && op_ != nullptr) {
     std::unique_ptr<internal::TracedOp> op = std::move(op_);
-    tls_traced_op = nullptr;
+    tls_traced_op = op->outer;
     StreamOp& info = op->info;
     info.id = next_op_id.fetch_add(1, std::memory_order_relaxed);
     info.enqueue_end_ns = TraceClockNs();

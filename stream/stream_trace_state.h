@@ -40,6 +40,9 @@ struct StreamTraceState {
 struct TracedOp {
   StreamOp info;
   std::unique_ptr<DeviceSpan> span;
+  // The calling thread's traced call before this one (a plugin call that
+  // enqueues on another stream nests), restored by Done.
+  StreamOp* outer = nullptr;
 };
 
 inline void SetTracedPlugin(TracedOp* op, std::string name) { op->info.plugin = std::move(name); }
