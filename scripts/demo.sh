@@ -12,8 +12,9 @@
 #
 # Environment: RILL_JOBS (build parallelism, default 2), RILL_BUILD_DIR
 # (default build/), RILL_HOST_DEVICES (virtual host devices; 2 unless set, so
-# the pipeline and the engine step span two devices), RILL_ENGINE_TRACE or
-# --trace=<file.json> (the engine step's Chrome trace).
+# the pipeline and the engine step span two devices). The pipeline demo's
+# trace of everything it ran (docs/verbose.md) goes to out/rill-demo-trace.json,
+# or to --trace=<file.json>; RILL_VERBOSE=1 prints one line per stream operation.
 set -euo pipefail
 
 usage() {
@@ -27,7 +28,9 @@ above go to it) and `rill-demo train` (Fashion-MNIST, about a minute).
 
 Environment: RILL_JOBS (build parallelism, default 2), RILL_BUILD_DIR
 (default build/), RILL_HOST_DEVICES (default 2), RILL_DEMO_TRAIN_LIMIT
-(training images, default 24000), RILL_DEMO_OUT (default out/).
+(training images, default 24000), RILL_DEMO_OUT (default out/; the demo's
+trace goes there as rill-demo-trace.json unless --trace is given),
+RILL_VERBOSE=1 (one line per stream operation, docs/verbose.md).
 USAGE
 }
 
@@ -63,11 +66,15 @@ cmake --build "$BUILD_DIR" -j "$JOBS" --target rill-info rill-demo
 echo
 echo "==== rill-info"
 "$BUILD_DIR/tools/rill-info"
-echo
-echo "==== rill-demo $*"
-"$BUILD_DIR/tools/rill-demo" "$@"
 OUT="${RILL_DEMO_OUT:-$ROOT/out}"
 mkdir -p "$OUT"
+# The demo's trace (what ran where, for how long, waiting on what) goes to
+# out/, unless a --trace of the caller's own was given.
+TRACE=(--trace="$OUT/rill-demo-trace.json")
+for arg in "$@"; do [[ "$arg" == --trace=* ]] && TRACE=(); done
+echo
+echo "==== rill-demo $* ${TRACE[*]}"
+"$BUILD_DIR/tools/rill-demo" "$@" "${TRACE[@]}"
 echo
 echo "==== rill-demo train --train_limit=${RILL_DEMO_TRAIN_LIMIT:-24000} --out_dir=$OUT"
 "$BUILD_DIR/tools/rill-demo" train --train_limit="${RILL_DEMO_TRAIN_LIMIT:-24000}" --out_dir="$OUT"
