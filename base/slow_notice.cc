@@ -13,7 +13,7 @@
 namespace rill {
 namespace {
 
-void Log(const std::source_location& where, const std::string& text) {
+void Log(const SourcePlace& where, const std::string& text) {
   if (!logging::IsEnabled(logging::Severity::WARNING)) return;
   logging::LogMessage(where.file_name(), static_cast<int>(where.line()), logging::Severity::WARNING).stream()
       << text;
@@ -29,7 +29,7 @@ class Watchdog {
     return *watchdog;
   }
 
-  uint64_t Arm(absl::Time deadline, std::string message, std::source_location where) {
+  uint64_t Arm(absl::Time deadline, std::string message, SourcePlace where) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!started_) {
       std::thread([this] { Loop(); }).detach();
@@ -42,7 +42,7 @@ class Watchdog {
   }
 
   // Cancels notice `id`; returns whether it was already logged (and forgets it).
-  bool Disarm(absl::Time deadline, uint64_t id, std::string* message, std::source_location* where) {
+  bool Disarm(absl::Time deadline, uint64_t id, std::string* message, SourcePlace* where) {
     std::lock_guard<std::mutex> lock(mu_);
     auto fired = fired_.find(id);
     if (fired == fired_.end()) {
@@ -58,7 +58,7 @@ class Watchdog {
  private:
   struct Pending {
     std::string message;
-    std::source_location where;
+    SourcePlace where;
   };
 
   Watchdog() = default;
@@ -92,14 +92,14 @@ class Watchdog {
 
 }  // namespace
 
-SlowWorkNotice::SlowWorkNotice(std::string message, absl::Duration delay, std::source_location where)
+SlowWorkNotice::SlowWorkNotice(std::string message, absl::Duration delay, SourcePlace where)
     : start_(absl::Now()), deadline_(start_ + delay) {
   id_ = Watchdog::Get().Arm(deadline_, std::move(message), where);
 }
 
 SlowWorkNotice::~SlowWorkNotice() {
   std::string message;
-  std::source_location where;
+  SourcePlace where;
   if (!Watchdog::Get().Disarm(deadline_, id_, &message, &where)) return;
   Log(where, absl::StrFormat("%s done in %.1f s", message, absl::ToDoubleSeconds(absl::Now() - start_)));
 }

@@ -2,7 +2,6 @@
 #define RILL_BASE_SLOW_NOTICE_H_
 
 #include <cstdint>
-#include <source_location>
 #include <string>
 
 #include "absl/time/time.h"
@@ -28,10 +27,22 @@ namespace rill {
 //   }  // After 1 s of silence: "[rill W ...] compiling ...", then "... done in 7.8 s".
 //
 // Thread-safe; each notice belongs to the thread that scopes the work.
+// Where a notice was scoped: std::source_location's part that both GCC and
+// clang (with libstdc++ 12, which lacks it for clang) provide.
+struct SourcePlace {
+  static SourcePlace current(const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+    return SourcePlace{file, line};
+  }
+  const char* file_name() const { return file; }
+  int line() const { return number; }
+  const char* file = "";
+  int number = 0;
+};
+
 class SlowWorkNotice {
  public:
   explicit SlowWorkNotice(std::string message, absl::Duration delay = absl::Seconds(1),
-                          std::source_location where = std::source_location::current());
+                          SourcePlace where = SourcePlace::current());
   ~SlowWorkNotice();
   SlowWorkNotice(const SlowWorkNotice&) = delete;
   SlowWorkNotice& operator=(const SlowWorkNotice&) = delete;
