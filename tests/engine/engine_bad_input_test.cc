@@ -90,8 +90,14 @@ TEST_P(EngineBadInput, ShutdownWithADeadlineAbandonsAStuckAsyncFunction) {
       },
       Context::Host(), {v}, {}, FnProperty::kNormal, 0, "behind")));
   ASSERT_TRUE(testing::WaitUntil([&] { return stuck->size() == 2; }));
-  // The hang diagnosis names both, also the one that holds no var.
-  const std::string pending = engine->DescribePending();
+  // The hang diagnosis names both, also the one that holds no var, once
+  // their bodies have returned (a body that has kept its Completion may
+  // still be on its way out of the call when size() reads 2).
+  std::string pending;
+  testing::WaitUntil([&] {
+    pending = engine->DescribePending();
+    return pending.find("'stuck_alone'") != std::string::npos;
+  });
   EXPECT_NE(pending.find("waiting for their completion:"), std::string::npos) << pending;
   EXPECT_NE(pending.find("'stuck_alone'"), std::string::npos) << pending;
   absl::Status shut;
