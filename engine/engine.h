@@ -133,7 +133,15 @@ struct EngineOptions {
 
   enum class Kind { kThreaded, kNaive };
   Kind kind = Kind::kThreaded;
-  int cpu_workers = 0;              // 0: one per core (at most kMaxWorkers); else 1..kMaxWorkers.
+  // 0: one per core but one (at least 1, at most kMaxWorkers), since the
+  // thread that pushes uses a core too -- and lends it to the workers while
+  // it waits (waiting_thread_helps); else 1..kMaxWorkers.
+  int cpu_workers = 0;
+  // WaitForAll and WaitForVar, called from a thread that is no engine
+  // worker, run ready host functions on that thread while they wait (as
+  // TBB's task_group::wait does), so that a pusher waiting on one worker
+  // keeps two cores busy. Off: they sleep until the wait is over.
+  bool waiting_thread_helps = true;
   int workers_per_device = 1;       // Threads that run device functions (they only enqueue).
   int copy_workers_per_device = 1;  // Threads for kCopyToDevice / kCopyFromDevice.
   // Compute streams in each device's pool (copy streams: 1). More are made
@@ -248,11 +256,14 @@ class Engine {
   // Returns once every function pushed before this call that touches `var`
   // has completed, with `var`'s error. From inside a running function it
   // fails fast with FailedPrecondition instead of deadlocking; Cancelled
-  // when Shutdown(true) skips it.
+  // when Shutdown(true) skips it. Meanwhile the calling thread may run
+  // ready host functions (EngineOptions::waiting_thread_helps), any of
+  // them, not only those the var waits for.
   virtual absl::Status WaitForVar(VarHandle var) = 0;
   // Returns once everything pushed before has completed (with concurrent
   // pushers it may also wait for their work), with the first error since the
   // previous WaitForAll. From inside a running function: FailedPrecondition.
+  // Meanwhile the calling thread may run ready host functions, as above.
   virtual absl::Status WaitForAll() = 0;
   // Clears `var`'s poison, in push order (an ordered write).
   virtual absl::Status ClearError(VarHandle var) = 0;

@@ -167,6 +167,20 @@ void EngineBase::FlushRecycled() {
   batch.size = 0;
 }
 
+bool EngineBase::HelpWhileWaiting(absl::FunctionRef<bool()> done) {
+  WorkerBatch& batch = tls_worker;
+  // A thread is a worker of at most one engine, and a worker never waits.
+  if (batch.engine != nullptr && batch.engine != this) return false;
+  batch.engine = this;
+  const bool finished = HelpUntil(done);
+  // Hands back what it batched, and leaves no trace of this engine on the
+  // thread, which may outlive it.
+  FlushRecycled();
+  batch.engine = nullptr;
+  batch.retired_unchecked = 0;
+  return finished;
+}
+
 void EngineBase::WorkerIdle() {
   WorkerBatch& batch = tls_worker;
   batch.engine = this;
@@ -177,9 +191,7 @@ void EngineBase::WorkerIdle() {
   if (room_waiters_.load(std::memory_order_seq_cst) > 0) WakeWaiters(false, true);
 }
 
-void OprBlock::Unref() {
-  if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) engine->Recycle(this);
-}
+void OprBlock::Release() { engine->Recycle(this); }
 
 void OprBlock::Reset() {
   if (own.sync_fn) own.sync_fn = nullptr;
@@ -190,12 +202,12 @@ void OprBlock::Reset() {
   if (opr != &own) opr = &own;
   if (!(ctx == Context())) ctx = Context();
   if (priority != 0) priority = 0;
-  refs.store(1, std::memory_order_relaxed);
   if (pending_fences.load(std::memory_order_relaxed) != 0) {
     pending_fences.store(0, std::memory_order_relaxed);
   }
   if (worker != -1) worker = -1;
   if (!status.ok()) status = absl::OkStatus();
+  if (!async_status.ok()) async_status = absl::OkStatus();  // Also when moved from.
   if (stream != nullptr) stream = nullptr;
   if (pool != nullptr) pool = nullptr;
   if (fence != nullptr) fence.reset();
@@ -514,12 +526,14 @@ absl::Status EngineBase::WaitForVar(VarHandle var) {
     Mutex mu;
     CondVar cv;
     bool done ABSL_GUARDED_BY(mu) = false;
+    std::atomic<bool> finished{false};  // `done`, for a helping waiter to poll.
     absl::Status result ABSL_GUARDED_BY(mu);
     void Set(absl::Status status) {
       MutexLock lock(&mu);
       if (done) return;
       result = std::move(status);
       done = true;
+      finished.store(true, std::memory_order_release);
       cv.SignalAll();
     }
   };
@@ -536,18 +550,20 @@ absl::Status EngineBase::WaitForVar(VarHandle var) {
   };
   auto state = std::make_shared<WaitState>();
   absl::Status pushed = PushSync(
-      [v, wake = WakeOnDrop(state)](RunContext) {
+      [this, v, wake = WakeOnDrop(state)](RunContext) {
         absl::Status error;
         {
           SpinLockHolder lock(&v->mu);
           error = v->error;
         }
         wake.state->Set(std::move(error));
+        WakeHelpers();  // The waiter may be helping (it is in WaitForVar: the engine lives).
         return absl::OkStatus();
       },
       // A write, so that it also waits for earlier readers of the var.
       Context::Host(), {}, {var}, FnProperty::kNoSkip, 0, "WaitForVar");
   RILL_RETURN_IF_ERROR(pushed);
+  HelpWhileWaiting([&state] { return state->finished.load(std::memory_order_acquire); });
   MutexLock lock(&state->mu);
   state->cv.Wait(&state->mu, [&] { return state->done; });
   return state->result;
@@ -558,8 +574,11 @@ absl::Status EngineBase::WaitForAll() {
     return absl::FailedPreconditionError(
         "WaitForAll called from inside a running engine function: it would wait on itself");
   }
-  MutexLock lock(&wait_mu_);
+  // Counted as a waiter first, so that the retirement that ends the wait
+  // also wakes a helping thread (WakeHelpers).
   idle_waiters_.fetch_add(1, std::memory_order_seq_cst);
+  HelpWhileWaiting([this] { return InFlight() == 0; });
+  MutexLock lock(&wait_mu_);
   wait_cv_.Wait(&wait_mu_, [&] { return InFlight() == 0; });
   idle_waiters_.fetch_sub(1, std::memory_order_seq_cst);
   absl::Status error = first_error_;
@@ -599,7 +618,10 @@ void EngineBase::Retire(const absl::Status& status) {
     const bool idle = idle_waiters_.load(std::memory_order_seq_cst) > 0;
     if (ShouldWake(in_flight, idle, room_waiters_.load(std::memory_order_seq_cst) > 0)) {
       wait_cv_.SignalAll();
-      if (idle && in_flight == 0) idle_cv_.notify_all();
+      if (idle && in_flight == 0) {
+        idle_cv_.notify_all();
+        WakeHelpers();
+      }
     }
     return;
   }
@@ -629,7 +651,10 @@ void EngineBase::WakeWaiters(bool idle, bool room) {
   if (const int64_t in_flight = InFlight(); ShouldWake(in_flight, idle, room)) {
     MutexLock lock(&wait_mu_);
     wait_cv_.SignalAll();
-    if (idle && in_flight == 0) idle_cv_.notify_all();
+    if (idle && in_flight == 0) {
+      idle_cv_.notify_all();
+      WakeHelpers();
+    }
   }
 }
 

@@ -12,6 +12,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
 #include "engine/engine.h"
 #include "engine/opr_block.h"
 #include "engine/profiler.h"
@@ -95,6 +96,14 @@ class EngineBase : public Engine {
   // misses on what Run will touch first (its vars' lines), so that they
   // overlap the function before it.
   static void LookAhead(const OprBlock* op);
+  // Runs ready host functions on the calling thread, which waits and is no
+  // worker, until `done()` holds (true), or returns false, at once or
+  // later, when the kind has none to give or is stopping: the caller then
+  // blocks as usual. WakeHelpers makes such threads check `done` again.
+  virtual bool HelpUntil(absl::FunctionRef<bool()> done) { return false; }
+  virtual void WakeHelpers() {}
+  // The worker number a helping waiter runs functions under (profiles).
+  static constexpr int kWaitingThread = -2;
   // Stops the kind's threads once nothing is pending.
   virtual void StopThreads() {}
   // Device work of `op` was enqueued; the naive engine waits for it here.
@@ -111,6 +120,10 @@ class EngineBase : public Engine {
  private:
   // Hands this worker thread's batch of freed blocks back.
   void FlushRecycled();
+  // HelpUntil for a thread in WaitForAll or WaitForVar (not a worker, not
+  // inside a function): it counts as a worker of this engine while it
+  // helps. Returns whether `done()` holds.
+  bool HelpWhileWaiting(absl::FunctionRef<bool()> done);
   // Complete once the double-completion check has passed (or, for a
   // synchronous body, cannot fail).
   void CompleteOnce(OprBlock* op, absl::Status status);
@@ -200,7 +213,8 @@ class EngineBase : public Engine {
   // In flight: pushed and not finished (device work included), kept as
   // monotone counts on separate cache lines, so that the pushing thread and
   // the workers do not contend on one counter: pushed_ (pushers, under
-  // push_mu_) + holds_ (async bodies running) - retired_ (workers).
+  // push_mu_) + holds_ (device work between its enqueue and Finish) -
+  // retired_ (workers).
   int64_t InFlight() const;
   Mutex wait_mu_;
   CondVar wait_cv_;

@@ -176,29 +176,34 @@ void EngineBase::RunBody(OprBlock* op, RunContext rc) {
     CompleteOnce(op, std::move(status));
     return;
   }
+  // The function completes once both its body has returned and its
+  // Completion has been called, whichever comes second: a completion
+  // called before the body returns (inline, or by another thread) only
+  // leaves its status in the block, and the return completes it, as for a
+  // synchronous body. So the block and the push stay in place while the
+  // body runs, with no reference or hold to take, and an inline completion
+  // costs what a synchronous return does.
+  op->async_state.store(0, std::memory_order_relaxed);
   Completion completion = op->MakeCompletion();
-  // Counted in flight until the body returns, so that WaitForAll also sees
-  // a body that completes and then throws (reported as a double completion);
-  // and referenced, so that a completion inside the body does not recycle
-  // the block (and destroy the body) while it runs.
-  holds_.fetch_add(1, std::memory_order_relaxed);
-  op->Ref();
   try {
     opr.async_fn(rc, completion);
   } catch (...) {
     completion(CurrentExceptionStatus(""));
   }
-  {
+  if ((op->async_state.load(std::memory_order_acquire) & OprBlock::kCompleted) == 0) {
     // Listed from the body's return until its first completion, for
     // Shutdown to name and abandon: never while the body runs, so that
     // abandoning it (which enqueues on its stream) cannot race the body.
-    // A completion erases the entry under this lock after raising
-    // done_seq, so checking done_seq here leaves no stale entry.
+    // The return is marked under awaiting_mu_, so a completion that sees
+    // it finds the entry to erase.
     SpinLockHolder lock(&awaiting_mu_);
-    if (op->done_seq.load(std::memory_order_acquire) < op->seq + 1) awaiting_.emplace(op, op->seq);
+    const uint32_t prev = op->async_state.fetch_or(OprBlock::kReturned, std::memory_order_acq_rel);
+    if ((prev & OprBlock::kCompleted) == 0) {
+      awaiting_.emplace(op, op->seq);
+      return;  // The completion completes it; the block may be gone already.
+    }
   }
-  op->Unref();
-  Retire(absl::OkStatus());
+  CompleteOnce(op, std::move(op->async_status));
 }
 
 void EngineBase::Complete(OprBlock* op, uint64_t seq, absl::Status status) {
@@ -222,10 +227,7 @@ void EngineBase::Complete(OprBlock* op, uint64_t seq, absl::Status status) {
     return;
   }
   EngineBase* engine = op->engine;
-  if (first) {
-    SpinLockHolder lock(&engine->awaiting_mu_);
-    engine->awaiting_.erase(op);
-  } else {
+  if (!first) {
     engine->double_completions_.fetch_add(1, std::memory_order_relaxed);
     // Not named: the block may hold another function by now.
     absl::Status report = absl::FailedPreconditionError(
@@ -235,7 +237,16 @@ void EngineBase::Complete(OprBlock* op, uint64_t seq, absl::Status status) {
     engine->RecordError(report);
     return;
   }
-  engine->CompleteOnce(op, std::move(status));
+  // Published by the release below to the body's return, which completes
+  // the function if it has not returned yet (see RunBody).
+  op->async_status = std::move(status);
+  const uint32_t prev = op->async_state.fetch_or(OprBlock::kCompleted, std::memory_order_acq_rel);
+  if ((prev & OprBlock::kReturned) == 0) return;
+  {
+    SpinLockHolder lock(&engine->awaiting_mu_);
+    engine->awaiting_.erase(op);
+  }
+  engine->CompleteOnce(op, std::move(op->async_status));
 }
 
 void EngineBase::CompleteOnce(OprBlock* op, absl::Status status) {
@@ -335,7 +346,7 @@ void EngineBase::Finish(OprBlock* op, bool ran) {
   }
   if (profiler_.enabled() && op->start_ns != 0) RecordHostSpan(op);
   completed_.Add(1);
-  op->Unref();
+  op->Release();
   // The push, or for device work the hold CompleteOnce took (the stream's
   // notification retires the push).
   Retire(absl::OkStatus());
@@ -343,7 +354,9 @@ void EngineBase::Finish(OprBlock* op, bool ran) {
 }
 
 void EngineBase::RecordHostSpan(const OprBlock* op) {
-  TraceRecorder::Span span{absl::StrCat("engine worker ", op->worker), op->name(), "engine", op->start_ns,
+  std::string lane = op->worker == kWaitingThread ? std::string("engine waiting thread")
+                                                  : absl::StrCat("engine worker ", op->worker);
+  TraceRecorder::Span span{std::move(lane), op->name(), "engine", op->start_ns,
                            op->end_ns != 0 ? op->end_ns : Profiler::NowNs(), 0, 0, {}};
   span.key = profiler_.Key(op->seq);
   span.args = {{"context", op->ctx.ToString()}, {"push", absl::StrCat(op->seq)}};

@@ -67,9 +67,9 @@ struct Fence {
   std::vector<absl::AnyInvocable<void(absl::Status) &&>> waiters_ ABSL_GUARDED_BY(mu_);
 };
 
-// One push of an Opr (MXNet's OprBlock). Reference-counted by the engine
-// alone: one reference until the function has completed, and one while an
-// asynchronous body runs (it may complete before it returns). Blocks are
+// One push of an Opr (MXNet's OprBlock). Owned by the engine until the
+// function has completed (an asynchronous function completes only once its
+// body has returned too). Blocks are
 // recycled, never freed while the engine lives; a Completion names its
 // function by (block, seq), and `done_seq` (the latest completed seq + 1,
 // only rising) tells a first call from a late or second one, also after the
@@ -82,7 +82,6 @@ struct Fence {
 // profiling use comes last (Reset leaves those lines alone when unused).
 struct alignas(64) OprBlock {
   std::atomic<int> wait{0};        // Ungranted dependencies (+1 while pushing).
-  std::atomic<int> refs{1};
   // The push's priority, widened: kPrioritized adds 2^32, which puts every
   // such function ahead of every normal one whatever the int priorities.
   int64_t priority = 0;
@@ -103,6 +102,11 @@ struct alignas(64) OprBlock {
   // completion and completed the function itself.
   static constexpr uint64_t kAbandoned = uint64_t{1} << 63;
   std::atomic<uint64_t> done_seq{0};
+  // Asynchronous bodies: which of the two events that complete the
+  // function has happened (the second one completes it), and the status
+  // a completion called before the body returned left for the return.
+  static constexpr uint32_t kReturned = 1, kCompleted = 2;
+  std::atomic<uint32_t> async_state{0};
   std::atomic<int> pending_fences{0};  // Host work waiting on device fences.
   int worker = -1;                 // Profiling: the worker that ran it.
 
@@ -111,6 +115,7 @@ struct alignas(64) OprBlock {
   std::shared_ptr<Opr> shared;
 
   absl::Status status;        // The function's result, or the error it inherited.
+  absl::Status async_status;  // See async_state.
   Stream* stream = nullptr;   // Device functions: the stream they were given,
   class StreamPool* pool = nullptr;  // and the pool it goes back to.
   std::shared_ptr<Fence> fence;
@@ -118,9 +123,8 @@ struct alignas(64) OprBlock {
   int64_t end_ns = 0;
   std::unique_ptr<DeviceSpan> device_span;  // Profiling device functions.
 
-  void Ref() { refs.fetch_add(1, std::memory_order_relaxed); }
-  // The last reference gives the block back to its engine's pool.
-  void Unref();
+  // The function has completed: the block goes back to its engine's pool.
+  void Release();
   // Back to the state of a fresh block (destroys the function and its
   // captures), writing only the fields that changed; `deps` and `seq` are
   // left for the next push to write (the worker keeps off those lines).

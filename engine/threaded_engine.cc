@@ -1,6 +1,7 @@
 // The threaded engine: ready functions go to worker pools -- one for host
 // (CPU) functions, and per device one for compute and one for copies,
 // created on first use. Workers take functions by priority, then push order.
+// A thread waiting in WaitForAll or WaitForVar runs ready host functions too.
 
 #include <algorithm>
 #include <map>
@@ -21,8 +22,8 @@ class ThreadedEngine : public EngineBase {
     // Create checked cpu_workers against kMaxWorkers; so is one per core.
     int cpu = options.cpu_workers > 0
                   ? options.cpu_workers
-                  : static_cast<int>(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1,
-                                                          EngineOptions::kMaxWorkers));
+                  : static_cast<int>(std::clamp<unsigned>(std::thread::hardware_concurrency(), 2,
+                                                          EngineOptions::kMaxWorkers + 1) - 1);
     cpu_pool_ = std::make_unique<WorkerPool>("cpu", cpu, 0, Runner(), Idler(), &LookAhead);
     next_worker_id_ = cpu;
   }
@@ -37,6 +38,13 @@ class ThreadedEngine : public EngineBase {
     const FnProperty prop = op->opr->prop;
     const bool copy = prop == FnProperty::kCopyToDevice || prop == FnProperty::kCopyFromDevice;
     DevicePool(op->ctx, copy)->Push(op, sole);
+  }
+
+  bool HelpUntil(absl::FunctionRef<bool()> done) override {
+    return options_.waiting_thread_helps && cpu_pool_->Help(kWaitingThread, done);
+  }
+  void WakeHelpers() override {
+    if (options_.waiting_thread_helps) cpu_pool_->WakeHelpers();
   }
 
   void StopThreads() override {

@@ -129,8 +129,33 @@ void WorkerPool::Work(int worker) {
   const std::string thread_name = absl::StrCat("rill-", name_, "-", worker).substr(0, 15);
   pthread_setname_np(pthread_self(), thread_name.c_str());
   if (idle_) idle_();
+  RunUntil(worker, nullptr);
+  if (idle_) idle_();
+}
+
+bool WorkerPool::Help(int worker, absl::FunctionRef<bool()> done) {
+  // The thread works for this pool for the call (continuations included),
+  // and for no pool after it.
+  WorkerPool* const saved_pool = tls_pool;
+  const int saved_taken = tls_taken;
+  tls_pool = this;
+  tls_taken = 0;
+  const bool finished = RunUntil(worker, &done);
+  tls_pool = saved_pool;
+  tls_taken = saved_taken;
+  return finished;
+}
+
+void WorkerPool::WakeHelpers() {
+  MutexLock lock(&sleep_mu_);
+  cv_.SignalAll();
+}
+
+bool WorkerPool::RunUntil(int worker, const absl::FunctionRef<bool()>* done) {
+  auto finished = [done] { return done != nullptr && (*done)(); };
   OprBlock* taken[kMaxTaken];
   for (;;) {
+    if (finished()) return true;
     int n = TryPop(taken);
     if (n == 0 && idle_) idle_();
     // Poll (yielding the core) before sleeping: waking a sleeping thread
@@ -146,6 +171,7 @@ void WorkerPool::Work(int worker) {
           std::this_thread::sleep_for(kNapTime);
           if (std::chrono::steady_clock::now() - start > kSpinTime) break;
         }
+        if (finished()) return true;
         n = TryPop(taken);
       }
     }
@@ -155,13 +181,11 @@ void WorkerPool::Work(int worker) {
       // Push links into the inbox before it reads sleeping_, so either it
       // sees this sleeper and signals under sleep_mu_, or this sees its entry
       // (AnyReady looks under queue_mu_, so it also sees entries that another
-      // worker is moving from the inbox into the queue).
-      while (!AnyReady() && !stop_.load()) cv_.Wait(&sleep_mu_);
+      // worker is moving from the inbox into the queue). A helper's `done`
+      // is made true before WakeHelpers takes sleep_mu_.
+      while (!AnyReady() && !stop_.load() && !finished()) cv_.Wait(&sleep_mu_);
       sleeping_.fetch_sub(1, std::memory_order_seq_cst);
-      if (!AnyReady() && stop_.load()) {  // Stopped and drained.
-        if (idle_) idle_();
-        return;
-      }
+      if (!AnyReady() && stop_.load()) return finished();  // Stopped and drained.
       continue;
     }
     if (look_ahead_ != nullptr) {

@@ -54,6 +54,15 @@ class WorkerPool {
   void Push(OprBlock* op, bool may_continue = false);
   // Lets the workers finish what is queued, then joins them.
   void Stop();
+  // Runs ready functions on the calling thread, which is none of the
+  // pool's, as one more worker (numbered `worker`), until `done()` holds --
+  // checked between functions and, while nothing is ready, whenever
+  // WakeHelpers is called. Returns true then, false when the pool was
+  // stopped first.
+  bool Help(int worker, absl::FunctionRef<bool()> done);
+  // Makes the threads in Help check their `done` again: call it after
+  // making one true.
+  void WakeHelpers();
   // Calls `describe` on each queued function, best first, under the
   // queue's lock (so no worker takes and recycles one meanwhile); returns
   // how many there are.
@@ -62,6 +71,10 @@ class WorkerPool {
 
  private:
   void Work(int worker);
+  // The loop of Work and Help: runs what is ready, sleeping when nothing
+  // is, until the pool is stopped and drained (false) or `*done` holds
+  // (true; never, without `done`).
+  bool RunUntil(int worker, const absl::FunctionRef<bool()>* done);
 
   // Most functions a worker takes from the queue at once.
   static constexpr int kMaxTaken = 16;

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -265,6 +266,138 @@ TEST_P(EngineLifecycle, AsyncCompletionFromAForeignThread) {
   ASSERT_TRUE(IsOk(engine->WaitForAll()));
   std::lock_guard<std::mutex> lock(threads_mu);
   for (std::thread& t : threads) t.join();
+}
+
+// An async function whose completion is called -- inline, or by another
+// thread -- before its body returns completes only when the body returns:
+// a dependent never overlaps the body, and a completion followed by a throw
+// is still reported by the WaitForAll that follows.
+TEST_P(EngineLifecycle, AnAsyncFunctionCompletedBeforeItReturnsCompletesAtTheReturn) {
+  auto engine = MakeEngine(GetParam(), Workers(2));
+  VarHandle v = engine->NewVariable();
+  std::atomic<bool> body_returning{false};
+  std::atomic<bool> dependent_saw_return{false};
+  ASSERT_TRUE(IsOk(engine->PushAsync(
+      [&](RunContext, Completion done) {
+        std::thread other([done] { done(); });
+        other.join();  // Completed from another thread, body still running.
+        std::this_thread::sleep_for(20ms);  // A dependent would start now if it could.
+        body_returning.store(true);
+      },
+      Context::Host(), {}, {v}, FnProperty::kNormal, 0, "completed_early")));
+  ASSERT_TRUE(IsOk(engine->PushSync(
+      [&](RunContext) {
+        dependent_saw_return.store(body_returning.load());
+        return absl::OkStatus();
+      },
+      Context::Host(), {v}, {}, FnProperty::kNormal, 0, "dependent")));
+  ASSERT_TRUE(IsOk(engine->WaitForAll()));
+  EXPECT_TRUE(dependent_saw_return.load()) << "the dependent ran before the body returned";
+
+  // Inline completion, then a throw: the second call is a double completion,
+  // and WaitForAll (which cannot return before the body has) reports it.
+  ASSERT_TRUE(IsOk(engine->PushAsync(
+      [](RunContext, Completion done) {
+        done();
+        throw std::runtime_error("after completing");
+      },
+      Context::Host(), {}, {v}, FnProperty::kNormal, 0, "completes_then_throws")));
+  EXPECT_TRUE(HasError(engine->WaitForAll(), absl::StatusCode::kFailedPrecondition,
+                       {"called again"}));
+  EXPECT_EQ(engine->Stats().double_completions, 1);
+  EXPECT_TRUE(IsOk(engine->WaitForVar(v))) << "the first completion (OK) is the function's result";
+  EXPECT_EQ(engine->Stats().in_flight, 0);
+}
+
+// --- A waiting thread helps ---------------------------------------------------------
+
+// With one worker held busy by a function that waits for another, only the
+// thread waiting in WaitForAll / WaitForVar can run that other function:
+// the wait returns (it would hang without the help), and the function ran
+// on the waiting thread.
+TEST(ThreadedEngineRules, AWaitingThreadRunsReadyHostFunctions) {
+  for (bool wait_for_var : {false, true}) {
+    SCOPED_TRACE(wait_for_var ? "WaitForVar" : "WaitForAll");
+    auto engine = MakeEngine(Kind::kThreaded, Workers(1));
+    VarHandle a = engine->NewVariable();
+    VarHandle b = engine->NewVariable();
+    auto b_ran = Latch::Make();
+    OpenLatchOnExit open_b(b_ran);  // A failed test never leaves the worker blocked.
+    std::atomic<bool> a_saw_b{false};
+    std::thread::id b_thread;
+    ASSERT_TRUE(IsOk(engine->PushSync(
+        [&, b_ran](RunContext) {
+          a_saw_b.store(b_ran->Wait(10s));
+          return absl::OkStatus();
+        },
+        Context::Host(), {}, {a}, FnProperty::kNormal, 0, "a_waits_for_b")));
+    // Let the one worker take `a` first, so that only the waiter is left for `b`.
+    std::this_thread::sleep_for(5ms);
+    ASSERT_TRUE(IsOk(engine->PushSync(
+        [&, b_ran](RunContext) {
+          b_thread = std::this_thread::get_id();
+          b_ran->Open();
+          return absl::OkStatus();
+        },
+        Context::Host(), {}, {b}, FnProperty::kNormal, 0, "b")));
+    std::thread::id waiter;
+    WithDeadline("a wait that only its own help can end", engine.get(), [&] {
+      waiter = std::this_thread::get_id();
+      EXPECT_TRUE(IsOk(wait_for_var ? engine->WaitForVar(a) : engine->WaitForAll()));
+    });
+    EXPECT_TRUE(a_saw_b.load()) << "'b' did not run while the worker was held";
+    EXPECT_EQ(b_thread, waiter) << "'b' did not run on the waiting thread";
+    EXPECT_TRUE(IsOk(engine->WaitForAll()));
+  }
+}
+
+// Off, the waiting thread only waits: the same 'b' runs on the worker once
+// 'a' lets it go (here: at its timeout, short).
+TEST(ThreadedEngineRules, AWaitingThreadThatMustNotHelpOnlyWaits) {
+  EngineOptions options = Workers(1);
+  options.waiting_thread_helps = false;
+  auto engine = MakeEngine(Kind::kThreaded, options);
+  VarHandle a = engine->NewVariable();
+  std::thread::id ran_on;
+  ASSERT_TRUE(IsOk(engine->PushSync(
+      [](RunContext) {
+        std::this_thread::sleep_for(20ms);
+        return absl::OkStatus();
+      },
+      Context::Host(), {}, {}, FnProperty::kNormal, 0, "busy")));
+  ASSERT_TRUE(IsOk(engine->PushSync(
+      [&](RunContext) {
+        ran_on = std::this_thread::get_id();
+        return absl::OkStatus();
+      },
+      Context::Host(), {}, {a}, FnProperty::kNormal, 0, "later")));
+  ASSERT_TRUE(IsOk(engine->WaitForAll()));
+  EXPECT_NE(ran_on, std::this_thread::get_id());
+}
+
+// A default engine leaves a core to the thread that pushes (and helps).
+TEST(ThreadedEngineRules, TheDefaultWorkerCountLeavesACoreToThePusher) {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  auto engine = MakeEngine(Kind::kThreaded, EngineOptions{});
+  std::atomic<int> running{0};
+  std::atomic<int> most{0};
+  for (unsigned i = 0; i < 4 * cores; ++i) {
+    ASSERT_TRUE(IsOk(engine->PushSync(
+        [&](RunContext) {
+          const int now = running.fetch_add(1) + 1;
+          int seen = most.load();
+          while (now > seen && !most.compare_exchange_weak(seen, now)) {
+          }
+          std::this_thread::sleep_for(2ms);
+          running.fetch_sub(1);
+          return absl::OkStatus();
+        },
+        Context::Host(), {}, {})));
+  }
+  // Not waiting here: only the workers run them.
+  ASSERT_TRUE(WaitUntil([&] { return engine->Stats().in_flight == 0; }));
+  EXPECT_LE(most.load(), static_cast<int>(std::max(1u, cores - 1)));
+  ASSERT_TRUE(IsOk(engine->WaitForAll()));
 }
 
 // --- Operators ---------------------------------------------------------------------
