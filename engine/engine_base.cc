@@ -275,8 +275,10 @@ void EngineBase::WaitForRoom() {
   if (InFlight() < options_.max_in_flight) return;
   // Resume at a low-water mark, not at the first free slot: otherwise every
   // completion would wake the pusher for one push (a wake-up per function).
-  MutexLock lock(&wait_mu_);
+  // Meanwhile the pusher runs ready host functions, as WaitForAll does.
   room_waiters_.fetch_add(1, std::memory_order_seq_cst);
+  HelpWhileWaiting([this] { return InFlight() <= LowWater(); });
+  MutexLock lock(&wait_mu_);
   wait_cv_.Wait(&wait_mu_, [&] {
     return InFlight() <= LowWater();
   });
@@ -618,10 +620,8 @@ void EngineBase::Retire(const absl::Status& status) {
     const bool idle = idle_waiters_.load(std::memory_order_seq_cst) > 0;
     if (ShouldWake(in_flight, idle, room_waiters_.load(std::memory_order_seq_cst) > 0)) {
       wait_cv_.SignalAll();
-      if (idle && in_flight == 0) {
-        idle_cv_.notify_all();
-        WakeHelpers();
-      }
+      if (idle && in_flight == 0) idle_cv_.notify_all();
+      WakeHelpers();
     }
     return;
   }
@@ -651,10 +651,8 @@ void EngineBase::WakeWaiters(bool idle, bool room) {
   if (const int64_t in_flight = InFlight(); ShouldWake(in_flight, idle, room)) {
     MutexLock lock(&wait_mu_);
     wait_cv_.SignalAll();
-    if (idle && in_flight == 0) {
-      idle_cv_.notify_all();
-      WakeHelpers();
-    }
+    if (idle && in_flight == 0) idle_cv_.notify_all();
+    WakeHelpers();
   }
 }
 
