@@ -26,6 +26,16 @@ namespace {
 thread_local const EngineBase* tls_running_engine = nullptr;
 // The number Run was given for the function this thread runs (profiles).
 thread_local int tls_run_worker = -1;
+// The asynchronous body this thread runs, and whether its completion was
+// called inline (on this thread, before the body returned): then only this
+// thread touches the block's completion state, and the return completes
+// the function without a second atomic step.
+struct InlineCompletion {
+  OprBlock* op = nullptr;
+  uint64_t seq = 0;
+  bool called = false;
+};
+thread_local InlineCompletion tls_async;
 
 // Marks the calling thread as running an engine function for its scope.
 class RunningScope {
@@ -182,15 +192,20 @@ void EngineBase::RunBody(OprBlock* op, RunContext rc) {
   // leaves its status in the block, and the return completes it, as for a
   // synchronous body. So the block and the push stay in place while the
   // body runs, with no reference or hold to take, and an inline completion
-  // costs what a synchronous return does.
+  // costs a synchronous return and one atomic step (the first-call check).
   op->async_state.store(0, std::memory_order_relaxed);
+  const InlineCompletion outer = tls_async;
+  tls_async = InlineCompletion{op, op->seq, false};
   Completion completion = op->MakeCompletion();
   try {
     opr.async_fn(rc, completion);
   } catch (...) {
     completion(CurrentExceptionStatus(""));
   }
-  if ((op->async_state.load(std::memory_order_acquire) & OprBlock::kCompleted) == 0) {
+  const bool called_inline = tls_async.called;
+  tls_async = outer;
+  if (!called_inline &&
+      (op->async_state.load(std::memory_order_acquire) & OprBlock::kCompleted) == 0) {
     // Listed from the body's return until its first completion, for
     // Shutdown to name and abandon: never while the body runs, so that
     // abandoning it (which enqueues on its stream) cannot race the body.
@@ -237,9 +252,13 @@ void EngineBase::Complete(OprBlock* op, uint64_t seq, absl::Status status) {
     engine->RecordError(report);
     return;
   }
+  op->async_status = std::move(status);
+  if (tls_async.op == op && tls_async.seq == seq) {
+    tls_async.called = true;  // Inline: the return, on this thread, completes it.
+    return;
+  }
   // Published by the release below to the body's return, which completes
   // the function if it has not returned yet (see RunBody).
-  op->async_status = std::move(status);
   const uint32_t prev = op->async_state.fetch_or(OprBlock::kCompleted, std::memory_order_acq_rel);
   if ((prev & OprBlock::kReturned) == 0) return;
   {

@@ -115,6 +115,7 @@ TEST(ThreadedEngineRules, PrioritizedPropertyGoesAheadOfNormalFunctions) {
 TEST(ThreadedEngineRules, PushBlocksPastTheInFlightBound) {
   EngineOptions options = Workers(1);
   options.max_in_flight = 4;
+  options.waiting_thread_helps = false;  // Else the pusher runs them (next test).
   auto engine = MakeEngine(Kind::kThreaded, options);
   auto gate = Latch::Make();
   OpenLatchOnExit open_gate(gate);
@@ -159,6 +160,43 @@ TEST(ThreadedEngineRules, PushBlocksPastTheInFlightBound) {
 
 // A long producer loop against a slow consumer never has more than the
 // bound in flight (run-ahead cannot eat memory, apache/mxnet#4294).
+// A pusher at the bound runs ready functions itself while it waits for
+// room: with the one worker held, the pushes still go through, each
+// function runs on the pushing thread, and the bound holds throughout.
+TEST(ThreadedEngineRules, APusherAtTheBoundRunsReadyFunctionsItself) {
+  EngineOptions options = Workers(1);
+  options.max_in_flight = 4;
+  auto engine = MakeEngine(Kind::kThreaded, options);
+  auto gate = Latch::Make();
+  OpenLatchOnExit open_gate(gate);
+  ASSERT_TRUE(IsOk(PushHeld(*engine, gate, {})));
+  constexpr int kPushes = 20;
+  std::atomic<int> on_pusher{0};
+  std::atomic<int64_t> most_in_flight{0};
+  std::thread pusher([&] {
+    const std::thread::id me = std::this_thread::get_id();
+    for (int i = 0; i < kPushes; ++i) {
+      EXPECT_TRUE(IsOk(engine->PushSync(
+          [&, me](RunContext) {
+            on_pusher.fetch_add(std::this_thread::get_id() == me);
+            const int64_t now = engine->Stats().in_flight;
+            int64_t seen = most_in_flight.load();
+            while (now > seen && !most_in_flight.compare_exchange_weak(seen, now)) {
+            }
+            return absl::OkStatus();
+          },
+          Context::Host(), {}, {})));
+    }
+  });
+  WithDeadline("pushing past the bound while the worker is held", engine.get(),
+               [&] { pusher.join(); });
+  // All but the last few (within the bound) ran on the pusher.
+  EXPECT_GE(on_pusher.load(), kPushes - 4);
+  EXPECT_LE(most_in_flight.load(), 4);
+  gate->Open();
+  ASSERT_TRUE(IsOk(engine->WaitForAll()));
+}
+
 TEST(ThreadedEngineRules, InFlightStaysWithinTheBoundUnderALongProducerLoop) {
   EngineOptions options = Workers(2);
   options.max_in_flight = 64;
