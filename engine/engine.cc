@@ -96,6 +96,9 @@ absl::StatusOr<EngineOptions> EngineOptions::FromEnv(EngineOptions base) {
   RILL_RETURN_IF_ERROR(ParseInt("RILL_ENGINE_WATCHDOG_MS", 0, kMax, &watchdog_ms));
   RILL_RETURN_IF_ERROR(
       ParseInt("RILL_ENGINE_STREAMS_PER_DEVICE", 1, EngineOptions::kMaxWorkers, &streams));
+  int64_t helps = base.waiting_thread_helps ? 1 : 0;
+  RILL_RETURN_IF_ERROR(ParseInt("RILL_ENGINE_WAITING_THREAD_HELPS", 0, 1, &helps));
+  base.waiting_thread_helps = helps != 0;
   base.cpu_workers = static_cast<int>(cpu);
   base.streams_per_device = static_cast<int>(streams);
   base.max_in_flight = in_flight;

@@ -160,7 +160,7 @@ struct EngineOptions {
 
   // `base` overridden by the environment: RILL_ENGINE=naive|threaded,
   // RILL_ENGINE_CPU_WORKERS (1..kMaxWorkers), RILL_ENGINE_STREAMS_PER_DEVICE
-  // (1..kMaxWorkers), RILL_ENGINE_MAX_IN_FLIGHT,
+  // (1..kMaxWorkers), RILL_ENGINE_WAITING_THREAD_HELPS (0|1), RILL_ENGINE_MAX_IN_FLIGHT,
   // RILL_ENGINE_WATCHDOG_MS, RILL_ENGINE_TRACE=path. InvalidArgument naming
   // the variable and its value when a value is not an integer in range.
   static absl::StatusOr<EngineOptions> FromEnv(EngineOptions base);

@@ -121,8 +121,15 @@ struct alignas(64) Var {
   // the var's line and the block of the function waiting at its head.
   void Prefetch() const {
     PrefetchForWrite(this);
-    // Its first line holds the dependency count.
-    if (const OprBlock* next = head_op.load(std::memory_order_relaxed)) PrefetchForWrite(next);
+    if (const OprBlock* next = head_op.load(std::memory_order_relaxed)) {
+      // Its first line holds the dependency count; the next three, the
+      // deps and the function that running it reads (all written by the
+      // pusher), so that a chain's misses overlap rather than follow one
+      // another.
+      const char* line = reinterpret_cast<const char*>(next);
+      PrefetchForWrite(line);
+      for (int i = 1; i < 4; ++i) PrefetchForRead(line + 64 * i);
+    }
   }
   // Completes a granted dependency of `op`; appends to `granted` every op
   // this grants a dependency to. The caller counts those grants down
