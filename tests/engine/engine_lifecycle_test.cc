@@ -49,13 +49,23 @@ INSTANTIATE_TEST_SUITE_P(Kinds, EngineLifecycle, ::testing::Values(Kind::kNaive,
 
 // --- Priorities -----------------------------------------------------------------
 
+// One worker and a WaitForAll that does not help: a single thread takes
+// the ready functions, so the order they run in is the order they are
+// taken in. (With a helping waiter two threads take from the queue in that
+// order, and may finish out of it.)
+EngineOptions OneConsumer() {
+  EngineOptions options = Workers(1);
+  options.waiting_thread_helps = false;
+  return options;
+}
+
 // With one worker held busy, ready functions are taken by priority, then by
 // push order: both for functions with no vars and for readers released
 // together when a write completes.
 TEST(ThreadedEngineRules, ReadyFunctionsRunByPriorityThenPushOrder) {
   for (bool through_var : {false, true}) {
     SCOPED_TRACE(through_var ? "released by a var" : "no vars");
-    auto engine = MakeEngine(Kind::kThreaded, Workers(1));
+    auto engine = MakeEngine(Kind::kThreaded, OneConsumer());
     VarHandle v = engine->NewVariable();
     auto gate = Latch::Make();
     OpenLatchOnExit open_gate(gate);
@@ -85,7 +95,7 @@ TEST(ThreadedEngineRules, ReadyFunctionsRunByPriorityThenPushOrder) {
 
 // kPrioritized functions go ahead of normal ones in their queue.
 TEST(ThreadedEngineRules, PrioritizedPropertyGoesAheadOfNormalFunctions) {
-  auto engine = MakeEngine(Kind::kThreaded, Workers(1));
+  auto engine = MakeEngine(Kind::kThreaded, OneConsumer());
   auto gate = Latch::Make();
   OpenLatchOnExit open_gate(gate);
   std::mutex order_mu;
