@@ -319,18 +319,24 @@ void EngineBase::Finish(OprBlock* op, bool ran) {
     Var* v = dep.var;
     SpinLockHolder lock(&v->mu);
     if (dep.write) {
-      if (!error.ok() && v->error.ok()) v->error = error;
-      if (ran) {
-        // Null for host work, which waited for the rest. Written only when
-        // it changes: the line is the one the pusher appends to.
-        if (v->write_fence != op->fence) v->write_fence = op->fence;
-        if (!v->read_fences.empty()) v->read_fences.clear();
+      // A var with no state (no poison, no fence) written by host work
+      // that succeeded keeps none: its fences (on the line the pusher
+      // appends to) and its poison (third line) are then not touched.
+      const bool had_state = v->has_state.load(std::memory_order_relaxed);
+      if (had_state || !error.ok() || op->fence != nullptr) {
+        if (!error.ok() && v->error.ok()) v->error = error;
+        if (ran) {
+          // Null for host work, which waited for the rest. Written only
+          // when it changes.
+          if (v->write_fence != op->fence) v->write_fence = op->fence;
+          if (!v->read_fences.empty()) v->read_fences.clear();
+        }
+        // A function that did not run (skipped, cancelled, no stream)
+        // waited for no device work: what still runs on the var stays its
+        // fences, for the next user, WaitForVar and DeleteVariable to wait on.
+        v->has_state.store(!v->error.ok() || v->write_fence != nullptr || !v->read_fences.empty(),
+                           std::memory_order_release);
       }
-      // A function that did not run (skipped, cancelled, no stream) waited
-      // for no device work: what still runs on the var stays its fences,
-      // for the next user, WaitForVar and DeleteVariable to wait on.
-      v->has_state.store(!v->error.ok() || v->write_fence != nullptr || !v->read_fences.empty(),
-                         std::memory_order_release);
     } else if (op->fence != nullptr) {
       v->has_state.store(true, std::memory_order_release);
       if (v->read_fences.size() >= 16) {
