@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
+#include "base/cpu_relax.h"
 
 namespace rill {
 
@@ -23,7 +24,7 @@ class ABSL_LOCKABLE SpinLock {
     for (int i = 0; locked_.exchange(true, std::memory_order_acquire); ++i) {
       while (locked_.load(std::memory_order_relaxed)) {
         if (++i < 64) {
-          __builtin_ia32_pause();
+          CpuRelax();
         } else {
           std::this_thread::yield();
         }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "base/cpu_relax.h"
 #include "base/mutex.h"
 #include "stream/stream_status.h"
 
@@ -32,7 +33,7 @@ bool SpinUntil(Done done) {
     if (done()) return true;
     if (i < kPauses) {
       if ((i & 15) == 15 && std::chrono::steady_clock::now() > deadline) return false;
-      __builtin_ia32_pause();
+      CpuRelax();
     } else {
       if (std::chrono::steady_clock::now() > deadline) return false;
       std::this_thread::yield();
