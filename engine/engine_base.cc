@@ -181,6 +181,21 @@ bool EngineBase::HelpWhileWaiting(absl::FunctionRef<bool()> done) {
   return finished;
 }
 
+bool EngineBase::HelpUntilWoken(absl::FunctionRef<bool()> done) {
+  // Read before the first check: a wake-up after it moves the epoch.
+  uint64_t seen = wake_epoch_.load(std::memory_order_seq_cst);
+  if (done()) return true;
+  bool met = false;  // Once seen to hold, it holds for the caller (who checks again).
+  return HelpWhileWaiting([&] {
+    if (met) return true;
+    const uint64_t now = wake_epoch_.load(std::memory_order_seq_cst);
+    if (now == seen) return false;
+    seen = now;
+    met = done();
+    return met;
+  });
+}
+
 void EngineBase::WorkerIdle() {
   WorkerBatch& batch = tls_worker;
   batch.engine = this;
@@ -277,7 +292,7 @@ void EngineBase::WaitForRoom() {
   // completion would wake the pusher for one push (a wake-up per function).
   // Meanwhile the pusher runs ready host functions, as WaitForAll does.
   room_waiters_.fetch_add(1, std::memory_order_seq_cst);
-  HelpWhileWaiting([this] { return InFlight() <= LowWater(); });
+  HelpUntilWoken([this] { return InFlight() <= LowWater(); });
   MutexLock lock(&wait_mu_);
   wait_cv_.Wait(&wait_mu_, [&] {
     return InFlight() <= LowWater();
@@ -579,7 +594,7 @@ absl::Status EngineBase::WaitForAll() {
   // Counted as a waiter first, so that the retirement that ends the wait
   // also wakes a helping thread (WakeHelpers).
   idle_waiters_.fetch_add(1, std::memory_order_seq_cst);
-  HelpWhileWaiting([this] { return InFlight() == 0; });
+  HelpUntilWoken([this] { return InFlight() == 0; });
   MutexLock lock(&wait_mu_);
   wait_cv_.Wait(&wait_mu_, [&] { return InFlight() == 0; });
   idle_waiters_.fetch_sub(1, std::memory_order_seq_cst);
@@ -619,9 +634,7 @@ void EngineBase::Retire(const absl::Status& status) {
     const int64_t in_flight = InFlight();
     const bool idle = idle_waiters_.load(std::memory_order_seq_cst) > 0;
     if (ShouldWake(in_flight, idle, room_waiters_.load(std::memory_order_seq_cst) > 0)) {
-      wait_cv_.SignalAll();
-      if (idle && in_flight == 0) idle_cv_.notify_all();
-      WakeHelpers();
+      SignalWaiters(idle && in_flight == 0);
     }
     return;
   }
@@ -650,10 +663,15 @@ bool EngineBase::ShouldWake(int64_t in_flight, bool idle, bool room) const {
 void EngineBase::WakeWaiters(bool idle, bool room) {
   if (const int64_t in_flight = InFlight(); ShouldWake(in_flight, idle, room)) {
     MutexLock lock(&wait_mu_);
-    wait_cv_.SignalAll();
-    if (idle && in_flight == 0) idle_cv_.notify_all();
-    WakeHelpers();
+    SignalWaiters(idle && in_flight == 0);
   }
+}
+
+void EngineBase::SignalWaiters(bool idle_now) {
+  wait_cv_.SignalAll();
+  if (idle_now) idle_cv_.notify_all();
+  wake_epoch_.fetch_add(1, std::memory_order_seq_cst);
+  WakeHelpers();
 }
 
 void EngineBase::RecordError(const absl::Status& status) {

@@ -124,6 +124,15 @@ class EngineBase : public Engine {
   // inside a function): it counts as a worker of this engine while it
   // helps. Returns whether `done()` holds.
   bool HelpWhileWaiting(absl::FunctionRef<bool()> done);
+  // The same for a condition on the in-flight count (WaitForAll, a push at
+  // the bound), which is costly to read (every worker's shard): checked at
+  // the start and then only after a retirement signalled the waiters
+  // (wake_epoch_ moved), not between every two functions the thread runs.
+  bool HelpUntilWoken(absl::FunctionRef<bool()> done);
+  // Wakes the waiters whose condition now holds (caller holds wait_mu_):
+  // those blocked on wait_cv_ (and idle_cv_ when `idle_now`), and the
+  // helping ones.
+  void SignalWaiters(bool idle_now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(wait_mu_);
   // Complete once the double-completion check has passed (or, for a
   // synchronous body, cannot fail).
   void CompleteOnce(OprBlock* op, absl::Status status);
@@ -227,6 +236,8 @@ class EngineBase : public Engine {
   // waiting: a line of their own.
   alignas(64) std::atomic<int> idle_waiters_{0};  // In WaitForAll / Shutdown: wake at 0.
   std::atomic<int> room_waiters_{0};  // In WaitForRoom: wake at LowWater().
+  // Raised at each SignalWaiters (HelpUntilWoken).
+  std::atomic<uint64_t> wake_epoch_{0};
   int64_t LowWater() const {
     return options_.max_in_flight - std::max<int64_t>(1, options_.max_in_flight / 8);
   }

@@ -400,6 +400,31 @@ TEST(ThreadedEngineRules, AWaitingThreadRunsReadyHostFunctions) {
   }
 }
 
+// A waiting thread that finds nothing to run goes to sleep with the
+// workers; the retirement that ends its wait wakes it, and it returns (a
+// helper that took the wake-up and then looked again once used to sleep
+// for ever). Both waits, with the last function long enough for the
+// waiter to be asleep when it ends.
+TEST(ThreadedEngineRules, AHelpingWaiterAsleepIsWokenWhenItsWaitEnds) {
+  for (bool wait_for_var : {false, true}) {
+    SCOPED_TRACE(wait_for_var ? "WaitForVar" : "WaitForAll");
+    auto engine = MakeEngine(Kind::kThreaded, Workers(1));
+    VarHandle v = engine->NewVariable();
+    for (int round = 0; round < 3; ++round) {
+      ASSERT_TRUE(IsOk(engine->PushSync(
+          [](RunContext) {
+            std::this_thread::sleep_for(5ms);
+            return absl::OkStatus();
+          },
+          Context::Host(), {}, {v}, FnProperty::kNormal, 0, "slow")));
+      std::this_thread::sleep_for(1ms);  // The worker has taken it.
+      WithDeadline("a wait that ends while the waiter sleeps", engine.get(), [&] {
+        EXPECT_TRUE(IsOk(wait_for_var ? engine->WaitForVar(v) : engine->WaitForAll()));
+      });
+    }
+  }
+}
+
 // Off, the waiting thread only waits: the same 'b' runs on the worker once
 // 'a' lets it go (here: at its timeout, short).
 TEST(ThreadedEngineRules, AWaitingThreadThatMustNotHelpOnlyWaits) {
