@@ -85,7 +85,10 @@ struct OprBlock;
 }
 
 // Completes an asynchronous function. Call it exactly once, from any
-// thread, with the function's result. A second call does nothing to the
+// thread, with the function's result: before the body returns (then the
+// function completes when it returns, at the cost of a synchronous one) or
+// after. The function counts as finished -- its dependents may start --
+// once both the call and the body's return have happened. A second call does nothing to the
 // engine's state: it is reported (logged, and returned by WaitForAll as
 // FailedPrecondition) while the engine lives. Copyable; copies share one
 // completion. A copy may outlive the engine (destroying it touches nothing).
