@@ -701,6 +701,10 @@ std::string EngineBase::DescribePending() {
       for (OprBlock* h : v->holders) {
         absl::StrAppend(&out, " ", OpName(h), v->write_running ? " (write)" : " (read)");
       }
+      if (!v->write_running && v->running_reads > static_cast<int>(v->holders.size())) {
+        absl::StrAppend(&out, " and ", v->running_reads - static_cast<int>(v->holders.size()),
+                        " more reader(s)");
+      }
     }
     if (v->waiting > 0) {
       absl::StrAppend(&out, "; waiting:");

@@ -16,7 +16,7 @@ bool Var::AppendLocked(OprBlock* op, bool write) {
     } else {
       ++running_reads;
     }
-    holders.push_back(op);
+    if (write || holders.size() < kNamedHolders) holders.push_back(op);
     return true;
   }
   // Busy with a full buffer: empty it first, to keep push order.
@@ -107,7 +107,7 @@ void Var::GrantFrontLocked(ReadyList* granted) {
     } else {
       ++running_reads;
     }
-    holders.push_back(w.op);
+    if (w.write || holders.size() < kNamedHolders) holders.push_back(w.op);
     granted->push_back(w.op);
     // The ring emptied: what was pushed meanwhile comes next (or the var
     // stops being busy).

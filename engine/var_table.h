@@ -69,7 +69,11 @@ struct alignas(64) Var {
   // The function at the head, written under `mu`; read without it only as
   // a hint for prefetching the block that the next grant will touch.
   std::atomic<OprBlock*> head_op{nullptr};
-  // Granted, not completed: for DescribePending.
+  // Granted, not completed: for DescribePending. Of many readers running
+  // together only the first kNamedHolders are kept (running_reads counts
+  // them all): each completion searches this list under the lock, and a
+  // fan-out of 64 readers made that search the lock's hold time.
+  static constexpr size_t kNamedHolders = 4;
   absl::InlinedVector<OprBlock*, 2> holders ABSL_GUARDED_BY(mu);
 
   // -- Second line: the pusher's. kBusy | (entries in `pend`) << 1. The

@@ -94,6 +94,28 @@ TEST(EngineDiagnosis, DescribePendingNamesTheWaiterAndTheHolder) {
   EXPECT_EQ(after.find("waiting_op"), std::string::npos) << after;
 }
 
+// Many readers holding a var at once: the first few are named, the rest
+// counted (a completion then searches a short list under the var's lock).
+TEST(EngineDiagnosis, DescribePendingNamesTheFirstReadersAndCountsTheRest) {
+  auto engine = MakeEngine(Kind::kThreaded, testing::Workers(1));
+  VarHandle busy = engine->NewVariable();
+  VarHandle v = engine->NewVariable();
+  auto gate = Latch::Make();
+  OpenLatchOnExit open_gate(gate);
+  ASSERT_TRUE(IsOk(PushHeld(*engine, gate, {busy}, "occupies_the_worker")));
+  for (int i = 0; i < 10; ++i) {  // Granted at once (no writer), queued for the worker.
+    ASSERT_TRUE(IsOk(engine->PushSync([](RunContext) { return absl::OkStatus(); }, Context::Host(),
+                                      {v}, {}, FnProperty::kNormal, 0, absl::StrCat("r", i))));
+  }
+  const std::string pending = engine->DescribePending();
+  EXPECT_NE(pending.find("held by 'r0' (read) 'r1' (read) 'r2' (read) 'r3' (read) and 6 more reader(s)"),
+            std::string::npos)
+      << pending;
+  gate->Open();
+  ASSERT_TRUE(IsOk(engine->WaitForAll()));
+  EXPECT_EQ(engine->DescribePending().find("reader(s)"), std::string::npos);
+}
+
 // DescribePending may be called at any time, also while workers take, run
 // and recycle the functions it lists: every name it prints is one that was
 // pushed (a block recycled under it would show a torn or foreign name, and
