@@ -140,10 +140,13 @@ struct EngineOptions {
   // thread that pushes uses a core too -- and lends it to the workers while
   // it waits (waiting_thread_helps); else 1..kMaxWorkers.
   int cpu_workers = 0;
-  // WaitForAll and WaitForVar, called from a thread that is no engine
-  // worker, run ready host functions on that thread while they wait (as
-  // TBB's task_group::wait does), so that a pusher waiting on one worker
-  // keeps two cores busy. Off: they sleep until the wait is over.
+  // WaitForAll, WaitForVar and a push held at max_in_flight, called from a
+  // thread that is no engine worker, run ready host functions on that thread
+  // while they wait (as TBB's task_group::wait does), so that a pusher
+  // waiting on one worker keeps two cores busy. Such a thread must not hold
+  // a lock that a function takes, and no function may wait for something
+  // the waiting thread does only after its wait. Off: they sleep until the
+  // wait is over (RILL_ENGINE_WAITING_THREAD_HELPS=0).
   bool waiting_thread_helps = true;
   int workers_per_device = 1;       // Threads that run device functions (they only enqueue).
   int copy_workers_per_device = 1;  // Threads for kCopyToDevice / kCopyFromDevice.
@@ -152,7 +155,10 @@ struct EngineOptions {
   // streams); past the bound, a function may share a stream with unrelated
   // work, whose failure then skips it too.
   int streams_per_device = 2;
-  int64_t max_in_flight = 4096;     // Pushed but unfinished; past it, Push waits.
+  // Pushed but unfinished; past it, Push waits -- running ready host
+  // functions meanwhile when waiting_thread_helps (so do not push while
+  // holding a lock that a function takes).
+  int64_t max_in_flight = 4096;
   absl::Duration watchdog_period = absl::ZeroDuration();  // 0: no watchdog.
   // How long Shutdown(bool) and the destructor wait while no function
   // finishes before they give up on what is stuck (see Engine::Shutdown);

@@ -171,14 +171,27 @@ bool EngineBase::HelpWhileWaiting(absl::FunctionRef<bool()> done) {
   WorkerBatch& batch = tls_worker;
   // A thread is a worker of at most one engine, and a worker never waits.
   if (batch.engine != nullptr && batch.engine != this) return false;
+  // Counted before the check, which StopOnce makes the other way round:
+  // either it waits for this thread to leave, or this does not start.
+  helping_.fetch_add(1, std::memory_order_seq_cst);
+  if (no_helping_.load(std::memory_order_seq_cst)) {
+    helping_.fetch_sub(1, std::memory_order_seq_cst);
+    return false;
+  }
   batch.engine = this;
-  const bool finished = HelpUntil(done);
   // Hands back what it batched, and leaves no trace of this engine on the
-  // thread, which may outlive it.
-  FlushRecycled();
-  batch.engine = nullptr;
-  batch.retired_unchecked = 0;
-  return finished;
+  // thread, which may outlive it (also when a function's bookkeeping throws).
+  struct Leave {
+    EngineBase* engine;
+    WorkerBatch& batch;
+    ~Leave() {
+      engine->FlushRecycled();
+      batch.engine = nullptr;
+      batch.retired_unchecked = 0;
+      engine->helping_.fetch_sub(1, std::memory_order_seq_cst);  // The last touch of the engine.
+    }
+  } leave{this, batch};
+  return HelpUntil(done);
 }
 
 bool EngineBase::HelpUntilWoken(absl::FunctionRef<bool()> done) {
@@ -550,24 +563,26 @@ absl::Status EngineBase::WaitForVar(VarHandle var) {
       if (done) return;
       result = std::move(status);
       done = true;
-      finished.store(true, std::memory_order_release);
+      finished.store(true, std::memory_order_seq_cst);  // Before WakeHelpers reads helpers.
       cv.SignalAll();
     }
   };
   struct WakeOnDrop {
+    EngineBase* engine;  // Alive: blocks are reset (and this destroyed) while it lives.
     std::shared_ptr<WaitState> state;
-    explicit WakeOnDrop(std::shared_ptr<WaitState> s) : state(std::move(s)) {}
+    WakeOnDrop(EngineBase* e, std::shared_ptr<WaitState> s) : engine(e), state(std::move(s)) {}
     WakeOnDrop(WakeOnDrop&&) = default;
     ~WakeOnDrop() {
       if (state != nullptr) {
         state->Set(absl::CancelledError(
             "WaitForVar: the engine was shut down (cancelling pending work) before the var was ready"));
+        engine->WakeHelpers();  // The waiter may be helping, asleep in the pool.
       }
     }
   };
   auto state = std::make_shared<WaitState>();
   absl::Status pushed = PushSync(
-      [this, v, wake = WakeOnDrop(state)](RunContext) {
+      [this, v, wake = WakeOnDrop(this, state)](RunContext) {
         absl::Status error;
         {
           SpinLockHolder lock(&v->mu);
@@ -580,7 +595,7 @@ absl::Status EngineBase::WaitForVar(VarHandle var) {
       // A write, so that it also waits for earlier readers of the var.
       Context::Host(), {}, {var}, FnProperty::kNoSkip, 0, "WaitForVar");
   RILL_RETURN_IF_ERROR(pushed);
-  HelpWhileWaiting([&state] { return state->finished.load(std::memory_order_acquire); });
+  HelpWhileWaiting([&state] { return state->finished.load(std::memory_order_seq_cst); });
   MutexLock lock(&state->mu);
   state->cv.Wait(&state->mu, [&] { return state->done; });
   return state->result;
@@ -694,16 +709,19 @@ std::string EngineBase::DescribePending() {
   for (const auto& [v, bits] : vars) {
     SpinLockHolder var_lock(&v->mu);
     v->TakePendingLocked();
-    if (v->holders.empty() && v->waiting == 0) continue;
+    const bool held = v->write_running || v->running_reads > 0;
+    if (!held && v->waiting == 0) continue;
     absl::StrAppend(&out, absl::StrFormat("var %#x:", bits));
-    if (!v->holders.empty()) {
+    if (held) {
       absl::StrAppend(&out, " held by");
       for (OprBlock* h : v->holders) {
         absl::StrAppend(&out, " ", OpName(h), v->write_running ? " (write)" : " (read)");
       }
-      if (!v->write_running && v->running_reads > static_cast<int>(v->holders.size())) {
-        absl::StrAppend(&out, " and ", v->running_reads - static_cast<int>(v->holders.size()),
-                        " more reader(s)");
+      // Readers past the first few are counted, not named (Var::holders).
+      const int unnamed = v->write_running ? 0 : v->running_reads - static_cast<int>(v->holders.size());
+      if (unnamed > 0) {
+        absl::StrAppend(&out, v->holders.empty() ? " " : " and ", unnamed,
+                        v->holders.empty() ? " reader(s)" : " more reader(s)");
       }
     }
     if (v->waiting > 0) {

@@ -238,6 +238,9 @@ class EngineBase : public Engine {
   std::atomic<int> room_waiters_{0};  // In WaitForRoom: wake at LowWater().
   // Raised at each SignalWaiters (HelpUntilWoken).
   std::atomic<uint64_t> wake_epoch_{0};
+  // Threads in HelpWhileWaiting, and whether more may start (StopOnce).
+  std::atomic<int> helping_{0};
+  std::atomic<bool> no_helping_{false};
   int64_t LowWater() const {
     return options_.max_in_flight - std::max<int64_t>(1, options_.max_in_flight / 8);
   }
@@ -253,7 +256,7 @@ class EngineBase : public Engine {
   bool stop_claimed_ ABSL_GUARDED_BY(stopped_mu_) = false;  // A caller is stopping.
   bool stopped_ ABSL_GUARDED_BY(stopped_mu_) = false;
   std::atomic<bool> cancel_{false};
-  // Asynchronous functions whose body has started and whose Completion has
+  // Asynchronous functions whose body has returned and whose Completion has
   // not been called yet (block -> push seq), for Shutdown to name and
   // abandon. A first completion erases its entry before it completes the
   // function, so the blocks (and their names) listed here stay in place

@@ -194,16 +194,22 @@ void EngineBase::RunBody(OprBlock* op, RunContext rc) {
   // body runs, with no reference or hold to take, and an inline completion
   // costs a synchronous return and one atomic step (the first-call check).
   op->async_state.store(0, std::memory_order_relaxed);
-  const InlineCompletion outer = tls_async;
-  tls_async = InlineCompletion{op, op->seq, false};
-  Completion completion = op->MakeCompletion();
-  try {
-    opr.async_fn(rc, completion);
-  } catch (...) {
-    completion(CurrentExceptionStatus(""));
+  bool called_inline;
+  {
+    // Restored however the scope is left (a nested body saves the outer one).
+    struct Scope {
+      InlineCompletion outer = tls_async;
+      ~Scope() { tls_async = outer; }
+    } scope;
+    tls_async = InlineCompletion{op, op->seq, false};
+    Completion completion = op->MakeCompletion();
+    try {
+      opr.async_fn(rc, completion);
+    } catch (...) {
+      completion(CurrentExceptionStatus(""));
+    }
+    called_inline = tls_async.called;
   }
-  const bool called_inline = tls_async.called;
-  tls_async = outer;
   if (!called_inline &&
       (op->async_state.load(std::memory_order_acquire) & OprBlock::kCompleted) == 0) {
     // Listed from the body's return until its first completion, for

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -102,6 +103,11 @@ void EngineBase::StopOnce() {
     stop_claimed_ = true;
   }
   StopThreads();
+  // Threads helping in a wait leave once the pools are stopped; later ones
+  // do not start. A WaitForVar may still be waiting (for its Cancelled) when
+  // the engine is destroyed, so none may touch the engine after this.
+  no_helping_.store(true, std::memory_order_seq_cst);
+  while (helping_.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
   {
     MutexLock lock(&watchdog_mu_);
     watchdog_stop_ = true;

@@ -135,18 +135,30 @@ void WorkerPool::Work(int worker) {
 
 bool WorkerPool::Help(int worker, absl::FunctionRef<bool()> done) {
   // The thread works for this pool for the call (continuations included),
-  // and for no pool after it.
-  WorkerPool* const saved_pool = tls_pool;
-  const int saved_taken = tls_taken;
-  tls_pool = this;
-  tls_taken = 0;
-  const bool finished = RunUntil(worker, &done);
-  tls_pool = saved_pool;
-  tls_taken = saved_taken;
-  return finished;
+  // and for no pool after it, however it leaves.
+  struct Scope {
+    WorkerPool* pool;
+    WorkerPool* saved_pool = tls_pool;
+    int saved_taken = tls_taken;
+    explicit Scope(WorkerPool* p) : pool(p) {
+      tls_pool = p;
+      tls_taken = 0;
+      // Before the first look at `done`: WakeHelpers, called after making
+      // it true, then sees this helper (or this sees `done`).
+      pool->helpers_.fetch_add(1, std::memory_order_seq_cst);
+    }
+    ~Scope() {
+      pool->helpers_.fetch_sub(1, std::memory_order_seq_cst);
+      tls_pool = saved_pool;
+      tls_taken = saved_taken;
+    }
+  } scope(this);
+  return RunUntil(worker, &done);
 }
 
 void WorkerPool::WakeHelpers() {
+  // Most calls find no helper: then no worker is woken for nothing.
+  if (helpers_.load(std::memory_order_seq_cst) == 0) return;
   MutexLock lock(&sleep_mu_);
   cv_.SignalAll();
 }
@@ -199,6 +211,12 @@ bool WorkerPool::RunUntil(int worker, const absl::FunctionRef<bool()>* done) {
       while (tls_next != nullptr) {
         OprBlock* next = tls_next;
         tls_next = nullptr;
+        if (done != nullptr && finished()) {
+          // A helper whose wait is over leaves a chain to the workers
+          // (it could be endless: a function that pushes its successor).
+          Push(next);
+          break;
+        }
         run_(next, worker);
       }
     }

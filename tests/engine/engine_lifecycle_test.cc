@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -18,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "engine/engine.h"
 #include "gtest/gtest.h"
 #include "tests/engine/engine_testing.h"
@@ -423,6 +425,71 @@ TEST(ThreadedEngineRules, AHelpingWaiterAsleepIsWokenWhenItsWaitEnds) {
       });
     }
   }
+}
+
+// A helper whose wait is over leaves a chain of functions to the workers,
+// even an endless one (a function that pushes its own successor), instead
+// of running it for ever from inside WaitForVar.
+TEST(ThreadedEngineRules, AHelperLeavesAnEndlessChainWhenItsWaitIsOver) {
+  auto engine = MakeEngine(Kind::kThreaded, Workers(1));
+  VarHandle u = engine->NewVariable();
+  VarHandle v = engine->NewVariable();
+  VarHandle w = engine->NewVariable();
+  auto gate = Latch::Make();
+  OpenLatchOnExit open_gate(gate);
+  // The worker is busy with a function that 'the_wait' must follow: the
+  // queue holds only the chain, which the waiting thread takes.
+  ASSERT_TRUE(IsOk(PushHeld(*engine, gate, {w})));
+  std::atomic<bool> stop{false};
+  std::atomic<int> links{0};
+  std::function<absl::Status(RunContext)> link = [&](RunContext) {
+    links.fetch_add(1);
+    if (!stop.load()) {
+      // Its successor, on the var it writes: granted when this completes.
+      RILL_RETURN_IF_ERROR(engine->PushSync(link, Context::Host(), {}, {u}));
+    }
+    return absl::OkStatus();
+  };
+  ASSERT_TRUE(IsOk(engine->PushSync(link, Context::Host(), {}, {u}, FnProperty::kNormal, 0, "chain")));
+  ASSERT_TRUE(IsOk(engine->PushSync(testing::Noop, Context::Host(), {w}, {v}, FnProperty::kNormal, 0,
+                                    "the_wait")));
+  std::thread opener([&] {
+    std::this_thread::sleep_for(20ms);
+    gate->Open();  // The worker finishes, and runs 'the_wait'.
+  });
+  WithDeadline("WaitForVar while the waiting thread runs an endless chain", engine.get(),
+               [&] { EXPECT_TRUE(IsOk(engine->WaitForVar(v))); });
+  stop.store(true);
+  opener.join();
+  ASSERT_TRUE(IsOk(engine->WaitForAll()));
+  EXPECT_GT(links.load(), 1);
+}
+
+// Shutdown(true) that gives up on a held function (its deadline passed)
+// cancels a WaitForVar queued behind it when the holder finally finishes:
+// the waiting thread, asleep among the workers, is woken with Cancelled.
+TEST(ThreadedEngineRules, AHelpingWaitForVarIsWokenWhenShutdownCancelsItsFunction) {
+  auto engine = MakeEngine(Kind::kThreaded, Workers(1));
+  VarHandle v = engine->NewVariable();
+  auto gate = Latch::Make();
+  OpenLatchOnExit open_gate(gate);
+  ASSERT_TRUE(IsOk(PushHeld(*engine, gate, {v})));
+  absl::Status waited;
+  std::atomic<bool> returned{false};
+  std::thread waiter([&] {
+    waited = engine->WaitForVar(v);
+    returned = true;
+  });
+  ASSERT_TRUE(WaitUntil([&] { return engine->Stats().in_flight == 2; }));
+  std::this_thread::sleep_for(5ms);  // The waiter helps, finds nothing, sleeps.
+  EXPECT_TRUE(HasError(engine->Shutdown(/*cancel=*/true, absl::Milliseconds(100)),
+                       absl::StatusCode::kDeadlineExceeded));
+  gate->Open();
+  const bool woke = WaitUntil([&] { return returned.load(); });
+  EXPECT_TRUE(woke) << "WaitForVar still blocked after its function was cancelled";
+  if (!woke) std::abort();  // The waiter thread cannot be joined.
+  waiter.join();
+  EXPECT_TRUE(HasError(waited, absl::StatusCode::kCancelled, {"WaitForVar"}));
 }
 
 // Off, the waiting thread only waits: the same 'b' runs on the worker once
