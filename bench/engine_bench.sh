@@ -25,6 +25,7 @@ if [[ ! -x "$BUILD_DIR/bench/engine_bench" ]]; then
   cmake --build "$BUILD_DIR" -j "${RILL_JOBS:-2}" --target engine_bench
 fi
 mkdir -p "$OUT_DIR"
+rm -f "$OUT_DIR"/run*.txt  # Only this call's runs are summarized.
 for i in $(seq 1 "$runs"); do
   echo "engine_bench.sh: run $i of $runs" >&2
   "$BUILD_DIR/bench/engine_bench" > "$OUT_DIR/run$i.txt" 2>&1
