@@ -1,7 +1,8 @@
 // How an engine runs a function it has dispatched: gathering what it
 // depends on (poison, device fences), running the body inline or on a
 // device stream, and completing it (errors, fences, releasing its vars).
-// Pushing, waiting, retiring and shutdown are in engine_base.cc.
+// Pushing and retiring are in engine_base.cc, waiting in engine_wait.cc,
+// shutdown in engine_shutdown.cc.
 
 #include <exception>
 #include <memory>
