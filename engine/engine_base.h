@@ -102,6 +102,10 @@ class EngineBase : public Engine {
   // blocks as usual. WakeHelpers makes such threads check `done` again.
   virtual bool HelpUntil(absl::FunctionRef<bool()> done) { return false; }
   virtual void WakeHelpers() {}
+  // Whether a thread is in HelpWhileWaiting. It counts itself before it
+  // first checks its condition, and WakeHelpers is called after making one
+  // true: either the waker sees it here or it sees the condition.
+  bool AnyoneHelping() const { return helping_.load(std::memory_order_seq_cst) > 0; }
   // The worker number a helping waiter runs functions under (profiles).
   static constexpr int kWaitingThread = -2;
   // Stops the kind's threads once nothing is pending.

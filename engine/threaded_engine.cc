@@ -44,7 +44,8 @@ class ThreadedEngine : public EngineBase {
     return options_.waiting_thread_helps && cpu_pool_->Help(kWaitingThread, done);
   }
   void WakeHelpers() override {
-    if (options_.waiting_thread_helps) cpu_pool_->WakeHelpers();
+    // Most calls find no helper: then no worker is woken for nothing.
+    if (AnyoneHelping()) cpu_pool_->WakeHelpers();
   }
 
   void StopThreads() override {

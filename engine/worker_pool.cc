@@ -143,12 +143,8 @@ bool WorkerPool::Help(int worker, absl::FunctionRef<bool()> done) {
     explicit Scope(WorkerPool* p) : pool(p) {
       tls_pool = p;
       tls_taken = 0;
-      // Before the first look at `done`: WakeHelpers, called after making
-      // it true, then sees this helper (or this sees `done`).
-      pool->helpers_.fetch_add(1, std::memory_order_seq_cst);
     }
     ~Scope() {
-      pool->helpers_.fetch_sub(1, std::memory_order_seq_cst);
       tls_pool = saved_pool;
       tls_taken = saved_taken;
     }
@@ -157,8 +153,6 @@ bool WorkerPool::Help(int worker, absl::FunctionRef<bool()> done) {
 }
 
 void WorkerPool::WakeHelpers() {
-  // Most calls find no helper: then no worker is woken for nothing.
-  if (helpers_.load(std::memory_order_seq_cst) == 0) return;
   MutexLock lock(&sleep_mu_);
   cv_.SignalAll();
 }

@@ -108,7 +108,6 @@ class WorkerPool {
   std::vector<OprBlock*> drained_ ABSL_GUARDED_BY(queue_mu_);  // DrainInboxLocked's scratch.
   std::atomic<int64_t> queued_{0};
   alignas(64) std::atomic<int> sleeping_{0};
-  std::atomic<int> helpers_{0};  // Threads in Help.
   Mutex sleep_mu_;
   CondVar cv_;
   std::atomic<bool> stop_{false};
