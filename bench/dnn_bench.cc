@@ -1,5 +1,7 @@
 // DNN convolution forward through Rill against the same oneDNN primitive
-// called directly.
+// called directly; with XNNPACK built, also XNNPACK through Rill against
+// XNNPACK called directly and the tuned "xnnpack,onednn" chain against the
+// faster of the two (bench/dnn_bench_xnnpack.cc).
 //
 //  - rill/<layer>/n<N>: Stream::ThenConvolve (algorithm "auto", an explicit
 //    workspace of the reported size) + BlockHostUntilDone per iteration, on
@@ -167,8 +169,24 @@ void Summarize(const bench::Results& r, bench::Report& report) {
 }  // namespace
 }  // namespace rill
 
+#ifdef RILL_BENCH_XNNPACK
+namespace rill {
+// bench/dnn_bench_xnnpack.cc.
+void RegisterXnnpack();
+void SummarizeXnnpack(const bench::Results& r, bench::Report& report);
+}  // namespace rill
+#endif
+
 int main(int argc, char** argv) {
   std::printf("%s\n", rill::OneDnn::LibraryVersion().c_str());
   rill::Register();
+#ifdef RILL_BENCH_XNNPACK
+  rill::RegisterXnnpack();
+  return rill::bench::RunAndReport(argc, argv, [](const rill::bench::Results& r, rill::bench::Report& report) {
+    rill::Summarize(r, report);
+    rill::SummarizeXnnpack(r, report);
+  });
+#else
   return rill::bench::RunAndReport(argc, argv, rill::Summarize);
+#endif
 }

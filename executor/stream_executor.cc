@@ -1,5 +1,6 @@
 #include "executor/stream_executor.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -214,21 +215,63 @@ absl::Status StreamExecutor::CheckSignature(const KernelSpec& spec, const std::t
       " the spec's host function declares"));
 }
 
+absl::Status StreamExecutor::BuildChainLocked(PluginKind kind, PluginSlot& slot) {
+  std::vector<std::string> names = slot.selected;
+  if (names.empty()) {
+    RILL_ASSIGN_OR_RETURN(names, PluginRegistry::Default().DefaultChain(platform_->id(), kind));
+  }
+  if (names.empty()) {
+    return absl::UnimplementedError(absl::StrCat("no ", absl::AsciiStrToUpper(PluginKindName(kind)),
+                                                 " plugin for platform ", platform_->Name()));
+  }
+  std::vector<std::unique_ptr<PluginInterface>> chain;
+  for (const std::string& name : names) {
+    // Reuse an instance made earlier (a member of the old chain, or one
+    // asked for by name).
+    std::unique_ptr<PluginInterface> instance;
+    for (auto* pool : {&slot.chain, &slot.others}) {
+      for (auto& p : *pool) {
+        if (p != nullptr && p->Name() == name) instance = std::move(p);
+      }
+    }
+    if (instance == nullptr) {
+      RILL_ASSIGN_OR_RETURN(instance, PluginRegistry::Default().Create(kind, name, this));
+    }
+    chain.push_back(std::move(instance));
+  }
+  for (size_t i = 0; i < chain.size(); ++i) {
+    chain[i]->fallback_ = i + 1 < chain.size() ? chain[i + 1].get() : nullptr;
+  }
+  slot.chain = std::move(chain);
+  std::erase(slot.others, nullptr);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<PluginInterface*> StreamExecutor::GetPlugin(PluginKind kind) {
   RILL_RETURN_IF_ERROR(Annotate(CheckPluginKind(kind), absl::StrCat("GetPlugin on ", debug_name_)));
   MutexLock lock(&plugin_mu_);
   PluginSlot& slot = plugins_[static_cast<int>(kind)];
-  if (slot.instance != nullptr) return slot.instance.get();
-  std::string name = slot.selected;
-  if (name.empty()) {
-    RILL_ASSIGN_OR_RETURN(name, PluginRegistry::Default().DefaultName(platform_->id(), kind));
+  if (slot.chain.empty()) RILL_RETURN_IF_ERROR(BuildChainLocked(kind, slot));
+  return slot.chain.front().get();
+}
+
+absl::StatusOr<PluginInterface*> StreamExecutor::GetPlugin(PluginKind kind, std::string_view name) {
+  RILL_RETURN_IF_ERROR(Annotate(CheckPluginKind(kind), absl::StrCat("GetPlugin on ", debug_name_)));
+  RILL_RETURN_IF_ERROR(PluginRegistry::Default().CheckRegistered(platform_->id(), kind, name));
+  MutexLock lock(&plugin_mu_);
+  PluginSlot& slot = plugins_[static_cast<int>(kind)];
+  if (slot.chain.empty()) {
+    absl::Status built = BuildChainLocked(kind, slot);
+    if (!built.ok() && !absl::IsUnimplemented(built)) return built;
   }
-  if (name.empty()) {
-    return absl::UnimplementedError(absl::StrCat("no ", absl::AsciiStrToUpper(PluginKindName(kind)),
-                                                 " plugin for platform ", platform_->Name()));
+  for (auto* pool : {&slot.chain, &slot.others}) {
+    for (auto& p : *pool) {
+      if (p->Name() == name) return p.get();
+    }
   }
-  RILL_ASSIGN_OR_RETURN(slot.instance, PluginRegistry::Default().Create(kind, name, this));
-  return slot.instance.get();
+  RILL_ASSIGN_OR_RETURN(std::unique_ptr<PluginInterface> instance, PluginRegistry::Default().Create(kind, name, this));
+  slot.others.push_back(std::move(instance));
+  return slot.others.back().get();
 }
 
 BlasSupport* StreamExecutor::AsBlas() {
@@ -247,23 +290,41 @@ RngSupport* StreamExecutor::AsRng() {
   return static_cast<RngSupport*>(GetPlugin(PluginKind::kRng).value_or(nullptr));
 }
 
-absl::Status StreamExecutor::SetPlugin(PluginKind kind, std::string_view name) {
+absl::Status StreamExecutor::SetPlugin(PluginKind kind, std::string_view names) {
   RILL_RETURN_IF_ERROR(Annotate(CheckPluginKind(kind), absl::StrCat("SetPlugin on ", debug_name_)));
-  RILL_RETURN_IF_ERROR(PluginRegistry::Default().CheckRegistered(platform_->id(), kind, name));
+  RILL_ASSIGN_OR_RETURN(std::vector<std::string> chain,
+                        PluginRegistry::Default().ParseChain(platform_->id(), kind, names));
   MutexLock lock(&plugin_mu_);
   PluginSlot& slot = plugins_[static_cast<int>(kind)];
-  if (slot.instance != nullptr && slot.instance->Name() != name) slot.instance.reset();
-  slot.selected = std::string(name);
+  // Instances not in the new chain go now; the rest are relinked on use.
+  for (auto* pool : {&slot.chain, &slot.others}) {
+    std::erase_if(*pool, [&](const std::unique_ptr<PluginInterface>& p) {
+      return std::find(chain.begin(), chain.end(), p->Name()) == chain.end();
+    });
+  }
+  for (auto& p : slot.chain) slot.others.push_back(std::move(p));
+  for (auto& p : slot.others) p->fallback_ = nullptr;  // Relinked when the chain is built.
+  slot.chain.clear();
+  slot.selected = std::move(chain);
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> StreamExecutor::PluginName(PluginKind kind) {
-  RILL_RETURN_IF_ERROR(Annotate(CheckPluginKind(kind), absl::StrCat("PluginName on ", debug_name_)));
+  RILL_ASSIGN_OR_RETURN(std::vector<std::string> chain, PluginChain(kind));
+  return chain.empty() ? std::string() : chain.front();
+}
+
+absl::StatusOr<std::vector<std::string>> StreamExecutor::PluginChain(PluginKind kind) {
+  RILL_RETURN_IF_ERROR(Annotate(CheckPluginKind(kind), absl::StrCat("PluginChain on ", debug_name_)));
   MutexLock lock(&plugin_mu_);
   const PluginSlot& slot = plugins_[static_cast<int>(kind)];
-  if (slot.instance != nullptr) return slot.instance->Name();
+  if (!slot.chain.empty()) {
+    std::vector<std::string> names;
+    for (const auto& p : slot.chain) names.push_back(p->Name());
+    return names;
+  }
   if (!slot.selected.empty()) return slot.selected;
-  return PluginRegistry::Default().DefaultName(platform_->id(), kind);
+  return PluginRegistry::Default().DefaultChain(platform_->id(), kind);
 }
 
 Kernel::Kernel(StreamExecutor* parent, std::string name, int arity,

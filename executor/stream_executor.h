@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 #include <typeinfo>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -110,10 +111,11 @@ class StreamExecutor {
   template <typename... Params>
   absl::StatusOr<TypedKernel<Params...>> LoadKernel(const KernelSpec& spec);
 
-  // --- Library plugins (see plugins/plugin_registry.h).
-  // This executor's plugin of each kind, created from the PluginRegistry on
-  // first use (the selected name, else RILL_<KIND> from the environment,
-  // else the registry's default); nullptr when none is registered.
+  // --- Library plugins (see plugins/plugin_registry.h, plugins/plugin_chain.h).
+  // This executor's plugin of each kind -- the head of its fallback chain --
+  // created from the PluginRegistry on first use (the selected chain, else
+  // RILL_<KIND> from the environment, else the registry's default);
+  // nullptr when none is registered.
   BlasSupport* AsBlas();
   DnnSupport* AsDnn();
   RngSupport* AsRng();
@@ -121,13 +123,22 @@ class StreamExecutor {
   // As above with the reason when there is none: Unimplemented "no BLAS
   // plugin for platform host", or the factory's error.
   absl::StatusOr<PluginInterface*> GetPlugin(PluginKind kind);
-  // Selects plugin `name` of `kind` for this executor; an instance already
-  // created under another name is destroyed at once, so finish the work
-  // enqueued through it first (BlockHostUntilDone on its streams).
-  // NotFound, listing the registered names, for an unknown name.
-  absl::Status SetPlugin(PluginKind kind, std::string_view name);
-  // The name of the plugin this executor uses (or will create) for `kind`.
+  // Plugin `name` of `kind` on this executor, for calls that choose their
+  // plugin: a member of the chain (its fallbacks stay those after it), or
+  // any other registered plugin, created on first use without fallback.
+  absl::StatusOr<PluginInterface*> GetPlugin(PluginKind kind, std::string_view name);
+  // Selects plugin `names` of `kind` for this executor: one name, or a
+  // comma-separated fallback chain ("xnnpack,onednn": calls the first does
+  // not support go to the next). Instances not in the new chain are
+  // destroyed at once, so finish the work enqueued through them first
+  // (BlockHostUntilDone on their streams). NotFound, listing the registered
+  // names, for an unknown name; InvalidArgument for a name given twice.
+  absl::Status SetPlugin(PluginKind kind, std::string_view names);
+  // The name of the plugin this executor uses (or will create) for `kind`:
+  // the chain's head.
   absl::StatusOr<std::string> PluginName(PluginKind kind);
+  // The names of the chain in force for `kind`, head first.
+  absl::StatusOr<std::vector<std::string>> PluginChain(PluginKind kind);
 
   StreamExecutorInterface* implementation() const { return impl_.get(); }
   // True until this executor's destructor starts; objects that may outlive
@@ -147,9 +158,13 @@ class StreamExecutor {
   const std::shared_ptr<StreamRegistry> streams_ = std::make_shared<StreamRegistry>();
 
   struct PluginSlot {
-    std::string selected;  // Empty: the registry's choice.
-    std::unique_ptr<PluginInterface> instance;
+    std::vector<std::string> selected;  // Empty: the registry's choice.
+    // The chain, linked through fallback_; empty until first use.
+    std::vector<std::unique_ptr<PluginInterface>> chain;
+    // Plugins asked for by name outside the chain (no fallback).
+    std::vector<std::unique_ptr<PluginInterface>> others;
   };
+  absl::Status BuildChainLocked(PluginKind kind, PluginSlot& slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(plugin_mu_);
   Mutex plugin_mu_;
   PluginSlot plugins_[4] ABSL_GUARDED_BY(plugin_mu_);  // Indexed by PluginKind.
 };

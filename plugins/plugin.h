@@ -1,9 +1,12 @@
 #ifndef RILL_PLUGINS_PLUGIN_H_
 #define RILL_PLUGINS_PLUGIN_H_
 
+#include <atomic>
+#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace rill {
 
@@ -29,6 +32,14 @@ constexpr DataType DataTypeOf<float>() { return DataType::kFloat; }
 template <>
 constexpr DataType DataTypeOf<double>() { return DataType::kDouble; }
 
+class PluginInterface;
+namespace internal {
+// Counts a call `from` handed on to `to` (plugins/plugin_chain.h) and logs
+// it at INFO (RILL_LOG_LEVEL=0).
+void RecordHandOff(PluginInterface& from, PluginInterface& to, PluginKind kind,
+                   const std::string& operation, const absl::Status& why);
+}  // namespace internal
+
 // The base of every plugin interface (BlasSupport, RngSupport, ...). A
 // plugin instance serves one executor, is created by the PluginRegistry on
 // first use and lives as long as the executor.
@@ -40,6 +51,24 @@ class PluginInterface {
   // The library behind it and its version, for people (rill-info): "oneDNN
   // 2.6.3 (cpu runtime OpenMP)", "cuDNN 9.19.0"; "" when unknown.
   virtual std::string Version() const { return ""; }
+
+  // The plugin that runs the calls this one does not support (each kind's
+  // interface has a Supports() query): the next in its executor's chain
+  // (StreamExecutor::SetPlugin(kind, "xnnpack,onednn"), RILL_DNN=...), null
+  // at the chain's end. Set by the executor when it builds the chain.
+  PluginInterface* fallback() const { return fallback_; }
+  // Calls this plugin handed on to a later one, and calls it ran that an
+  // earlier one handed on (plugins/plugin_chain.h counts them).
+  uint64_t calls_handed_on() const { return handed_on_.load(std::memory_order_relaxed); }
+  uint64_t calls_taken_over() const { return taken_over_.load(std::memory_order_relaxed); }
+
+ private:
+  friend class StreamExecutor;
+  friend void internal::RecordHandOff(PluginInterface& from, PluginInterface& to, PluginKind kind,
+                                      const std::string& operation, const absl::Status& why);
+
+  PluginInterface* fallback_ = nullptr;
+  std::atomic<uint64_t> handed_on_{0}, taken_over_{0};
 };
 
 }  // namespace rill

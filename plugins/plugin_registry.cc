@@ -1,9 +1,11 @@
 #include "plugins/plugin_registry.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "executor/stream_executor.h"
@@ -84,18 +86,50 @@ std::string PluginRegistry::NamesLocked(PlatformId platform, PluginKind kind) co
   return names.empty() ? "none" : names;
 }
 
-absl::StatusOr<std::string> PluginRegistry::DefaultNameLocked(PlatformId platform, PluginKind kind) const {
+absl::StatusOr<std::vector<std::string>> PluginRegistry::DefaultChainLocked(PlatformId platform,
+                                                                           PluginKind kind) const {
   const std::string variable = EnvVariable(kind);
   if (const char* env = std::getenv(variable.c_str()); env != nullptr && *env != '\0') {
-    if (FindLocked(platform, kind, env) != nullptr) return std::string(env);
-    return absl::NotFoundError(absl::StrCat(variable, "=", env, " names no ", PluginKindName(kind),
-                                            " plugin of platform ", platform->name,
-                                            "; registered: ", NamesLocked(platform, kind)));
+    absl::StatusOr<std::vector<std::string>> chain = ParseChainLocked(platform, kind, env);
+    if (!chain.ok()) return Annotate(chain.status(), absl::StrCat("in ", variable, "=", env));
+    return chain;
   }
   for (const auto& [key, name] : defaults_) {
-    if (key.first == platform && key.second == kind) return name;
+    if (key.first == platform && key.second == kind) return std::vector<std::string>{name};
   }
-  return std::string();
+  return std::vector<std::string>{};
+}
+
+absl::StatusOr<std::vector<std::string>> PluginRegistry::ParseChainLocked(PlatformId platform, PluginKind kind,
+                                                                         std::string_view names) const {
+  std::vector<std::string> chain;
+  for (absl::string_view part : absl::StrSplit(AsAbsl(names), ',')) {
+    std::string name(absl::StripAsciiWhitespace(part));
+    if (FindLocked(platform, kind, name) == nullptr) return UnknownLocked(platform, kind, name);
+    if (std::find(chain.begin(), chain.end(), name) != chain.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(PluginKindName(kind), " plugin \"", name,
+                                                     "\" appears twice in the chain \"", AsAbsl(names), "\""));
+    }
+    chain.push_back(std::move(name));
+  }
+  return chain;
+}
+
+absl::StatusOr<std::vector<std::string>> PluginRegistry::DefaultChain(PlatformId platform, PluginKind kind) const {
+  MutexLock lock(&mu_);
+  return DefaultChainLocked(platform, kind);
+}
+
+absl::StatusOr<std::vector<std::string>> PluginRegistry::ParseChain(PlatformId platform, PluginKind kind,
+                                                                   std::string_view names) const {
+  RILL_RETURN_IF_ERROR(CheckPluginKind(kind));
+  MutexLock lock(&mu_);
+  return ParseChainLocked(platform, kind, names);
+}
+
+absl::StatusOr<std::string> PluginRegistry::DefaultNameLocked(PlatformId platform, PluginKind kind) const {
+  RILL_ASSIGN_OR_RETURN(std::vector<std::string> chain, DefaultChainLocked(platform, kind));
+  return chain.empty() ? std::string() : chain.front();
 }
 
 absl::StatusOr<std::string> PluginRegistry::DefaultName(PlatformId platform, PluginKind kind) const {

@@ -21,7 +21,8 @@ class StreamExecutor;
 // plugin for one executor. Each (platform, kind) has a default: the first
 // registered, unless a registration asks to become the default, and unless
 // the environment names another (RILL_BLAS=blis, RILL_DNN=..., RILL_RNG=...,
-// RILL_FFT=...: a whole-program choice). StreamExecutor::SetPlugin selects
+// RILL_FFT=...: a whole-program choice) or a fallback chain of several
+// (RILL_DNN=xnnpack,onednn; plugins/plugin_chain.h). StreamExecutor::SetPlugin selects
 // per executor. The process default (Default()) is created on first use and
 // never destroyed.
 //
@@ -61,6 +62,14 @@ class PluginRegistry {
   // environment choice that is not registered is NotFound, naming the
   // variable and the registered names.
   absl::StatusOr<std::string> DefaultName(PlatformId platform, PluginKind kind) const;
+  // The fallback chain a new executor of `platform` uses for `kind`: the
+  // environment's comma-separated list (RILL_DNN=xnnpack,onednn) if set,
+  // else the default alone; empty when nothing is registered. NotFound for
+  // an unregistered name, InvalidArgument for a name listed twice.
+  absl::StatusOr<std::vector<std::string>> DefaultChain(PlatformId platform, PluginKind kind) const;
+  // Splits and checks a comma-separated chain ("xnnpack,onednn") as above.
+  absl::StatusOr<std::vector<std::string>> ParseChain(PlatformId platform, PluginKind kind,
+                                                      std::string_view names) const;
 
   // Builds plugin `name` for `executor`. NotFound, listing the registered
   // names for that platform and kind, when there is no such plugin.
@@ -88,6 +97,11 @@ class PluginRegistry {
   std::string NamesLocked(PlatformId platform, PluginKind kind) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::string> DefaultNameLocked(PlatformId platform, PluginKind kind) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::vector<std::string>> DefaultChainLocked(PlatformId platform, PluginKind kind) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::vector<std::string>> ParseChainLocked(PlatformId platform, PluginKind kind,
+                                                            std::string_view names) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   mutable Mutex mu_;

@@ -10,7 +10,7 @@ PACKAGES=(
   # Core libraries and test/benchmark frameworks.
   libabsl-dev googletest libgtest-dev libgmock-dev libbenchmark-dev libtbb-dev
   # Host BLAS, DNN and FFT plugins (later issues).
-  libopenblas-dev libblis-dev libfftw3-dev libdnnl-dev
+  libopenblas-dev libblis-dev libfftw3-dev libdnnl-dev libxnnpack-dev libpthreadpool-dev
   # OpenCL backend and its plugins (later issues): PoCL runs OpenCL on the CPU.
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo libclblast-dev libclfft-dev
   # Graphs: ONNX import (C++), and the ONNX backend node tests made at test time.

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "plugins/dnn/dnn.h"
 #include "stream/stream.h"
@@ -13,7 +14,7 @@
 namespace rill::demo {
 namespace {
 
-// The same forward pass in naive loops (NCHW everywhere).
+// The same forward pass in naive loops (in the descriptors' layouts).
 std::vector<float> Reference(const TensorDescriptor& x_desc, const std::vector<float>& x,
                              const FilterDescriptor& w_desc, const std::vector<float>& w,
                              const std::vector<float>& bias, const TensorDescriptor& y_desc,
@@ -58,13 +59,23 @@ std::vector<float> Reference(const TensorDescriptor& x_desc, const std::vector<f
 
 absl::StatusOr<DnnDemoResult> RunDnnForward(StreamExecutor* executor) {
   RILL_ASSIGN_OR_RETURN(PluginInterface * plugin, executor->GetPlugin(PluginKind::kDnn));
+  auto* dnn = static_cast<DnnSupport*>(plugin);
   DnnDemoResult result;
-  result.plugin = plugin->Name();
+  RILL_ASSIGN_OR_RETURN(std::vector<std::string> chain, executor->PluginChain(PluginKind::kDnn));
+  result.plugin = absl::StrJoin(chain, ",");
 
-  const TensorDescriptor x_desc{.n = 2, .c = 3, .h = 16, .w = 16};
-  const FilterDescriptor w_desc{.output_channels = 8, .input_channels = 3, .height = 3, .width = 3};
+  // NCHW, unless the first plugin of the chain computes only NHWC (XNNPACK).
+  TensorDescriptor x_desc{.n = 2, .c = 3, .h = 16, .w = 16};
+  FilterDescriptor w_desc{.output_channels = 8, .input_channels = 3, .height = 3, .width = 3};
   const ConvolutionDescriptor conv{.pad_h = 1, .pad_w = 1};
-  RILL_ASSIGN_OR_RETURN(const TensorDescriptor y_desc, ConvolutionOutput(x_desc, w_desc, conv));
+  RILL_ASSIGN_OR_RETURN(TensorDescriptor y_desc, ConvolutionOutput(x_desc, w_desc, conv));
+  if (!dnn->Supports(DnnOperation::Of({x_desc, w_desc, conv, y_desc}, ConvolutionKind::kForward)).ok()) {
+    x_desc.layout = y_desc.layout = DataLayout::kNHWC;
+    w_desc.layout = FilterLayout::kOHWI;
+  }
+  result.layout = DataLayoutName(x_desc.layout);
+  std::vector<uint64_t> taken_before;
+  for (PluginInterface* p = plugin; p != nullptr; p = p->fallback()) taken_before.push_back(p->calls_taken_over());
   const PoolingDescriptor pool{.window_h = 2, .window_w = 2, .stride_h = 2, .stride_w = 2};
   RILL_ASSIGN_OR_RETURN(const TensorDescriptor p_desc, PoolingOutput(y_desc, pool));
 
@@ -97,6 +108,12 @@ absl::StatusOr<DnnDemoResult> RunDnnForward(StreamExecutor* executor) {
       .ThenMemcpy(out.data(), *ds, out.size() * sizeof(float));
   RILL_RETURN_IF_ERROR(stream->BlockHostUntilDone());
   RILL_ASSIGN_OR_RETURN(result.device_time, timer->Elapsed());
+  size_t i = 0;
+  for (PluginInterface* p = plugin; p != nullptr; p = p->fallback(), ++i) {
+    if (const uint64_t taken = p->calls_taken_over() - taken_before[i]; taken > 0) {
+      absl::StrAppend(&result.fallbacks, result.fallbacks.empty() ? "" : ", ", taken, " to ", p->Name());
+    }
+  }
 
   const std::vector<float> want = Reference(x_desc, x, w_desc, w, bias, y_desc, p_desc);
   for (size_t i = 0; i < want.size(); ++i) {

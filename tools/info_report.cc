@@ -6,6 +6,7 @@
 #include "absl/base/config.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "executor/stream_executor.h"
 #include "plugins/plugin_registry.h"
@@ -46,11 +47,12 @@ InfoReport::Device CollectDevice(Platform* platform, int ordinal) {
     device.features.push_back({FeatureName(feature), supported.ok(), std::string(supported.message())});
   }
   for (PluginKind kind : kAllPluginKinds) {
-    absl::StatusOr<std::string> name = (*executor)->PluginName(kind);
-    if (!name.ok()) {
-      device.plugins[PluginKindName(kind)] = absl::StrCat("error: ", name.status().message());
-    } else if (!name->empty()) {
-      device.plugins[PluginKindName(kind)] = *name;
+    // The chain in force: "onednn", or "xnnpack,onednn" (fallbacks after the first).
+    absl::StatusOr<std::vector<std::string>> chain = (*executor)->PluginChain(kind);
+    if (!chain.ok()) {
+      device.plugins[PluginKindName(kind)] = absl::StrCat("error: ", chain.status().message());
+    } else if (!chain->empty()) {
+      device.plugins[PluginKindName(kind)] = absl::StrJoin(*chain, ",");
     }
   }
   return device;

@@ -24,7 +24,7 @@ struct InfoReport {
     std::string error;  // The description or executor could not be had.
     DeviceDescription description;
     std::vector<Feature> features;
-    std::map<std::string, std::string> plugins;  // Kind -> the name it uses, or "error: ...".
+    std::map<std::string, std::string> plugins;  // Kind -> the chain it uses ("xnnpack,onednn"), or "error: ...".
   };
   struct Plugin {
     std::string kind;  // "blas"

@@ -113,9 +113,10 @@ int main(int argc, char** argv) {
       absl::StatusOr<rill::demo::DnnDemoResult> dnn =
           executor.ok() ? rill::demo::RunDnnForward(*executor) : executor.status();
       if (dnn.ok()) {
-        std::printf("%-10s %-3d %-8s %12.3f  conv3x3 -> bias -> relu -> maxpool -> softmax verified (max error %.1e)\n",
+        std::printf("%-10s %-3d %-8s %12.3f  conv3x3 -> bias -> relu -> maxpool -> softmax (%s) verified (max error %.1e)%s\n",
                     platform->Name().c_str(), ordinal, dnn->plugin.c_str(), Ms(dnn->device_time),
-                    dnn->max_abs_error);
+                    dnn->layout.c_str(), dnn->max_abs_error,
+                    dnn->fallbacks.empty() ? "" : ("; handed on: " + dnn->fallbacks).c_str());
       } else if (absl::IsUnimplemented(dnn.status())) {
         std::printf("%-10s %-3d %-8s %12s  %s\n", platform->Name().c_str(), ordinal, "none", "-",
                     std::string(dnn.status().message()).c_str());

@@ -2,6 +2,7 @@
 // features, the plugins and library versions, and which devices share
 // hardware; `--json` gives the same as one JSON document.
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -12,8 +13,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/time.h"
 #include "absl/strings/strip.h"
 #include "rill.h"
+#include "plugins/dnn/algorithm_selector.h"
 #include "tools/info_report.h"
 #include "tools/json_writer.h"
 #include "tools/tool_flags.h"
@@ -114,6 +118,13 @@ void PrintText(const InfoReport& r) {
     }
   }
 
+  {
+    const AlgorithmSelector::Options dnn = AlgorithmSelector::Default().options();
+    std::printf("  dnn algorithm cache: %s; deterministic %s; tuning budget %s per shape\n",
+                dnn.cache_path.empty() ? "memory only (RILL_DNN_CACHE unset)" : dnn.cache_path.c_str(),
+                dnn.deterministic ? "on" : "off", absl::FormatDuration(dnn.budget).c_str());
+  }
+
   std::printf("\n== libraries\n");
   for (const InfoReport::Library& l : r.libraries) {
     std::printf("  %-16s %s (%s)\n", l.name.c_str(), l.version.c_str(), l.where.c_str());
@@ -193,7 +204,9 @@ void WritePlatform(JsonWriter& j, const InfoReport::Platform& p) {
     std::vector<int> selected_by;
     for (const InfoReport::Device& d : p.devices) {
       auto it = d.plugins.find(plugin.kind);
-      if (it != d.plugins.end() && it->second == plugin.name) selected_by.push_back(d.ordinal);
+      if (it == d.plugins.end()) continue;
+      const std::vector<std::string> chain = absl::StrSplit(it->second, ',');
+      if (std::find(chain.begin(), chain.end(), plugin.name) != chain.end()) selected_by.push_back(d.ordinal);
     }
     j.Key("selected_by_devices");
     j.BeginArray();
@@ -220,6 +233,15 @@ void PrintJson(const InfoReport& r) {
   j.BeginArray();
   for (const InfoReport::Platform& p : r.platforms) WritePlatform(j, p);
   j.EndArray();
+  {
+    const AlgorithmSelector::Options dnn = AlgorithmSelector::Default().options();
+    j.Key("dnn_algorithm_selection");
+    j.BeginObject();
+    j.Member("cache_path", dnn.cache_path);
+    j.Member("deterministic", dnn.deterministic);
+    j.Member("budget_ms", static_cast<int64_t>(absl::ToInt64Milliseconds(dnn.budget)));
+    j.EndObject();
+  }
   j.Key("libraries");
   j.BeginArray();
   for (const InfoReport::Library& l : r.libraries) {

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/checked_math.h"
+#include "plugins/plugin_chain.h"
 #include "plugins/plugin_check.h"
 
 namespace rill {
@@ -103,11 +104,21 @@ absl::Status CheckVectors(Stream* stream, const VectorArgs& v, bool uses_y, bool
 
 }  // namespace
 
+std::string BlasSupport::Operation::ToString() const {
+  std::string s = absl::StrCat(routine, " ", DataTypeName(type));
+  if (m > 0) absl::StrAppend(&s, " ", m, "x", n, k > 0 ? absl::StrCat("x", k) : "");
+  else if (n > 0) absl::StrAppend(&s, " n=", n);
+  return s;
+}
+
+absl::Status BlasSupport::Supports(const Operation&) const { return absl::OkStatus(); }
+
 absl::Status BlasSupport::DoBlasGemm(Stream* stream, const GemmArgs& args) {
   RILL_RETURN_IF_ERROR(CheckGemmShape(stream, args));
   RILL_RETURN_IF_ERROR(Positive("batch_count", args.batch_count));
   RILL_RETURN_IF_ERROR(CheckGemmOperands(stream, args, args.a, args.b, args.c, args.batch_count));
-  return Gemm(stream, args);
+  RILL_ASSIGN_OR_RETURN(BlasSupport * blas, RouteCall(this, Operation{"gemm", args.type, args.m, args.n, args.k}));
+  return blas->Gemm(stream, args);
 }
 
 absl::Status BlasSupport::DoBlasGemmBatched(Stream* stream, const GemmBatchedArgs& args) {
@@ -121,7 +132,8 @@ absl::Status BlasSupport::DoBlasGemmBatched(Stream* stream, const GemmBatchedArg
     RILL_RETURN_IF_ERROR(Annotate(CheckGemmOperands(stream, args.shape, args.a[i], args.b[i], args.c[i], 1),
                                   absl::StrCat("batch entry ", i)));
   }
-  return GemmBatched(stream, args);
+  RILL_ASSIGN_OR_RETURN(BlasSupport * blas, RouteCall(this, Operation{"gemm_batched", args.shape.type, args.shape.m, args.shape.n, args.shape.k}));
+  return blas->GemmBatched(stream, args);
 }
 
 absl::Status BlasSupport::DoBlasGemv(Stream* stream, const GemvArgs& g) {
@@ -135,37 +147,44 @@ absl::Status BlasSupport::DoBlasGemv(Stream* stream, const GemvArgs& g) {
   RILL_RETURN_IF_ERROR(CheckElements(stream, "x", g.x, g.type, x_elements));
   RILL_ASSIGN_OR_RETURN(int64_t y_elements, VectorElements("y", t ? g.n : g.m, g.incy));
   RILL_RETURN_IF_ERROR(CheckElements(stream, "y", g.y, g.type, y_elements));
-  return Gemv(stream, g);
+  RILL_ASSIGN_OR_RETURN(BlasSupport * blas, RouteCall(this, Operation{"gemv", g.type, g.m, g.n}));
+  return blas->Gemv(stream, g);
 }
 
 absl::Status BlasSupport::DoBlasAxpy(Stream* stream, const VectorArgs& args) {
   RILL_RETURN_IF_ERROR(CheckVectors(stream, args, /*uses_y=*/true, /*uses_result=*/false));
-  return Axpy(stream, args);
+  RILL_ASSIGN_OR_RETURN(BlasSupport * blas, RouteCall(this, Operation{"axpy", args.type, args.n}));
+  return blas->Axpy(stream, args);
 }
 
 absl::Status BlasSupport::DoBlasScal(Stream* stream, const VectorArgs& args) {
   RILL_RETURN_IF_ERROR(CheckVectors(stream, args, /*uses_y=*/false, /*uses_result=*/false));
-  return Scal(stream, args);
+  RILL_ASSIGN_OR_RETURN(BlasSupport * blas, RouteCall(this, Operation{"scal", args.type, args.n}));
+  return blas->Scal(stream, args);
 }
 
 absl::Status BlasSupport::DoBlasCopy(Stream* stream, const VectorArgs& args) {
   RILL_RETURN_IF_ERROR(CheckVectors(stream, args, /*uses_y=*/true, /*uses_result=*/false));
-  return Copy(stream, args);
+  RILL_ASSIGN_OR_RETURN(BlasSupport * blas, RouteCall(this, Operation{"copy", args.type, args.n}));
+  return blas->Copy(stream, args);
 }
 
 absl::Status BlasSupport::DoBlasDot(Stream* stream, const VectorArgs& args) {
   RILL_RETURN_IF_ERROR(CheckVectors(stream, args, /*uses_y=*/true, /*uses_result=*/true));
-  return Dot(stream, args);
+  RILL_ASSIGN_OR_RETURN(BlasSupport * blas, RouteCall(this, Operation{"dot", args.type, args.n}));
+  return blas->Dot(stream, args);
 }
 
 absl::Status BlasSupport::DoBlasNrm2(Stream* stream, const VectorArgs& args) {
   RILL_RETURN_IF_ERROR(CheckVectors(stream, args, /*uses_y=*/false, /*uses_result=*/true));
-  return Nrm2(stream, args);
+  RILL_ASSIGN_OR_RETURN(BlasSupport * blas, RouteCall(this, Operation{"nrm2", args.type, args.n}));
+  return blas->Nrm2(stream, args);
 }
 
 absl::Status BlasSupport::DoBlasAsum(Stream* stream, const VectorArgs& args) {
   RILL_RETURN_IF_ERROR(CheckVectors(stream, args, /*uses_y=*/false, /*uses_result=*/true));
-  return Asum(stream, args);
+  RILL_ASSIGN_OR_RETURN(BlasSupport * blas, RouteCall(this, Operation{"asum", args.type, args.n}));
+  return blas->Asum(stream, args);
 }
 
 }  // namespace rill

@@ -89,6 +89,21 @@ class BlasSupport : public PluginInterface {
  public:
   static constexpr PluginKind kKind = PluginKind::kBlas;
 
+  // What a capability query asks about: the routine ("gemm", "gemm_batched",
+  // "gemv", "axpy", "scal", "copy", "dot", "nrm2", "asum"), the element type
+  // and, for the matrix routines, the sizes.
+  struct Operation {
+    const char* routine = "gemm";
+    DataType type = DataType::kFloat;
+    int64_t m = 0, n = 0, k = 0;
+    std::string ToString() const;  // "gemm float 64x64x64".
+  };
+  // Whether this plugin runs `op`: OK, or Unimplemented saying why. Every
+  // DoBlas* call asks before it dispatches; a call this plugin does not
+  // support goes to its fallback() (plugins/plugin_chain.h). The default
+  // supports everything.
+  virtual absl::Status Supports(const Operation& op) const;
+
   absl::Status DoBlasGemm(Stream* stream, const GemmArgs& args);  // batch_count >= 1
   absl::Status DoBlasGemmBatched(Stream* stream, const GemmBatchedArgs& args);
   absl::Status DoBlasGemv(Stream* stream, const GemvArgs& args);

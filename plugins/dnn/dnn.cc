@@ -2,7 +2,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "plugins/dnn/algorithm_selector.h"
+#include "plugins/plugin_chain.h"
 #include "plugins/plugin_check.h"
+#include "stream/stream.h"
 
 namespace rill {
 
@@ -72,8 +75,17 @@ absl::Status CheckEpsilon(double epsilon) {
   return absl::InvalidArgumentError(absl::StrCat("batch norm epsilon=", epsilon, " must be > 0"));
 }
 
-absl::Status CheckConvolutionArgs(Stream* stream, const ConvolutionArgs& a) {
+absl::Status CheckConvolutionArgs(Stream* stream, ConvolutionKind kind, const ConvolutionArgs& a) {
   RILL_RETURN_IF_ERROR(CheckPluginStream(stream));
+  if (kind != ConvolutionKind::kForward && (!a.bias.is_null() || a.activation.has_value())) {
+    return absl::InvalidArgumentError(absl::StrCat("a fused bias or activation is for forward convolutions only, not ",
+                                                   ConvolutionKindName(kind)));
+  }
+  if (a.activation.has_value()) RILL_RETURN_IF_ERROR(CheckActivation(*a.activation));
+  if (!a.bias.is_null()) {
+    RILL_RETURN_IF_ERROR(CheckBuffer(stream, "bias", a.bias,
+                                     static_cast<uint64_t>(a.shape.output.c) * SizeOf(a.shape.output.type)));
+  }
   RILL_RETURN_IF_ERROR(CheckConvolutionShape(a.shape));
   RILL_RETURN_IF_ERROR(Buffer(stream, "input", a.input, a.shape.input));
   RILL_RETURN_IF_ERROR(CheckBuffer(stream, "filter", a.filter, a.shape.filter.Bytes()));
@@ -88,6 +100,53 @@ absl::Status CheckConvolutionArgs(Stream* stream, const ConvolutionArgs& a) {
 
 }  // namespace
 
+absl::Status DnnSupport::Supports(const DnnOperation& op) const {
+  if (op.fused_bias || op.fused_activation.has_value()) {
+    return absl::UnimplementedError(absl::StrCat(Name(), ": does not fuse a bias or activation into a convolution"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DnnSupport::DispatchConvolution(Stream* stream, ConvolutionKind kind, const ConvolutionArgs& args) {
+  DnnOperation op = DnnOperation::Of(kind, args);
+  DnnSupport* dnn = nullptr;
+  ConvolutionArgs chosen;
+  const ConvolutionArgs* run = &args;
+  if (args.algorithm == kBestAlgorithm) {
+    RILL_ASSIGN_OR_RETURN(AlgorithmChoice choice,
+                          AlgorithmSelector::Default().Select(stream->parent(), this, kind, args.shape));
+    for (PluginInterface* p = this; p != nullptr && dnn == nullptr; p = p->fallback()) {
+      if (p->Name() == choice.plugin) dnn = static_cast<DnnSupport*>(p);
+    }
+    if (dnn == nullptr) return absl::InternalError(absl::StrCat("selected plugin ", choice.plugin, " left the chain"));
+    chosen = args;
+    chosen.algorithm = op.algorithm = choice.algorithm;
+    run = &chosen;
+    if (dnn->Supports(op).ok()) return dnn->Convolve(stream, kind, *run);
+  } else {
+    absl::StatusOr<DnnSupport*> fused = RouteCall(this, op);
+    if (fused.ok()) return (*fused)->Convolve(stream, kind, args);
+    if (!op.fused_bias && !op.fused_activation.has_value()) return fused.status();
+  }
+  // No plugin fuses the bias or activation: convolve, then add and activate.
+  op.fused_bias = false;
+  op.fused_activation.reset();
+  if (dnn == nullptr) {
+    RILL_ASSIGN_OR_RETURN(dnn, RouteCall(this, op));
+  }
+  ConvolutionArgs plain = *run;
+  plain.bias = DeviceMemoryBase();
+  plain.activation.reset();
+  RILL_RETURN_IF_ERROR(dnn->Convolve(stream, kind, plain));
+  if (!args.bias.is_null()) {
+    RILL_RETURN_IF_ERROR(DoBiasAdd(stream, BiasAddArgs{args.shape.output, args.output, args.bias, args.output}));
+  }
+  if (args.activation.has_value()) {
+    RILL_RETURN_IF_ERROR(DoActivate(stream, ActivationArgs{*args.activation, args.shape.output, args.output, args.output}));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<ConvolutionAlgorithm>> DnnSupport::GetConvolutionAlgorithms(
     ConvolutionKind kind, const ConvolutionShape& shape) {
   RILL_RETURN_IF_ERROR(CheckConvolutionShape(shape));
@@ -101,18 +160,18 @@ absl::StatusOr<ConvolutionAlgorithm> DnnSupport::FindBestConvolutionAlgorithm(Co
 }
 
 absl::Status DnnSupport::DoConvolve(Stream* stream, const ConvolutionArgs& args) {
-  RILL_RETURN_IF_ERROR(CheckConvolutionArgs(stream, args));
-  return Convolve(stream, ConvolutionKind::kForward, args);
+  RILL_RETURN_IF_ERROR(CheckConvolutionArgs(stream, ConvolutionKind::kForward, args));
+  return DispatchConvolution(stream, ConvolutionKind::kForward, args);
 }
 
 absl::Status DnnSupport::DoConvolveBackwardData(Stream* stream, const ConvolutionArgs& args) {
-  RILL_RETURN_IF_ERROR(CheckConvolutionArgs(stream, args));
-  return Convolve(stream, ConvolutionKind::kBackwardData, args);
+  RILL_RETURN_IF_ERROR(CheckConvolutionArgs(stream, ConvolutionKind::kBackwardData, args));
+  return DispatchConvolution(stream, ConvolutionKind::kBackwardData, args);
 }
 
 absl::Status DnnSupport::DoConvolveBackwardFilter(Stream* stream, const ConvolutionArgs& args) {
-  RILL_RETURN_IF_ERROR(CheckConvolutionArgs(stream, args));
-  return Convolve(stream, ConvolutionKind::kBackwardFilter, args);
+  RILL_RETURN_IF_ERROR(CheckConvolutionArgs(stream, ConvolutionKind::kBackwardFilter, args));
+  return DispatchConvolution(stream, ConvolutionKind::kBackwardFilter, args);
 }
 
 absl::Status DnnSupport::DoBiasAdd(Stream* stream, const BiasAddArgs& a) {
@@ -120,7 +179,8 @@ absl::Status DnnSupport::DoBiasAdd(Stream* stream, const BiasAddArgs& a) {
   RILL_RETURN_IF_ERROR(Buffer(stream, "input", a.input, a.desc));
   RILL_RETURN_IF_ERROR(Vector(stream, "bias", a.bias, a.desc));
   RILL_RETURN_IF_ERROR(Buffer(stream, "output", a.output, a.desc));
-  return BiasAdd(stream, a);
+  RILL_ASSIGN_OR_RETURN(DnnSupport * dnn, RouteCall(this, DnnOperation::Of(a)));
+  return dnn->BiasAdd(stream, a);
 }
 
 absl::Status DnnSupport::DoActivate(Stream* stream, const ActivationArgs& a) {
@@ -128,7 +188,8 @@ absl::Status DnnSupport::DoActivate(Stream* stream, const ActivationArgs& a) {
   RILL_RETURN_IF_ERROR(CheckActivation(a.activation));
   RILL_RETURN_IF_ERROR(Buffer(stream, "x", a.x, a.desc));
   RILL_RETURN_IF_ERROR(Buffer(stream, "y", a.y, a.desc));
-  return Activate(stream, a);
+  RILL_ASSIGN_OR_RETURN(DnnSupport * dnn, RouteCall(this, DnnOperation::Of(a)));
+  return dnn->Activate(stream, a);
 }
 
 absl::Status DnnSupport::DoActivateBackward(Stream* stream, const ActivationBackwardArgs& a) {
@@ -138,7 +199,8 @@ absl::Status DnnSupport::DoActivateBackward(Stream* stream, const ActivationBack
   RILL_RETURN_IF_ERROR(Buffer(stream, "y", a.y, a.desc));
   RILL_RETURN_IF_ERROR(Buffer(stream, "dy", a.dy, a.desc));
   RILL_RETURN_IF_ERROR(Buffer(stream, "dx", a.dx, a.desc));
-  return ActivateBackward(stream, a);
+  RILL_ASSIGN_OR_RETURN(DnnSupport * dnn, RouteCall(this, DnnOperation::Of(a)));
+  return dnn->ActivateBackward(stream, a);
 }
 
 absl::Status DnnSupport::DoPoolForward(Stream* stream, const PoolArgs& a) {
@@ -146,7 +208,8 @@ absl::Status DnnSupport::DoPoolForward(Stream* stream, const PoolArgs& a) {
   RILL_RETURN_IF_ERROR(CheckPoolShapes(a.pool, a.x_desc, a.y_desc));
   RILL_RETURN_IF_ERROR(Buffer(stream, "x", a.x, a.x_desc));
   RILL_RETURN_IF_ERROR(Buffer(stream, "y", a.y, a.y_desc));
-  return PoolForward(stream, a);
+  RILL_ASSIGN_OR_RETURN(DnnSupport * dnn, RouteCall(this, DnnOperation::Of(a)));
+  return dnn->PoolForward(stream, a);
 }
 
 absl::Status DnnSupport::DoPoolBackward(Stream* stream, const PoolBackwardArgs& a) {
@@ -156,14 +219,16 @@ absl::Status DnnSupport::DoPoolBackward(Stream* stream, const PoolBackwardArgs& 
   RILL_RETURN_IF_ERROR(Buffer(stream, "y", a.y, a.y_desc));
   RILL_RETURN_IF_ERROR(Buffer(stream, "dy", a.dy, a.y_desc));
   RILL_RETURN_IF_ERROR(Buffer(stream, "dx", a.dx, a.x_desc));
-  return PoolBackward(stream, a);
+  RILL_ASSIGN_OR_RETURN(DnnSupport * dnn, RouteCall(this, DnnOperation::Of(a)));
+  return dnn->PoolBackward(stream, a);
 }
 
 absl::Status DnnSupport::DoSoftmax(Stream* stream, const SoftmaxArgs& a) {
   RILL_RETURN_IF_ERROR(Start(stream, a.desc));
   RILL_RETURN_IF_ERROR(Buffer(stream, "x", a.x, a.desc));
   RILL_RETURN_IF_ERROR(Buffer(stream, "y", a.y, a.desc));
-  return Softmax(stream, a);
+  RILL_ASSIGN_OR_RETURN(DnnSupport * dnn, RouteCall(this, DnnOperation::Of(a)));
+  return dnn->Softmax(stream, a);
 }
 
 absl::Status DnnSupport::DoSoftmaxBackward(Stream* stream, const SoftmaxBackwardArgs& a) {
@@ -171,7 +236,8 @@ absl::Status DnnSupport::DoSoftmaxBackward(Stream* stream, const SoftmaxBackward
   RILL_RETURN_IF_ERROR(Buffer(stream, "y", a.y, a.desc));
   RILL_RETURN_IF_ERROR(Buffer(stream, "dy", a.dy, a.desc));
   RILL_RETURN_IF_ERROR(Buffer(stream, "dx", a.dx, a.desc));
-  return SoftmaxBackward(stream, a);
+  RILL_ASSIGN_OR_RETURN(DnnSupport * dnn, RouteCall(this, DnnOperation::Of(a)));
+  return dnn->SoftmaxBackward(stream, a);
 }
 
 absl::Status DnnSupport::DoBatchNormForwardInference(Stream* stream, const BatchNormInferenceArgs& a) {
@@ -183,7 +249,8 @@ absl::Status DnnSupport::DoBatchNormForwardInference(Stream* stream, const Batch
   RILL_RETURN_IF_ERROR(Vector(stream, "estimated_mean", a.estimated_mean, a.desc));
   RILL_RETURN_IF_ERROR(Vector(stream, "estimated_variance", a.estimated_variance, a.desc));
   RILL_RETURN_IF_ERROR(Buffer(stream, "y", a.y, a.desc));
-  return BatchNormInference(stream, a);
+  RILL_ASSIGN_OR_RETURN(DnnSupport * dnn, RouteCall(this, DnnOperation::Of(a)));
+  return dnn->BatchNormInference(stream, a);
 }
 
 absl::Status DnnSupport::DoBatchNormForwardTraining(Stream* stream, const BatchNormTrainingArgs& a) {
@@ -203,7 +270,8 @@ absl::Status DnnSupport::DoBatchNormForwardTraining(Stream* stream, const BatchN
     RILL_RETURN_IF_ERROR(Vector(stream, "running_mean", a.running_mean, a.desc));
     RILL_RETURN_IF_ERROR(Vector(stream, "running_variance", a.running_variance, a.desc));
   }
-  return BatchNormTraining(stream, a);
+  RILL_ASSIGN_OR_RETURN(DnnSupport * dnn, RouteCall(this, DnnOperation::Of(a)));
+  return dnn->BatchNormTraining(stream, a);
 }
 
 absl::Status DnnSupport::DoBatchNormBackward(Stream* stream, const BatchNormBackwardArgs& a) {
@@ -217,7 +285,8 @@ absl::Status DnnSupport::DoBatchNormBackward(Stream* stream, const BatchNormBack
   RILL_RETURN_IF_ERROR(Buffer(stream, "dx", a.dx, a.desc));
   RILL_RETURN_IF_ERROR(Vector(stream, "dscale", a.dscale, a.desc));
   RILL_RETURN_IF_ERROR(Vector(stream, "doffset", a.doffset, a.desc));
-  return BatchNormBackward(stream, a);
+  RILL_ASSIGN_OR_RETURN(DnnSupport * dnn, RouteCall(this, DnnOperation::Of(a)));
+  return dnn->BatchNormBackward(stream, a);
 }
 
 absl::Status DnnSupport::DoLrn(Stream* stream, const LrnArgs& a) {
@@ -227,7 +296,8 @@ absl::Status DnnSupport::DoLrn(Stream* stream, const LrnArgs& a) {
   }
   RILL_RETURN_IF_ERROR(Buffer(stream, "x", a.x, a.desc));
   RILL_RETURN_IF_ERROR(Buffer(stream, "y", a.y, a.desc));
-  return Lrn(stream, a);
+  RILL_ASSIGN_OR_RETURN(DnnSupport * dnn, RouteCall(this, DnnOperation::Of(a)));
+  return dnn->Lrn(stream, a);
 }
 
 }  // namespace rill

@@ -12,6 +12,7 @@
 //    whose library lacks one (oneDNN has no double) returns Unimplemented.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,9 @@ struct ConvolutionAlgorithm {
   std::string reason;          // Why not, when unavailable.
   std::string implementation;  // The library's kernel, when known ("jit:avx2", "gemm:jit").
   uint64_t workspace_bytes = 0;  // Workspace it needs for this shape.
+  // Whether two runs on the same inputs give the same bits (cuDNN's
+  // CUDNN_NON_DETERMINISTIC algorithms, atomics-based reductions, do not).
+  bool deterministic = true;
 };
 
 // A convolution in one direction. `workspace` is scratch memory of the
@@ -70,11 +74,18 @@ struct ConvolutionAlgorithm {
 // the plugin allocates what it needs through the executor for the call (and
 // a failed allocation is ResourceExhausted). A non-null workspace that is
 // too small is InvalidArgument.
+//
+// Forward only, optionally fused: output = act(conv(input, filter) + bias)
+// with `bias` (output channels elements) and `activation`. A plugin that
+// does not fuse them (Supports() says which) runs the convolution, then
+// DoBiasAdd and DoActivate on the same stream.
 struct ConvolutionArgs {
   ConvolutionShape shape;
   DeviceMemoryBase input, filter, output;
   int64_t algorithm = kDefaultAlgorithm;
   DeviceMemoryBase workspace;
+  DeviceMemoryBase bias = {};                                     // Null: no bias.
+  std::optional<ActivationDescriptor> activation = std::nullopt;  // Empty: none.
 };
 
 // --- Other operations.
@@ -176,6 +187,52 @@ struct LrnArgs {
   DeviceMemoryBase x, y;
 };
 
+// --- Capability queries.
+
+// Every operation of the interface, for Supports() and statistics.
+enum class DnnOp {
+  kConvolveForward, kConvolveBackwardData, kConvolveBackwardFilter, kBiasAdd, kActivate,
+  kActivateBackward, kPoolForward, kPoolBackward, kSoftmax, kSoftmaxBackward,
+  kBatchNormInference, kBatchNormTraining, kBatchNormBackward, kLrn,
+};
+const char* DnnOpName(DnnOp op);  // "convolve_forward", "pool_forward", ...
+
+// What a capability query asks about: the operation and the descriptors it
+// would run with (no buffers). Only the fields of `op` are meaningful;
+// DnnOperation::Of builds one from a call's arguments.
+struct DnnOperation {
+  DnnOp op = DnnOp::kConvolveForward;
+  TensorDescriptor input;   // x; a convolution's input; dy for backward data.
+  TensorDescriptor output;  // y of convolutions and pooling; else input's shape.
+  FilterDescriptor filter;           // Convolutions.
+  ConvolutionDescriptor conv;        // Convolutions.
+  int64_t algorithm = kDefaultAlgorithm;  // Convolutions.
+  bool fused_bias = false;                // Forward convolution with bias.
+  std::optional<ActivationDescriptor> fused_activation;  // Forward convolution with activation.
+  PoolingDescriptor pool;            // Pooling.
+  ActivationDescriptor activation;   // Activations.
+  bool log = false;                  // Softmax.
+  LrnDescriptor lrn;                 // LRN.
+
+  DataType type() const { return input.type; }
+  // "convolve_forward float NHWC [1, 64, 56, 56] filter ... (bias, relu)".
+  std::string ToString() const;
+
+  static DnnOperation Of(ConvolutionKind kind, const ConvolutionArgs& args);
+  static DnnOperation Of(const ConvolutionShape& shape, ConvolutionKind kind);
+  static DnnOperation Of(const BiasAddArgs& args);
+  static DnnOperation Of(const ActivationArgs& args);
+  static DnnOperation Of(const ActivationBackwardArgs& args);
+  static DnnOperation Of(const PoolArgs& args);
+  static DnnOperation Of(const PoolBackwardArgs& args);
+  static DnnOperation Of(const SoftmaxArgs& args);
+  static DnnOperation Of(const SoftmaxBackwardArgs& args);
+  static DnnOperation Of(const BatchNormInferenceArgs& args);
+  static DnnOperation Of(const BatchNormTrainingArgs& args);
+  static DnnOperation Of(const BatchNormBackwardArgs& args);
+  static DnnOperation Of(const LrnArgs& args);
+};
+
 // The DNN interface of one executor. Each public Do* call checks its
 // arguments -- InvalidArgument naming the values for descriptors that
 // disagree with each other or with the buffers, negative padding, zero
@@ -200,6 +257,16 @@ struct LrnArgs {
 class DnnSupport : public PluginInterface {
  public:
   static constexpr PluginKind kKind = PluginKind::kDnn;
+
+  // Whether this plugin runs `op`: OK, or Unimplemented saying why
+  // ("xnnpack: NCHW tensors (it computes NHWC)"). Every Do* call asks
+  // before it dispatches: a call this plugin does not support goes to its
+  // fallback() (the next plugin of the executor's chain, counted and logged,
+  // plugins/plugin_chain.h), and fails with this status at the chain's end.
+  // A forward convolution with a bias or activation the plugin does not
+  // fuse runs unfused when it supports that (see ConvolutionArgs). The
+  // default supports everything; the Do* checks run first, so `op` is valid.
+  virtual absl::Status Supports(const DnnOperation& op) const;
 
   // The algorithms offered for `shape` in direction `kind`, available or
   // not (with the reason), with their workspace sizes. InvalidArgument for
@@ -228,6 +295,7 @@ class DnnSupport : public PluginInterface {
   absl::Status DoLrn(Stream* stream, const LrnArgs& args);
 
  protected:
+  // The protected virtuals run checked calls that Supports() accepted.
   virtual absl::StatusOr<std::vector<ConvolutionAlgorithm>> ConvolutionAlgorithms(
       ConvolutionKind kind, const ConvolutionShape& shape) = 0;
   virtual absl::StatusOr<ConvolutionAlgorithm> BestConvolutionAlgorithm(ConvolutionKind kind,
@@ -244,6 +312,12 @@ class DnnSupport : public PluginInterface {
   virtual absl::Status BatchNormTraining(Stream* stream, const BatchNormTrainingArgs& args) = 0;
   virtual absl::Status BatchNormBackward(Stream* stream, const BatchNormBackwardArgs& args) = 0;
   virtual absl::Status Lrn(Stream* stream, const LrnArgs& args) = 0;
+
+ private:
+  // Runs a checked convolution on the plugin of the chain from this one
+  // that supports it (the AlgorithmSelector's choice for kBestAlgorithm),
+  // unfusing a bias or activation that plugin does not fuse.
+  absl::Status DispatchConvolution(Stream* stream, ConvolutionKind kind, const ConvolutionArgs& args);
 };
 
 // The checks DnnSupport runs on a convolution shape (exposed for plugins

@@ -22,6 +22,7 @@
 #include "platform/host/host_executor.h"
 #include "platform/host/host_platform.h"
 #include "platform/host/host_plugin.h"
+#include "platform/host/host_thread_budget.h"
 #include "platform/platform.h"
 #include "plugins/plugin_registry.h"
 #include "stream/stream.h"
@@ -138,9 +139,8 @@ struct ThreadPolicy {
   int cores = [] {
     if (int n = PositiveEnv("BLIS_NUM_THREADS")) return n;
     if (int n = PositiveEnv("OMP_NUM_THREADS")) return n;
-    return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    return HostCores();
   }();
-  std::atomic<int> in_flight{0};
 };
 
 ThreadPolicy& Policy() {
@@ -154,21 +154,21 @@ ThreadPolicy& Policy() {
 // on one thread, 0.02 on two with the cores shared).
 constexpr double kThreadedGemmWork = 1 << 24;
 
-// Counts a call in flight for its scope and gives it its thread count.
+// Counts a call in flight for its scope (platform/host/host_thread_budget.h)
+// and gives it its thread count.
 class CallScope {
  public:
   explicit CallScope(double work) : policy_(Policy()) {
-    const int active = policy_.in_flight.fetch_add(1, std::memory_order_relaxed) + 1;
     threads_ = policy_.fixed > 0          ? policy_.fixed
                : work < kThreadedGemmWork ? 1
-                                          : std::max(1, policy_.cores / active);
+                                          : scope_.Share(policy_.cores);
   }
-  ~CallScope() { policy_.in_flight.fetch_sub(1, std::memory_order_relaxed); }
   CallScope(const CallScope&) = delete;
   CallScope& operator=(const CallScope&) = delete;
   int threads() const { return threads_; }
 
  private:
+  HostComputeScope scope_;  // Counts this call with every host library call running.
   ThreadPolicy& policy_;
   int threads_;
 };

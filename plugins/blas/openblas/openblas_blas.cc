@@ -17,6 +17,7 @@
 #include "platform/host/host_executor.h"
 #include "platform/host/host_platform.h"
 #include "platform/host/host_plugin.h"
+#include "platform/host/host_thread_budget.h"
 #include "platform/platform.h"
 #include "plugins/plugin_registry.h"
 #include "stream/stream.h"
@@ -36,7 +37,6 @@ int ThreadsFromEnv() {
 struct ThreadPolicy {
   int fixed = ThreadsFromEnv();                             // 0: auto.
   int cores = std::max(1, openblas_get_num_threads());      // The library's own count at start.
-  std::atomic<int> in_flight{0};                            // Calls running now, all streams.
 };
 
 ThreadPolicy& Policy() {
@@ -44,22 +44,21 @@ ThreadPolicy& Policy() {
   return *policy;
 }
 
-// Counts a call in flight for its scope and sets the library's thread count
-// for it. openblas_set_num_threads only stores the count the next call splits
+// Counts a call in flight for its scope (platform/host/host_thread_budget.h)
+// and sets the library's thread count for it. openblas_set_num_threads only stores the count the next call splits
 // its work by (the pool never shrinks), so a call already running keeps its
 // split.
 class CallScope {
  public:
   CallScope() : policy_(Policy()) {
-    const int active = policy_.in_flight.fetch_add(1, std::memory_order_relaxed) + 1;
-    const int want = policy_.fixed > 0 ? policy_.fixed : std::max(1, policy_.cores / active);
+    const int want = policy_.fixed > 0 ? policy_.fixed : scope_.Share(policy_.cores);
     if (openblas_get_num_threads() != want) openblas_set_num_threads(want);
   }
-  ~CallScope() { policy_.in_flight.fetch_sub(1, std::memory_order_relaxed); }
   CallScope(const CallScope&) = delete;
   CallScope& operator=(const CallScope&) = delete;
 
  private:
+  HostComputeScope scope_;  // Counts this call with every host library call running.
   ThreadPolicy& policy_;
 };
 

@@ -9,6 +9,7 @@
 #include "base/status_macros.h"
 #include "executor/stream_executor.h"
 #include "platform/host/host_executor.h"
+#include "platform/host/host_thread_budget.h"
 #include "plugins/dnn/onednn/onednn_common.h"
 #include "plugins/dnn/onednn/onednn_dnn.h"
 
@@ -278,12 +279,20 @@ void RunConvolution(const CachedPrimitive& p, ConvolutionKind kind, void* input,
 }
 
 // Runs the convolution on the variant the choice picks, under its thread
-// count, and records the time.
+// count, and records the time. While another host library call runs
+// (platform/host/host_thread_budget.h), the one-thread variant runs,
+// untimed: the cores are shared.
 void RunVariant(const ConvVariants& v, ConvolutionKind kind, void* input, void* filter, void* output,
                 void* workspace) {
+  HostComputeScope budget;
   if (v.one == nullptr) {
     onednn::ScopedThreads scope(onednn::PluginThreads());
     RunConvolution(*v.all, kind, input, filter, output, workspace);
+    return;
+  }
+  if (budget.Share(onednn::PluginThreads()) == 1) {
+    onednn::ScopedThreads scope(1);
+    RunConvolution(*v.one, kind, input, filter, output, workspace);
     return;
   }
   const int variant = v.all->choice->Pick();

@@ -113,6 +113,17 @@ std::string OneDnn::LibraryVersion() {
   return absl::StrCat("oneDNN ", v->major, ".", v->minor, ".", v->patch, " (cpu runtime ", runtime, ")");
 }
 
+absl::Status OneDnn::Supports(const DnnOperation& op) const {
+  if (op.type() != DataType::kFloat) {
+    return absl::UnimplementedError(absl::StrCat("onednn: ", DataTypeName(op.type()),
+                                                 " tensors (this plugin runs float only)"));
+  }
+  if (op.op == DnnOp::kLrn && op.lrn.size % 2 == 0) {
+    return absl::UnimplementedError(absl::StrCat("onednn: lrn of even size ", op.lrn.size));
+  }
+  return DnnSupport::Supports(op);
+}
+
 size_t OneDnn::CachedPrimitives() const { return cache_->size(); }
 
 absl::Status OneDnn::BiasAdd(Stream* stream, const BiasAddArgs& a) {

@@ -69,6 +69,9 @@ class OneDnn : public DnnSupport {
 
   std::string Name() const override { return kName; }
   std::string Version() const override { return LibraryVersion(); }
+  // Float tensors of either layout; every operation of the interface but
+  // LRN of an even size; no fused bias or activation.
+  absl::Status Supports(const DnnOperation& op) const override;
   // "oneDNN 2.6.3 (cpu runtime OpenMP)".
   static std::string LibraryVersion();
   // Primitives created so far (cache entries), for tests.

@@ -1,0 +1,56 @@
+#ifndef RILL_PLATFORM_HOST_HOST_THREAD_BUDGET_H_
+#define RILL_PLATFORM_HOST_HOST_THREAD_BUDGET_H_
+
+// How the host platform's library plugins share the cores. Each library
+// call that may run several threads (OpenBLAS, BLIS, oneDNN, XNNPACK) holds
+// a HostComputeScope while it runs on its stream's worker thread, and takes
+// Share(cores) threads: cores divided by the scopes held now, at least one.
+// The count spans every library, stream and device of the process, so one
+// busy stream gets every core, and N calls at once -- in one library or in
+// several -- get about cores / N each: OpenBLAS's pool, oneDNN's OpenMP
+// team and XNNPACK's pthreadpool do not add up to more threads than cores.
+// A call that starts while others run keeps the share it started with.
+// RILL_BLAS_THREADS / RILL_DNN_THREADS fix a library's count instead.
+//
+//   HostComputeScope scope;
+//   const int threads = scope.Share(HostCores());
+//
+// Thread-safe.
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
+namespace rill {
+
+// The hardware's cores as the C++ runtime counts them (at least 1).
+inline int HostCores() {
+  static const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  return cores;
+}
+
+class HostComputeScope {
+ public:
+  HostComputeScope() : active_(Count().fetch_add(1, std::memory_order_relaxed) + 1) {}
+  ~HostComputeScope() { Count().fetch_sub(1, std::memory_order_relaxed); }
+  HostComputeScope(const HostComputeScope&) = delete;
+  HostComputeScope& operator=(const HostComputeScope&) = delete;
+
+  // Library calls running when this one started, itself included.
+  int active() const { return active_; }
+  // This call's threads out of `cores`: max(1, cores / active()).
+  int Share(int cores) const { return std::max(1, cores / active_); }
+  // Library calls running now, all libraries.
+  static int Running() { return Count().load(std::memory_order_relaxed); }
+
+ private:
+  static std::atomic<int>& Count() {
+    static std::atomic<int> count{0};
+    return count;
+  }
+  const int active_;
+};
+
+}  // namespace rill
+
+#endif  // RILL_PLATFORM_HOST_HOST_THREAD_BUDGET_H_

@@ -1,0 +1,382 @@
+#include "plugins/dnn/algorithm_selector.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/cleanup/cleanup.h"
+#include "base/logging.h"
+#include "base/status_macros.h"
+#include "executor/stream_executor.h"
+#include "platform/platform.h"
+#include "stream/stream.h"
+
+namespace rill {
+
+namespace {
+
+constexpr char kFileHeader[] = "rill-dnn-algorithm-cache 1";
+
+std::string ShapeKey(ConvolutionKind kind, const ConvolutionShape& shape) {
+  return absl::StrCat(ConvolutionKindName(kind), " ", shape.ToString());
+}
+
+std::string DeviceKey(StreamExecutor* executor) {
+  const DeviceDescription& d = executor->GetDeviceDescription();
+  return absl::StrCat(executor->platform()->Name(), " ", d.name, " ", d.vendor, " ", d.compute_units, " units");
+}
+
+std::string ChainKey(const std::vector<DnnSupport*>& chain) {
+  return absl::StrJoin(chain, ", ", [](std::string* out, DnnSupport* p) {
+    absl::StrAppend(out, p->Name(), " ", p->Version());
+  });
+}
+
+absl::Status RunConvolution(DnnSupport* dnn, Stream* stream, ConvolutionKind kind, const ConvolutionArgs& args) {
+  switch (kind) {
+    case ConvolutionKind::kForward: return dnn->DoConvolve(stream, args);
+    case ConvolutionKind::kBackwardData: return dnn->DoConvolveBackwardData(stream, args);
+    case ConvolutionKind::kBackwardFilter: return dnn->DoConvolveBackwardFilter(stream, args);
+  }
+  return absl::InvalidArgumentError("unknown convolution kind");
+}
+
+// The chain from `first`, keeping the plugins that support `op`.
+std::vector<DnnSupport*> SupportingChain(DnnSupport* first, const DnnOperation& op) {
+  std::vector<DnnSupport*> chain;
+  for (PluginInterface* p = first; p != nullptr; p = p->fallback()) {
+    auto* dnn = static_cast<DnnSupport*>(p);
+    if (dnn->Supports(op).ok()) chain.push_back(dnn);
+  }
+  return chain;
+}
+
+DnnSupport* Find(const std::vector<DnnSupport*>& chain, std::string_view name) {
+  for (DnnSupport* p : chain) {
+    if (p->Name() == name) return p;
+  }
+  return nullptr;
+}
+
+// Whether `plugin` offers `algorithm` for the shape now (available, and
+// deterministic when asked).
+bool Offers(DnnSupport* plugin, ConvolutionKind kind, const ConvolutionShape& shape, int64_t algorithm,
+            bool deterministic) {
+  absl::StatusOr<std::vector<ConvolutionAlgorithm>> algorithms = plugin->GetConvolutionAlgorithms(kind, shape);
+  if (!algorithms.ok()) return false;
+  for (const ConvolutionAlgorithm& a : *algorithms) {
+    if (a.id == algorithm) return a.available && (a.deterministic || !deterministic);
+  }
+  return false;
+}
+
+}  // namespace
+
+const char* ChoiceSourceName(ChoiceSource source) {
+  switch (source) {
+    case ChoiceSource::kTuned: return "tuned";
+    case ChoiceSource::kMemory: return "memory";
+    case ChoiceSource::kCacheFile: return "cache file";
+    case ChoiceSource::kPinned: return "pinned";
+  }
+  return "?";
+}
+
+std::string AlgorithmChoice::ToString() const {
+  return absl::StrFormat("%s algorithm %d (%.3f ms, %s)", plugin, algorithm, seconds * 1e3, ChoiceSourceName(source));
+}
+
+AlgorithmSelector::Options AlgorithmSelector::OptionsFromEnvironment() {
+  Options options;
+  if (const char* path = std::getenv("RILL_DNN_CACHE"); path != nullptr) options.cache_path = path;
+  if (const char* budget = std::getenv("RILL_DNN_TUNE_BUDGET_MS"); budget != nullptr && *budget != '\0') {
+    int64_t ms = 0;
+    if (absl::SimpleAtoi(budget, &ms) && ms >= 0) {
+      options.budget = absl::Milliseconds(ms);
+    } else {
+      RILL_LOG(WARNING) << "RILL_DNN_TUNE_BUDGET_MS=" << budget << " is not a count of milliseconds; using "
+                        << absl::FormatDuration(options.budget);
+    }
+  }
+  if (const char* det = std::getenv("RILL_DNN_DETERMINISTIC"); det != nullptr && *det != '\0') {
+    const std::string value = det;
+    if (value == "1" || value == "0") {
+      options.deterministic = value == "1";
+    } else {
+      RILL_LOG(WARNING) << "RILL_DNN_DETERMINISTIC=" << value << " is not 0 or 1; ignored";
+    }
+  }
+  return options;
+}
+
+AlgorithmSelector::AlgorithmSelector(Options options) : options_(std::move(options)) {}
+
+AlgorithmSelector& AlgorithmSelector::Default() {
+  static AlgorithmSelector* selector = new AlgorithmSelector(OptionsFromEnvironment());  // Never destroyed.
+  return *selector;
+}
+
+AlgorithmSelector::Options AlgorithmSelector::options() const {
+  MutexLock lock(&mu_);
+  return options_;
+}
+
+void AlgorithmSelector::SetOptions(Options options) {
+  MutexLock lock(&mu_);
+  if (options.cache_path != options_.cache_path) {
+    loaded_ = false;
+    file_.clear();
+  }
+  options_ = std::move(options);
+}
+
+void AlgorithmSelector::Pin(ConvolutionKind kind, const ConvolutionShape& shape, std::string plugin,
+                            int64_t algorithm) {
+  MutexLock lock(&mu_);
+  pins_[ShapeKey(kind, shape)] = Entry{std::move(plugin), algorithm, 0};
+}
+
+void AlgorithmSelector::Unpin(ConvolutionKind kind, const ConvolutionShape& shape) {
+  MutexLock lock(&mu_);
+  pins_.erase(ShapeKey(kind, shape));
+}
+
+void AlgorithmSelector::ClearMemory() {
+  MutexLock lock(&mu_);
+  memory_.clear();
+}
+
+AlgorithmSelector::Counts AlgorithmSelector::counts() const {
+  MutexLock lock(&mu_);
+  return counts_;
+}
+
+void AlgorithmSelector::LoadLocked() {
+  if (loaded_) return;
+  loaded_ = true;
+  file_.clear();
+  if (options_.cache_path.empty()) return;
+  std::ifstream in(options_.cache_path);
+  if (!in) return;  // No file yet.
+  std::string line;
+  if (!std::getline(in, line) || line != kFileHeader) {
+    RILL_LOG(WARNING) << "DNN algorithm cache " << options_.cache_path << " ignored: its first line is not \""
+                      << kFileHeader << "\" (another format or a damaged file); it is rewritten at the next tuning";
+    ++counts_.file_entries_ignored;
+    return;
+  }
+  absl::flat_hash_map<std::string, Entry> entries;
+  for (int number = 2; std::getline(in, line); ++number) {
+    if (line.empty()) continue;
+    std::vector<std::string> fields = absl::StrSplit(line, '\t');
+    Entry entry;
+    if (fields.size() != 4 || fields[0].empty() || fields[1].empty() ||
+        !absl::SimpleAtoi(fields[2], &entry.algorithm) || !absl::SimpleAtod(fields[3], &entry.seconds) ||
+        !(entry.seconds >= 0)) {
+      RILL_LOG(WARNING) << "DNN algorithm cache " << options_.cache_path << " ignored: line " << number
+                        << " is malformed (want key, plugin, algorithm id, seconds separated by tabs)";
+      counts_.file_entries_ignored += static_cast<int64_t>(entries.size()) + 1;
+      return;
+    }
+    entry.plugin = std::move(fields[1]);
+    entries[fields[0]] = std::move(entry);
+  }
+  file_ = std::move(entries);
+}
+
+void AlgorithmSelector::SaveLocked() {
+  if (options_.cache_path.empty()) return;
+  const std::string temp = absl::StrCat(options_.cache_path, ".tmp.", getpid());
+  {
+    std::ofstream out(temp, std::ios::trunc);
+    out << kFileHeader << "\n";
+    for (const auto& [key, e] : file_) {
+      out << key << '\t' << e.plugin << '\t' << e.algorithm << '\t' << absl::StrFormat("%.9g", e.seconds) << "\n";
+    }
+    if (!out.good()) {
+      RILL_LOG(WARNING) << "DNN algorithm cache " << options_.cache_path << ": cannot write " << temp
+                        << "; the choice stays in memory only";
+      std::remove(temp.c_str());
+      return;
+    }
+  }
+  if (std::rename(temp.c_str(), options_.cache_path.c_str()) != 0) {
+    RILL_LOG(WARNING) << "DNN algorithm cache: cannot rename " << temp << " to " << options_.cache_path;
+    std::remove(temp.c_str());
+  }
+}
+
+absl::StatusOr<AlgorithmChoice> AlgorithmSelector::Select(StreamExecutor* executor, DnnSupport* first,
+                                                          ConvolutionKind kind, const ConvolutionShape& shape) {
+  if (executor == nullptr || first == nullptr) {
+    return absl::InvalidArgumentError("AlgorithmSelector::Select: executor and plugin must not be null");
+  }
+  RILL_RETURN_IF_ERROR(CheckConvolutionShape(shape));
+  const std::vector<DnnSupport*> chain = SupportingChain(first, DnnOperation::Of(shape, kind));
+  if (chain.empty()) {
+    return absl::NotFoundError(absl::StrCat("no DNN plugin of the chain from \"", first->Name(), "\" supports ",
+                                            DnnOperation::Of(shape, kind).ToString()));
+  }
+  const std::string shape_key = ShapeKey(kind, shape);
+  Options options;
+  {
+    MutexLock lock(&mu_);
+    options = options_;
+    if (auto pin = pins_.find(shape_key); pin != pins_.end()) {
+      if (Find(chain, pin->second.plugin) == nullptr) {
+        return absl::NotFoundError(absl::StrCat("the pinned plugin \"", pin->second.plugin, "\" for ", shape_key,
+                                                " is not in the chain (", ChainKey(chain), ")"));
+      }
+      ++counts_.pinned;
+      return AlgorithmChoice{pin->second.plugin, pin->second.algorithm, 0, ChoiceSource::kPinned};
+    }
+  }
+  const std::string key = absl::StrCat(DeviceKey(executor), " | ", ChainKey(chain), " | ", shape_key,
+                                       options.deterministic ? " | deterministic" : "");
+  auto lookup = [&](ChoiceSource* source) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> std::optional<Entry> {
+    if (auto it = memory_.find(key); it != memory_.end()) {
+      *source = ChoiceSource::kMemory;
+      return it->second;
+    }
+    LoadLocked();
+    if (auto it = file_.find(key); it != file_.end()) {
+      *source = ChoiceSource::kCacheFile;
+      return it->second;
+    }
+    return std::nullopt;
+  };
+  for (int attempt = 0;; ++attempt) {
+    ChoiceSource source = ChoiceSource::kTuned;
+    std::optional<Entry> found;
+    {
+      MutexLock lock(&mu_);
+      found = lookup(&source);
+    }
+    if (!found.has_value()) break;
+    if (source == ChoiceSource::kMemory) {
+      MutexLock lock(&mu_);
+      ++counts_.memory_hits;
+      return AlgorithmChoice{found->plugin, found->algorithm, found->seconds, source};
+    }
+    // From the file: trusted only if the chain still offers it.
+    DnnSupport* plugin = Find(chain, found->plugin);
+    MutexLock lock(&mu_);
+    if (plugin != nullptr && Offers(plugin, kind, shape, found->algorithm, options.deterministic)) {
+      ++counts_.file_hits;
+      memory_[key] = *found;
+      return AlgorithmChoice{found->plugin, found->algorithm, found->seconds, source};
+    }
+    RILL_LOG(WARNING) << "DNN algorithm cache " << options.cache_path << ": the entry for " << shape_key
+                      << " names " << found->plugin << " algorithm " << found->algorithm
+                      << ", which the chain does not offer now; tuning again";
+    ++counts_.file_entries_ignored;
+    file_.erase(key);
+    if (attempt > 0) break;
+  }
+
+  MutexLock tuning(&tune_mu_);
+  {
+    MutexLock lock(&mu_);
+    if (auto it = memory_.find(key); it != memory_.end()) {  // Tuned by another thread meanwhile.
+      ++counts_.memory_hits;
+      return AlgorithmChoice{it->second.plugin, it->second.algorithm, it->second.seconds, ChoiceSource::kMemory};
+    }
+  }
+  RILL_ASSIGN_OR_RETURN(AlgorithmChoice choice, Tune(executor, chain, kind, shape, options.deterministic,
+                                                     options.budget, std::max(1, options.repetitions)));
+  MutexLock lock(&mu_);
+  ++counts_.tuned;
+  const Entry entry{choice.plugin, choice.algorithm, choice.seconds};
+  memory_[key] = entry;
+  LoadLocked();
+  file_[key] = entry;
+  SaveLocked();
+  return choice;
+}
+
+absl::StatusOr<AlgorithmChoice> AlgorithmSelector::Tune(StreamExecutor* executor,
+                                                        const std::vector<DnnSupport*>& chain, ConvolutionKind kind,
+                                                        const ConvolutionShape& shape, bool deterministic,
+                                                        absl::Duration budget, int repetitions) {
+  struct Candidate {
+    DnnSupport* plugin;
+    ConvolutionAlgorithm algorithm;
+  };
+  std::vector<Candidate> candidates;
+  for (DnnSupport* p : chain) {
+    RILL_ASSIGN_OR_RETURN(std::vector<ConvolutionAlgorithm> algorithms, p->GetConvolutionAlgorithms(kind, shape));
+    for (ConvolutionAlgorithm& a : algorithms) {
+      if (a.available && (a.deterministic || !deterministic)) candidates.push_back({p, std::move(a)});
+    }
+  }
+  if (candidates.empty()) {
+    return absl::NotFoundError(absl::StrCat("no ", deterministic ? "deterministic " : "", "available ",
+                                            ConvolutionKindName(kind), " convolution algorithm for ",
+                                            shape.ToString(), " in the chain ", ChainKey(chain)));
+  }
+  RILL_ASSIGN_OR_RETURN(std::unique_ptr<Stream> stream, executor->CreateStream());
+  DeviceMemoryBase input, filter, output;
+  absl::Cleanup free_buffers = [&] {
+    for (DeviceMemoryBase* m : {&input, &filter, &output}) {
+      if (!m->is_null()) executor->Deallocate(m).IgnoreError();
+    }
+  };
+  RILL_ASSIGN_OR_RETURN(input, executor->Allocate(shape.input.Bytes()));
+  RILL_ASSIGN_OR_RETURN(filter, executor->Allocate(shape.filter.Bytes()));
+  RILL_ASSIGN_OR_RETURN(output, executor->Allocate(shape.output.Bytes()));
+  stream->ThenMemZero(&input, input.size()).ThenMemZero(&filter, filter.size()).ThenMemZero(&output, output.size());
+  RILL_RETURN_IF_ERROR(stream->BlockHostUntilDone());
+
+  const absl::Time start = absl::Now();
+  std::optional<AlgorithmChoice> best;
+  absl::Status last_error;
+  size_t timed = 0;
+  for (const Candidate& c : candidates) {
+    if (best.has_value() && absl::Now() - start > budget) break;
+    ConvolutionArgs args{shape, input, filter, output, c.algorithm.id};
+    absl::Status status = RunConvolution(c.plugin, stream.get(), kind, args);  // Warm-up.
+    if (status.ok()) status = stream->BlockHostUntilDone();
+    double seconds = std::numeric_limits<double>::infinity();
+    for (int r = 0; status.ok() && r < repetitions; ++r) {
+      const absl::Time t0 = absl::Now();
+      status = RunConvolution(c.plugin, stream.get(), kind, args);
+      if (status.ok()) status = stream->BlockHostUntilDone();
+      seconds = std::min(seconds, absl::ToDoubleSeconds(absl::Now() - t0));
+    }
+    if (!status.ok()) {
+      RILL_LOG(WARNING) << "timing " << c.plugin->Name() << " algorithm " << c.algorithm.name << " for "
+                        << shape.ToString() << " failed: " << status.ToString() << "; skipped";
+      last_error = status;
+      if (!stream->ok()) {
+        RILL_ASSIGN_OR_RETURN(stream, executor->CreateStream());
+      }
+      continue;
+    }
+    ++timed;
+    if (!best.has_value() || seconds < best->seconds) {
+      best = AlgorithmChoice{c.plugin->Name(), c.algorithm.id, seconds, ChoiceSource::kTuned};
+    }
+  }
+  {
+    MutexLock lock(&mu_);
+    counts_.candidates_timed += static_cast<int64_t>(timed);
+  }
+  if (!best.has_value()) return last_error;
+  if (timed < candidates.size()) {
+    RILL_LOG(INFO) << "tuning " << ShapeKey(kind, shape) << ": the budget of " << absl::FormatDuration(budget)
+                   << " ended after " << timed << " of " << candidates.size() << " candidates";
+  }
+  RILL_LOG(INFO) << "tuned " << ShapeKey(kind, shape) << ": " << best->ToString();
+  return *best;
+}
+
+}  // namespace rill
