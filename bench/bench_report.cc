@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <vector>
@@ -22,16 +23,30 @@ class CollectingReporter : public benchmark::ConsoleReporter {
     for (const Run& run : runs) {
       if (run.run_type != Run::RT_Iteration || run.error_occurred) continue;
       Measured& m = (*results_)[run.benchmark_name()];
-      m.real_ns_per_iter = run.GetAdjustedRealTime();  // In the run's time unit.
-      if (run.time_unit == benchmark::kMicrosecond) m.real_ns_per_iter *= 1e3;
-      if (run.time_unit == benchmark::kMillisecond) m.real_ns_per_iter *= 1e6;
-      if (run.time_unit == benchmark::kSecond) m.real_ns_per_iter *= 1e9;
-      for (const auto& [name, counter] : run.counters) m.counters[name] = counter.value;
+      double ns = run.GetAdjustedRealTime();  // In the run's time unit.
+      if (run.time_unit == benchmark::kMicrosecond) ns *= 1e3;
+      if (run.time_unit == benchmark::kMillisecond) ns *= 1e6;
+      if (run.time_unit == benchmark::kSecond) ns *= 1e9;
+      // Repetitions (--benchmark_repetitions) each add a sample; the
+      // figures are their medians.
+      m.samples.push_back(ns);
+      m.real_ns_per_iter = Median(m.samples);
+      for (const auto& [name, counter] : run.counters) {
+        std::vector<double>& values = counter_samples_[run.benchmark_name()][name];
+        values.push_back(counter.value);
+        m.counters[name] = Median(values);
+      }
     }
   }
 
  private:
+  static double Median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  }
   Results* results_;
+  std::map<std::string, std::map<std::string, std::vector<double>>> counter_samples_;
 };
 
 }  // namespace

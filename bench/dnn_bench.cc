@@ -8,18 +8,19 @@
 //    host device 0's "onednn" plugin.
 //  - rill_ws/<layer>/n<N>: the same without a workspace: the plugin
 //    allocates the scratchpad through the executor for each call.
-//  - direct/<layer>/n<N>: a oneDNN primitive made from the same memory
-//    descriptors, algorithm and attributes (so the same primitive
-//    descriptor: both implementations are printed), executed on a
-//    dnnl::stream on the calling thread + wait.
+//  - direct/<layer>/n<N>: oneDNN called directly the way the plugin calls
+//    it: the same primitive (1x1 on the caller's layouts; otherwise the
+//    layouts oneDNN prefers, with reorders from and to the caller's each
+//    call), executed on a dnnl::stream on the calling thread + wait. Both
+//    implementations are printed.
 // Layers (ResNet-50 stage 1, NCHW float): conv3x3 = 64 -> 64 channels,
 // 56x56, 3x3, pad 1; conv1x1 = 256 -> 64 channels, 56x56, 1x1.
 //
 // Ends with FIGURE dnn.<layer>.n<N>.onednn.gflops (and .direct_gflops)
 // and RATIO dnn.<layer>.n<N>.onednn = direct time / Rill time (higher is
 // better; 1 means no overhead), RATIO dnn.<layer>.onednn = their geometric
-// mean over N. Run it when the machine is quiet, e.g.
-//   dnn_bench --benchmark_min_time=0.5
+// mean over N. Run it through bench/dnn_bench.sh (interleaved repetitions,
+// medians) when the machine is quiet.
 
 #include <algorithm>
 #include <cmath>
@@ -95,9 +96,14 @@ void Direct(benchmark::State& state, ConvolutionShape shape) {
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   const memory::desc src = onednn::TensorMd(shape.input), wei = onednn::FilterMd(shape.filter, 1),
                      dst = onednn::TensorMd(shape.output);
-  dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_auto, src, wei,
-                                    dst, {1, 1}, {0, 0}, {shape.conv.pad_h, shape.conv.pad_w},
-                                    {shape.conv.pad_h, shape.conv.pad_w});
+  // The recipe a oneDNN user follows, and the plugin too: a 1x1 convolution
+  // on the caller's layouts (one gemm); otherwise the layouts oneDNN prefers
+  // (format_tag::any) with reorders from and to the caller's, every call.
+  const bool plain = shape.filter.height == 1 && shape.filter.width == 1;
+  auto any = [](const memory::desc& md) { return memory::desc(md.dims(), md.data_type(), memory::format_tag::any); };
+  dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_auto,
+                                    plain ? src : any(src), plain ? wei : any(wei), plain ? dst : any(dst), {1, 1},
+                                    {0, 0}, {shape.conv.pad_h, shape.conv.pad_w}, {shape.conv.pad_h, shape.conv.pad_w});
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   dnnl::convolution_forward::primitive_desc pd(d, attr, engine);
@@ -105,14 +111,32 @@ void Direct(benchmark::State& state, ConvolutionShape shape) {
   memory x(src, engine), w(wei, engine), y(dst, engine), scratch(pd.scratchpad_desc(), engine);
   std::fill_n(static_cast<float*>(x.get_data_handle()), shape.input.ElementCount(), 0.5f);
   std::fill_n(static_cast<float*>(w.get_data_handle()), shape.filter.ElementCount(), 0.25f);
+  // Staged copies and their reorders where oneDNN chose another layout.
+  struct Stage {
+    memory user, staged;
+    dnnl::reorder reorder;
+  };
+  std::vector<Stage> in, out;
+  auto stage = [&](memory& user, const memory::desc& chosen, bool input) -> memory {
+    if (chosen == user.get_desc()) return user;
+    memory staged(chosen, engine);
+    (input ? in : out).push_back({user, staged, input ? dnnl::reorder(user, staged) : dnnl::reorder(staged, user)});
+    return staged;
+  };
+  const memory xs = stage(x, pd.src_desc(), true), ws = stage(w, pd.weights_desc(), true),
+               ys = stage(y, pd.dst_desc(), false);
   dnnl::stream s(engine);
   const std::unordered_map<int, memory> args = {
-      {DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, y}, {DNNL_ARG_SCRATCHPAD, scratch}};
-  conv.execute(s, args);  // Warm-up, as Rill.
-  s.wait();
-  for (auto _ : state) {
+      {DNNL_ARG_SRC, xs}, {DNNL_ARG_WEIGHTS, ws}, {DNNL_ARG_DST, ys}, {DNNL_ARG_SCRATCHPAD, scratch}};
+  auto run = [&] {
+    for (Stage& st : in) st.reorder.execute(s, st.user, st.staged);
     conv.execute(s, args);
+    for (Stage& st : out) st.reorder.execute(s, st.staged, st.user);
     s.wait();
+  };
+  run();  // Warm-up, as Rill.
+  for (auto _ : state) {
+    run();
     benchmark::ClobberMemory();
   }
   state.counters["GFLOPs"] = benchmark::Counter(Flops(shape), benchmark::Counter::kIsIterationInvariantRate);

@@ -54,7 +54,7 @@ install(FILES rill.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rill)
 # walk also refuses what would break an outside project: a link item that
 # is an absolute path, or an imported target that RillDependencies.cmake
 # does not know how to find again.
-set(_rill_dep_names Threads absl OpenCL CUDAToolkit cuDNN OpenBLAS FFTW dnnl CLBlast clFFT ONNX ZLIB cairo)
+set(_rill_dep_names Threads absl OpenCL CUDAToolkit cuDNN OpenBLAS FFTW dnnl XNNPACK CLBlast clFFT ONNX ZLIB cairo)
 set(_rill_components)
 foreach(_target IN LISTS _rill_targets)
   get_target_property(_name ${_target} EXPORT_NAME)

@@ -1,6 +1,7 @@
 #include "plugins/plugin_chain.h"
 
 #include "base/logging.h"
+#include "stream/stream_listener.h"
 
 namespace rill::internal {
 
@@ -8,6 +9,7 @@ void RecordHandOff(PluginInterface& from, PluginInterface& to, PluginKind kind, 
                    const absl::Status& why) {
   from.handed_on_.fetch_add(1, std::memory_order_relaxed);
   to.taken_over_.fetch_add(1, std::memory_order_relaxed);
+  if (StreamListenersActive()) NotePlugin(to.Name());  // Verbose lines and traces name the plugin that ran it.
   RILL_LOG(INFO) << PluginKindName(kind) << " plugin " << from.Name() << " hands " << operation << " to "
                  << to.Name() << ": " << why.message();
 }

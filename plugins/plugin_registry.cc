@@ -5,7 +5,9 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "executor/stream_executor.h"
@@ -90,9 +92,30 @@ absl::StatusOr<std::vector<std::string>> PluginRegistry::DefaultChainLocked(Plat
                                                                            PluginKind kind) const {
   const std::string variable = EnvVariable(kind);
   if (const char* env = std::getenv(variable.c_str()); env != nullptr && *env != '\0') {
-    absl::StatusOr<std::vector<std::string>> chain = ParseChainLocked(platform, kind, env);
-    if (!chain.ok()) return Annotate(chain.status(), absl::StrCat("in ", variable, "=", env));
-    return chain;
+    // A whole-program choice names plugins of several platforms
+    // (RILL_DNN=xnnpack,onednn,cudnn): each platform keeps its own, in
+    // order, and uses its default when it has none of them. A name no
+    // platform registered is a mistake.
+    std::vector<std::string> mine;
+    for (absl::string_view part : absl::StrSplit(env, ',')) {
+      const std::string name(absl::StripAsciiWhitespace(part));
+      if (FindLocked(platform, kind, name) != nullptr) {
+        mine.push_back(name);
+        continue;
+      }
+      bool elsewhere = false;
+      for (const Registration& r : registrations_) elsewhere = elsewhere || (r.kind == kind && r.name == name);
+      if (!elsewhere) {
+        return absl::NotFoundError(absl::StrCat(variable, "=", env, ": no platform has a ", PluginKindName(kind),
+                                                " plugin named \"", name, "\"; registered for ", platform->name,
+                                                ": ", NamesLocked(platform, kind)));
+      }
+    }
+    if (!mine.empty()) {
+      absl::StatusOr<std::vector<std::string>> chain = ParseChainLocked(platform, kind, absl::StrJoin(mine, ","));
+      if (!chain.ok()) return Annotate(chain.status(), absl::StrCat("in ", variable, "=", env));
+      return chain;
+    }
   }
   for (const auto& [key, name] : defaults_) {
     if (key.first == platform && key.second == kind) return std::vector<std::string>{name};

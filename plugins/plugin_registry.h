@@ -63,9 +63,11 @@ class PluginRegistry {
   // variable and the registered names.
   absl::StatusOr<std::string> DefaultName(PlatformId platform, PluginKind kind) const;
   // The fallback chain a new executor of `platform` uses for `kind`: the
-  // environment's comma-separated list (RILL_DNN=xnnpack,onednn) if set,
-  // else the default alone; empty when nothing is registered. NotFound for
-  // an unregistered name, InvalidArgument for a name listed twice.
+  // names of the environment's comma-separated list (RILL_DNN=xnnpack,
+  // onednn) registered for `platform`, in order; the default alone when the
+  // variable is unset or names none of them; empty when nothing is
+  // registered. NotFound for a name no platform registered, InvalidArgument
+  // for a name listed twice.
   absl::StatusOr<std::vector<std::string>> DefaultChain(PlatformId platform, PluginKind kind) const;
   // Splits and checks a comma-separated chain ("xnnpack,onednn") as above.
   absl::StatusOr<std::vector<std::string>> ParseChain(PlatformId platform, PluginKind kind,

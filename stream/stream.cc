@@ -112,6 +112,10 @@ void NoteAlgorithm(std::string_view algorithm) {
   if (tls_traced_op != nullptr) tls_traced_op->algorithm = std::string(algorithm);
 }
 
+void NotePlugin(std::string_view plugin) {
+  if (tls_traced_op != nullptr) tls_traced_op->plugin = std::string(plugin);
+}
+
 bool Stream::StartTracedOp() {
   auto op = std::make_unique<internal::TracedOp>();
   op->info.enqueue_start_ns = TraceClockNs();

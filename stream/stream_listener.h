@@ -84,6 +84,10 @@ void RemoveStreamListener(const StreamListener* listener);
 // IMPLICIT_GEMM"), for the listeners' StreamOp::algorithm. Cheap, and a
 // no-op when nobody listens or outside a Then* call.
 void NoteAlgorithm(std::string_view algorithm);
+// For plugin chains (plugins/plugin_chain.h): during a Stream::Then* call,
+// names the plugin that serves it when that is not the one called (a
+// fallback, or the algorithm selector's choice), for StreamOp::plugin.
+void NotePlugin(std::string_view plugin);
 
 // Names the lane `stream` shows as in traces and verbose lines, instead of
 // "<device> stream <n>" (the engine labels its pools' streams this way).

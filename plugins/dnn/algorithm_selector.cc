@@ -242,7 +242,8 @@ absl::StatusOr<AlgorithmChoice> AlgorithmSelector::Select(StreamExecutor* execut
   }
   const std::string key = absl::StrCat(DeviceKey(executor), " | ", ChainKey(chain), " | ", shape_key,
                                        options.deterministic ? " | deterministic" : "");
-  auto lookup = [&](ChoiceSource* source) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> std::optional<Entry> {
+  // Called with mu_ held.
+  auto lookup = [&](ChoiceSource* source) -> std::optional<Entry> {
     if (auto it = memory_.find(key); it != memory_.end()) {
       *source = ChoiceSource::kMemory;
       return it->second;

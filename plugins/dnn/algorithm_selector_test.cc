@@ -53,7 +53,9 @@ class Selector : public OneDnnTest {
   }
   void TearDown() override {
     std::remove(path_.c_str());
-    if (exec_ != nullptr) EXPECT_TRUE(IsOk(exec_->SetPlugin(PluginKind::kDnn, "onednn")));
+    if (exec_ != nullptr) {
+      EXPECT_TRUE(IsOk(exec_->SetPlugin(PluginKind::kDnn, "onednn")));
+    }
     FakeDnn::Algorithms() = {{{0, "plain", true, "", "", 0, true}, absl::ZeroDuration()}};
   }
   AlgorithmSelector::Options Options() const {

@@ -6,6 +6,7 @@
 #include "plugins/plugin_chain.h"
 #include "plugins/plugin_check.h"
 #include "stream/stream.h"
+#include "stream/stream_listener.h"
 
 namespace rill {
 
@@ -119,6 +120,7 @@ absl::Status DnnSupport::DispatchConvolution(Stream* stream, ConvolutionKind kin
       if (p->Name() == choice.plugin) dnn = static_cast<DnnSupport*>(p);
     }
     if (dnn == nullptr) return absl::InternalError(absl::StrCat("selected plugin ", choice.plugin, " left the chain"));
+    if (dnn != this && StreamListenersActive()) NotePlugin(dnn->Name());
     chosen = args;
     chosen.algorithm = op.algorithm = choice.algorithm;
     run = &chosen;

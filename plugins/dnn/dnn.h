@@ -83,7 +83,7 @@ struct ConvolutionArgs {
   ConvolutionShape shape;
   DeviceMemoryBase input, filter, output;
   int64_t algorithm = kDefaultAlgorithm;
-  DeviceMemoryBase workspace;
+  DeviceMemoryBase workspace = {};
   DeviceMemoryBase bias = {};                                     // Null: no bias.
   std::optional<ActivationDescriptor> activation = std::nullopt;  // Empty: none.
 };

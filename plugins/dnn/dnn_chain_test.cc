@@ -31,7 +31,9 @@ class DnnChain : public OneDnnTest {
     onednn_ = static_cast<DnnSupport*>(Must(exec_->GetPlugin(PluginKind::kDnn, "onednn")));
   }
   void TearDown() override {
-    if (exec_ != nullptr) EXPECT_TRUE(IsOk(exec_->SetPlugin(PluginKind::kDnn, "onednn")));
+    if (exec_ != nullptr) {
+      EXPECT_TRUE(IsOk(exec_->SetPlugin(PluginKind::kDnn, "onednn")));
+    }
   }
 
   // relu(x) on `desc` through `dnn`, checked against the loop.

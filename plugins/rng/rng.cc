@@ -1,6 +1,10 @@
 #include "plugins/rng/rng.h"
 
+#include <string_view>
+
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "plugins/plugin_chain.h"
 #include "plugins/plugin_check.h"
 
 namespace rill {
@@ -32,31 +36,43 @@ absl::Status CheckGaussian(Stream* stream, T stddev, const DeviceMemory<T>* out)
 
 }  // namespace
 
+std::string RngSupport::Operation::ToString() const {
+  if (std::string_view(distribution) == "bits") return "bits uint32";
+  return absl::StrCat(distribution, " ", DataTypeName(type));
+}
+
+absl::Status RngSupport::Supports(const Operation&) const { return absl::OkStatus(); }
+
 absl::Status RngSupport::DoPopulateRandUniform(Stream* stream, DeviceMemory<float>* out) {
   RILL_RETURN_IF_ERROR(CheckOut(stream, out, sizeof(float)));
-  return Uniform(stream, DataType::kFloat, *out, out->ElementCount());
+  RILL_ASSIGN_OR_RETURN(RngSupport * rng, RouteCall(this, Operation{"uniform", DataType::kFloat}));
+  return rng->Uniform(stream, DataType::kFloat, *out, out->ElementCount());
 }
 
 absl::Status RngSupport::DoPopulateRandUniform(Stream* stream, DeviceMemory<double>* out) {
   RILL_RETURN_IF_ERROR(CheckOut(stream, out, sizeof(double)));
-  return Uniform(stream, DataType::kDouble, *out, out->ElementCount());
+  RILL_ASSIGN_OR_RETURN(RngSupport * rng, RouteCall(this, Operation{"uniform", DataType::kDouble}));
+  return rng->Uniform(stream, DataType::kDouble, *out, out->ElementCount());
 }
 
 absl::Status RngSupport::DoPopulateRandGaussian(Stream* stream, float mean, float stddev,
                                                 DeviceMemory<float>* out) {
   RILL_RETURN_IF_ERROR(CheckGaussian(stream, stddev, out));
-  return Gaussian(stream, DataType::kFloat, mean, stddev, *out, out->ElementCount());
+  RILL_ASSIGN_OR_RETURN(RngSupport * rng, RouteCall(this, Operation{"gaussian", DataType::kFloat}));
+  return rng->Gaussian(stream, DataType::kFloat, mean, stddev, *out, out->ElementCount());
 }
 
 absl::Status RngSupport::DoPopulateRandGaussian(Stream* stream, double mean, double stddev,
                                                 DeviceMemory<double>* out) {
   RILL_RETURN_IF_ERROR(CheckGaussian(stream, stddev, out));
-  return Gaussian(stream, DataType::kDouble, mean, stddev, *out, out->ElementCount());
+  RILL_ASSIGN_OR_RETURN(RngSupport * rng, RouteCall(this, Operation{"gaussian", DataType::kDouble}));
+  return rng->Gaussian(stream, DataType::kDouble, mean, stddev, *out, out->ElementCount());
 }
 
 absl::Status RngSupport::DoPopulateRandBits(Stream* stream, DeviceMemory<uint32_t>* out) {
   RILL_RETURN_IF_ERROR(CheckOut(stream, out, sizeof(uint32_t)));
-  return Bits(stream, *out, out->ElementCount());
+  RILL_ASSIGN_OR_RETURN(RngSupport * rng, RouteCall(this, Operation{"bits", DataType::kFloat}));
+  return rng->Bits(stream, *out, out->ElementCount());
 }
 
 }  // namespace rill

@@ -2,6 +2,7 @@
 #define RILL_PLUGINS_RNG_RNG_H_
 
 #include <cstdint>
+#include <string>
 
 #include "absl/status/status.h"
 #include "executor/device_memory.h"
@@ -26,6 +27,19 @@ class Stream;
 class RngSupport : public PluginInterface {
  public:
   static constexpr PluginKind kKind = PluginKind::kRng;
+
+  // What a capability query asks about: the distribution ("uniform",
+  // "gaussian", "bits") and the element type (unused for bits).
+  struct Operation {
+    const char* distribution = "uniform";
+    DataType type = DataType::kFloat;
+    std::string ToString() const;  // "uniform double".
+  };
+  // Whether this plugin draws `op`: OK, or Unimplemented saying why. A call
+  // this plugin does not support goes to its fallback() (plugins/
+  // plugin_chain.h), which draws from its own generator (its own seed and
+  // position). The default supports everything.
+  virtual absl::Status Supports(const Operation& op) const;
 
   // Restarts the generator at `seed`, offset 0. (cuRAND's
   // curandSetPseudoRandomGeneratorSeed keeps the offset: to reproduce a

@@ -353,7 +353,10 @@ absl::StatusOr<std::vector<ConvolutionAlgorithm>> CuDnn::ConvolutionAlgorithms(C
       } else {
         a.available = true;
         a.workspace_bytes = p.staging_bytes + *workspace;
-        if (runnable != nullptr && !runnable->deterministic) a.implementation += " (non-deterministic)";
+        if (runnable != nullptr && !runnable->deterministic) {
+          a.implementation += " (non-deterministic)";
+          a.deterministic = false;  // AlgorithmSelector's deterministic mode skips it.
+        }
       }
       algorithms.push_back(std::move(a));
     }

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <exception>
 
@@ -180,15 +181,25 @@ ScopedThreads::~ScopedThreads() {
 
 int ThreadChoice::Pick() {
   MutexLock lock(&mu_);
-  const int64_t call = calls_++;
   if (average_[0] == 0) return 0;
   if (average_[1] == 0) return 1;
-  const int faster = average_[1] < kMargin * average_[0] ? 1 : 0;
-  return call % kExplore == kExplore - 1 ? 1 - faster : faster;
+  const int faster = FasterLocked();
+  if (++since_retry_ < interval_) return faster;
+  since_retry_ = 0;
+  retrying_ = 1 - faster;
+  return retrying_;
 }
 
 void ThreadChoice::Record(int variant, double seconds) {
   MutexLock lock(&mu_);
+  if (variant == retrying_) {
+    // A retry whose time alone would beat the choice hints at changed
+    // conditions: retry often again until the averages tell. Otherwise
+    // retry half as often.
+    const bool promising = variant == 1 ? seconds < kMargin * average_[0] : kMargin * seconds <= average_[1];
+    interval_ = promising ? kExplore : std::min(2 * interval_, kMaxExplore);
+    retrying_ = -1;
+  }
   double& a = average_[variant];
   a = a == 0 ? seconds : 0.7 * a + 0.3 * seconds;
 }

@@ -97,21 +97,30 @@ class ScopedThreads {
 // each variant runs first once, then the faster by a moving average (one
 // thread only when it is below kMargin of all threads' time, so that noise
 // on an idle machine does not cost the second thread), with the other
-// retried every kExplore calls so that a change in conditions is noticed. Two OpenMP threads win on an idle 2-core machine; when another
+// retried now and then so that a change in conditions is noticed: after
+// kExplore calls, and after twice as many each time a retry confirms the
+// choice (up to kMaxExplore; back to kExplore when the retry's time alone
+// would beat the choice), so a clear
+// winner pays for retries of the slower variant on under 0.2% of its calls
+// instead of 3% (bench/dnn_bench). Two OpenMP threads win on an idle 2-core machine; when another
 // process or a spinning BLAS thread holds a core, the two-thread team waits
 // at its barriers and one thread was 2-4x faster (docs/host_cnn_speed.md).
 // Thread-safe.
 class ThreadChoice {
  public:
-  static constexpr int64_t kExplore = 32;
+  static constexpr int64_t kExplore = 32, kMaxExplore = 1024;
   static constexpr double kMargin = 0.8;
   int Pick();
   void Record(int variant, double seconds);
 
  private:
+  int FasterLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return average_[1] < kMargin * average_[0] ? 1 : 0; }
+
   Mutex mu_;
+  int64_t interval_ ABSL_GUARDED_BY(mu_) = kExplore;  // Calls between retries of the slower variant.
+  int64_t since_retry_ ABSL_GUARDED_BY(mu_) = 0;
+  int retrying_ ABSL_GUARDED_BY(mu_) = -1;  // The variant being retried, or -1.
   double average_[2] ABSL_GUARDED_BY(mu_) = {0, 0};  // Seconds; 0: not measured yet.
-  int64_t calls_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // --- Running.

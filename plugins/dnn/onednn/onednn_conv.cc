@@ -327,6 +327,11 @@ absl::StatusOr<std::vector<ConvolutionAlgorithm>> OneDnn::ConvolutionAlgorithms(
       a.available = true;
       a.implementation = v->all->implementation;
       a.workspace_bytes = v->workspace_bytes;
+      // Backward filter reduces over the batch and the pixels across the
+      // OpenMP team, so its rounding follows the team size, which varies per
+      // call (ThreadChoice, the host thread budget) unless RILL_DNN_THREADS
+      // fixes it. Forward and backward data sum each output on one thread.
+      a.deterministic = kind != ConvolutionKind::kBackwardFilter || v->one == nullptr;
     } else {
       a.reason = std::string(v.status().message());
     }

@@ -213,8 +213,8 @@ TEST_P(OneDnnConvTest, ExplicitWorkspaceHoldsTheStagedLayouts) {
 }
 
 // Calls past the first alternate between the two thread counts (both run
-// once, then the faster with the other retried every kExplore calls): every
-// call computes the same result.
+// once, then the faster with the other retried now and then): every call
+// computes the same result.
 TEST_P(OneDnnConvTest, RepeatedCallsAgreeOnEitherThreadCount) {
   const Case c = Cases()[6];
   const ConvolutionShape shape{c.input, c.filter, c.conv, Must(ConvolutionOutput(c.input, c.filter, c.conv))};
@@ -236,16 +236,17 @@ TEST(ThreadChoiceTest, TriesBothThenTheFasterAndRetriesTheSlower) {
   choice.Record(0, 2.0);
   ASSERT_EQ(choice.Pick(), 1);
   choice.Record(1, 1.0);
-  // Variant 1 is faster: picked, with variant 0 retried once per kExplore.
+  // Variant 1 is faster: picked, with variant 0 retried after kExplore
+  // calls, then after twice as many each time the retry confirms it.
   int zeros = 0;
-  for (int64_t i = 0; i < 2 * onednn::ThreadChoice::kExplore; ++i) {
+  for (int64_t i = 0; i < 7 * onednn::ThreadChoice::kExplore; ++i) {  // 1 + 2 + 4 intervals.
     const int v = choice.Pick();
     zeros += v == 0;
     choice.Record(v, v == 0 ? 2.0 : 1.0);
   }
-  EXPECT_EQ(zeros, 2);
+  EXPECT_EQ(zeros, 3);
   // Conditions change: variant 0 becomes 10x faster. The retries notice.
-  for (int64_t i = 0; i < 8 * onednn::ThreadChoice::kExplore; ++i) {
+  for (int64_t i = 0; i < 16 * onednn::ThreadChoice::kExplore; ++i) {
     const int v = choice.Pick();
     choice.Record(v, v == 0 ? 0.1 : 1.0);
   }
@@ -255,7 +256,7 @@ TEST(ThreadChoiceTest, TriesBothThenTheFasterAndRetriesTheSlower) {
     zeros += v == 0;
     choice.Record(v, v == 0 ? 0.1 : 1.0);
   }
-  EXPECT_EQ(zeros, onednn::ThreadChoice::kExplore - 1);
+  EXPECT_GE(zeros, onednn::ThreadChoice::kExplore - 1);
 }
 
 // One thread must be clearly faster (kMargin) to be chosen over all.
