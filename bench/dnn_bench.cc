@@ -3,9 +3,12 @@
 // XNNPACK called directly and the tuned "xnnpack,onednn" chain against the
 // faster of the two (bench/dnn_bench_xnnpack.cc).
 //
+// Each iteration runs kDepth (8) convolutions back to back, then waits once
+// (a network's layers on one stream); the *_sync variants wait after every
+// convolution, which adds a round trip between threads per call.
 //  - rill/<layer>/n<N>: Stream::ThenConvolve (algorithm "auto", an explicit
-//    workspace of the reported size) + BlockHostUntilDone per iteration, on
-//    host device 0's "onednn" plugin.
+//    workspace of the reported size) x 8 + BlockHostUntilDone, on host
+//    device 0's "onednn" plugin.
 //  - rill_ws/<layer>/n<N>: the same without a workspace: the plugin
 //    allocates the scratchpad through the executor for each call.
 //  - direct/<layer>/n<N>: oneDNN called directly the way the plugin calls
@@ -48,6 +51,9 @@ struct Layer {
 const Layer kLayers[] = {{"conv3x3", 64, 64, 3, 1}, {"conv1x1", 256, 64, 1, 0}};
 constexpr int64_t kBatches[] = {1, 4};
 constexpr int64_t kSize = 56;
+// Convolutions per BlockHostUntilDone (per dnn.wait() directly): a stream
+// runs layers back to back. The *_sync variants wait after every call.
+constexpr int kDepth = 8;
 
 ConvolutionShape Shape(const Layer& l, int64_t n) {
   TensorDescriptor in{.n = n, .c = l.c, .h = kSize, .w = kSize};
@@ -66,7 +72,7 @@ StreamExecutor* Executor() {
   return exec;
 }
 
-void Rill(benchmark::State& state, ConvolutionShape shape, bool workspace) {
+void Rill(benchmark::State& state, ConvolutionShape shape, bool workspace, int depth) {
   StreamExecutor* exec = Executor();
   auto x = exec->AllocateOwnedArray<float>(shape.input.ElementCount()).value();
   auto w = exec->AllocateOwnedArray<float>(shape.filter.ElementCount()).value();
@@ -84,14 +90,14 @@ void Rill(benchmark::State& state, ConvolutionShape shape, bool workspace) {
   stream->ThenConvolve(args);  // Warm-up: primitive creation, first touch.
   if (!stream->BlockHostUntilDone().ok()) state.SkipWithError("stream failed");
   for (auto _ : state) {
-    stream->ThenConvolve(args);
+    for (int i = 0; i < depth; ++i) stream->ThenConvolve(args);
     if (!stream->BlockHostUntilDone().ok()) state.SkipWithError("stream failed");
   }
-  state.counters["GFLOPs"] = benchmark::Counter(Flops(shape), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOPs"] = benchmark::Counter(depth * Flops(shape), benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(algorithm.implementation);
 }
 
-void Direct(benchmark::State& state, ConvolutionShape shape) {
+void Direct(benchmark::State& state, ConvolutionShape shape, int depth) {
   using dnnl::memory;
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   const memory::desc src = onednn::TensorMd(shape.input), wei = onednn::FilterMd(shape.filter, 1),
@@ -128,18 +134,20 @@ void Direct(benchmark::State& state, ConvolutionShape shape) {
   dnnl::stream s(engine);
   const std::unordered_map<int, memory> args = {
       {DNNL_ARG_SRC, xs}, {DNNL_ARG_WEIGHTS, ws}, {DNNL_ARG_DST, ys}, {DNNL_ARG_SCRATCHPAD, scratch}};
-  auto run = [&] {
-    for (Stage& st : in) st.reorder.execute(s, st.user, st.staged);
-    conv.execute(s, args);
-    for (Stage& st : out) st.reorder.execute(s, st.staged, st.user);
+  auto run = [&](int calls) {
+    for (int i = 0; i < calls; ++i) {
+      for (Stage& st : in) st.reorder.execute(s, st.user, st.staged);
+      conv.execute(s, args);
+      for (Stage& st : out) st.reorder.execute(s, st.staged, st.user);
+    }
     s.wait();
   };
-  run();  // Warm-up, as Rill.
+  run(1);  // Warm-up, as Rill.
   for (auto _ : state) {
-    run();
+    run(depth);
     benchmark::ClobberMemory();
   }
-  state.counters["GFLOPs"] = benchmark::Counter(Flops(shape), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOPs"] = benchmark::Counter(depth * Flops(shape), benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(pd.impl_info_str());
 }
 
@@ -150,14 +158,22 @@ void Register() {
     for (int64_t n : kBatches) {
       const ConvolutionShape shape = Shape(l, n);
       // Interleaved, so drifting machine load hits both sides alike.
-      benchmark::RegisterBenchmark(("direct" + Suffix(l, n)).c_str(), Direct, shape)->UseRealTime();
-      benchmark::RegisterBenchmark(("rill" + Suffix(l, n)).c_str(), Rill, shape, true)->UseRealTime();
-      benchmark::RegisterBenchmark(("rill_ws" + Suffix(l, n)).c_str(), Rill, shape, false)->UseRealTime();
+      benchmark::RegisterBenchmark(("direct" + Suffix(l, n)).c_str(), Direct, shape, kDepth)->UseRealTime();
+      benchmark::RegisterBenchmark(("rill" + Suffix(l, n)).c_str(), Rill, shape, true, kDepth)->UseRealTime();
+      benchmark::RegisterBenchmark(("rill_ws" + Suffix(l, n)).c_str(), Rill, shape, false, kDepth)->UseRealTime();
+      benchmark::RegisterBenchmark(("direct_sync" + Suffix(l, n)).c_str(), Direct, shape, 1)->UseRealTime();
+      benchmark::RegisterBenchmark(("rill_sync" + Suffix(l, n)).c_str(), Rill, shape, true, 1)->UseRealTime();
     }
   }
 }
 
 void Summarize(const bench::Results& r, bench::Report& report) {
+  // Every benchmark's time, for bench/dnn_bench.sh, which runs each side in
+  // a process of its own and computes the ratios from these.
+  for (const auto& [name, m] : r) {
+    std::string key = name.substr(0, name.rfind("/real_time"));
+    report.Figure("dnn.ns." + key, m.real_ns_per_iter);
+  }
   auto find = [&](const std::string& name) -> const bench::Measured* {
     for (const std::string& key : {name + "/real_time", name}) {
       if (auto it = r.find(key); it != r.end()) return &it->second;
@@ -182,6 +198,11 @@ void Summarize(const bench::Results& r, bench::Report& report) {
       report.Ratio(name, ratio);
       if (rill_ws != nullptr && rill_ws->real_ns_per_iter > 0) {
         report.Ratio(name + ".no_workspace", direct->real_ns_per_iter / rill_ws->real_ns_per_iter);
+      }
+      const bench::Measured* rill_sync = find("rill_sync" + Suffix(l, n));
+      const bench::Measured* direct_sync = find("direct_sync" + Suffix(l, n));
+      if (rill_sync != nullptr && direct_sync != nullptr && rill_sync->real_ns_per_iter > 0) {
+        report.Ratio(name + ".sync", direct_sync->real_ns_per_iter / rill_sync->real_ns_per_iter);
       }
       log_sum += std::log(ratio);
       ++count;

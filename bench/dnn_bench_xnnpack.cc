@@ -2,8 +2,10 @@
 // against XNNPACK called directly, and the two host DNN libraries side by
 // side with what the tuned chain picks, on NHWC layers.
 //
+// Each iteration runs 8 convolutions back to back and then waits (the
+// *_sync variants: one); GFLOP/s count all of them.
 //  - xnn_direct/<layer>/n<N>: one xnn_create_convolution2d_nhwc_f32 made
-//    before the loop; setup + xnn_run_operator per iteration on a
+//    before the loop; setup + xnn_run_operator per call on a
 //    pthreadpool of the size the plugin uses (RILL_DNN_THREADS or the
 //    cores), on the calling thread.
 //  - xnn_rill/<layer>/n<N>: Stream::ThenConvolve + BlockHostUntilDone on
@@ -45,6 +47,7 @@ struct Layer {
 const Layer kLayers[] = {{"conv3x3", 64, 64, 3, 1}, {"conv1x1", 256, 64, 1, 0}};
 constexpr int64_t kBatches[] = {1, 4};
 constexpr int64_t kSize = 56;
+constexpr int kDepth = 8;  // Convolutions per BlockHostUntilDone, as in dnn_bench.cc.
 
 ConvolutionShape Shape(const Layer& l, int64_t n) {
   TensorDescriptor in{.n = n, .c = l.c, .h = kSize, .w = kSize, .layout = DataLayout::kNHWC};
@@ -63,7 +66,7 @@ int PoolThreads() {
   return HostCores();
 }
 
-void Direct(benchmark::State& state, ConvolutionShape s) {
+void Direct(benchmark::State& state, ConvolutionShape s, int depth) {
   if (xnn_initialize(nullptr) != xnn_status_success) return state.SkipWithError("xnn_initialize failed");
   pthreadpool_t pool = PoolThreads() > 1 ? pthreadpool_create(PoolThreads()) : nullptr;
   std::vector<float> x(s.input.ElementCount() + 16, 0.5f), w(s.filter.ElementCount(), 0.25f),
@@ -82,16 +85,16 @@ void Direct(benchmark::State& state, ConvolutionShape s) {
   };
   if (run() != xnn_status_success) state.SkipWithError("xnn_run_operator failed");
   for (auto _ : state) {
-    run();
+    for (int i = 0; i < depth; ++i) run();
     benchmark::ClobberMemory();
   }
   xnn_delete_operator(op);
   if (pool != nullptr) pthreadpool_destroy(pool);
-  state.counters["GFLOPs"] = benchmark::Counter(Flops(s), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOPs"] = benchmark::Counter(depth * Flops(s), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // Through Rill on host device 0 with DNN chain `chain` and `algorithm`.
-void ThroughRill(benchmark::State& state, ConvolutionShape s, std::string chain, int64_t algorithm) {
+void ThroughRill(benchmark::State& state, ConvolutionShape s, std::string chain, int64_t algorithm, int depth) {
   StreamExecutor* exec = PlatformManager::Default().PlatformWithName("host").value()->ExecutorForDevice(0).value();
   if (!exec->SetPlugin(PluginKind::kDnn, chain).ok()) return state.SkipWithError("SetPlugin failed");
   auto x = exec->AllocateOwnedArray<float>(s.input.ElementCount()).value();
@@ -104,10 +107,10 @@ void ThroughRill(benchmark::State& state, ConvolutionShape s, std::string chain,
   stream->ThenConvolve(args);  // Warm-up: operator creation (and the chain's tuning).
   if (!stream->BlockHostUntilDone().ok()) return state.SkipWithError("stream failed");
   for (auto _ : state) {
-    stream->ThenConvolve(args);
+    for (int i = 0; i < depth; ++i) stream->ThenConvolve(args);
     if (!stream->BlockHostUntilDone().ok()) state.SkipWithError("stream failed");
   }
-  state.counters["GFLOPs"] = benchmark::Counter(Flops(s), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOPs"] = benchmark::Counter(depth * Flops(s), benchmark::Counter::kIsIterationInvariantRate);
   if (algorithm == kBestAlgorithm) {
     absl::StatusOr<AlgorithmChoice> choice =
         AlgorithmSelector::Default().Select(exec, exec->AsDnn(), ConvolutionKind::kForward, s);
@@ -123,13 +126,16 @@ void RegisterXnnpack() {
   for (const Layer& l : kLayers) {
     for (int64_t n : kBatches) {
       const ConvolutionShape s = Shape(l, n);
-      benchmark::RegisterBenchmark(("xnn_direct" + Suffix(l, n)).c_str(), Direct, s)->UseRealTime();
+      benchmark::RegisterBenchmark(("xnn_direct" + Suffix(l, n)).c_str(), Direct, s, kDepth)->UseRealTime();
       benchmark::RegisterBenchmark(("xnn_rill" + Suffix(l, n)).c_str(), ThroughRill, s, "xnnpack",
-                                   kDefaultAlgorithm)->UseRealTime();
+                                   kDefaultAlgorithm, kDepth)->UseRealTime();
       benchmark::RegisterBenchmark(("onednn_nhwc" + Suffix(l, n)).c_str(), ThroughRill, s, "onednn",
-                                   kDefaultAlgorithm)->UseRealTime();
+                                   kDefaultAlgorithm, kDepth)->UseRealTime();
       benchmark::RegisterBenchmark(("chain" + Suffix(l, n)).c_str(), ThroughRill, s, "xnnpack,onednn",
-                                   kBestAlgorithm)->UseRealTime();
+                                   kBestAlgorithm, kDepth)->UseRealTime();
+      benchmark::RegisterBenchmark(("xnn_direct_sync" + Suffix(l, n)).c_str(), Direct, s, 1)->UseRealTime();
+      benchmark::RegisterBenchmark(("xnn_rill_sync" + Suffix(l, n)).c_str(), ThroughRill, s, "xnnpack",
+                                   kDefaultAlgorithm, 1)->UseRealTime();
     }
   }
 }
@@ -155,6 +161,11 @@ void SummarizeXnnpack(const bench::Results& r, bench::Report& report) {
         report.Figure(name + ".xnnpack.gflops", gflops(xnn));
         report.Figure(name + ".xnnpack.direct_gflops", gflops(direct));
         report.Ratio(name + ".xnnpack", direct->real_ns_per_iter / xnn->real_ns_per_iter);
+      }
+      const bench::Measured* direct_sync = find("xnn_direct_sync" + Suffix(l, n));
+      const bench::Measured* xnn_sync = find("xnn_rill_sync" + Suffix(l, n));
+      if (direct_sync != nullptr && xnn_sync != nullptr) {
+        report.Ratio(name + ".xnnpack.sync", direct_sync->real_ns_per_iter / xnn_sync->real_ns_per_iter);
       }
       if (xnn != nullptr && onednn != nullptr && chain != nullptr) {
         report.Figure(name + ".onednn_nhwc.gflops", gflops(onednn));

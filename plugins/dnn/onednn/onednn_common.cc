@@ -179,10 +179,18 @@ ScopedThreads::~ScopedThreads() {
   if (ThreadsAdjustable() && Omp().get_max_threads() != previous_) Omp().set_num_threads(previous_);
 }
 
+double ThreadChoice::EstimateLocked(int variant) const {
+  const int64_t n = std::min<int64_t>(runs_[variant] - 1, kWindow);
+  double best = recent_[variant][0];
+  for (int64_t i = 1; i < n; ++i) best = std::min(best, recent_[variant][i]);
+  return best;
+}
+
 int ThreadChoice::Pick() {
   MutexLock lock(&mu_);
-  if (average_[0] == 0) return 0;
-  if (average_[1] == 0) return 1;
+  // Each variant twice, alternating: its first run is cold.
+  if (runs_[0] < kWarmSamples && runs_[0] <= runs_[1]) return 0;
+  if (runs_[1] < kWarmSamples) return 1;
   const int faster = FasterLocked();
   if (++since_retry_ < interval_) return faster;
   since_retry_ = 0;
@@ -192,16 +200,16 @@ int ThreadChoice::Pick() {
 
 void ThreadChoice::Record(int variant, double seconds) {
   MutexLock lock(&mu_);
+  if (runs_[variant]++ == 0) return;  // The first run of a variant pays for first touches: dropped.
   if (variant == retrying_) {
-    // A retry whose time alone would beat the choice hints at changed
-    // conditions: retry often again until the averages tell. Otherwise
-    // retry half as often.
-    const bool promising = variant == 1 ? seconds < kMargin * average_[0] : kMargin * seconds <= average_[1];
+    // A retry whose time alone would win hints at changed conditions: retry
+    // often again until the estimates tell. Otherwise half as often.
+    const double other = EstimateLocked(1 - variant);
+    const bool promising = variant == 1 ? seconds < kMargin * other : kMargin * seconds <= other;
     interval_ = promising ? kExplore : std::min(2 * interval_, kMaxExplore);
     retrying_ = -1;
   }
-  double& a = average_[variant];
-  a = a == 0 ? seconds : 0.7 * a + 0.3 * seconds;
+  recent_[variant][(runs_[variant] - 2) % kWindow] = seconds;
 }
 
 void Execute(const dnnl::primitive& primitive, std::unordered_map<int, memory> args,

@@ -93,34 +93,42 @@ class ScopedThreads {
 };
 
 // Chooses, for one convolution, between its primitive on all the plugin's
-// threads (variant 0) and on one thread (variant 1) by their measured times:
-// each variant runs first once, then the faster by a moving average (one
-// thread only when it is below kMargin of all threads' time, so that noise
-// on an idle machine does not cost the second thread), with the other
-// retried now and then so that a change in conditions is noticed: after
-// kExplore calls, and after twice as many each time a retry confirms the
-// choice (up to kMaxExplore; back to kExplore when the retry's time alone
-// would beat the choice), so a clear
-// winner pays for retries of the slower variant on under 0.2% of its calls
-// instead of 3% (bench/dnn_bench). Two OpenMP threads win on an idle 2-core machine; when another
-// process or a spinning BLAS thread holds a core, the two-thread team waits
-// at its barriers and one thread was 2-4x faster (docs/host_cnn_speed.md).
+// threads (variant 0) and on one thread (variant 1) by their measured times.
+// Each variant runs twice first (0, 1, 0, 1); a first run is cold and
+// dropped. A variant's estimate is the fastest of its last kWindow times:
+// noise only ever adds time, so one disturbed run cannot flip the choice
+// (with a moving average it could, and the one-thread variant then ran for
+// hundreds of calls at half speed, bench/dnn_bench), while contention that
+// lasts kWindow calls does. One thread is chosen only when below kMargin of
+// all threads' estimate. The other variant is retried after kExplore calls,
+// and after twice as many each time a retry confirms the choice (up to
+// kMaxExplore), back to kExplore when the retry's time alone would win: a
+// clear winner pays for retries on under 0.5% of its calls. Two OpenMP
+// threads win on an idle 2-core machine; when another process or a
+// spinning BLAS thread holds a core, the two-thread team waits at its
+// barriers and one thread was 2-4x faster (docs/host_cnn_speed.md).
 // Thread-safe.
 class ThreadChoice {
  public:
   static constexpr int64_t kExplore = 32, kMaxExplore = 1024;
+  static constexpr int kWarmSamples = 2;  // Runs per variant before choosing; the first is dropped.
+  static constexpr int kWindow = 4;       // Recent times per variant; the fastest counts.
   static constexpr double kMargin = 0.8;
   int Pick();
   void Record(int variant, double seconds);
 
  private:
-  int FasterLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return average_[1] < kMargin * average_[0] ? 1 : 0; }
+  double EstimateLocked(int variant) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int FasterLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return EstimateLocked(1) < kMargin * EstimateLocked(0) ? 1 : 0;
+  }
 
   Mutex mu_;
   int64_t interval_ ABSL_GUARDED_BY(mu_) = kExplore;  // Calls between retries of the slower variant.
   int64_t since_retry_ ABSL_GUARDED_BY(mu_) = 0;
   int retrying_ ABSL_GUARDED_BY(mu_) = -1;  // The variant being retried, or -1.
-  double average_[2] ABSL_GUARDED_BY(mu_) = {0, 0};  // Seconds; 0: not measured yet.
+  double recent_[2][kWindow] ABSL_GUARDED_BY(mu_) = {};  // Seconds, a ring per variant.
+  int64_t runs_[2] ABSL_GUARDED_BY(mu_) = {0, 0};        // Recorded runs per variant, the dropped first included.
 };
 
 // --- Running.

@@ -165,7 +165,10 @@ CachedPrimitive MakeConvolution(ConvolutionKind kind, const ConvolutionShape& sh
   const ConvMds m = Mds(shape);
   if (shape.filter.height == 1 && shape.filter.width == 1) {
     try {
-      return MakeConvolutionWith(kind, m, m, algorithm);
+      CachedPrimitive plain = MakeConvolutionWith(kind, m, m, algorithm);
+      // oneDNN's reference kernels are its last resort (NHWC 1x1 forward
+      // got "ref:any", 5000x slower than gemm): let it choose layouts then.
+      if (plain.implementation.rfind("ref", 0) != 0) return plain;
     } catch (const dnnl::error&) {
       // No implementation on the caller's layouts: let oneDNN choose.
     }

@@ -232,6 +232,11 @@ TEST_P(OneDnnConvTest, RepeatedCallsAgreeOnEitherThreadCount) {
 
 TEST(ThreadChoiceTest, TriesBothThenTheFasterAndRetriesTheSlower) {
   onednn::ThreadChoice choice;
+  // Both twice, alternating; the first (cold) runs do not count.
+  ASSERT_EQ(choice.Pick(), 0);
+  choice.Record(0, 50.0);
+  ASSERT_EQ(choice.Pick(), 1);
+  choice.Record(1, 50.0);
   ASSERT_EQ(choice.Pick(), 0);
   choice.Record(0, 2.0);
   ASSERT_EQ(choice.Pick(), 1);
@@ -262,8 +267,10 @@ TEST(ThreadChoiceTest, TriesBothThenTheFasterAndRetriesTheSlower) {
 // One thread must be clearly faster (kMargin) to be chosen over all.
 TEST(ThreadChoiceTest, OneThreadOnlyWhenClearlyFaster) {
   onednn::ThreadChoice choice;
-  choice.Record(choice.Pick(), 1.0);
-  choice.Record(choice.Pick(), 0.9);
+  for (int warm = 0; warm < onednn::ThreadChoice::kWarmSamples; ++warm) {
+    choice.Record(choice.Pick(), 1.0);
+    choice.Record(choice.Pick(), 0.9);
+  }
   int ones = 0;
   for (int64_t i = 0; i < onednn::ThreadChoice::kExplore; ++i) {
     const int v = choice.Pick();
