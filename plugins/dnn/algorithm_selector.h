@@ -69,7 +69,7 @@ class AlgorithmSelector {
     std::string cache_path;                    // Empty: memory only.
     absl::Duration budget = absl::Seconds(2);  // Timing per shape; at least one candidate is timed.
     bool deterministic = false;                // Only algorithms with `deterministic` set.
-    int repetitions = 3;                       // Timed runs per candidate (the minimum counts), after one warm-up.
+    int repetitions = 5;                       // Timed runs per candidate (the fastest counts), after one warm-up.
   };
   // Defaults overridden by RILL_DNN_CACHE, RILL_DNN_TUNE_BUDGET_MS and
   // RILL_DNN_DETERMINISTIC; a malformed value is ignored with a warning.
