@@ -8,11 +8,16 @@
 
 #include "plugins/dnn/algorithm_selector.h"
 
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <string_view>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "plugins/dnn/fake_dnn_test_util.h"
@@ -192,6 +197,42 @@ TEST_P(Selector, BestAlgorithmThroughTheChainRunsTheChoice) {
   // The fake (fast algorithm) or oneDNN won; the file names the choice.
   const std::string file = ReadFile(path_);
   EXPECT_NE(file.find("fake_nhwc fake 1, onednn oneDNN"), std::string::npos) << file;
+}
+
+// A new process -- this test binary again, running only the test below
+// with RILL_DNN_CACHE naming the file -- finds the choice on disk through
+// AlgorithmSelector::Default() and times nothing.
+TEST_P(Selector, ANewProcessReadsTheCacheFile) {
+  if (GetParam() != 0) GTEST_SKIP() << "one device is enough";
+  AlgorithmSelector selector(Options());
+  ASSERT_EQ(Select(selector).source, ChoiceSource::kTuned);
+  const std::string filter = "--gtest_filter=Devices/Selector.DISABLED_ReadsTheFileAlone/host0";
+  const std::string env = "RILL_DNN_CACHE=" + path_;
+  char* argv[] = {const_cast<char*>("/proc/self/exe"), const_cast<char*>(filter.c_str()),
+                  const_cast<char*>("--gtest_also_run_disabled_tests"), nullptr};
+  std::vector<char*> envp = {const_cast<char*>(env.c_str())};
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::string_view(*e).substr(0, 15) != "RILL_DNN_CACHE=") envp.push_back(*e);
+  }
+  envp.push_back(nullptr);
+  pid_t child = 0;
+  ASSERT_EQ(posix_spawn(&child, "/proc/self/exe", nullptr, nullptr, argv, envp.data()), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the child process did not find the choice in " << path_;
+}
+
+// Run only by ANewProcessReadsTheCacheFile, in a process of its own.
+TEST_P(Selector, DISABLED_ReadsTheFileAlone) {
+  AlgorithmSelector& selector = AlgorithmSelector::Default();
+  const char* cache = std::getenv("RILL_DNN_CACHE");
+  ASSERT_NE(cache, nullptr);
+  ASSERT_EQ(selector.options().cache_path, cache);
+  const AlgorithmChoice choice = Select(selector);
+  EXPECT_EQ(choice.source, ChoiceSource::kCacheFile);
+  EXPECT_EQ(choice.algorithm, 1);
+  EXPECT_EQ(selector.counts().candidates_timed, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, Selector, ::testing::Values(0, 1), DeviceName);
