@@ -215,63 +215,54 @@ absl::Status StreamExecutor::CheckSignature(const KernelSpec& spec, const std::t
       " the spec's host function declares"));
 }
 
-absl::Status StreamExecutor::BuildChainLocked(PluginKind kind, PluginSlot& slot) {
-  std::vector<std::string> names = slot.selected;
-  if (names.empty()) {
-    RILL_ASSIGN_OR_RETURN(names, PluginRegistry::Default().DefaultChain(platform_->id(), kind));
-  }
+absl::Status StreamExecutor::BuildChainLocked(PluginKind kind, PluginSlot& slot,
+                                             const std::vector<std::string>& names) {
   if (names.empty()) {
     return absl::UnimplementedError(absl::StrCat("no ", absl::AsciiStrToUpper(PluginKindName(kind)),
                                                  " plugin for platform ", platform_->Name()));
   }
-  std::vector<std::unique_ptr<PluginInterface>> chain;
+  // Every member first (reusing instances made before); the chain changes
+  // only when all of them exist.
+  std::vector<PluginInterface*> chain;
   for (const std::string& name : names) {
-    // Reuse an instance made earlier (a member of the old chain, or one
-    // asked for by name).
-    std::unique_ptr<PluginInterface> instance;
-    for (auto* pool : {&slot.chain, &slot.others}) {
-      for (auto& p : *pool) {
-        if (p != nullptr && p->Name() == name) instance = std::move(p);
-      }
-    }
-    if (instance == nullptr) {
-      RILL_ASSIGN_OR_RETURN(instance, PluginRegistry::Default().Create(kind, name, this));
-    }
-    chain.push_back(std::move(instance));
+    RILL_ASSIGN_OR_RETURN(PluginInterface * instance, InstanceLocked(kind, slot, name));
+    chain.push_back(instance);
   }
-  for (size_t i = 0; i < chain.size(); ++i) {
-    chain[i]->fallback_ = i + 1 < chain.size() ? chain[i + 1].get() : nullptr;
-  }
+  for (auto& p : slot.instances) p->fallback_.store(nullptr, std::memory_order_release);
+  for (size_t i = 0; i + 1 < chain.size(); ++i) chain[i]->fallback_.store(chain[i + 1], std::memory_order_release);
   slot.chain = std::move(chain);
-  std::erase(slot.others, nullptr);
   return absl::OkStatus();
+}
+
+absl::StatusOr<PluginInterface*> StreamExecutor::InstanceLocked(PluginKind kind, PluginSlot& slot,
+                                                                std::string_view name) {
+  for (auto& p : slot.instances) {
+    if (p->Name() == name) return p.get();
+  }
+  RILL_ASSIGN_OR_RETURN(std::unique_ptr<PluginInterface> instance, PluginRegistry::Default().Create(kind, name, this));
+  slot.instances.push_back(std::move(instance));
+  return slot.instances.back().get();
 }
 
 absl::StatusOr<PluginInterface*> StreamExecutor::GetPlugin(PluginKind kind) {
   RILL_RETURN_IF_ERROR(Annotate(CheckPluginKind(kind), absl::StrCat("GetPlugin on ", debug_name_)));
   MutexLock lock(&plugin_mu_);
   PluginSlot& slot = plugins_[static_cast<int>(kind)];
-  if (slot.chain.empty()) RILL_RETURN_IF_ERROR(BuildChainLocked(kind, slot));
-  return slot.chain.front().get();
+  if (slot.chain.empty()) {
+    std::vector<std::string> names = slot.selected;
+    if (names.empty()) {
+      RILL_ASSIGN_OR_RETURN(names, PluginRegistry::Default().DefaultChain(platform_->id(), kind));
+    }
+    RILL_RETURN_IF_ERROR(BuildChainLocked(kind, slot, names));
+  }
+  return slot.chain.front();
 }
 
 absl::StatusOr<PluginInterface*> StreamExecutor::GetPlugin(PluginKind kind, std::string_view name) {
   RILL_RETURN_IF_ERROR(Annotate(CheckPluginKind(kind), absl::StrCat("GetPlugin on ", debug_name_)));
   RILL_RETURN_IF_ERROR(PluginRegistry::Default().CheckRegistered(platform_->id(), kind, name));
   MutexLock lock(&plugin_mu_);
-  PluginSlot& slot = plugins_[static_cast<int>(kind)];
-  if (slot.chain.empty()) {
-    absl::Status built = BuildChainLocked(kind, slot);
-    if (!built.ok() && !absl::IsUnimplemented(built)) return built;
-  }
-  for (auto* pool : {&slot.chain, &slot.others}) {
-    for (auto& p : *pool) {
-      if (p->Name() == name) return p.get();
-    }
-  }
-  RILL_ASSIGN_OR_RETURN(std::unique_ptr<PluginInterface> instance, PluginRegistry::Default().Create(kind, name, this));
-  slot.others.push_back(std::move(instance));
-  return slot.others.back().get();
+  return InstanceLocked(kind, plugins_[static_cast<int>(kind)], name);
 }
 
 BlasSupport* StreamExecutor::AsBlas() {
@@ -296,15 +287,7 @@ absl::Status StreamExecutor::SetPlugin(PluginKind kind, std::string_view names) 
                         PluginRegistry::Default().ParseChain(platform_->id(), kind, names));
   MutexLock lock(&plugin_mu_);
   PluginSlot& slot = plugins_[static_cast<int>(kind)];
-  // Instances not in the new chain go now; the rest are relinked on use.
-  for (auto* pool : {&slot.chain, &slot.others}) {
-    std::erase_if(*pool, [&](const std::unique_ptr<PluginInterface>& p) {
-      return std::find(chain.begin(), chain.end(), p->Name()) == chain.end();
-    });
-  }
-  for (auto& p : slot.chain) slot.others.push_back(std::move(p));
-  for (auto& p : slot.others) p->fallback_ = nullptr;  // Relinked when the chain is built.
-  slot.chain.clear();
+  RILL_RETURN_IF_ERROR(BuildChainLocked(kind, slot, chain));
   slot.selected = std::move(chain);
   return absl::OkStatus();
 }
@@ -320,7 +303,7 @@ absl::StatusOr<std::vector<std::string>> StreamExecutor::PluginChain(PluginKind 
   const PluginSlot& slot = plugins_[static_cast<int>(kind)];
   if (!slot.chain.empty()) {
     std::vector<std::string> names;
-    for (const auto& p : slot.chain) names.push_back(p->Name());
+    for (const PluginInterface* p : slot.chain) names.push_back(p->Name());
     return names;
   }
   if (!slot.selected.empty()) return slot.selected;

@@ -129,10 +129,12 @@ class StreamExecutor {
   absl::StatusOr<PluginInterface*> GetPlugin(PluginKind kind, std::string_view name);
   // Selects plugin `names` of `kind` for this executor: one name, or a
   // comma-separated fallback chain ("xnnpack,onednn": calls the first does
-  // not support go to the next). Instances not in the new chain are
-  // destroyed at once, so finish the work enqueued through them first
-  // (BlockHostUntilDone on their streams). NotFound, listing the registered
-  // names, for an unknown name; InvalidArgument for a name given twice.
+  // not support go to the next), creating the instances it lacks now.
+  // Instances that leave the chain stay alive, unlinked, until the executor
+  // is destroyed (work enqueued through them runs normally). NotFound,
+  // listing the registered names, for an unknown name; InvalidArgument for
+  // a name given twice or an empty one; a factory's error. On error the
+  // chain in force is unchanged.
   absl::Status SetPlugin(PluginKind kind, std::string_view names);
   // The name of the plugin this executor uses (or will create) for `kind`:
   // the chain's head.
@@ -159,12 +161,16 @@ class StreamExecutor {
 
   struct PluginSlot {
     std::vector<std::string> selected;  // Empty: the registry's choice.
-    // The chain, linked through fallback_; empty until first use.
-    std::vector<std::unique_ptr<PluginInterface>> chain;
-    // Plugins asked for by name outside the chain (no fallback).
-    std::vector<std::unique_ptr<PluginInterface>> others;
+    // Every instance made for the kind, kept until the executor goes: a
+    // call in flight may still follow a fallback to one that left the chain.
+    std::vector<std::unique_ptr<PluginInterface>> instances;
+    std::vector<PluginInterface*> chain;  // Linked through fallback_; empty until first use.
   };
-  absl::Status BuildChainLocked(PluginKind kind, PluginSlot& slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(plugin_mu_);
+  // Makes `names` the chain (creating what is missing); unchanged on error.
+  absl::Status BuildChainLocked(PluginKind kind, PluginSlot& slot, const std::vector<std::string>& names)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(plugin_mu_);
+  absl::StatusOr<PluginInterface*> InstanceLocked(PluginKind kind, PluginSlot& slot, std::string_view name)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(plugin_mu_);
   Mutex plugin_mu_;
   PluginSlot plugins_[4] ABSL_GUARDED_BY(plugin_mu_);  // Indexed by PluginKind.
 };

@@ -56,7 +56,7 @@ class PluginInterface {
   // interface has a Supports() query): the next in its executor's chain
   // (StreamExecutor::SetPlugin(kind, "xnnpack,onednn"), RILL_DNN=...), null
   // at the chain's end. Set by the executor when it builds the chain.
-  PluginInterface* fallback() const { return fallback_; }
+  PluginInterface* fallback() const { return fallback_.load(std::memory_order_acquire); }
   // Calls this plugin handed on to a later one, and calls it ran that an
   // earlier one handed on (plugins/plugin_chain.h counts them).
   uint64_t calls_handed_on() const { return handed_on_.load(std::memory_order_relaxed); }
@@ -67,7 +67,7 @@ class PluginInterface {
   friend void internal::RecordHandOff(PluginInterface& from, PluginInterface& to, PluginKind kind,
                                       const std::string& operation, const absl::Status& why);
 
-  PluginInterface* fallback_ = nullptr;
+  std::atomic<PluginInterface*> fallback_{nullptr};
   std::atomic<uint64_t> handed_on_{0}, taken_over_{0};
 };
 

@@ -13,7 +13,10 @@
 //
 // Calling a plugin that is not the chain's head (StreamExecutor::GetPlugin
 // (kind, "onednn")) chooses it for that call: the call starts there and can
-// only fall back to plugins after it.
+// only fall back to plugins after it. A convolution with kBestAlgorithm
+// lands where the algorithm selector's timing says (dnn/algorithm_selector.h);
+// that is a choice, not a hand-on: it is logged at INFO when tuned and
+// named to stream listeners, not counted.
 
 #include <string>
 

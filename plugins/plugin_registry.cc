@@ -99,6 +99,9 @@ absl::StatusOr<std::vector<std::string>> PluginRegistry::DefaultChainLocked(Plat
     std::vector<std::string> mine;
     for (absl::string_view part : absl::StrSplit(env, ',')) {
       const std::string name(absl::StripAsciiWhitespace(part));
+      if (name.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(variable, "=", env, ": an empty plugin name"));
+      }
       if (FindLocked(platform, kind, name) != nullptr) {
         mine.push_back(name);
         continue;
@@ -126,8 +129,14 @@ absl::StatusOr<std::vector<std::string>> PluginRegistry::DefaultChainLocked(Plat
 absl::StatusOr<std::vector<std::string>> PluginRegistry::ParseChainLocked(PlatformId platform, PluginKind kind,
                                                                          std::string_view names) const {
   std::vector<std::string> chain;
+  int position = 0;
   for (absl::string_view part : absl::StrSplit(AsAbsl(names), ',')) {
     std::string name(absl::StripAsciiWhitespace(part));
+    ++position;
+    if (name.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(PluginKindName(kind), " plugin chain \"", AsAbsl(names),
+                                                     "\": name ", position, " is empty"));
+    }
     if (FindLocked(platform, kind, name) == nullptr) return UnknownLocked(platform, kind, name);
     if (std::find(chain.begin(), chain.end(), name) != chain.end()) {
       return absl::InvalidArgumentError(absl::StrCat(PluginKindName(kind), " plugin \"", name,

@@ -1,5 +1,7 @@
 #include "plugins/dnn/algorithm_selector.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -30,15 +32,23 @@ std::string ShapeKey(ConvolutionKind kind, const ConvolutionShape& shape) {
   return absl::StrCat(ConvolutionKindName(kind), " ", shape.ToString());
 }
 
+// Tabs and line ends would break the file's format: spaces instead.
+std::string OneLine(std::string text) {
+  for (char& c : text) {
+    if (c == '\t' || c == '\n' || c == '\r') c = ' ';
+  }
+  return text;
+}
+
 std::string DeviceKey(StreamExecutor* executor) {
   const DeviceDescription& d = executor->GetDeviceDescription();
-  return absl::StrCat(executor->platform()->Name(), " ", d.name, " ", d.vendor, " ", d.compute_units, " units");
+  return OneLine(absl::StrCat(executor->platform()->Name(), " ", d.name, " ", d.vendor, " ", d.compute_units, " units"));
 }
 
 std::string ChainKey(const std::vector<DnnSupport*>& chain) {
-  return absl::StrJoin(chain, ", ", [](std::string* out, DnnSupport* p) {
+  return OneLine(absl::StrJoin(chain, ", ", [](std::string* out, DnnSupport* p) {
     absl::StrAppend(out, p->Name(), " ", p->Version());
-  });
+  }));
 }
 
 absl::Status RunConvolution(DnnSupport* dnn, Stream* stream, ConvolutionKind kind, const ConvolutionArgs& args) {
@@ -153,6 +163,7 @@ void AlgorithmSelector::Unpin(ConvolutionKind kind, const ConvolutionShape& shap
 void AlgorithmSelector::ClearMemory() {
   MutexLock lock(&mu_);
   memory_.clear();
+  failed_.clear();
 }
 
 AlgorithmSelector::Counts AlgorithmSelector::counts() const {
@@ -160,41 +171,67 @@ AlgorithmSelector::Counts AlgorithmSelector::counts() const {
   return counts_;
 }
 
-void AlgorithmSelector::LoadLocked() {
-  if (loaded_) return;
-  loaded_ = true;
-  file_.clear();
-  if (options_.cache_path.empty()) return;
-  std::ifstream in(options_.cache_path);
-  if (!in) return;  // No file yet.
+absl::Status AlgorithmSelector::ReadFile(const std::string& path, absl::flat_hash_map<std::string, Entry>* entries,
+                                         int64_t* lines) {
+  entries->clear();
+  *lines = 0;
+  std::ifstream in(path);
+  if (!in) return absl::OkStatus();  // No file yet.
   std::string line;
-  if (!std::getline(in, line) || line != kFileHeader) {
-    RILL_LOG(WARNING) << "DNN algorithm cache " << options_.cache_path << " ignored: its first line is not \""
-                      << kFileHeader << "\" (another format or a damaged file); it is rewritten at the next tuning";
-    ++counts_.file_entries_ignored;
-    return;
+  if (std::getline(in, line) && !line.empty() && line.back() == '\r') line.pop_back();
+  if (!in || line != kFileHeader) {
+    *lines = 1;
+    return absl::DataLossError(absl::StrCat("its first line is not \"", kFileHeader,
+                                            "\" (another format or a damaged file)"));
   }
-  absl::flat_hash_map<std::string, Entry> entries;
   for (int number = 2; std::getline(in, line); ++number) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
+    ++*lines;
     std::vector<std::string> fields = absl::StrSplit(line, '\t');
     Entry entry;
     if (fields.size() != 4 || fields[0].empty() || fields[1].empty() ||
         !absl::SimpleAtoi(fields[2], &entry.algorithm) || !absl::SimpleAtod(fields[3], &entry.seconds) ||
         !(entry.seconds >= 0)) {
-      RILL_LOG(WARNING) << "DNN algorithm cache " << options_.cache_path << " ignored: line " << number
-                        << " is malformed (want key, plugin, algorithm id, seconds separated by tabs)";
-      counts_.file_entries_ignored += static_cast<int64_t>(entries.size()) + 1;
-      return;
+      entries->clear();
+      return absl::DataLossError(absl::StrCat("line ", number,
+                                              " is malformed (want key, plugin, algorithm id, seconds "
+                                              "separated by tabs)"));
     }
     entry.plugin = std::move(fields[1]);
-    entries[fields[0]] = std::move(entry);
+    (*entries)[fields[0]] = std::move(entry);
   }
-  file_ = std::move(entries);
+  return absl::OkStatus();
+}
+
+void AlgorithmSelector::LoadLocked() {
+  if (loaded_) return;
+  loaded_ = true;
+  file_.clear();
+  if (options_.cache_path.empty()) return;
+  int64_t lines = 0;
+  if (absl::Status read = ReadFile(options_.cache_path, &file_, &lines); !read.ok()) {
+    RILL_LOG(WARNING) << "DNN algorithm cache " << options_.cache_path << " ignored: " << read.message()
+                      << "; it is rewritten at the next tuning";
+    counts_.file_entries_ignored += std::max<int64_t>(lines, 1);
+  }
 }
 
 void AlgorithmSelector::SaveLocked() {
   if (options_.cache_path.empty()) return;
+  // Other processes may share the file: under an exclusive lock, take in
+  // what they wrote since it was read, then replace it whole.
+  const std::string lock_path = absl::StrCat(options_.cache_path, ".lock");
+  const int lock_fd = open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+  if (lock_fd >= 0) flock(lock_fd, LOCK_EX);
+  absl::Cleanup unlock = [lock_fd] {
+    if (lock_fd >= 0) close(lock_fd);  // Releases the lock.
+  };
+  absl::flat_hash_map<std::string, Entry> theirs;
+  int64_t lines = 0;
+  if (ReadFile(options_.cache_path, &theirs, &lines).ok()) {
+    for (auto& [key, entry] : theirs) file_.try_emplace(key, std::move(entry));
+  }
   const std::string temp = absl::StrCat(options_.cache_path, ".tmp.", getpid());
   {
     std::ofstream out(temp, std::ios::trunc);
@@ -223,8 +260,8 @@ absl::StatusOr<AlgorithmChoice> AlgorithmSelector::Select(StreamExecutor* execut
   RILL_RETURN_IF_ERROR(CheckConvolutionShape(shape));
   const std::vector<DnnSupport*> chain = SupportingChain(first, DnnOperation::Of(shape, kind));
   if (chain.empty()) {
-    return absl::NotFoundError(absl::StrCat("no DNN plugin of the chain from \"", first->Name(), "\" supports ",
-                                            DnnOperation::Of(shape, kind).ToString()));
+    return absl::UnimplementedError(absl::StrCat("no DNN plugin of the chain from \"", first->Name(),
+                                                 "\" supports ", DnnOperation::Of(shape, kind).ToString()));
   }
   const std::string shape_key = ShapeKey(kind, shape);
   Options options;
@@ -260,6 +297,7 @@ absl::StatusOr<AlgorithmChoice> AlgorithmSelector::Select(StreamExecutor* execut
     std::optional<Entry> found;
     {
       MutexLock lock(&mu_);
+      if (auto failed = failed_.find(key); failed != failed_.end()) return failed->second;
       found = lookup(&source);
     }
     if (!found.has_value()) break;
@@ -268,10 +306,12 @@ absl::StatusOr<AlgorithmChoice> AlgorithmSelector::Select(StreamExecutor* execut
       ++counts_.memory_hits;
       return AlgorithmChoice{found->plugin, found->algorithm, found->seconds, source};
     }
-    // From the file: trusted only if the chain still offers it.
+    // From the file: trusted only if the chain still offers it (asked
+    // outside the lock: the plugin may build primitives to answer).
     DnnSupport* plugin = Find(chain, found->plugin);
+    const bool offered = plugin != nullptr && Offers(plugin, kind, shape, found->algorithm, options.deterministic);
     MutexLock lock(&mu_);
-    if (plugin != nullptr && Offers(plugin, kind, shape, found->algorithm, options.deterministic)) {
+    if (offered) {
       ++counts_.file_hits;
       memory_[key] = *found;
       return AlgorithmChoice{found->plugin, found->algorithm, found->seconds, source};
@@ -292,8 +332,17 @@ absl::StatusOr<AlgorithmChoice> AlgorithmSelector::Select(StreamExecutor* execut
       return AlgorithmChoice{it->second.plugin, it->second.algorithm, it->second.seconds, ChoiceSource::kMemory};
     }
   }
-  RILL_ASSIGN_OR_RETURN(AlgorithmChoice choice, Tune(executor, chain, kind, shape, options.deterministic,
-                                                     options.budget, std::max(1, options.repetitions)));
+  absl::StatusOr<AlgorithmChoice> tuned = Tune(executor, chain, kind, shape, options.deterministic, options.budget,
+                                                std::max(1, options.repetitions));
+  if (!tuned.ok()) {
+    // Remembered, so that later calls neither time again nor warn again.
+    RILL_LOG(WARNING) << "tuning " << shape_key << " failed: " << tuned.status().ToString()
+                      << (absl::IsNotFound(tuned.status()) ? "" : "; calls run the plugin's default algorithm");
+    MutexLock lock(&mu_);
+    failed_[key] = tuned.status();
+    return tuned.status();
+  }
+  const AlgorithmChoice choice = *tuned;
   MutexLock lock(&mu_);
   ++counts_.tuned;
   const Entry entry{choice.plugin, choice.algorithm, choice.seconds};
@@ -347,7 +396,7 @@ absl::StatusOr<AlgorithmChoice> AlgorithmSelector::Tune(StreamExecutor* executor
     absl::Status status = RunConvolution(c.plugin, stream.get(), kind, args);  // Warm-up.
     if (status.ok()) status = stream->BlockHostUntilDone();
     double seconds = std::numeric_limits<double>::infinity();
-    for (int r = 0; status.ok() && r < repetitions; ++r) {
+    for (int r = 0; status.ok() && r < repetitions && (r == 0 || absl::Now() - start <= budget); ++r) {
       const absl::Time t0 = absl::Now();
       status = RunConvolution(c.plugin, stream.get(), kind, args);
       if (status.ok()) status = stream->BlockHostUntilDone();

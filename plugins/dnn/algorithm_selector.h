@@ -31,7 +31,10 @@
 // that does not parse is ignored whole, with a warning, and rewritten at
 // the next tuning; an entry naming a plugin or algorithm the chain no
 // longer offers (available) is ignored with a warning and tuned again.
-// Entries of other devices or library versions never match.
+// Entries of other devices or library versions never match. Processes may
+// share the file: each write merges what others wrote, under flock on
+// "<path>.lock". A tuning that fails (a timing run's error) is warned about
+// once and remembered; DoConvolve then runs the plugin's default algorithm.
 //
 // Thread-safe. Tunings are serialized (concurrent timings would disturb
 // each other).
@@ -96,7 +99,7 @@ class AlgorithmSelector {
   // that plugin; else Select fails with NotFound naming the pin).
   void Pin(ConvolutionKind kind, const ConvolutionShape& shape, std::string plugin, int64_t algorithm);
   void Unpin(ConvolutionKind kind, const ConvolutionShape& shape);
-  // Forgets the choices in memory (not the pins, not the file).
+  // Forgets the choices and failed tunings in memory (not the pins, not the file).
   void ClearMemory();
 
   struct Counts {
@@ -112,6 +115,10 @@ class AlgorithmSelector {
     int64_t algorithm = 0;
     double seconds = 0;
   };
+  // The entries of the cache file at `path` (none when it does not exist);
+  // DataLoss saying why when it does not parse. `lines` counts its lines.
+  static absl::Status ReadFile(const std::string& path, absl::flat_hash_map<std::string, Entry>* entries,
+                               int64_t* lines);
   // Reads the cache file when it is not loaded yet.
   void LoadLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SaveLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -126,6 +133,7 @@ class AlgorithmSelector {
   absl::flat_hash_map<std::string, Entry> memory_ ABSL_GUARDED_BY(mu_);  // Tuned this process.
   absl::flat_hash_map<std::string, Entry> file_ ABSL_GUARDED_BY(mu_);    // Read from the file.
   absl::flat_hash_map<std::string, Entry> pins_ ABSL_GUARDED_BY(mu_);    // Keyed by direction and shape.
+  absl::flat_hash_map<std::string, absl::Status> failed_ ABSL_GUARDED_BY(mu_);  // Tunings that failed.
   Counts counts_ ABSL_GUARDED_BY(mu_);
 };
 

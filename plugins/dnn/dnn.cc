@@ -83,11 +83,11 @@ absl::Status CheckConvolutionArgs(Stream* stream, ConvolutionKind kind, const Co
                                                    ConvolutionKindName(kind)));
   }
   if (a.activation.has_value()) RILL_RETURN_IF_ERROR(CheckActivation(*a.activation));
-  if (!a.bias.is_null()) {
+  RILL_RETURN_IF_ERROR(CheckConvolutionShape(a.shape));
+  if (!a.bias.is_null()) {  // After the shape check, which bounds output.c.
     RILL_RETURN_IF_ERROR(CheckBuffer(stream, "bias", a.bias,
                                      static_cast<uint64_t>(a.shape.output.c) * SizeOf(a.shape.output.type)));
   }
-  RILL_RETURN_IF_ERROR(CheckConvolutionShape(a.shape));
   RILL_RETURN_IF_ERROR(Buffer(stream, "input", a.input, a.shape.input));
   RILL_RETURN_IF_ERROR(CheckBuffer(stream, "filter", a.filter, a.shape.filter.Bytes()));
   RILL_RETURN_IF_ERROR(Buffer(stream, "output", a.output, a.shape.output));
@@ -109,43 +109,54 @@ absl::Status DnnSupport::Supports(const DnnOperation& op) const {
 }
 
 absl::Status DnnSupport::DispatchConvolution(Stream* stream, ConvolutionKind kind, const ConvolutionArgs& args) {
-  DnnOperation op = DnnOperation::Of(kind, args);
+  ConvolutionArgs run = args;
   DnnSupport* dnn = nullptr;
-  ConvolutionArgs chosen;
-  const ConvolutionArgs* run = &args;
   if (args.algorithm == kBestAlgorithm) {
-    RILL_ASSIGN_OR_RETURN(AlgorithmChoice choice,
-                          AlgorithmSelector::Default().Select(stream->parent(), this, kind, args.shape));
-    for (PluginInterface* p = this; p != nullptr && dnn == nullptr; p = p->fallback()) {
-      if (p->Name() == choice.plugin) dnn = static_cast<DnnSupport*>(p);
+    absl::StatusOr<AlgorithmChoice> choice =
+        AlgorithmSelector::Default().Select(stream->parent(), this, kind, args.shape);
+    if (choice.ok()) {
+      for (PluginInterface* p = this; p != nullptr && dnn == nullptr; p = p->fallback()) {
+        if (p->Name() == choice->plugin) dnn = static_cast<DnnSupport*>(p);
+      }
+      if (dnn == nullptr) return absl::InternalError(absl::StrCat("selected plugin ", choice->plugin, " left the chain"));
+      if (dnn != this && StreamListenersActive()) NotePlugin(dnn->Name());
+      run.algorithm = choice->algorithm;
+    } else if (absl::IsNotFound(choice.status()) || absl::IsUnimplemented(choice.status()) ||
+               absl::IsInvalidArgument(choice.status())) {
+      return choice.status();  // Nothing to choose from (deterministic mode included), or a bad pin.
+    } else {
+      // Timing failed (the selector warned once and remembers it): run the default.
+      run.algorithm = kDefaultAlgorithm;
     }
-    if (dnn == nullptr) return absl::InternalError(absl::StrCat("selected plugin ", choice.plugin, " left the chain"));
-    if (dnn != this && StreamListenersActive()) NotePlugin(dnn->Name());
-    chosen = args;
-    chosen.algorithm = op.algorithm = choice.algorithm;
-    run = &chosen;
-    if (dnn->Supports(op).ok()) return dnn->Convolve(stream, kind, *run);
-  } else {
-    absl::StatusOr<DnnSupport*> fused = RouteCall(this, op);
-    if (fused.ok()) return (*fused)->Convolve(stream, kind, args);
-    if (!op.fused_bias && !op.fused_activation.has_value()) return fused.status();
   }
-  // No plugin fuses the bias or activation: convolve, then add and activate.
+  // The plugin: the first of the chain that runs the convolution (or the
+  // selector's), fused if it fuses the bias and activation.
+  DnnOperation op = DnnOperation::Of(kind, run);
+  const bool fused = op.fused_bias || op.fused_activation.has_value();
   op.fused_bias = false;
   op.fused_activation.reset();
   if (dnn == nullptr) {
     RILL_ASSIGN_OR_RETURN(dnn, RouteCall(this, op));
   }
-  ConvolutionArgs plain = *run;
-  plain.bias = DeviceMemoryBase();
-  plain.activation.reset();
-  RILL_RETURN_IF_ERROR(dnn->Convolve(stream, kind, plain));
+  if (!fused || dnn->Supports(DnnOperation::Of(kind, run)).ok()) return dnn->Convolve(stream, kind, run);
+  // It does not fuse them: convolve, then add the bias and activate, each
+  // routed before anything runs, so that a missing step changes nothing.
+  const BiasAddArgs bias{args.shape.output, args.output, args.bias, args.output};
+  const ActivationArgs activation{args.activation.value_or(ActivationDescriptor{}), args.shape.output, args.output,
+                                  args.output};
+  DnnSupport* adder = nullptr;
+  DnnSupport* activator = nullptr;
   if (!args.bias.is_null()) {
-    RILL_RETURN_IF_ERROR(DoBiasAdd(stream, BiasAddArgs{args.shape.output, args.output, args.bias, args.output}));
+    RILL_ASSIGN_OR_RETURN(adder, RouteCall(this, DnnOperation::Of(bias)));
   }
   if (args.activation.has_value()) {
-    RILL_RETURN_IF_ERROR(DoActivate(stream, ActivationArgs{*args.activation, args.shape.output, args.output, args.output}));
+    RILL_ASSIGN_OR_RETURN(activator, RouteCall(this, DnnOperation::Of(activation)));
   }
+  run.bias = DeviceMemoryBase();
+  run.activation.reset();
+  RILL_RETURN_IF_ERROR(dnn->Convolve(stream, kind, run));
+  if (adder != nullptr) RILL_RETURN_IF_ERROR(adder->BiasAdd(stream, bias));
+  if (activator != nullptr) RILL_RETURN_IF_ERROR(activator->Activate(stream, activation));
   return absl::OkStatus();
 }
 

@@ -76,9 +76,9 @@ struct ConvolutionAlgorithm {
 // too small is InvalidArgument.
 //
 // Forward only, optionally fused: output = act(conv(input, filter) + bias)
-// with `bias` (output channels elements) and `activation`. A plugin that
-// does not fuse them (Supports() says which) runs the convolution, then
-// DoBiasAdd and DoActivate on the same stream.
+// with `bias` (output channels elements) and `activation`. Where the plugin
+// that runs the convolution does not fuse them (Supports() says), the call
+// is a convolution, a bias add and an activation on the same stream.
 struct ConvolutionArgs {
   ConvolutionShape shape;
   DeviceMemoryBase input, filter, output;
@@ -263,9 +263,13 @@ class DnnSupport : public PluginInterface {
   // before it dispatches: a call this plugin does not support goes to its
   // fallback() (the next plugin of the executor's chain, counted and logged,
   // plugins/plugin_chain.h), and fails with this status at the chain's end.
-  // A forward convolution with a bias or activation the plugin does not
-  // fuse runs unfused when it supports that (see ConvolutionArgs). The
-  // default supports everything; the Do* checks run first, so `op` is valid.
+  // A fused forward convolution (ConvolutionArgs::bias, activation) runs on
+  // the first plugin that runs it unfused: fused when that plugin supports
+  // the fused form, else followed by a bias add and an activation, each
+  // routed the same way. The default supports everything unfused; the Do*
+  // checks run first, so `op` is valid. An explicit algorithm id is an id
+  // of the plugin the call lands on: to pick one plugin's algorithm, call
+  // that plugin (StreamExecutor::GetPlugin(PluginKind::kDnn, name)).
   virtual absl::Status Supports(const DnnOperation& op) const;
 
   // The algorithms offered for `shape` in direction `kind`, available or

@@ -109,6 +109,41 @@ TEST_P(DnnChain, SetPluginChecksTheNames) {
   EXPECT_EQ(exec_->AsDnn()->fallback(), nullptr);
 }
 
+// Setting the same chain again, or another, relinks at once: a plugin
+// pointer taken before keeps working, with the fallbacks of the new chain.
+TEST_P(DnnChain, SetPluginRelinksAtOnceAndKeepsInstancesAlive) {
+  DnnSupport* before = exec_->AsDnn();
+  ASSERT_TRUE(IsOk(exec_->SetPlugin(PluginKind::kDnn, "fake_nhwc,onednn")));
+  EXPECT_EQ(before->fallback(), onednn_);
+  ASSERT_TRUE(IsOk(exec_->SetPlugin(PluginKind::kDnn, "onednn,fake_nhwc")));
+  EXPECT_EQ(exec_->AsDnn(), onednn_);  // The same instances, in the new order.
+  EXPECT_EQ(onednn_->fallback(), fake_);
+  EXPECT_EQ(fake_->fallback(), nullptr);
+  EXPECT_TRUE(HasError(exec_->SetPlugin(PluginKind::kDnn, "fake_nhwc,,onednn"), absl::StatusCode::kInvalidArgument,
+                       {"name 2 is empty"}));
+  EXPECT_EQ(Must(exec_->PluginChain(PluginKind::kDnn)), (std::vector<std::string>{"onednn", "fake_nhwc"}));
+}
+
+// A fused call runs on the first plugin that runs the convolution at all
+// (here oneDNN, which does not fuse), not on a later one that fuses.
+TEST_P(DnnChain, AFusedCallKeepsTheChainsOrder) {
+  ASSERT_TRUE(IsOk(exec_->SetPlugin(PluginKind::kDnn, "onednn,fake_nhwc")));
+  ConvolutionShape s;
+  s.input = {.n = 1, .c = 2, .h = 4, .w = 4, .layout = DataLayout::kNHWC};
+  s.filter = {.output_channels = 2, .input_channels = 2, .height = 1, .width = 1, .layout = FilterLayout::kOHWI};
+  s.output = Must(ConvolutionOutput(s.input, s.filter, s.conv));
+  DeviceMemory<float> x = Upload(std::vector<float>(32, 1)), w = Upload(std::vector<float>(4, 1)),
+                      b = Upload(std::vector<float>(2, -3)), y = Output(32);
+  ConvolutionArgs args{s, x, w, y};
+  args.bias = b;
+  args.activation = ActivationDescriptor{ActivationMode::kRelu};
+  const int calls = fake_->calls;
+  ASSERT_TRUE(IsOk(exec_->AsDnn()->DoConvolve(stream_.get(), args)));
+  EXPECT_EQ(fake_->calls, calls);
+  // 1 * 1 + 1 * 1 - 3 = -1, relu'd.
+  EXPECT_TRUE(AllNear("y", Download(y), std::vector<double>(32, 0.0), 0, 0));
+}
+
 TEST_P(DnnChain, TheEnvironmentNamesAChain) {
   ASSERT_EQ(setenv("RILL_DNN", "fake_nhwc,onednn", 1), 0);
   EXPECT_EQ(Must(PluginRegistry::Default().DefaultChain(kHostPlatformId, PluginKind::kDnn)),
