@@ -37,6 +37,7 @@
 
 #include "benchmark/benchmark.h"
 #include "bench/bench_report.h"
+#include "bench/dnn_bench_layers.h"
 #include "plugins/dnn/onednn/onednn_common.h"
 #include "plugins/dnn/onednn/onednn_dnn.h"
 #include "rill.h"
@@ -44,27 +45,13 @@
 namespace rill {
 namespace {
 
-struct Layer {
-  std::string name;
-  int64_t c, k, window, pad;
-};
-const Layer kLayers[] = {{"conv3x3", 64, 64, 3, 1}, {"conv1x1", 256, 64, 1, 0}};
-constexpr int64_t kBatches[] = {1, 4};
-constexpr int64_t kSize = 56;
-// Convolutions per BlockHostUntilDone (per dnn.wait() directly): a stream
-// runs layers back to back. The *_sync variants wait after every call.
-constexpr int kDepth = 8;
-
-ConvolutionShape Shape(const Layer& l, int64_t n) {
-  TensorDescriptor in{.n = n, .c = l.c, .h = kSize, .w = kSize};
-  FilterDescriptor f{.output_channels = l.k, .input_channels = l.c, .height = l.window, .width = l.window};
-  ConvolutionDescriptor conv{.pad_h = l.pad, .pad_w = l.pad};
-  return {in, f, conv, ConvolutionOutput(in, f, conv).value()};
-}
-
-double Flops(const ConvolutionShape& s) {
-  return 2.0 * s.output.ElementCount() * s.filter.input_channels * s.filter.height * s.filter.width;
-}
+using dnn_bench::Flops;
+using dnn_bench::kBatches;
+using dnn_bench::kDepth;
+using dnn_bench::kLayers;
+using dnn_bench::Layer;
+using dnn_bench::Shape;
+using dnn_bench::Suffix;
 
 StreamExecutor* Executor() {
   StreamExecutor* exec = PlatformManager::Default().PlatformWithName("host").value()->ExecutorForDevice(0).value();
@@ -151,7 +138,6 @@ void Direct(benchmark::State& state, ConvolutionShape shape, int depth) {
   state.SetLabel(pd.impl_info_str());
 }
 
-std::string Suffix(const Layer& l, int64_t n) { return "/" + l.name + "/n" + std::to_string(n); }
 
 void Register() {
   for (const Layer& l : kLayers) {

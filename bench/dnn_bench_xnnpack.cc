@@ -32,6 +32,7 @@
 
 #include "benchmark/benchmark.h"
 #include "bench/bench_report.h"
+#include "bench/dnn_bench_layers.h"
 #include "platform/host/host_thread_budget.h"
 #include "plugins/dnn/algorithm_selector.h"
 #include "plugins/dnn/xnnpack/xnnpack_dnn.h"
@@ -40,26 +41,13 @@
 namespace rill {
 namespace {
 
-struct Layer {
-  std::string name;
-  int64_t c, k, window, pad;
-};
-const Layer kLayers[] = {{"conv3x3", 64, 64, 3, 1}, {"conv1x1", 256, 64, 1, 0}};
-constexpr int64_t kBatches[] = {1, 4};
-constexpr int64_t kSize = 56;
-constexpr int kDepth = 8;  // Convolutions per BlockHostUntilDone, as in dnn_bench.cc.
-
-ConvolutionShape Shape(const Layer& l, int64_t n) {
-  TensorDescriptor in{.n = n, .c = l.c, .h = kSize, .w = kSize, .layout = DataLayout::kNHWC};
-  FilterDescriptor f{.output_channels = l.k, .input_channels = l.c, .height = l.window, .width = l.window,
-                     .layout = FilterLayout::kOHWI};
-  ConvolutionDescriptor conv{.pad_h = l.pad, .pad_w = l.pad};
-  return {in, f, conv, ConvolutionOutput(in, f, conv).value()};
-}
-
-double Flops(const ConvolutionShape& s) {
-  return 2.0 * s.output.ElementCount() * s.filter.input_channels * s.filter.height * s.filter.width;
-}
+using dnn_bench::Flops;
+using dnn_bench::kBatches;
+using dnn_bench::kDepth;
+using dnn_bench::kLayers;
+using dnn_bench::Layer;
+using dnn_bench::Shape;
+using dnn_bench::Suffix;
 
 int PoolThreads() {
   if (const char* v = std::getenv("RILL_DNN_THREADS"); v != nullptr && std::atoi(v) > 0) return std::atoi(v);
@@ -118,14 +106,13 @@ void ThroughRill(benchmark::State& state, ConvolutionShape s, std::string chain,
   }
 }
 
-std::string Suffix(const Layer& l, int64_t n) { return "/" + l.name + "/n" + std::to_string(n); }
 
 }  // namespace
 
 void RegisterXnnpack() {
   for (const Layer& l : kLayers) {
     for (int64_t n : kBatches) {
-      const ConvolutionShape s = Shape(l, n);
+      const ConvolutionShape s = Shape(l, n, DataLayout::kNHWC);
       benchmark::RegisterBenchmark(("xnn_direct" + Suffix(l, n)).c_str(), Direct, s, kDepth)->UseRealTime();
       benchmark::RegisterBenchmark(("xnn_rill" + Suffix(l, n)).c_str(), ThroughRill, s, "xnnpack",
                                    kDefaultAlgorithm, kDepth)->UseRealTime();

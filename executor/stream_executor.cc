@@ -248,11 +248,9 @@ absl::StatusOr<PluginInterface*> StreamExecutor::GetPlugin(PluginKind kind) {
   RILL_RETURN_IF_ERROR(Annotate(CheckPluginKind(kind), absl::StrCat("GetPlugin on ", debug_name_)));
   MutexLock lock(&plugin_mu_);
   PluginSlot& slot = plugins_[static_cast<int>(kind)];
-  if (slot.chain.empty()) {
-    std::vector<std::string> names = slot.selected;
-    if (names.empty()) {
-      RILL_ASSIGN_OR_RETURN(names, PluginRegistry::Default().DefaultChain(platform_->id(), kind));
-    }
+  if (slot.chain.empty()) {  // SetPlugin builds the chain at once: not selected, so the registry's.
+    RILL_ASSIGN_OR_RETURN(std::vector<std::string> names,
+                          PluginRegistry::Default().DefaultChain(platform_->id(), kind));
     RILL_RETURN_IF_ERROR(BuildChainLocked(kind, slot, names));
   }
   return slot.chain.front();
@@ -287,9 +285,7 @@ absl::Status StreamExecutor::SetPlugin(PluginKind kind, std::string_view names) 
                         PluginRegistry::Default().ParseChain(platform_->id(), kind, names));
   MutexLock lock(&plugin_mu_);
   PluginSlot& slot = plugins_[static_cast<int>(kind)];
-  RILL_RETURN_IF_ERROR(BuildChainLocked(kind, slot, chain));
-  slot.selected = std::move(chain);
-  return absl::OkStatus();
+  return BuildChainLocked(kind, slot, chain);
 }
 
 absl::StatusOr<std::string> StreamExecutor::PluginName(PluginKind kind) {
@@ -306,7 +302,6 @@ absl::StatusOr<std::vector<std::string>> StreamExecutor::PluginChain(PluginKind 
     for (const PluginInterface* p : slot.chain) names.push_back(p->Name());
     return names;
   }
-  if (!slot.selected.empty()) return slot.selected;
   return PluginRegistry::Default().DefaultChain(platform_->id(), kind);
 }
 

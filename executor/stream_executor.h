@@ -113,7 +113,7 @@ class StreamExecutor {
 
   // --- Library plugins (see plugins/plugin_registry.h, plugins/plugin_chain.h).
   // This executor's plugin of each kind -- the head of its fallback chain --
-  // created from the PluginRegistry on first use (the selected chain, else
+  // created from the PluginRegistry on first use (the chain SetPlugin made, else
   // RILL_<KIND> from the environment, else the registry's default);
   // nullptr when none is registered.
   BlasSupport* AsBlas();
@@ -160,7 +160,6 @@ class StreamExecutor {
   const std::shared_ptr<StreamRegistry> streams_ = std::make_shared<StreamRegistry>();
 
   struct PluginSlot {
-    std::vector<std::string> selected;  // Empty: the registry's choice.
     // Every instance made for the kind, kept until the executor goes: a
     // call in flight may still follow a fallback to one that left the chain.
     std::vector<std::unique_ptr<PluginInterface>> instances;
