@@ -10,7 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
+#include "rill/base/status_macros.h"
 
 // Overflow-checked integer arithmetic for every size, count, stride and byte
 // offset computed from numbers a caller supplied. Built on the compiler's

@@ -1,4 +1,4 @@
-#include "base/logging.h"
+#include "rill/base/logging.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -1,7 +1,7 @@
-#include "base/logging.h"
+#include "rill/base/logging.h"
 
 #include "absl/status/status.h"
-#include "base/status_macros.h"
+#include "rill/base/status_macros.h"
 #include "gtest/gtest.h"
 
 namespace rill {

@@ -1,4 +1,4 @@
-#include "base/slow_notice.h"
+#include "rill/base/slow_notice.h"
 
 #include <condition_variable>
 #include <map>
@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "base/logging.h"
+#include "rill/base/logging.h"
 
 namespace rill {
 namespace {

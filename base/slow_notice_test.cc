@@ -1,4 +1,4 @@
-#include "base/slow_notice.h"
+#include "rill/base/slow_notice.h"
 
 #include <string>
 

@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
-#include "base/cpu_relax.h"
+#include "rill/base/cpu_relax.h"
 
 namespace rill {
 

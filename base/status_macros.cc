@@ -1,4 +1,4 @@
-#include "base/status_macros.h"
+#include "rill/base/status_macros.h"
 
 #include <exception>
 #include <string>

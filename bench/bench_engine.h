@@ -3,7 +3,7 @@
 
 #include <cstdlib>
 
-#include "engine/engine.h"
+#include "rill/engine/engine.h"
 
 namespace rill::bench {
 

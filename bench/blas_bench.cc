@@ -20,7 +20,7 @@
 
 #include "benchmark/benchmark.h"
 #include "bench/bench_report.h"
-#include "rill.h"
+#include "rill/rill.h"
 
 #ifdef RILL_HAVE_OPENBLAS
 #include <cblas.h>
@@ -28,7 +28,7 @@
 #ifdef RILL_HAVE_BLIS
 #include <blis.h>
 
-#include "plugins/blas/blis/blis_blas.h"
+#include "rill/plugins/blas/blis/blis_blas.h"
 #endif
 
 namespace rill {

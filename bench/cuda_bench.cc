@@ -17,8 +17,8 @@
 #include "absl/strings/str_cat.h"
 #include "bench/bench_report.h"
 #include "benchmark/benchmark.h"
-#include "platform/cuda/cuda_plugin.h"
-#include "rill.h"
+#include "rill/platform/cuda/cuda_plugin.h"
+#include "rill/rill.h"
 
 extern const unsigned char rill_cuda_bench_fatbin[];
 extern const std::size_t rill_cuda_bench_fatbin_size;

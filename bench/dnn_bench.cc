@@ -38,9 +38,9 @@
 #include "benchmark/benchmark.h"
 #include "bench/bench_report.h"
 #include "bench/dnn_bench_layers.h"
-#include "plugins/dnn/onednn/onednn_common.h"
-#include "plugins/dnn/onednn/onednn_dnn.h"
-#include "rill.h"
+#include "rill/plugins/dnn/onednn/onednn_common.h"
+#include "rill/plugins/dnn/onednn/onednn_dnn.h"
+#include "rill/rill.h"
 
 namespace rill {
 namespace {

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "plugins/dnn/dnn.h"
+#include "rill/plugins/dnn/dnn.h"
 
 namespace rill::dnn_bench {
 

@@ -33,10 +33,10 @@
 #include "benchmark/benchmark.h"
 #include "bench/bench_report.h"
 #include "bench/dnn_bench_layers.h"
-#include "platform/host/host_thread_budget.h"
-#include "plugins/dnn/algorithm_selector.h"
-#include "plugins/dnn/xnnpack/xnnpack_dnn.h"
-#include "rill.h"
+#include "rill/platform/host/host_thread_budget.h"
+#include "rill/plugins/dnn/algorithm_selector.h"
+#include "rill/plugins/dnn/xnnpack/xnnpack_dnn.h"
+#include "rill/rill.h"
 
 namespace rill {
 namespace {

@@ -62,7 +62,7 @@
 #include "absl/status/status.h"
 #include "bench/bench_report.h"
 #include "benchmark/benchmark.h"
-#include "engine/engine.h"
+#include "rill/engine/engine.h"
 
 #ifdef RILL_BENCH_OPENMP
 #include <omp.h>

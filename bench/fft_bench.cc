@@ -30,8 +30,8 @@
 
 #include "benchmark/benchmark.h"
 #include "bench/bench_report.h"
-#include "platform/host/host_executor.h"
-#include "rill.h"
+#include "rill/platform/host/host_executor.h"
+#include "rill/rill.h"
 
 namespace rill {
 namespace {

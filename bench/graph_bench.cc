@@ -17,11 +17,11 @@
 #include "absl/strings/str_cat.h"
 #include "bench/bench_engine.h"
 #include "bench/bench_report.h"
-#include "engine/engine.h"
-#include "graph/executor.h"
-#include "graph/passes.h"
-#include "ops/invoke.h"
-#include "tensor/tensor.h"
+#include "rill/engine/engine.h"
+#include "rill/graph/executor.h"
+#include "rill/graph/passes.h"
+#include "rill/ops/invoke.h"
+#include "rill/tensor/tensor.h"
 
 namespace rill {
 namespace {

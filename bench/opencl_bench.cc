@@ -48,8 +48,8 @@
 
 #include "benchmark/benchmark.h"
 #include "bench/bench_report.h"
-#include "platform/opencl/opencl_plugin.h"
-#include "rill.h"
+#include "rill/platform/opencl/opencl_plugin.h"
+#include "rill/rill.h"
 
 #ifdef RILL_HAVE_CLBLAST
 #include <clblast.h>
@@ -57,7 +57,7 @@
 #ifdef RILL_HAVE_CLFFT
 #include <clFFT.h>
 
-#include "plugins/fft/fft.h"
+#include "rill/plugins/fft/fft.h"
 #endif
 
 namespace rill {

@@ -24,16 +24,16 @@
 
 #include "bench/bench_engine.h"
 #include "bench/bench_report.h"
-#include "engine/engine.h"
-#include "executor/stream_executor.h"
-#include "ops/invoke.h"
-#include "ops/op_registry.h"
-#include "ops/ops.h"
-#include "platform/platform.h"
-#include "platform/platform_manager.h"
-#include "stream/stream.h"
-#include "tensor/storage_allocator.h"
-#include "tensor/tensor.h"
+#include "rill/engine/engine.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/ops/invoke.h"
+#include "rill/ops/op_registry.h"
+#include "rill/ops/ops.h"
+#include "rill/platform/platform.h"
+#include "rill/platform/platform_manager.h"
+#include "rill/stream/stream.h"
+#include "rill/tensor/storage_allocator.h"
+#include "rill/tensor/tensor.h"
 
 namespace rill {
 namespace {

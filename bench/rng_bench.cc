@@ -16,8 +16,8 @@
 
 #include "bench/bench_report.h"
 #include "benchmark/benchmark.h"
-#include "plugins/rng/philox/philox_rng.h"
-#include "rill.h"
+#include "rill/plugins/rng/philox/philox_rng.h"
+#include "rill/rill.h"
 
 #ifdef RILL_BENCH_HAVE_CURAND
 #include <curand.h>

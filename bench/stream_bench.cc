@@ -13,7 +13,7 @@
 
 #include "bench/bench_report.h"
 #include "benchmark/benchmark.h"
-#include "rill.h"
+#include "rill/rill.h"
 
 namespace rill {
 namespace {

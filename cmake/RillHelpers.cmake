@@ -21,6 +21,14 @@ elseif(NOT RILL_SANITIZER STREQUAL "")
   message(FATAL_ERROR "RILL_SANITIZER must be '', 'thread', 'address' or 'fuzz', not '${RILL_SANITIZER}'")
 endif()
 
+# Rill's headers are included with their prefix, "rill/stream/stream.h", in
+# the tree as in the installed package (include/rill/...), so that Rill's
+# base/logging.h cannot collide with another project's. In the tree the
+# prefix is a link, <build>/include/rill -> the source folder.
+set(RILL_BUILD_INCLUDE_DIR ${PROJECT_BINARY_DIR}/include)
+file(MAKE_DIRECTORY ${RILL_BUILD_INCLUDE_DIR})
+file(CREATE_LINK ${PROJECT_SOURCE_DIR} ${RILL_BUILD_INCLUDE_DIR}/rill SYMBOLIC)
+
 # rill_add_library(<name> SOURCES ... [DEPS ...] [PRIVATE_DEPS ...])
 # Builds the static library rill_<name>, exported as rill::<name>.
 function(rill_add_library name)
@@ -32,8 +40,8 @@ function(rill_add_library name)
   # Rill's headers are C++20: consumers of the installed package get it too.
   target_compile_features(rill_${name} PUBLIC cxx_std_20)
   target_include_directories(rill_${name} PUBLIC
-    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
-    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/rill>)
+    $<BUILD_INTERFACE:${RILL_BUILD_INCLUDE_DIR}>
+    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   target_link_libraries(rill_${name} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
   set_property(GLOBAL APPEND PROPERTY RILL_EXPORTED_TARGETS rill_${name})
 endfunction()
@@ -65,6 +73,8 @@ function(rill_add_test name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS;ENV" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_compile_options(${name} PRIVATE ${RILL_WARNINGS})
+  # Test helpers are included from the source tree: "tests/testing/...".
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gmock GTest::gtest_main)
   gtest_discover_tests(${name}
     DISCOVERY_TIMEOUT 60

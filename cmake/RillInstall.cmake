@@ -26,8 +26,8 @@ install(TARGETS ${_rill_targets} EXPORT RillTargets
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(EXPORT RillTargets NAMESPACE rill:: DESTINATION ${RILL_INSTALL_CMAKEDIR})
 
-# Headers keep their folder, so "stream/stream.h" resolves against
-# include/rill. Test headers (*_test*, tests/, testing/) stay out; a layer's
+# Headers keep their folder under include/rill, so "rill/stream/stream.h"
+# resolves against include. Test headers (*_test*, tests/, testing/) stay out; a layer's
 # headers come with its library (rill_<folder>).
 set(_rill_header_dirs base executor stream platform plugins)
 foreach(_dir engine tensor ops graph io kvstore train)

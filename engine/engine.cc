@@ -1,17 +1,17 @@
-#include "engine/engine.h"
+#include "rill/engine/engine.h"
 
 #include <cstdlib>
 #include <limits>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "base/logging.h"
-#include "base/status_macros.h"
-#include "engine/engine_base.h"
-#include "engine/engine_kinds.h"
-#include "engine/opr_block.h"
-#include "platform/platform.h"
-#include "platform/platform_manager.h"
+#include "rill/base/logging.h"
+#include "rill/base/status_macros.h"
+#include "rill/engine/engine_base.h"
+#include "rill/engine/engine_kinds.h"
+#include "rill/engine/opr_block.h"
+#include "rill/platform/platform.h"
+#include "rill/platform/platform_manager.h"
 
 namespace rill::engine {
 

@@ -11,7 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "platform/platform_id.h"
+#include "rill/platform/platform_id.h"
 
 namespace rill {
 class PlatformManager;

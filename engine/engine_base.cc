@@ -1,19 +1,19 @@
-#include "engine/engine_base.h"
+#include "rill/engine/engine_base.h"
 
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "base/logging.h"
-#include "base/status_macros.h"
-#include "engine/prefetch.h"
-#include "executor/stream_executor.h"
-#include "platform/platform.h"
-#include "platform/platform_manager.h"
-#include "stream/event.h"
-#include "stream/stream.h"
-#include "stream/stream_listener.h"
-#include "stream/verbose.h"
+#include "rill/base/logging.h"
+#include "rill/base/status_macros.h"
+#include "rill/engine/prefetch.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/platform/platform.h"
+#include "rill/platform/platform_manager.h"
+#include "rill/stream/event.h"
+#include "rill/stream/stream.h"
+#include "rill/stream/stream_listener.h"
+#include "rill/stream/verbose.h"
 
 namespace rill::engine::internal {
 namespace {

@@ -13,14 +13,14 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
-#include "engine/engine.h"
-#include "engine/opr_block.h"
-#include "engine/profiler.h"
-#include "engine/sharded_counter.h"
-#include "engine/stream_pool.h"
-#include "engine/var_table.h"
-#include "executor/stream_executor.h"
-#include "stream/stream.h"
+#include "rill/engine/engine.h"
+#include "rill/engine/opr_block.h"
+#include "rill/engine/profiler.h"
+#include "rill/engine/sharded_counter.h"
+#include "rill/engine/stream_pool.h"
+#include "rill/engine/var_table.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/stream/stream.h"
 
 namespace rill::engine::internal {
 

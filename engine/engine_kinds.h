@@ -3,7 +3,7 @@
 
 #include <memory>
 
-#include "engine/engine.h"
+#include "rill/engine/engine.h"
 
 namespace rill::engine::internal {
 

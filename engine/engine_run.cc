@@ -10,16 +10,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "base/logging.h"
-#include "base/status_macros.h"
-#include "engine/engine_base.h"
-#include "engine/prefetch.h"
-#include "executor/stream_executor.h"
-#include "platform/platform.h"
-#include "platform/platform_manager.h"
-#include "stream/device_span.h"
-#include "stream/event.h"
-#include "stream/stream.h"
+#include "rill/base/logging.h"
+#include "rill/base/status_macros.h"
+#include "rill/engine/engine_base.h"
+#include "rill/engine/prefetch.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/platform/platform.h"
+#include "rill/platform/platform_manager.h"
+#include "rill/stream/device_span.h"
+#include "rill/stream/event.h"
+#include "rill/stream/stream.h"
 
 namespace rill::engine::internal {
 namespace {

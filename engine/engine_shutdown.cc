@@ -10,8 +10,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "base/logging.h"
-#include "engine/engine_base.h"
+#include "rill/base/logging.h"
+#include "rill/engine/engine_base.h"
 
 namespace rill::engine::internal {
 

@@ -9,10 +9,10 @@
 #include <utility>
 
 #include "absl/status/status.h"
-#include "base/mutex.h"
-#include "base/spin_lock.h"
-#include "base/status_macros.h"
-#include "engine/engine_base.h"
+#include "rill/base/mutex.h"
+#include "rill/base/spin_lock.h"
+#include "rill/base/status_macros.h"
+#include "rill/engine/engine_base.h"
 
 namespace rill::engine::internal {
 

@@ -5,8 +5,8 @@
 
 #include <deque>
 
-#include "engine/engine_base.h"
-#include "engine/engine_kinds.h"
+#include "rill/engine/engine_base.h"
+#include "rill/engine/engine_kinds.h"
 
 namespace rill::engine::internal {
 namespace {

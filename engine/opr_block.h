@@ -10,10 +10,10 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
-#include "base/mutex.h"
-#include "engine/engine.h"
-#include "engine/var_table.h"
-#include "stream/device_span.h"
+#include "rill/base/mutex.h"
+#include "rill/engine/engine.h"
+#include "rill/engine/var_table.h"
+#include "rill/stream/device_span.h"
 
 namespace rill {
 class Event;

@@ -1,8 +1,8 @@
-#include "engine/profiler.h"
+#include "rill/engine/profiler.h"
 
 #include <algorithm>
 
-#include "base/trace_clock.h"
+#include "rill/base/trace_clock.h"
 
 namespace rill::engine::internal {
 

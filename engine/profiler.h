@@ -9,8 +9,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/types/span.h"
-#include "base/mutex.h"
-#include "stream/trace_recorder.h"
+#include "rill/base/mutex.h"
+#include "rill/stream/trace_recorder.h"
 
 namespace rill::engine::internal {
 

@@ -1,10 +1,10 @@
-#include "engine/stream_pool.h"
+#include "rill/engine/stream_pool.h"
 
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "stream/stream_listener.h"
+#include "rill/base/status_macros.h"
+#include "rill/stream/stream_listener.h"
 
 namespace rill::engine::internal {
 

@@ -5,10 +5,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "base/mutex.h"
-#include "engine/opr_block.h"
-#include "executor/stream_executor.h"
-#include "stream/stream.h"
+#include "rill/base/mutex.h"
+#include "rill/engine/opr_block.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/stream/stream.h"
 
 namespace rill::engine::internal {
 

@@ -9,9 +9,9 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
-#include "engine/engine_base.h"
-#include "engine/engine_kinds.h"
-#include "engine/worker_pool.h"
+#include "rill/engine/engine_base.h"
+#include "rill/engine/engine_kinds.h"
+#include "rill/engine/worker_pool.h"
 
 namespace rill::engine::internal {
 namespace {

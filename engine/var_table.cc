@@ -1,10 +1,10 @@
-#include "engine/var_table.h"
+#include "rill/engine/var_table.h"
 
 #include <algorithm>
 
 #include "absl/strings/str_format.h"
-#include "base/logging.h"
-#include "engine/opr_block.h"
+#include "rill/base/logging.h"
+#include "rill/engine/opr_block.h"
 
 namespace rill::engine::internal {
 

@@ -11,10 +11,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "base/mutex.h"
-#include "base/spin_lock.h"
-#include "engine/engine.h"
-#include "engine/prefetch.h"
+#include "rill/base/mutex.h"
+#include "rill/base/spin_lock.h"
+#include "rill/engine/engine.h"
+#include "rill/engine/prefetch.h"
 
 namespace rill::engine::internal {
 

@@ -1,4 +1,4 @@
-#include "engine/worker_pool.h"
+#include "rill/engine/worker_pool.h"
 
 #include <algorithm>
 #include <chrono>
@@ -7,8 +7,8 @@
 #include <pthread.h>
 
 #include "absl/strings/str_cat.h"
-#include "engine/opr_block.h"
-#include "engine/prefetch.h"
+#include "rill/engine/opr_block.h"
+#include "rill/engine/prefetch.h"
 
 namespace rill::engine::internal {
 

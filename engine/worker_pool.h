@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "absl/functional/function_ref.h"
-#include "base/mutex.h"
-#include "base/spin_lock.h"
-#include "engine/ready_queue.h"
+#include "rill/base/mutex.h"
+#include "rill/base/spin_lock.h"
+#include "rill/engine/ready_queue.h"
 
 namespace rill::engine::internal {
 

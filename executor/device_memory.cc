@@ -1,4 +1,4 @@
-#include "executor/device_memory.h"
+#include "rill/executor/device_memory.h"
 
 #include "absl/strings/str_format.h"
 

@@ -1,4 +1,4 @@
-#include "executor/executor_cache.h"
+#include "rill/executor/executor_cache.h"
 
 #include "absl/strings/str_cat.h"
 

@@ -6,8 +6,8 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
-#include "base/mutex.h"
-#include "executor/stream_executor.h"
+#include "rill/base/mutex.h"
+#include "rill/executor/stream_executor.h"
 
 namespace rill {
 

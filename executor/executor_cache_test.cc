@@ -1,4 +1,4 @@
-#include "executor/executor_cache.h"
+#include "rill/executor/executor_cache.h"
 
 #include <atomic>
 #include <chrono>
@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "platform/host/host_executor.h"
-#include "platform/host/host_platform.h"
+#include "rill/platform/host/host_executor.h"
+#include "rill/platform/host/host_platform.h"
 #include "tests/testing/status_testing.h"
 
 namespace rill {

@@ -1,4 +1,4 @@
-#include "executor/stream_executor.h"
+#include "rill/executor/stream_executor.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -7,15 +7,15 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "base/logging.h"
-#include "base/status_macros.h"
-#include "platform/platform.h"
-#include "plugins/blas/blas.h"
-#include "plugins/dnn/dnn.h"
-#include "plugins/fft/fft.h"
-#include "plugins/plugin_registry.h"
-#include "plugins/rng/rng.h"
-#include "stream/stream_listener.h"
+#include "rill/base/logging.h"
+#include "rill/base/status_macros.h"
+#include "rill/platform/platform.h"
+#include "rill/plugins/blas/blas.h"
+#include "rill/plugins/dnn/dnn.h"
+#include "rill/plugins/fft/fft.h"
+#include "rill/plugins/plugin_registry.h"
+#include "rill/plugins/rng/rng.h"
+#include "rill/stream/stream_listener.h"
 
 namespace rill {
 

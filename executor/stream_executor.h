@@ -11,14 +11,14 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "base/mutex.h"
-#include "executor/device_memory.h"
-#include "executor/stream_executor_interface.h"
-#include "plugins/plugin.h"
-#include "stream/event.h"
-#include "stream/kernel.h"
-#include "stream/stream.h"
-#include "stream/stream_registry.h"
+#include "rill/base/mutex.h"
+#include "rill/executor/device_memory.h"
+#include "rill/executor/stream_executor_interface.h"
+#include "rill/plugins/plugin.h"
+#include "rill/stream/event.h"
+#include "rill/stream/kernel.h"
+#include "rill/stream/stream.h"
+#include "rill/stream/stream_registry.h"
 
 namespace rill {
 

@@ -9,11 +9,11 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "executor/device_memory.h"
-#include "platform/device_description.h"
-#include "stream/kernel.h"
-#include "stream/launch_dim.h"
-#include "stream/stream_status.h"
+#include "rill/executor/device_memory.h"
+#include "rill/platform/device_description.h"
+#include "rill/stream/kernel.h"
+#include "rill/stream/launch_dim.h"
+#include "rill/stream/stream_status.h"
 
 // The backend contract. A backend implements these four interfaces in its own
 // folder (see platform/host for the reference) plus a Platform subclass; the

@@ -1,4 +1,4 @@
-#include "executor/stream_executor.h"
+#include "rill/executor/stream_executor.h"
 
 #include <atomic>
 #include <chrono>
@@ -6,11 +6,11 @@
 #include <thread>
 #include <vector>
 
-#include "base/logging.h"
+#include "rill/base/logging.h"
 #include "gtest/gtest.h"
-#include "platform/host/host_executor.h"
-#include "platform/host/host_platform.h"
-#include "rill.h"
+#include "rill/platform/host/host_executor.h"
+#include "rill/platform/host/host_platform.h"
+#include "rill/rill.h"
 #include "tests/testing/status_testing.h"
 
 namespace rill {

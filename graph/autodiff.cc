@@ -1,13 +1,13 @@
-#include "graph/autodiff.h"
+#include "rill/graph/autodiff.h"
 
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "ops/invoke.h"
-#include "ops/prepared.h"
-#include "tensor/tensor.h"
+#include "rill/base/status_macros.h"
+#include "rill/ops/invoke.h"
+#include "rill/ops/prepared.h"
+#include "rill/tensor/tensor.h"
 
 namespace rill::graph {
 

@@ -12,8 +12,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "graph/graph.h"
-#include "graph/passes.h"
+#include "rill/graph/graph.h"
+#include "rill/graph/passes.h"
 
 namespace rill::graph {
 

@@ -1,4 +1,4 @@
-#include "graph/executor.h"
+#include "rill/graph/executor.h"
 
 #include <algorithm>
 #include <atomic>
@@ -8,13 +8,13 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "base/status_macros.h"
-#include "graph/autodiff.h"
-#include "graph/memory_plan.h"
-#include "graph/passes.h"
-#include "ops/invoke.h"
-#include "ops/prepared.h"
-#include "stream/stream.h"
+#include "rill/base/status_macros.h"
+#include "rill/graph/autodiff.h"
+#include "rill/graph/memory_plan.h"
+#include "rill/graph/passes.h"
+#include "rill/ops/invoke.h"
+#include "rill/ops/prepared.h"
+#include "rill/stream/stream.h"
 
 namespace rill::graph {
 

@@ -22,9 +22,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "engine/engine.h"
-#include "graph/graph.h"
-#include "tensor/tensor.h"
+#include "rill/engine/engine.h"
+#include "rill/graph/graph.h"
+#include "rill/tensor/tensor.h"
 
 namespace rill::graph {
 

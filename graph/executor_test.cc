@@ -2,18 +2,18 @@
 // context present; gradients against finite differences; memory planning,
 // the canary mode, placement and errors.
 
-#include "graph/executor.h"
+#include "rill/graph/executor.h"
 
 #include <cmath>
 #include <random>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
-#include "graph/passes.h"
-#include "graph/testing/graph_testing.h"
+#include "rill/graph/passes.h"
+#include "rill/graph/testing/graph_testing.h"
 #include "gtest/gtest.h"
-#include "ops/invoke.h"
-#include "ops/testing/op_testing.h"
+#include "rill/ops/invoke.h"
+#include "rill/ops/testing/op_testing.h"
 
 namespace rill::graph {
 namespace {

@@ -1,10 +1,10 @@
-#include "graph/graph.h"
+#include "rill/graph/graph.h"
 
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "ops/op_registry.h"
+#include "rill/base/status_macros.h"
+#include "rill/ops/op_registry.h"
 
 namespace rill::graph {
 

@@ -27,10 +27,10 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
-#include "ops/op.h"
-#include "ops/params.h"
-#include "tensor/dtype.h"
-#include "tensor/shape.h"
+#include "rill/ops/op.h"
+#include "rill/ops/params.h"
+#include "rill/tensor/dtype.h"
+#include "rill/tensor/shape.h"
 
 namespace rill::graph {
 

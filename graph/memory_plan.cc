@@ -1,9 +1,9 @@
-#include "graph/memory_plan.h"
+#include "rill/graph/memory_plan.h"
 
 #include <map>
 
 #include "absl/container/flat_hash_map.h"
-#include "graph/autodiff.h"
+#include "rill/graph/autodiff.h"
 
 namespace rill::graph {
 namespace {

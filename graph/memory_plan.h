@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
-#include "graph/executor.h"
-#include "graph/graph.h"
-#include "graph/passes.h"
-#include "ops/op.h"
+#include "rill/graph/executor.h"
+#include "rill/graph/graph.h"
+#include "rill/graph/passes.h"
+#include "rill/ops/op.h"
 
 namespace rill::graph {
 

@@ -1,9 +1,9 @@
-#include "graph/passes.h"
+#include "rill/graph/passes.h"
 
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
+#include "rill/base/status_macros.h"
 
 namespace rill::graph {
 

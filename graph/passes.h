@@ -10,9 +10,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "graph/graph.h"
-#include "tensor/dtype.h"
-#include "tensor/shape.h"
+#include "rill/graph/graph.h"
+#include "rill/tensor/dtype.h"
+#include "rill/tensor/shape.h"
 
 namespace rill::graph {
 

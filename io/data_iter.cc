@@ -1,4 +1,4 @@
-#include "io/data_iter.h"
+#include "rill/io/data_iter.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,9 +8,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "base/checked_math.h"
-#include "base/status_macros.h"
-#include "plugins/rng/philox/philox.h"
+#include "rill/base/checked_math.h"
+#include "rill/base/status_macros.h"
+#include "rill/plugins/rng/philox/philox.h"
 
 namespace rill::io {
 namespace {

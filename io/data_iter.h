@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/engine.h"
-#include "io/dataset.h"
-#include "tensor/tensor.h"
+#include "rill/engine/engine.h"
+#include "rill/io/dataset.h"
+#include "rill/tensor/tensor.h"
 
 namespace rill::io {
 

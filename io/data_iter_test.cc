@@ -1,4 +1,4 @@
-#include "io/data_iter.h"
+#include "rill/io/data_iter.h"
 
 #include <algorithm>
 #include <chrono>
@@ -14,7 +14,7 @@
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ops/testing/op_testing.h"
+#include "rill/ops/testing/op_testing.h"
 
 namespace rill::io {
 namespace {

@@ -1,12 +1,12 @@
-#include "io/dataset.h"
+#include "rill/io/dataset.h"
 
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "base/status_macros.h"
-#include "io/idx_reader.h"
+#include "rill/base/status_macros.h"
+#include "rill/io/idx_reader.h"
 
 namespace rill::io {
 namespace {

@@ -1,4 +1,4 @@
-#include "io/dataset.h"
+#include "rill/io/dataset.h"
 
 #include <filesystem>
 #include <string>
@@ -7,7 +7,7 @@
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "io/testing/idx_testing.h"
+#include "rill/io/testing/idx_testing.h"
 
 namespace rill::io {
 namespace {

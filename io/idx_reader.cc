@@ -1,4 +1,4 @@
-#include "io/idx_reader.h"
+#include "rill/io/idx_reader.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -15,8 +15,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "base/checked_math.h"
-#include "base/status_macros.h"
+#include "rill/base/checked_math.h"
+#include "rill/base/status_macros.h"
 
 namespace rill::io {
 namespace {

@@ -1,4 +1,4 @@
-#include "io/idx_reader.h"
+#include "rill/io/idx_reader.h"
 
 #include <cstdint>
 #include <random>
@@ -8,7 +8,7 @@
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "io/testing/idx_testing.h"
+#include "rill/io/testing/idx_testing.h"
 
 namespace rill::io {
 namespace {

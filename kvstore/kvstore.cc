@@ -1,9 +1,9 @@
-#include "kvstore/kvstore.h"
+#include "rill/kvstore/kvstore.h"
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "kvstore/local_kvstore.h"
+#include "rill/base/status_macros.h"
+#include "rill/kvstore/local_kvstore.h"
 
 namespace rill::kvstore {
 namespace {

@@ -10,8 +10,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "engine/engine.h"
-#include "tensor/tensor.h"
+#include "rill/engine/engine.h"
+#include "rill/tensor/tensor.h"
 
 namespace rill::kvstore {
 

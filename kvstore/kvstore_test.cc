@@ -2,7 +2,7 @@
 // floats, so every result is exact), with every context present as the
 // reduce context and as the source and destination of pushes and pulls.
 
-#include "kvstore/kvstore.h"
+#include "rill/kvstore/kvstore.h"
 
 #include <map>
 #include <memory>
@@ -12,10 +12,10 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ops/ops.h"
-#include "ops/testing/op_testing.h"
-#include "platform/platform.h"
-#include "tensor/storage_allocator.h"
+#include "rill/ops/ops.h"
+#include "rill/ops/testing/op_testing.h"
+#include "rill/platform/platform.h"
+#include "rill/tensor/storage_allocator.h"
 
 namespace rill::kvstore {
 namespace {

@@ -1,10 +1,10 @@
-#include "kvstore/local_kvstore.h"
+#include "rill/kvstore/local_kvstore.h"
 
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "ops/invoke.h"
+#include "rill/base/status_macros.h"
+#include "rill/ops/invoke.h"
 
 namespace rill::kvstore {
 namespace {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "kvstore/kvstore.h"
+#include "rill/kvstore/kvstore.h"
 
 namespace rill::kvstore {
 

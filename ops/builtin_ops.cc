@@ -2,7 +2,7 @@
 // registry in one place: a plain function call per family, so that nothing
 // depends on static initializers surviving the linker.
 
-#include "ops/op_registry.h"
+#include "rill/ops/op_registry.h"
 
 namespace rill::ops {
 

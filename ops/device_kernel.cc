@@ -1,14 +1,14 @@
-#include "ops/device_kernel.h"
+#include "rill/ops/device_kernel.h"
 
 #include <memory>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "base/mutex.h"
-#include "base/status_macros.h"
-#include "executor/stream_executor.h"
-#include "platform/platform.h"
-#include "stream/stream.h"
+#include "rill/base/mutex.h"
+#include "rill/base/status_macros.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/platform/platform.h"
+#include "rill/stream/stream.h"
 
 namespace rill::ops {
 

@@ -14,9 +14,9 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "ops/op.h"
-#include "stream/kernel.h"
-#include "stream/kernel_spec.h"
+#include "rill/ops/op.h"
+#include "rill/stream/kernel.h"
+#include "rill/stream/kernel_spec.h"
 
 namespace rill::ops {
 

@@ -1,5 +1,5 @@
-#include "ops/invoke.h"
-#include "ops/prepared.h"
+#include "rill/ops/invoke.h"
+#include "rill/ops/prepared.h"
 
 #include <cstdlib>
 #include <utility>
@@ -7,14 +7,14 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "base/logging.h"
-#include "base/mutex.h"
-#include "base/status_macros.h"
-#include "executor/stream_executor.h"
-#include "ops/op_registry.h"
-#include "ops/op_runner.h"
-#include "platform/platform.h"
-#include "plugins/rng/rng.h"
+#include "rill/base/logging.h"
+#include "rill/base/mutex.h"
+#include "rill/base/status_macros.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/ops/op_registry.h"
+#include "rill/ops/op_runner.h"
+#include "rill/platform/platform.h"
+#include "rill/plugins/rng/rng.h"
 
 namespace rill::ops {
 namespace {

@@ -8,9 +8,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "ops/op.h"
-#include "ops/params.h"
-#include "tensor/tensor.h"
+#include "rill/ops/op.h"
+#include "rill/ops/params.h"
+#include "rill/tensor/tensor.h"
 
 namespace rill::ops {
 

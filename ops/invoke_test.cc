@@ -1,17 +1,17 @@
 // The framework around kernels: errors that poison outputs and name the op,
 // missing kernels and the opt-in host fallback, write requests a kernel does
 // not honour itself, allocation past the device limit.
-#include "ops/invoke.h"
+#include "rill/ops/invoke.h"
 
 #include <string>
 #include <vector>
 
-#include "executor/stream_executor.h"
+#include "rill/executor/stream_executor.h"
 #include "gtest/gtest.h"
-#include "ops/op_registry.h"
-#include "ops/ops.h"
-#include "ops/testing/op_testing.h"
-#include "tensor/storage_allocator.h"
+#include "rill/ops/op_registry.h"
+#include "rill/ops/ops.h"
+#include "rill/ops/testing/op_testing.h"
+#include "rill/tensor/storage_allocator.h"
 
 namespace rill::ops {
 namespace {

@@ -1,12 +1,12 @@
-#include "ops/op.h"
+#include "rill/ops/op.h"
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "executor/stream_executor.h"
-#include "ops/op_runner.h"
-#include "plugins/rng/rng.h"
-#include "stream/stream.h"
-#include "tensor/storage_allocator.h"
+#include "rill/base/status_macros.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/ops/op_runner.h"
+#include "rill/plugins/rng/rng.h"
+#include "rill/stream/stream.h"
+#include "rill/tensor/storage_allocator.h"
 
 namespace rill::ops {
 

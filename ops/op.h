@@ -17,12 +17,12 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "engine/engine.h"
-#include "executor/device_memory.h"
-#include "ops/params.h"
-#include "tensor/dtype.h"
-#include "tensor/shape.h"
-#include "tensor/tensor.h"
+#include "rill/engine/engine.h"
+#include "rill/executor/device_memory.h"
+#include "rill/ops/params.h"
+#include "rill/tensor/dtype.h"
+#include "rill/tensor/shape.h"
+#include "rill/tensor/tensor.h"
 
 namespace rill {
 class RngSupport;

@@ -1,10 +1,10 @@
-#include "ops/op_registry.h"
+#include "rill/ops/op_registry.h"
 
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "base/status_macros.h"
+#include "rill/base/status_macros.h"
 
 namespace rill::ops {
 namespace {

@@ -8,8 +8,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "base/mutex.h"
-#include "ops/op.h"
+#include "rill/base/mutex.h"
+#include "rill/ops/op.h"
 
 namespace rill::ops {
 

@@ -1,14 +1,14 @@
-#include "ops/op_runner.h"
+#include "rill/ops/op_runner.h"
 
 #include <cstring>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "executor/stream_executor.h"
-#include "stream/stream.h"
-#include "tensor/storage_allocator.h"
+#include "rill/base/status_macros.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/stream/stream.h"
+#include "rill/tensor/storage_allocator.h"
 
 namespace rill::ops {
 

@@ -10,8 +10,8 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
-#include "engine/engine.h"
-#include "ops/op.h"
+#include "rill/engine/engine.h"
+#include "rill/ops/op.h"
 
 namespace rill::ops {
 

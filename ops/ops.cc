@@ -1,8 +1,8 @@
-#include "ops/ops.h"
+#include "rill/ops/ops.h"
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "ops/elementwise/elementwise.h"
+#include "rill/base/status_macros.h"
+#include "rill/ops/elementwise/elementwise.h"
 
 namespace rill::ops {
 namespace {

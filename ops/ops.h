@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "ops/invoke.h"
-#include "tensor/tensor.h"
+#include "rill/ops/invoke.h"
+#include "rill/tensor/tensor.h"
 
 namespace rill::ops {
 

@@ -1,4 +1,4 @@
-#include "ops/params.h"
+#include "rill/ops/params.h"
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -6,7 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "base/status_macros.h"
+#include "rill/base/status_macros.h"
 
 namespace rill::ops {
 namespace {

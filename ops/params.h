@@ -20,7 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "tensor/dtype.h"
+#include "rill/tensor/dtype.h"
 
 namespace rill::ops {
 

@@ -13,10 +13,10 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "engine/engine.h"
-#include "ops/invoke.h"
-#include "ops/op.h"
-#include "tensor/tensor.h"
+#include "rill/engine/engine.h"
+#include "rill/ops/invoke.h"
+#include "rill/ops/op.h"
+#include "rill/tensor/tensor.h"
 
 namespace rill::ops {
 

@@ -1,4 +1,4 @@
-#include "platform/device_description.h"
+#include "rill/platform/device_description.h"
 
 #include "absl/strings/str_cat.h"
 

@@ -5,7 +5,7 @@
 #include <map>
 #include <string>
 
-#include "stream/launch_dim.h"
+#include "rill/stream/launch_dim.h"
 
 namespace rill {
 

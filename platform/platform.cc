@@ -1,7 +1,7 @@
-#include "platform/platform.h"
+#include "rill/platform/platform.h"
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
+#include "rill/base/status_macros.h"
 
 namespace rill {
 

@@ -6,11 +6,11 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "executor/executor_cache.h"
-#include "executor/stream_executor.h"
-#include "executor/stream_executor_interface.h"
-#include "platform/device_description.h"
-#include "platform/platform_id.h"
+#include "rill/executor/executor_cache.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/executor/stream_executor_interface.h"
+#include "rill/platform/device_description.h"
+#include "rill/platform/platform_id.h"
 
 namespace rill {
 

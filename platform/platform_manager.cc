@@ -1,10 +1,10 @@
-#include "platform/platform_manager.h"
+#include "rill/platform/platform_manager.h"
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "base/logging.h"
-#include "base/status_macros.h"
+#include "rill/base/logging.h"
+#include "rill/base/status_macros.h"
 
 namespace rill {
 

@@ -8,9 +8,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "base/mutex.h"
-#include "platform/platform.h"
-#include "platform/platform_id.h"
+#include "rill/base/mutex.h"
+#include "rill/platform/platform.h"
+#include "rill/platform/platform_id.h"
 
 namespace rill {
 

@@ -1,10 +1,10 @@
-#include "platform/platform_manager.h"
+#include "rill/platform/platform_manager.h"
 
 #include <memory>
 #include <string>
 
 #include "gtest/gtest.h"
-#include "platform/host/host_platform.h"
+#include "rill/platform/host/host_platform.h"
 #include "tests/testing/status_testing.h"
 
 namespace rill {

@@ -1,7 +1,7 @@
-#include "plugins/plugin_chain.h"
+#include "rill/plugins/plugin_chain.h"
 
-#include "base/logging.h"
-#include "stream/stream_listener.h"
+#include "rill/base/logging.h"
+#include "rill/stream/stream_listener.h"
 
 namespace rill::internal {
 

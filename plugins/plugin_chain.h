@@ -23,7 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "plugins/plugin.h"
+#include "rill/plugins/plugin.h"
 
 namespace rill {
 

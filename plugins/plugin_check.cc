@@ -1,8 +1,8 @@
-#include "plugins/plugin_check.h"
+#include "rill/plugins/plugin_check.h"
 
 #include "absl/strings/str_cat.h"
-#include "executor/stream_executor.h"
-#include "stream/stream.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/stream/stream.h"
 
 namespace rill {
 

@@ -4,8 +4,8 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
-#include "base/status_macros.h"
-#include "executor/device_memory.h"
+#include "rill/base/status_macros.h"
+#include "rill/executor/device_memory.h"
 
 namespace rill {
 

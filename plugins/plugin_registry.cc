@@ -1,4 +1,4 @@
-#include "plugins/plugin_registry.h"
+#include "rill/plugins/plugin_registry.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -8,10 +8,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "base/logging.h"
-#include "base/status_macros.h"
-#include "executor/stream_executor.h"
-#include "platform/platform.h"
+#include "rill/base/logging.h"
+#include "rill/base/status_macros.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/platform/platform.h"
 
 namespace rill {
 

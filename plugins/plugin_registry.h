@@ -9,9 +9,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "base/mutex.h"
-#include "platform/platform_id.h"
-#include "plugins/plugin.h"
+#include "rill/base/mutex.h"
+#include "rill/platform/platform_id.h"
+#include "rill/plugins/plugin.h"
 
 namespace rill {
 

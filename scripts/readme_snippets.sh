@@ -6,8 +6,8 @@
 #
 # Each ```cpp (or ```c++, ```cc) block becomes one translation unit,
 # compiled with $CXX (default c++) -std=c++20 -fsyntax-only against the
-# include folders given with -I (default: the source tree; scripts/test.sh
-# passes the installed include/rill). What a block is, is said by an HTML
+# include folders given with -I (default: the source tree as include/rill;
+# scripts/test.sh passes the installed include). What a block is, is said by an HTML
 # comment before it (GitHub does not render it):
 #
 #   (no comment)                  a complete source file, compiled as is
@@ -35,11 +35,16 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 FILE="${FILE:-$ROOT/README.md}"
-[[ ${#INCLUDES[@]} -gt 0 ]] || INCLUDES=(-I "$ROOT")
 CXX="${CXX:-c++}"
 
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
+# Default: the source tree, reached as "rill/..." through a link.
+if [[ ${#INCLUDES[@]} -eq 0 ]]; then
+  mkdir -p "$WORK/include"
+  ln -s "$ROOT" "$WORK/include/rill"
+  INCLUDES=(-I "$WORK/include")
+fi
 
 # Split FILE into $WORK/snippet_<n>.cc, one per C++ block, and a manifest of
 # "<n> <mode> <first line of the block in FILE>".

@@ -181,7 +181,7 @@ consumer() {
   configure_consumer tests/consumer_all "$abuild" consumer-all
   cmake --build "$abuild" -j "$JOBS"
   POCL_CACHE_DIR="$BUILD_DIR/pocl-cache" "$abuild/rill_consumer_all"
-  scripts/readme_snippets.sh -I "$prefix/include/rill"
+  scripts/readme_snippets.sh -I "$prefix/include"
   # examples/custom_blas: an outside BLAS plugin registered and selected at run time.
   local ebuild="$LOG_DIR/custom-blas-build"
   configure_consumer examples/custom_blas "$ebuild" custom-blas

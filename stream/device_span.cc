@@ -1,13 +1,13 @@
-#include "stream/device_span.h"
+#include "rill/stream/device_span.h"
 
 #include <utility>
 
 #include "absl/time/time.h"
-#include "base/trace_clock.h"
-#include "executor/stream_executor.h"
-#include "stream/event.h"
-#include "stream/stream.h"
-#include "stream/stream_trace_state.h"
+#include "rill/base/trace_clock.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/stream/event.h"
+#include "rill/stream/stream.h"
+#include "rill/stream/stream_trace_state.h"
 
 namespace rill {
 namespace {

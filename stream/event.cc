@@ -1,8 +1,8 @@
-#include "stream/event.h"
+#include "rill/stream/event.h"
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "executor/stream_executor.h"
+#include "rill/base/status_macros.h"
+#include "rill/executor/stream_executor.h"
 
 namespace rill {
 

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "absl/container/inlined_vector.h"
-#include "executor/device_memory.h"
-#include "stream/kernel_spec.h"
+#include "rill/executor/device_memory.h"
+#include "rill/stream/kernel_spec.h"
 
 namespace rill {
 

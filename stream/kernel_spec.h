@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "executor/device_memory.h"
-#include "stream/launch_dim.h"
+#include "rill/executor/device_memory.h"
+#include "rill/stream/launch_dim.h"
 
 namespace rill {
 

@@ -1,6 +1,6 @@
 // KernelSpec, argument packing and launch dimensions, without a device.
 
-#include "stream/kernel.h"
+#include "rill/stream/kernel.h"
 
 #include <cstring>
 #include <set>
@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "stream/kernel_spec.h"
-#include "stream/launch_dim.h"
+#include "rill/stream/kernel_spec.h"
+#include "rill/stream/launch_dim.h"
 
 namespace rill {
 namespace {

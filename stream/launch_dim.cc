@@ -1,4 +1,4 @@
-#include "stream/launch_dim.h"
+#include "rill/stream/launch_dim.h"
 
 #include "absl/strings/str_cat.h"
 

@@ -1,19 +1,19 @@
-#include "stream/stream.h"
+#include "rill/stream/stream.h"
 
 #include <exception>
 #include <type_traits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "base/logging.h"
-#include "base/status_macros.h"
-#include "base/trace_clock.h"
-#include "executor/stream_executor.h"
-#include "platform/platform.h"
-#include "stream/device_span.h"
-#include "stream/event.h"
-#include "stream/stream_trace_state.h"
-#include "stream/timer.h"
+#include "rill/base/logging.h"
+#include "rill/base/status_macros.h"
+#include "rill/base/trace_clock.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/platform/platform.h"
+#include "rill/stream/device_span.h"
+#include "rill/stream/event.h"
+#include "rill/stream/stream_trace_state.h"
+#include "rill/stream/timer.h"
 
 namespace rill {
 

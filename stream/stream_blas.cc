@@ -1,7 +1,7 @@
 // Stream::ThenBlas*: one-line forwards to the executor's BlasSupport.
 
-#include "plugins/blas/blas.h"
-#include "stream/stream_plugin.h"
+#include "rill/plugins/blas/blas.h"
+#include "rill/stream/stream_plugin.h"
 
 namespace rill {
 namespace {

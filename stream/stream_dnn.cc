@@ -1,7 +1,7 @@
 // Stream::Then* DNN calls: one-line forwards to the executor's DnnSupport.
 
-#include "plugins/dnn/dnn.h"
-#include "stream/stream_plugin.h"
+#include "rill/plugins/dnn/dnn.h"
+#include "rill/stream/stream_plugin.h"
 
 namespace rill {
 namespace {

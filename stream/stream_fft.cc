@@ -1,7 +1,7 @@
 // Stream::ThenFft: forwards to the executor's FftSupport.
 
-#include "plugins/fft/fft.h"
-#include "stream/stream_plugin.h"
+#include "rill/plugins/fft/fft.h"
+#include "rill/stream/stream_plugin.h"
 
 namespace rill {
 namespace {

@@ -1,4 +1,4 @@
-#include "stream/stream_listener.h"
+#include "rill/stream/stream_listener.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -6,11 +6,11 @@
 
 #include "absl/base/call_once.h"
 #include "absl/strings/str_cat.h"
-#include "base/logging.h"
-#include "base/mutex.h"
-#include "base/trace_clock.h"
-#include "stream/trace_recorder.h"
-#include "stream/verbose.h"
+#include "rill/base/logging.h"
+#include "rill/base/mutex.h"
+#include "rill/base/trace_clock.h"
+#include "rill/stream/trace_recorder.h"
+#include "rill/stream/verbose.h"
 
 namespace rill {
 namespace {

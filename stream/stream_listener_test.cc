@@ -2,7 +2,7 @@
 // sequence of calls reports, device time that covers the real work, and the
 // trace file's structure.
 
-#include "stream/stream_listener.h"
+#include "rill/stream/stream_listener.h"
 
 #include <algorithm>
 #include <chrono>
@@ -17,9 +17,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
-#include "rill.h"
-#include "stream/trace_recorder.h"
-#include "stream/verbose.h"
+#include "rill/rill.h"
+#include "rill/stream/trace_recorder.h"
+#include "rill/stream/verbose.h"
 #include "tests/testing/json_value.h"
 #include "tests/testing/status_testing.h"
 

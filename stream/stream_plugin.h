@@ -5,9 +5,9 @@
 // Stream::Then<Library>* calls to the executor's plugin.
 
 #include "absl/strings/str_cat.h"
-#include "executor/stream_executor.h"
-#include "stream/stream.h"
-#include "stream/stream_trace_state.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/stream/stream.h"
+#include "rill/stream/stream_trace_state.h"
 
 namespace rill {
 

@@ -3,7 +3,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
-#include "base/mutex.h"
+#include "rill/base/mutex.h"
 
 namespace rill {
 

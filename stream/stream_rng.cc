@@ -1,7 +1,7 @@
 // Stream::ThenPopulate*: one-line forwards to the executor's RngSupport.
 
-#include "plugins/rng/rng.h"
-#include "stream/stream_plugin.h"
+#include "rill/plugins/rng/rng.h"
+#include "rill/stream/stream_plugin.h"
 
 namespace rill {
 

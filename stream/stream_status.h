@@ -4,7 +4,7 @@
 #include <atomic>
 
 #include "absl/status/status.h"
-#include "base/mutex.h"
+#include "rill/base/mutex.h"
 
 namespace rill {
 

@@ -1,4 +1,4 @@
-#include "stream/stream_status.h"
+#include "rill/stream/stream_status.h"
 
 #include <string>
 #include <thread>

@@ -1,7 +1,7 @@
 // Stream front: waits across platforms (through the host), events of
 // another platform, and the error-state contract.
 
-#include "stream/stream.h"
+#include "rill/stream/stream.h"
 
 #include <atomic>
 #include <chrono>
@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "gtest/gtest.h"
-#include "platform/host/host_platform.h"
-#include "rill.h"
+#include "rill/platform/host/host_platform.h"
+#include "rill/rill.h"
 #include "tests/testing/status_testing.h"
 
 namespace rill {

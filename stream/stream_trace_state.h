@@ -8,10 +8,10 @@
 #include <memory>
 #include <string>
 
-#include "base/mutex.h"
-#include "stream/device_span.h"
-#include "stream/event.h"
-#include "stream/stream_listener.h"
+#include "rill/base/mutex.h"
+#include "rill/stream/device_span.h"
+#include "rill/stream/event.h"
+#include "rill/stream/stream_listener.h"
 
 namespace rill::internal {
 

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "base/cpu_relax.h"
-#include "base/mutex.h"
-#include "stream/stream_status.h"
+#include "rill/base/cpu_relax.h"
+#include "rill/base/mutex.h"
+#include "rill/stream/stream_status.h"
 
 namespace rill {
 

@@ -1,7 +1,7 @@
-#include "stream/timer.h"
+#include "rill/stream/timer.h"
 
-#include "base/status_macros.h"
-#include "executor/stream_executor.h"
+#include "rill/base/status_macros.h"
+#include "rill/executor/stream_executor.h"
 
 namespace rill {
 

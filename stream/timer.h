@@ -5,7 +5,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "stream/event.h"
+#include "rill/stream/event.h"
 
 namespace rill {
 

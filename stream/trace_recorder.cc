@@ -1,4 +1,4 @@
-#include "stream/trace_recorder.h"
+#include "rill/stream/trace_recorder.h"
 
 #include <unistd.h>
 
@@ -13,7 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "stream/stream_listener.h"
+#include "rill/stream/stream_listener.h"
 
 namespace rill {
 namespace {

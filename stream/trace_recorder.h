@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "base/mutex.h"
+#include "rill/base/mutex.h"
 
 namespace rill {
 

@@ -1,4 +1,4 @@
-#include "stream/verbose.h"
+#include "rill/stream/verbose.h"
 
 #include <cstdio>
 #include <memory>
@@ -6,8 +6,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "base/mutex.h"
-#include "base/status_macros.h"
+#include "rill/base/mutex.h"
+#include "rill/base/status_macros.h"
 
 namespace rill {
 namespace {

@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
-#include "stream/stream_listener.h"
+#include "rill/stream/stream_listener.h"
 
 namespace rill {
 

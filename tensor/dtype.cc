@@ -1,4 +1,4 @@
-#include "tensor/dtype.h"
+#include "rill/tensor/dtype.h"
 
 #include <string>
 

@@ -1,8 +1,8 @@
-#include "tensor/shape.h"
+#include "rill/tensor/shape.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "base/checked_math.h"
+#include "rill/base/checked_math.h"
 
 namespace rill {
 

@@ -1,4 +1,4 @@
-#include "tensor/storage_allocator.h"
+#include "rill/tensor/storage_allocator.h"
 
 #include <memory>
 #include <utility>
@@ -6,8 +6,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "base/logging.h"
-#include "executor/stream_executor.h"
+#include "rill/base/logging.h"
+#include "rill/executor/stream_executor.h"
 
 namespace rill {
 namespace {

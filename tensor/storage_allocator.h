@@ -8,8 +8,8 @@
 #include <map>
 
 #include "absl/status/statusor.h"
-#include "base/mutex.h"
-#include "executor/device_memory.h"
+#include "rill/base/mutex.h"
+#include "rill/executor/device_memory.h"
 
 namespace rill {
 

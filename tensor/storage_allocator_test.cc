@@ -1,7 +1,7 @@
 // The storage allocator: size classes, statistics, the retry path, the
 // limit, variable sizes, and reuse that waits for every reader (through the
 // tensor's DeleteVariable).
-#include "tensor/storage_allocator.h"
+#include "rill/tensor/storage_allocator.h"
 
 #include <chrono>
 #include <cstring>
@@ -11,13 +11,13 @@
 #include <thread>
 #include <vector>
 
-#include "engine/engine.h"
-#include "executor/stream_executor.h"
+#include "rill/engine/engine.h"
+#include "rill/executor/stream_executor.h"
 #include "gtest/gtest.h"
-#include "platform/platform.h"
-#include "platform/platform_manager.h"
-#include "stream/stream.h"
-#include "tensor/tensor.h"
+#include "rill/platform/platform.h"
+#include "rill/platform/platform_manager.h"
+#include "rill/stream/stream.h"
+#include "rill/tensor/tensor.h"
 
 namespace rill {
 namespace {

@@ -1,15 +1,15 @@
-#include "tensor/tensor.h"
+#include "rill/tensor/tensor.h"
 
 #include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "base/mutex.h"
-#include "base/status_macros.h"
-#include "executor/stream_executor.h"
-#include "platform/platform.h"
-#include "platform/platform_manager.h"
-#include "stream/stream.h"
+#include "rill/base/mutex.h"
+#include "rill/base/status_macros.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/platform/platform.h"
+#include "rill/platform/platform_manager.h"
+#include "rill/stream/stream.h"
 
 namespace rill {
 namespace tensor_internal {

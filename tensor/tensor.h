@@ -8,11 +8,11 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "engine/engine.h"
-#include "executor/device_memory.h"
-#include "tensor/dtype.h"
-#include "tensor/shape.h"
-#include "tensor/storage_allocator.h"
+#include "rill/engine/engine.h"
+#include "rill/executor/device_memory.h"
+#include "rill/tensor/dtype.h"
+#include "rill/tensor/shape.h"
+#include "rill/tensor/storage_allocator.h"
 
 namespace rill {
 

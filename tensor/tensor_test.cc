@@ -1,15 +1,15 @@
 // Tensors on every context: host round trips, views, copies between every
 // pair of contexts, errors.
-#include "tensor/tensor.h"
+#include "rill/tensor/tensor.h"
 
 #include <memory>
 #include <numeric>
 #include <vector>
 
-#include "engine/engine.h"
+#include "rill/engine/engine.h"
 #include "gtest/gtest.h"
-#include "platform/platform.h"
-#include "platform/platform_manager.h"
+#include "rill/platform/platform.h"
+#include "rill/platform/platform_manager.h"
 
 namespace rill {
 namespace {

@@ -6,10 +6,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "base/status_macros.h"
-#include "plugins/dnn/dnn.h"
-#include "stream/stream.h"
-#include "stream/timer.h"
+#include "rill/base/status_macros.h"
+#include "rill/plugins/dnn/dnn.h"
+#include "rill/stream/stream.h"
+#include "rill/stream/timer.h"
 
 namespace rill::demo {
 namespace {

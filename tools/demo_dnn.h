@@ -5,7 +5,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "executor/stream_executor.h"
+#include "rill/executor/stream_executor.h"
 
 namespace rill::demo {
 

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/engine.h"
-#include "rill.h"
+#include "rill/engine/engine.h"
+#include "rill/rill.h"
 
 namespace rill::demo {
 namespace {

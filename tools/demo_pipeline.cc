@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "rill.h"
+#include "rill/rill.h"
 
 #ifdef RILL_DEMO_CUDA
 extern const unsigned char rill_demo_fatbin[];

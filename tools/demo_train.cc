@@ -19,13 +19,13 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "base/status_macros.h"
-#include "platform/platform_manager.h"
+#include "rill/base/status_macros.h"
+#include "rill/platform/platform_manager.h"
 #include "tools/tool_flags.h"
-#include "train/checkpoint.h"
-#include "train/progress.h"
-#include "train/report.h"
-#include "train/trainer.h"
+#include "rill/train/checkpoint.h"
+#include "rill/train/progress.h"
+#include "rill/train/report.h"
+#include "rill/train/trainer.h"
 
 ABSL_FLAG(std::string, device, "", "one device: host:0, opencl:0, cuda:0 (default: the best available)");
 ABSL_FLAG(std::string, devices, "", "data-parallel over several devices, e.g. host:0,host:1 (the batch is split)");

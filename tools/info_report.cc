@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
-#include "executor/stream_executor.h"
-#include "plugins/plugin_registry.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/plugins/plugin_registry.h"
 #include "tools/tool_flags.h"
 
 namespace rill::tools {

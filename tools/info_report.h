@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "platform/device_description.h"
-#include "platform/platform_manager.h"
+#include "rill/platform/device_description.h"
+#include "rill/platform/platform_manager.h"
 
 namespace rill::tools {
 

@@ -12,8 +12,8 @@
 #include <string>
 
 #include "absl/flags/flag.h"
-#include "rill.h"
-#include "stream/trace_recorder.h"
+#include "rill/rill.h"
+#include "rill/stream/trace_recorder.h"
 #include "tools/demo_dnn.h"
 #include "tools/demo_engine.h"
 #include "tools/demo_pipeline.h"

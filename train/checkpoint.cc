@@ -1,14 +1,14 @@
-#include "train/checkpoint.h"
+#include "rill/train/checkpoint.h"
 
 #include <algorithm>
 #include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "graph/executor.h"
-#include "io/data_iter.h"
-#include "ops/invoke.h"
+#include "rill/base/status_macros.h"
+#include "rill/graph/executor.h"
+#include "rill/io/data_iter.h"
+#include "rill/ops/invoke.h"
 
 namespace rill::train {
 

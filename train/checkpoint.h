@@ -9,11 +9,11 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "engine/engine.h"
-#include "graph/onnx/onnx_import.h"
-#include "io/dataset.h"
-#include "train/convnet.h"
-#include "train/trainer.h"
+#include "rill/engine/engine.h"
+#include "rill/graph/onnx/onnx_import.h"
+#include "rill/io/dataset.h"
+#include "rill/train/convnet.h"
+#include "rill/train/trainer.h"
 
 namespace rill::train {
 

@@ -1,11 +1,11 @@
-#include "train/convnet.h"
+#include "rill/train/convnet.h"
 
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "ops/invoke.h"
-#include "ops/params.h"
+#include "rill/base/status_macros.h"
+#include "rill/ops/invoke.h"
+#include "rill/ops/params.h"
 
 namespace rill::train {
 

@@ -16,8 +16,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "graph/graph.h"
-#include "tensor/tensor.h"
+#include "rill/graph/graph.h"
+#include "rill/tensor/tensor.h"
 
 namespace rill::train {
 

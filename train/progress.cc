@@ -1,4 +1,4 @@
-#include "train/progress.h"
+#include "rill/train/progress.h"
 
 #include <unistd.h>
 

@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <string>
 
-#include "train/trainer.h"
+#include "rill/train/trainer.h"
 
 namespace rill::train {
 

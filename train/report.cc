@@ -1,4 +1,4 @@
-#include "train/report.h"
+#include "rill/train/report.h"
 
 #include <cairo.h>
 

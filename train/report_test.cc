@@ -1,7 +1,7 @@
 // The report files and the progress line: contents checked by reading them
 // back (the PNG through cairo's own decoder).
 
-#include "train/report.h"
+#include "rill/train/report.h"
 
 #include <cairo.h>
 
@@ -11,7 +11,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "train/progress.h"
+#include "rill/train/progress.h"
 
 namespace rill::train {
 namespace {

@@ -1,4 +1,4 @@
-#include "train/trainer.h"
+#include "rill/train/trainer.h"
 
 #include <algorithm>
 #include <chrono>
@@ -8,13 +8,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "base/status_macros.h"
-#include "graph/executor.h"
-#include "graph/onnx/onnx_export.h"
-#include "io/data_iter.h"
-#include "ops/invoke.h"
-#include "ops/ops.h"
-#include "ops/optimizer/optimizer.h"
+#include "rill/base/status_macros.h"
+#include "rill/graph/executor.h"
+#include "rill/graph/onnx/onnx_export.h"
+#include "rill/io/data_iter.h"
+#include "rill/ops/invoke.h"
+#include "rill/ops/ops.h"
+#include "rill/ops/optimizer/optimizer.h"
 
 namespace rill::train {
 

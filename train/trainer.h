@@ -37,11 +37,11 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "engine/engine.h"
-#include "io/dataset.h"
-#include "kvstore/kvstore.h"
-#include "tensor/tensor.h"
-#include "train/convnet.h"
+#include "rill/engine/engine.h"
+#include "rill/io/dataset.h"
+#include "rill/kvstore/kvstore.h"
+#include "rill/tensor/tensor.h"
+#include "rill/train/convnet.h"
 
 namespace rill::train {
 

@@ -2,7 +2,7 @@
 // on every device, data-parallel training equals single-device training, and
 // checkpoints round-trip through ONNX and reject what does not match.
 
-#include "train/trainer.h"
+#include "rill/train/trainer.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -10,9 +10,9 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "io/dataset.h"
-#include "ops/testing/op_testing.h"
-#include "train/checkpoint.h"
+#include "rill/io/dataset.h"
+#include "rill/ops/testing/op_testing.h"
+#include "rill/train/checkpoint.h"
 
 namespace rill::train {
 namespace {

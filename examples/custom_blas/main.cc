@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "naive_blas.h"
-#include "rill.h"
+#include "rill/rill.h"
 
 namespace {
 

@@ -2,9 +2,9 @@
 
 #include <memory>
 
-#include "platform/host/host_executor.h"
-#include "platform/host/host_platform.h"
-#include "rill.h"
+#include "rill/platform/host/host_executor.h"
+#include "rill/platform/host/host_platform.h"
+#include "rill/rill.h"
 
 namespace {
 

@@ -4,7 +4,7 @@
 #include <atomic>
 #include <string>
 
-#include "plugins/blas/blas.h"
+#include "rill/plugins/blas/blas.h"
 
 // A BLAS plugin written outside Rill: plain loops on the stream's thread.
 // Gemm (with strided batches) and Axpy are implemented; the rest answer

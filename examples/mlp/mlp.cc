@@ -17,11 +17,11 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "engine/engine.h"
-#include "ops/invoke.h"
-#include "ops/ops.h"
-#include "tensor/tensor.h"
+#include "rill/base/status_macros.h"
+#include "rill/engine/engine.h"
+#include "rill/ops/invoke.h"
+#include "rill/ops/ops.h"
+#include "rill/tensor/tensor.h"
 
 namespace rill {
 namespace {

@@ -1,4 +1,4 @@
-#include "graph/onnx/onnx_export.h"
+#include "rill/graph/onnx/onnx_export.h"
 
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "graph/onnx/onnx_export_ops.h"
-#include "graph/passes.h"
+#include "rill/base/status_macros.h"
+#include "rill/graph/onnx/onnx_export_ops.h"
+#include "rill/graph/passes.h"
 
 namespace rill::graph {
 namespace {

@@ -36,9 +36,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "graph/graph.h"
-#include "tensor/shape.h"
-#include "tensor/tensor.h"
+#include "rill/graph/graph.h"
+#include "rill/tensor/shape.h"
+#include "rill/tensor/tensor.h"
 
 namespace rill::graph {
 

@@ -10,14 +10,14 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "graph/onnx/onnx_export_ops.h"
-#include "graph/onnx/onnx_tensor.h"
-#include "ops/elementwise/elementwise.h"
-#include "ops/init/init.h"
-#include "ops/nn/nn.h"
-#include "ops/reduce/reduce.h"
-#include "ops/shape/shape.h"
+#include "rill/base/status_macros.h"
+#include "rill/graph/onnx/onnx_export_ops.h"
+#include "rill/graph/onnx/onnx_tensor.h"
+#include "rill/ops/elementwise/elementwise.h"
+#include "rill/ops/init/init.h"
+#include "rill/ops/nn/nn.h"
+#include "rill/ops/reduce/reduce.h"
+#include "rill/ops/shape/shape.h"
 
 namespace rill::graph {
 

@@ -13,9 +13,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
-#include "graph/graph.h"
-#include "graph/passes.h"
-#include "tensor/dtype.h"
+#include "rill/graph/graph.h"
+#include "rill/graph/passes.h"
+#include "rill/tensor/dtype.h"
 
 namespace onnx {
 class GraphProto;

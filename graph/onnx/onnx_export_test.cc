@@ -1,4 +1,4 @@
-#include "graph/onnx/onnx_export.h"
+#include "rill/graph/onnx/onnx_export.h"
 
 #include <onnx/onnx_pb.h>
 
@@ -13,12 +13,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "base/status_macros.h"
-#include "graph/executor.h"
-#include "graph/onnx/onnx_import.h"
+#include "rill/base/status_macros.h"
+#include "rill/graph/executor.h"
+#include "rill/graph/onnx/onnx_import.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ops/testing/op_testing.h"
+#include "rill/ops/testing/op_testing.h"
 
 namespace rill::graph {
 namespace {

@@ -1,4 +1,4 @@
-#include "graph/onnx/onnx_import.h"
+#include "rill/graph/onnx/onnx_import.h"
 
 #include <algorithm>
 
@@ -15,8 +15,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "base/status_macros.h"
-#include "graph/onnx/onnx_lowering.h"
+#include "rill/base/status_macros.h"
+#include "rill/graph/onnx/onnx_lowering.h"
 
 namespace rill::graph {
 

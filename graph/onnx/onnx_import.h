@@ -28,9 +28,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "engine/engine.h"
-#include "graph/graph.h"
-#include "tensor/tensor.h"
+#include "rill/engine/engine.h"
+#include "rill/graph/graph.h"
+#include "rill/tensor/tensor.h"
 
 namespace rill::graph {
 

@@ -1,4 +1,4 @@
-#include "graph/onnx/onnx_import.h"
+#include "rill/graph/onnx/onnx_import.h"
 
 #include <onnx/onnx_pb.h>
 
@@ -10,12 +10,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "graph/executor.h"
-#include "graph/onnx/onnx_lowering.h"
-#include "graph/testing/graph_testing.h"
+#include "rill/graph/executor.h"
+#include "rill/graph/onnx/onnx_lowering.h"
+#include "rill/graph/testing/graph_testing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ops/testing/op_testing.h"
+#include "rill/ops/testing/op_testing.h"
 
 namespace rill::graph {
 namespace {

@@ -16,9 +16,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
-#include "graph/graph.h"
-#include "graph/onnx/onnx_tensor.h"
-#include "ops/params.h"
+#include "rill/graph/graph.h"
+#include "rill/graph/onnx/onnx_tensor.h"
+#include "rill/ops/params.h"
 
 namespace onnx {
 class NodeProto;

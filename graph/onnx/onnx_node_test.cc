@@ -21,14 +21,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
-#include "graph/onnx/onnx_import.h"
-#include "graph/onnx/onnx_lowering.h"
-#include "graph/onnx/onnx_tensor.h"
-#include "graph/testing/graph_testing.h"
+#include "rill/graph/onnx/onnx_import.h"
+#include "rill/graph/onnx/onnx_lowering.h"
+#include "rill/graph/onnx/onnx_tensor.h"
+#include "rill/graph/testing/graph_testing.h"
 #include "gtest/gtest.h"
-#include "ops/testing/op_testing.h"
+#include "rill/ops/testing/op_testing.h"
 #ifndef RILL_ONNX_IMPERATIVE
-#include "graph/executor.h"
+#include "rill/graph/executor.h"
 #endif
 
 namespace rill::graph {

@@ -12,8 +12,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "base/status_macros.h"
-#include "graph/onnx/onnx_lowering.h"
+#include "rill/base/status_macros.h"
+#include "rill/graph/onnx/onnx_lowering.h"
 
 namespace rill::graph {
 

@@ -1,12 +1,12 @@
-#include "graph/onnx/onnx_tensor.h"
+#include "rill/graph/onnx/onnx_tensor.h"
 
 #include <onnx/onnx_pb.h>
 
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "ops/shape/half.h"
+#include "rill/base/status_macros.h"
+#include "rill/ops/shape/half.h"
 
 namespace rill::graph {
 namespace {

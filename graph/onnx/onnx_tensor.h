@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/engine.h"
-#include "tensor/dtype.h"
-#include "tensor/shape.h"
-#include "tensor/tensor.h"
+#include "rill/engine/engine.h"
+#include "rill/tensor/dtype.h"
+#include "rill/tensor/shape.h"
+#include "rill/tensor/tensor.h"
 
 namespace onnx {
 class TensorProto;

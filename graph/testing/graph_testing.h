@@ -11,11 +11,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "graph/graph.h"
-#include "graph/passes.h"
-#include "ops/invoke.h"
-#include "tensor/tensor.h"
+#include "rill/base/status_macros.h"
+#include "rill/graph/graph.h"
+#include "rill/graph/passes.h"
+#include "rill/ops/invoke.h"
+#include "rill/tensor/tensor.h"
 
 namespace rill::graph::testing {
 

@@ -1,4 +1,4 @@
-#include "ops/elementwise/elementwise.h"
+#include "rill/ops/elementwise/elementwise.h"
 
 #include <cmath>
 
@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "ops/invoke.h"
-#include "ops/op_registry.h"
+#include "rill/base/status_macros.h"
+#include "rill/ops/invoke.h"
+#include "rill/ops/op_registry.h"
 
 namespace rill::ops {
 

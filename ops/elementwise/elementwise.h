@@ -10,8 +10,8 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
-#include "ops/op.h"
-#include "tensor/shape.h"
+#include "rill/ops/op.h"
+#include "rill/tensor/shape.h"
 
 namespace rill::ops {
 

@@ -4,10 +4,10 @@
 
 #include <cstring>
 
-#include "base/status_macros.h"
-#include "ops/elementwise/elementwise.h"
-#include "ops/elementwise/elementwise_math.h"
-#include "ops/op_registry.h"
+#include "rill/base/status_macros.h"
+#include "rill/ops/elementwise/elementwise.h"
+#include "rill/ops/elementwise/elementwise_math.h"
+#include "rill/ops/op_registry.h"
 
 namespace rill::ops {
 namespace {

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <type_traits>
 
-#include "ops/elementwise/elementwise.h"
+#include "rill/ops/elementwise/elementwise.h"
 
 namespace rill::ops {
 

@@ -1,5 +1,5 @@
 // The init ops (see init.h).
-#include "ops/init/init.h"
+#include "rill/ops/init/init.h"
 
 #include <cmath>
 #include <cstring>
@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "ops/invoke.h"
-#include "ops/op_registry.h"
-#include "ops/shape/half.h"
+#include "rill/base/status_macros.h"
+#include "rill/ops/invoke.h"
+#include "rill/ops/op_registry.h"
+#include "rill/ops/shape/half.h"
 
 namespace rill::ops {
 

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "ops/op.h"
+#include "rill/ops/op.h"
 
 namespace rill::ops {
 

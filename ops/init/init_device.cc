@@ -5,14 +5,14 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "executor/stream_executor.h"
-#include "ops/device_kernel.h"
-#include "ops/init/init.h"
-#include "ops/op_registry.h"
-#include "platform/platform.h"
-#include "plugins/rng/rng.h"
-#include "stream/stream.h"
+#include "rill/base/status_macros.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/ops/device_kernel.h"
+#include "rill/ops/init/init.h"
+#include "rill/ops/op_registry.h"
+#include "rill/platform/platform.h"
+#include "rill/plugins/rng/rng.h"
+#include "rill/stream/stream.h"
 
 RILL_OPS_DECLARE_FATBIN(init);
 

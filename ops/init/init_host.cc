@@ -4,11 +4,11 @@
 
 #include <cstring>
 
-#include "base/status_macros.h"
-#include "ops/init/init.h"
-#include "ops/op_registry.h"
-#include "plugins/rng/rng.h"
-#include "stream/stream.h"
+#include "rill/base/status_macros.h"
+#include "rill/ops/init/init.h"
+#include "rill/ops/op_registry.h"
+#include "rill/plugins/rng/rng.h"
+#include "rill/stream/stream.h"
 
 namespace rill::ops {
 namespace {

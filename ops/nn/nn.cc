@@ -1,6 +1,6 @@
 // The nn ops: definitions, shape inference and gradients (see nn.h).
 
-#include "ops/nn/nn.h"
+#include "rill/ops/nn/nn.h"
 
 #include <string>
 #include <utility>
@@ -8,9 +8,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "base/status_macros.h"
-#include "ops/invoke.h"
-#include "ops/op_registry.h"
+#include "rill/base/status_macros.h"
+#include "rill/ops/invoke.h"
+#include "rill/ops/op_registry.h"
 
 namespace rill::ops {
 namespace {

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "ops/op.h"
-#include "plugins/dnn/dnn_descriptors.h"
-#include "tensor/shape.h"
+#include "rill/ops/op.h"
+#include "rill/plugins/dnn/dnn_descriptors.h"
+#include "rill/tensor/shape.h"
 
 namespace rill::ops {
 

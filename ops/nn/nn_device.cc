@@ -6,10 +6,10 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "ops/device_kernel.h"
-#include "ops/nn/nn.h"
-#include "ops/op_registry.h"
+#include "rill/base/status_macros.h"
+#include "rill/ops/device_kernel.h"
+#include "rill/ops/nn/nn.h"
+#include "rill/ops/op_registry.h"
 
 namespace rill::ops {
 namespace {

@@ -7,13 +7,13 @@
 #include <array>
 #include <cstring>
 
-#include "base/status_macros.h"
-#include "ops/nn/nn.h"
-#include "ops/nn/pool_host.h"
-#include "ops/op_registry.h"
-#include "plugins/blas/blas.h"
-#include "plugins/dnn/dnn.h"
-#include "stream/stream.h"
+#include "rill/base/status_macros.h"
+#include "rill/ops/nn/nn.h"
+#include "rill/ops/nn/pool_host.h"
+#include "rill/ops/op_registry.h"
+#include "rill/plugins/blas/blas.h"
+#include "rill/plugins/dnn/dnn.h"
+#include "rill/stream/stream.h"
 
 namespace rill::ops {
 namespace {

@@ -1,7 +1,7 @@
 // Host pooling: per NCHW plane, a fast path for the 2x2 stride-2 unpadded
 // max pooling of CNNs and a general loop over clipped windows.
 
-#include "ops/nn/pool_host.h"
+#include "rill/ops/nn/pool_host.h"
 
 #include <algorithm>
 #include <bit>
@@ -13,9 +13,9 @@
 #include <emmintrin.h>
 #endif
 
-#include "base/status_macros.h"
-#include "ops/nn/nn.h"
-#include "ops/op.h"
+#include "rill/base/status_macros.h"
+#include "rill/ops/nn/nn.h"
+#include "rill/ops/op.h"
 
 namespace rill::ops {
 namespace {

@@ -17,7 +17,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
-#include "plugins/dnn/dnn_descriptors.h"
+#include "rill/plugins/dnn/dnn_descriptors.h"
 
 namespace rill::ops {
 

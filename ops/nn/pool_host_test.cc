@@ -4,14 +4,14 @@
 // gradient. Then the pooling ops through Invoke on every context against the
 // same loop (host contexts run pool_host.cc, others their DNN library).
 
-#include "ops/nn/pool_host.h"
+#include "rill/ops/nn/pool_host.h"
 
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "ops/testing/op_testing.h"
+#include "rill/ops/testing/op_testing.h"
 
 namespace rill::ops {
 namespace {

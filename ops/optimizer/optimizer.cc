@@ -1,5 +1,5 @@
 // The optimizer ops (see optimizer.h for the formulas).
-#include "ops/optimizer/optimizer.h"
+#include "rill/ops/optimizer/optimizer.h"
 
 #include <cmath>
 #include <string>
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "ops/op_registry.h"
+#include "rill/ops/op_registry.h"
 
 namespace rill::ops {
 

@@ -17,7 +17,7 @@
 //                   with lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t) for
 //                   t >= 1 (bias correction), lr_t = lr for t = 0.
 
-#include "ops/op.h"
+#include "rill/ops/op.h"
 
 namespace rill::ops {
 

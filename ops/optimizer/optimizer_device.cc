@@ -4,12 +4,12 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "executor/stream_executor.h"
-#include "ops/device_kernel.h"
-#include "ops/op_registry.h"
-#include "ops/optimizer/optimizer.h"
-#include "platform/platform.h"
+#include "rill/base/status_macros.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/ops/device_kernel.h"
+#include "rill/ops/op_registry.h"
+#include "rill/ops/optimizer/optimizer.h"
+#include "rill/platform/platform.h"
 
 RILL_OPS_DECLARE_FATBIN(optimizer);
 

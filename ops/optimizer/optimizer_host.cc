@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ops/op_registry.h"
-#include "ops/optimizer/optimizer.h"
+#include "rill/ops/op_registry.h"
+#include "rill/ops/optimizer/optimizer.h"
 
 namespace rill::ops {
 namespace {

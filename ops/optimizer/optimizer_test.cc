@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "ops/testing/op_testing.h"
+#include "rill/ops/testing/op_testing.h"
 
 namespace rill::ops {
 namespace {

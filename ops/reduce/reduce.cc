@@ -3,7 +3,7 @@
 // softmax cross-entropy. Definitions and gradients here; kernels in
 // reduce_host.cc, reduce_device.cc and reduce.cu.
 
-#include "ops/reduce/reduce.h"
+#include "rill/ops/reduce/reduce.h"
 
 #include <string>
 #include <utility>
@@ -11,9 +11,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "base/status_macros.h"
-#include "ops/invoke.h"
-#include "ops/op_registry.h"
+#include "rill/base/status_macros.h"
+#include "rill/ops/invoke.h"
+#include "rill/ops/op_registry.h"
 
 namespace rill::ops {
 

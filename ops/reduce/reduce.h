@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "ops/op.h"
-#include "tensor/shape.h"
+#include "rill/ops/op.h"
+#include "rill/tensor/shape.h"
 
 namespace rill::ops {
 

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "ops/op_registry.h"
-#include "ops/reduce/reduce.h"
+#include "rill/base/status_macros.h"
+#include "rill/ops/op_registry.h"
+#include "rill/ops/reduce/reduce.h"
 
 namespace rill::ops {
 namespace {

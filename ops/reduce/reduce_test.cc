@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "ops/op_registry.h"
-#include "ops/testing/op_testing.h"
+#include "rill/ops/op_registry.h"
+#include "rill/ops/testing/op_testing.h"
 
 namespace rill::ops {
 namespace {

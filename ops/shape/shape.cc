@@ -1,5 +1,5 @@
 // The shape ops (see shape.h).
-#include "ops/shape/shape.h"
+#include "rill/ops/shape/shape.h"
 
 #include <string>
 #include <utility>
@@ -7,9 +7,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "base/status_macros.h"
-#include "ops/invoke.h"
-#include "ops/op_registry.h"
+#include "rill/base/status_macros.h"
+#include "rill/ops/invoke.h"
+#include "rill/ops/op_registry.h"
 
 namespace rill::ops {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "ops/op.h"
+#include "rill/ops/op.h"
 
 namespace rill::ops {
 

@@ -5,11 +5,11 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "executor/stream_executor.h"
-#include "ops/device_kernel.h"
-#include "ops/shape/shape_kernels.h"
-#include "platform/platform.h"
-#include "stream/stream.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/ops/device_kernel.h"
+#include "rill/ops/shape/shape_kernels.h"
+#include "rill/platform/platform.h"
+#include "rill/stream/stream.h"
 
 RILL_OPS_DECLARE_FATBIN(shape);
 

@@ -4,8 +4,8 @@
 #include <cstring>
 #include <type_traits>
 
-#include "ops/shape/half.h"
-#include "ops/shape/shape_kernels.h"
+#include "rill/ops/shape/half.h"
+#include "rill/ops/shape/shape_kernels.h"
 
 namespace rill::ops {
 namespace {

@@ -10,9 +10,9 @@
 //   };
 // (shape_host.cc, shape_device.cc).
 
-#include "base/status_macros.h"
-#include "ops/op_registry.h"
-#include "ops/shape/shape.h"
+#include "rill/base/status_macros.h"
+#include "rill/ops/op_registry.h"
+#include "rill/ops/shape/shape.h"
 
 namespace rill::ops::shape_internal {
 

@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "engine/engine.h"
+#include "rill/engine/engine.h"
 #include "gtest/gtest.h"
-#include "ops/invoke.h"
-#include "platform/platform.h"
-#include "platform/platform_manager.h"
-#include "tensor/tensor.h"
+#include "rill/ops/invoke.h"
+#include "rill/platform/platform.h"
+#include "rill/platform/platform_manager.h"
+#include "rill/tensor/tensor.h"
 
 namespace rill::ops::testing {
 

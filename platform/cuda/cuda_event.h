@@ -7,8 +7,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "base/mutex.h"
-#include "executor/stream_executor_interface.h"
+#include "rill/base/mutex.h"
+#include "rill/executor/stream_executor_interface.h"
 
 namespace rill {
 

@@ -1,16 +1,16 @@
-#include "platform/cuda/cuda_executor.h"
+#include "rill/platform/cuda/cuda_executor.h"
 
 #include <cstddef>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "platform/cuda/cuda_event.h"
-#include "platform/cuda/cuda_kernel.h"
-#include "platform/cuda/cuda_plugin.h"
-#include "platform/cuda/cuda_status.h"
-#include "platform/cuda/cuda_stream.h"
-#include "stream/kernel_spec.h"
+#include "rill/base/status_macros.h"
+#include "rill/platform/cuda/cuda_event.h"
+#include "rill/platform/cuda/cuda_kernel.h"
+#include "rill/platform/cuda/cuda_plugin.h"
+#include "rill/platform/cuda/cuda_status.h"
+#include "rill/platform/cuda/cuda_stream.h"
+#include "rill/stream/kernel_spec.h"
 
 // The fatbin of cuda_builtin_kernels.cu (rill_cuda_embed_kernels).
 extern const unsigned char rill_cuda_builtin_fatbin[];

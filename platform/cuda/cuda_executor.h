@@ -8,9 +8,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
-#include "base/mutex.h"
-#include "executor/stream_executor_interface.h"
-#include "platform/cuda/cuda_kernel.h"
+#include "rill/base/mutex.h"
+#include "rill/executor/stream_executor_interface.h"
+#include "rill/platform/cuda/cuda_kernel.h"
 
 namespace rill {
 

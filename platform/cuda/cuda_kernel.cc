@@ -1,11 +1,11 @@
-#include "platform/cuda/cuda_kernel.h"
+#include "rill/platform/cuda/cuda_kernel.h"
 
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "platform/cuda/cuda_plugin.h"
-#include "platform/cuda/cuda_status.h"
+#include "rill/base/status_macros.h"
+#include "rill/platform/cuda/cuda_plugin.h"
+#include "rill/platform/cuda/cuda_status.h"
 
 namespace rill {
 

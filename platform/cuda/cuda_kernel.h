@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "executor/stream_executor_interface.h"
+#include "rill/executor/stream_executor_interface.h"
 
 namespace rill {
 

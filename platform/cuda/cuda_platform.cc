@@ -1,4 +1,4 @@
-#include "platform/cuda/cuda_platform.h"
+#include "rill/platform/cuda/cuda_platform.h"
 
 #include <cuda_runtime_api.h>
 
@@ -7,9 +7,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "base/status_macros.h"
-#include "platform/cuda/cuda_executor.h"
-#include "platform/cuda/cuda_status.h"
+#include "rill/base/status_macros.h"
+#include "rill/platform/cuda/cuda_executor.h"
+#include "rill/platform/cuda/cuda_status.h"
 
 namespace rill {
 

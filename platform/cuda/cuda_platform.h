@@ -8,9 +8,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "platform/platform.h"
-#include "platform/platform_id.h"
-#include "platform/platform_manager.h"
+#include "rill/platform/platform.h"
+#include "rill/platform/platform_id.h"
+#include "rill/platform/platform_manager.h"
 
 namespace rill {
 

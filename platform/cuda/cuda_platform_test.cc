@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "platform/cuda/cuda_platform.h"
-#include "platform/cuda/cuda_plugin.h"
-#include "platform/cuda/cuda_status.h"
-#include "rill.h"
+#include "rill/platform/cuda/cuda_platform.h"
+#include "rill/platform/cuda/cuda_plugin.h"
+#include "rill/platform/cuda/cuda_status.h"
+#include "rill/rill.h"
 #include "tests/testing/status_testing.h"
 
 extern const unsigned char rill_cuda_test_fatbin[];

@@ -1,11 +1,11 @@
-#include "platform/cuda/cuda_plugin.h"
+#include "rill/platform/cuda/cuda_plugin.h"
 
 #include "absl/strings/str_cat.h"
-#include "executor/stream_executor.h"
-#include "platform/cuda/cuda_platform.h"
-#include "platform/cuda/cuda_status.h"
-#include "platform/platform.h"
-#include "stream/stream.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/platform/cuda/cuda_platform.h"
+#include "rill/platform/cuda/cuda_status.h"
+#include "rill/platform/platform.h"
+#include "rill/stream/stream.h"
 
 namespace rill {
 

@@ -17,7 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "executor/device_memory.h"
+#include "rill/executor/device_memory.h"
 
 namespace rill {
 

@@ -1,4 +1,4 @@
-#include "platform/cuda/cuda_status.h"
+#include "rill/platform/cuda/cuda_status.h"
 
 #include "absl/strings/str_cat.h"
 

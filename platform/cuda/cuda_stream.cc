@@ -1,17 +1,17 @@
-#include "platform/cuda/cuda_stream.h"
+#include "rill/platform/cuda/cuda_stream.h"
 
 #include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
-#include "base/status_macros.h"
-#include "platform/cuda/cuda_event.h"
-#include "platform/cuda/cuda_executor.h"
-#include "platform/cuda/cuda_kernel.h"
-#include "platform/cuda/cuda_plugin.h"
-#include "platform/cuda/cuda_status.h"
-#include "stream/stream_status.h"
+#include "rill/base/status_macros.h"
+#include "rill/platform/cuda/cuda_event.h"
+#include "rill/platform/cuda/cuda_executor.h"
+#include "rill/platform/cuda/cuda_kernel.h"
+#include "rill/platform/cuda/cuda_plugin.h"
+#include "rill/platform/cuda/cuda_status.h"
+#include "rill/stream/stream_status.h"
 
 namespace rill {
 

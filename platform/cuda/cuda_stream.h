@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "absl/functional/any_invocable.h"
-#include "base/mutex.h"
-#include "executor/stream_executor_interface.h"
+#include "rill/base/mutex.h"
+#include "rill/executor/stream_executor_interface.h"
 
 namespace rill {
 

@@ -1,6 +1,6 @@
-#include "platform/host/host_event.h"
+#include "rill/platform/host/host_event.h"
 
-#include "base/status_macros.h"
+#include "rill/base/status_macros.h"
 
 namespace rill {
 

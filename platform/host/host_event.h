@@ -8,8 +8,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/functional/any_invocable.h"
-#include "base/mutex.h"
-#include "executor/stream_executor_interface.h"
+#include "rill/base/mutex.h"
+#include "rill/executor/stream_executor_interface.h"
 
 namespace rill {
 

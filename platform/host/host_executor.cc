@@ -1,4 +1,4 @@
-#include "platform/host/host_executor.h"
+#include "rill/platform/host/host_executor.h"
 
 #include <cstdint>
 #include <cstring>
@@ -6,10 +6,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "platform/host/host_event.h"
-#include "platform/host/host_kernel.h"
-#include "base/status_macros.h"
-#include "platform/host/host_stream.h"
+#include "rill/platform/host/host_event.h"
+#include "rill/platform/host/host_kernel.h"
+#include "rill/base/status_macros.h"
+#include "rill/platform/host/host_stream.h"
 
 namespace rill {
 namespace {

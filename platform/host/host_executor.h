@@ -6,9 +6,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
-#include "base/mutex.h"
-#include "executor/stream_executor_interface.h"
-#include "platform/host/host_stream.h"
+#include "rill/base/mutex.h"
+#include "rill/executor/stream_executor_interface.h"
+#include "rill/platform/host/host_stream.h"
 
 namespace rill {
 

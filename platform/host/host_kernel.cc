@@ -1,4 +1,4 @@
-#include "platform/host/host_kernel.h"
+#include "rill/platform/host/host_kernel.h"
 
 #include <algorithm>
 #include <atomic>
@@ -7,10 +7,10 @@
 #include <thread>
 #include <vector>
 
-#include "base/checked_math.h"
-#include "base/mutex.h"
-#include "base/status_macros.h"
-#include "platform/host/host_executor.h"
+#include "rill/base/checked_math.h"
+#include "rill/base/mutex.h"
+#include "rill/base/status_macros.h"
+#include "rill/platform/host/host_executor.h"
 
 namespace rill {
 namespace {

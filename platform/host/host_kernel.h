@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <memory>
 
-#include "executor/stream_executor_interface.h"
-#include "stream/kernel_spec.h"
+#include "rill/executor/stream_executor_interface.h"
+#include "rill/stream/kernel_spec.h"
 
 namespace rill {
 

@@ -1,4 +1,4 @@
-#include "platform/host/host_platform.h"
+#include "rill/platform/host/host_platform.h"
 
 #include <unistd.h>
 
@@ -9,8 +9,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "platform/host/host_executor.h"
+#include "rill/base/status_macros.h"
+#include "rill/platform/host/host_executor.h"
 
 namespace rill {
 

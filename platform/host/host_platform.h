@@ -7,10 +7,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "platform/host/host_stream.h"
-#include "platform/platform.h"
-#include "platform/platform_id.h"
-#include "platform/platform_manager.h"
+#include "rill/platform/host/host_stream.h"
+#include "rill/platform/platform.h"
+#include "rill/platform/platform_id.h"
+#include "rill/platform/platform_manager.h"
 
 namespace rill {
 

@@ -1,4 +1,4 @@
-#include "platform/host/host_platform.h"
+#include "rill/platform/host/host_platform.h"
 
 #include <cstdlib>
 #include <future>
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "rill.h"
+#include "rill/rill.h"
 #include "tests/testing/scoped_env.h"
 #include "tests/testing/status_testing.h"
 

@@ -1,8 +1,8 @@
-#include "platform/host/host_plugin.h"
+#include "rill/platform/host/host_plugin.h"
 
 #include "absl/strings/str_cat.h"
-#include "executor/stream_executor.h"
-#include "stream/stream.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/stream/stream.h"
 
 namespace rill {
 

@@ -10,7 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "platform/host/host_stream.h"
+#include "rill/platform/host/host_stream.h"
 
 namespace rill {
 

@@ -1,13 +1,13 @@
-#include "platform/host/host_stream.h"
+#include "rill/platform/host/host_stream.h"
 
 #include <cstring>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "platform/host/host_event.h"
-#include "platform/host/host_executor.h"
-#include "platform/host/host_kernel.h"
+#include "rill/platform/host/host_event.h"
+#include "rill/platform/host/host_executor.h"
+#include "rill/platform/host/host_kernel.h"
 
 namespace rill {
 

@@ -5,11 +5,11 @@
 #include <memory>
 
 #include "absl/functional/any_invocable.h"
-#include "base/mutex.h"
-#include "executor/stream_executor_interface.h"
-#include "platform/host/host_task.h"
-#include "stream/live_stream_set.h"
-#include "stream/stream_worker.h"
+#include "rill/base/mutex.h"
+#include "rill/executor/stream_executor_interface.h"
+#include "rill/platform/host/host_task.h"
+#include "rill/stream/live_stream_set.h"
+#include "rill/stream/stream_worker.h"
 
 namespace rill {
 

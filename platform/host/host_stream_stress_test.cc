@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "platform/host/host_platform.h"
-#include "rill.h"
+#include "rill/platform/host/host_platform.h"
+#include "rill/rill.h"
 #include "tests/testing/status_testing.h"
 
 namespace rill {

@@ -1,4 +1,4 @@
-#include "platform/host/host_task.h"
+#include "rill/platform/host/host_task.h"
 
 #include <array>
 #include <memory>

@@ -26,10 +26,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "platform/opencl/opencl_executor.h"
-#include "platform/opencl/opencl_kernel.h"
-#include "platform/opencl/opencl_plugin.h"
-#include "rill.h"
+#include "rill/platform/opencl/opencl_executor.h"
+#include "rill/platform/opencl/opencl_kernel.h"
+#include "rill/platform/opencl/opencl_plugin.h"
+#include "rill/rill.h"
 #include "tests/testing/status_testing.h"
 
 namespace rill {

@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "platform/host/host_executor.h"
-#include "rill.h"
+#include "rill/platform/host/host_executor.h"
+#include "rill/rill.h"
 #include "tests/testing/status_testing.h"
 
 namespace rill {

@@ -10,9 +10,9 @@
 #include <thread>
 #include <vector>
 
-#include "engine/engine.h"
+#include "rill/engine/engine.h"
 #include "gtest/gtest.h"
-#include "rill.h"
+#include "rill/rill.h"
 #include "tests/engine/engine_testing.h"
 #include "tests/testing/status_testing.h"
 

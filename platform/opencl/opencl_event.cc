@@ -1,8 +1,8 @@
-#include "platform/opencl/opencl_event.h"
+#include "rill/platform/opencl/opencl_event.h"
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "platform/opencl/opencl_status.h"
+#include "rill/base/status_macros.h"
+#include "rill/platform/opencl/opencl_status.h"
 
 namespace rill {
 

@@ -7,8 +7,8 @@
 #include <CL/cl.h>
 
 #include "absl/container/flat_hash_set.h"
-#include "base/mutex.h"
-#include "executor/stream_executor_interface.h"
+#include "rill/base/mutex.h"
+#include "rill/executor/stream_executor_interface.h"
 
 namespace rill {
 

@@ -1,11 +1,11 @@
-#include "platform/opencl/opencl_executor.h"
+#include "rill/platform/opencl/opencl_executor.h"
 
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "platform/opencl/opencl_event.h"
-#include "platform/opencl/opencl_status.h"
+#include "rill/base/status_macros.h"
+#include "rill/platform/opencl/opencl_event.h"
+#include "rill/platform/opencl/opencl_status.h"
 
 namespace rill {
 namespace {

@@ -7,10 +7,10 @@
 #include <CL/cl.h>
 
 #include "absl/container/flat_hash_map.h"
-#include "base/mutex.h"
-#include "executor/stream_executor_interface.h"
-#include "platform/opencl/opencl_kernel.h"
-#include "platform/opencl/opencl_stream.h"
+#include "rill/base/mutex.h"
+#include "rill/executor/stream_executor_interface.h"
+#include "rill/platform/opencl/opencl_kernel.h"
+#include "rill/platform/opencl/opencl_stream.h"
 
 namespace rill {
 

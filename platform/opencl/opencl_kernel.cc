@@ -1,4 +1,4 @@
-#include "platform/opencl/opencl_kernel.h"
+#include "rill/platform/opencl/opencl_kernel.h"
 
 #include <string>
 #include <utility>
@@ -8,9 +8,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "base/slow_notice.h"
-#include "base/status_macros.h"
-#include "platform/opencl/opencl_status.h"
+#include "rill/base/slow_notice.h"
+#include "rill/base/status_macros.h"
+#include "rill/platform/opencl/opencl_status.h"
 
 namespace rill {
 namespace {

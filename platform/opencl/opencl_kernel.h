@@ -11,8 +11,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
-#include "base/mutex.h"
-#include "executor/stream_executor_interface.h"
+#include "rill/base/mutex.h"
+#include "rill/executor/stream_executor_interface.h"
 
 namespace rill {
 

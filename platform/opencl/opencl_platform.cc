@@ -1,4 +1,4 @@
-#include "platform/opencl/opencl_platform.h"
+#include "rill/platform/opencl/opencl_platform.h"
 
 #include <CL/cl.h>
 
@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "platform/opencl/opencl_status.h"
+#include "rill/base/status_macros.h"
+#include "rill/platform/opencl/opencl_status.h"
 
 namespace rill {
 

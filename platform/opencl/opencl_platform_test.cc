@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "platform/opencl/opencl_platform.h"
-#include "platform/opencl/opencl_plugin.h"
-#include "platform/opencl/opencl_status.h"
-#include "rill.h"
+#include "rill/platform/opencl/opencl_platform.h"
+#include "rill/platform/opencl/opencl_plugin.h"
+#include "rill/platform/opencl/opencl_status.h"
+#include "rill/rill.h"
 #include "tests/testing/status_testing.h"
 
 namespace rill {

@@ -1,11 +1,11 @@
-#include "platform/opencl/opencl_plugin.h"
+#include "rill/platform/opencl/opencl_plugin.h"
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "executor/stream_executor.h"
-#include "platform/opencl/opencl_platform.h"
-#include "platform/platform.h"
-#include "stream/stream.h"
+#include "rill/base/status_macros.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/platform/opencl/opencl_platform.h"
+#include "rill/platform/platform.h"
+#include "rill/stream/stream.h"
 
 namespace rill {
 

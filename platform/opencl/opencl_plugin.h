@@ -13,8 +13,8 @@
 #include <CL/cl.h>
 
 #include "absl/status/statusor.h"
-#include "platform/opencl/opencl_executor.h"
-#include "platform/opencl/opencl_stream.h"
+#include "rill/platform/opencl/opencl_executor.h"
+#include "rill/platform/opencl/opencl_stream.h"
 
 namespace rill {
 

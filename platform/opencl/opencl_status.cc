@@ -1,4 +1,4 @@
-#include "platform/opencl/opencl_status.h"
+#include "rill/platform/opencl/opencl_status.h"
 
 #include <string>
 

@@ -1,14 +1,14 @@
-#include "platform/opencl/opencl_stream.h"
+#include "rill/platform/opencl/opencl_stream.h"
 
 #include <cstring>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "platform/opencl/opencl_event.h"
-#include "platform/opencl/opencl_kernel.h"
-#include "platform/opencl/opencl_status.h"
+#include "rill/base/status_macros.h"
+#include "rill/platform/opencl/opencl_event.h"
+#include "rill/platform/opencl/opencl_kernel.h"
+#include "rill/platform/opencl/opencl_status.h"
 
 namespace rill {
 absl::StatusOr<std::unique_ptr<OpenClStream>> OpenClStream::Create(

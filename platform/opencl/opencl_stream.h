@@ -14,10 +14,10 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/functional/function_ref.h"
-#include "base/mutex.h"
-#include "executor/stream_executor_interface.h"
-#include "stream/live_stream_set.h"
-#include "stream/stream_worker.h"
+#include "rill/base/mutex.h"
+#include "rill/executor/stream_executor_interface.h"
+#include "rill/stream/live_stream_set.h"
+#include "rill/stream/stream_worker.h"
 
 namespace rill {
 

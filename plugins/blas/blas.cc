@@ -1,9 +1,9 @@
-#include "plugins/blas/blas.h"
+#include "rill/plugins/blas/blas.h"
 
 #include "absl/strings/str_cat.h"
-#include "base/checked_math.h"
-#include "plugins/plugin_chain.h"
-#include "plugins/plugin_check.h"
+#include "rill/base/checked_math.h"
+#include "rill/plugins/plugin_chain.h"
+#include "rill/plugins/plugin_check.h"
 
 namespace rill {
 

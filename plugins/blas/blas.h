@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "executor/device_memory.h"
-#include "plugins/plugin.h"
+#include "rill/executor/device_memory.h"
+#include "rill/plugins/plugin.h"
 
 namespace rill {
 

@@ -27,18 +27,18 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "platform/host/host_platform.h"
-#include "plugins/blas/blas.h"
-#include "plugins/blas/blas_test_util.h"
-#include "plugins/plugin_registry.h"
-#include "rill.h"
+#include "rill/platform/host/host_platform.h"
+#include "rill/plugins/blas/blas.h"
+#include "rill/plugins/blas/blas_test_util.h"
+#include "rill/plugins/plugin_registry.h"
+#include "rill/rill.h"
 #include "tests/testing/status_testing.h"
 
 #ifdef RILL_HAVE_OPENBLAS
-#include "plugins/blas/openblas/openblas_blas.h"
+#include "rill/plugins/blas/openblas/openblas_blas.h"
 #endif
 #ifdef RILL_HAVE_BLIS
-#include "plugins/blas/blis/blis_blas.h"
+#include "rill/plugins/blas/blis/blis_blas.h"
 #endif
 
 namespace rill {

@@ -1,4 +1,4 @@
-#include "plugins/dnn/algorithm_selector.h"
+#include "rill/plugins/dnn/algorithm_selector.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -16,11 +16,11 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/cleanup/cleanup.h"
-#include "base/logging.h"
-#include "base/status_macros.h"
-#include "executor/stream_executor.h"
-#include "platform/platform.h"
-#include "stream/stream.h"
+#include "rill/base/logging.h"
+#include "rill/base/status_macros.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/platform/platform.h"
+#include "rill/stream/stream.h"
 
 namespace rill {
 

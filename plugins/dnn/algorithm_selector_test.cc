@@ -6,7 +6,7 @@
 // the algorithms is a test double (FakeDnn) whose algorithms sleep for
 // set times and compute with oneDNN.
 
-#include "plugins/dnn/algorithm_selector.h"
+#include "rill/plugins/dnn/algorithm_selector.h"
 
 #include <spawn.h>
 #include <sys/wait.h>
@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "plugins/dnn/fake_dnn_test_util.h"
-#include "plugins/dnn/onednn/onednn_test_util.h"
+#include "rill/plugins/dnn/fake_dnn_test_util.h"
+#include "rill/plugins/dnn/onednn/onednn_test_util.h"
 
 namespace rill::testing {
 namespace {

@@ -1,12 +1,12 @@
-#include "plugins/dnn/dnn.h"
+#include "rill/plugins/dnn/dnn.h"
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "plugins/dnn/algorithm_selector.h"
-#include "plugins/plugin_chain.h"
-#include "plugins/plugin_check.h"
-#include "stream/stream.h"
-#include "stream/stream_listener.h"
+#include "rill/base/status_macros.h"
+#include "rill/plugins/dnn/algorithm_selector.h"
+#include "rill/plugins/plugin_chain.h"
+#include "rill/plugins/plugin_check.h"
+#include "rill/stream/stream.h"
+#include "rill/stream/stream_listener.h"
 
 namespace rill {
 

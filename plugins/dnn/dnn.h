@@ -18,9 +18,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "executor/device_memory.h"
-#include "plugins/dnn/dnn_descriptors.h"
-#include "plugins/plugin.h"
+#include "rill/executor/device_memory.h"
+#include "rill/plugins/dnn/dnn_descriptors.h"
+#include "rill/plugins/plugin.h"
 
 namespace rill {
 

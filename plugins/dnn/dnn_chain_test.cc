@@ -9,10 +9,10 @@
 #include <cstdlib>
 
 #include "gtest/gtest.h"
-#include "plugins/dnn/dnn_test_reference.h"
-#include "plugins/dnn/fake_dnn_test_util.h"
-#include "plugins/dnn/onednn/onednn_test_util.h"
-#include "plugins/plugin_chain.h"
+#include "rill/plugins/dnn/dnn_test_reference.h"
+#include "rill/plugins/dnn/fake_dnn_test_util.h"
+#include "rill/plugins/dnn/onednn/onednn_test_util.h"
+#include "rill/plugins/plugin_chain.h"
 
 namespace rill::testing {
 namespace {

@@ -1,8 +1,8 @@
-#include "plugins/dnn/dnn_descriptors.h"
+#include "rill/plugins/dnn/dnn_descriptors.h"
 
 #include "absl/strings/str_cat.h"
-#include "base/checked_math.h"
-#include "base/status_macros.h"
+#include "rill/base/checked_math.h"
+#include "rill/base/status_macros.h"
 
 namespace rill {
 

@@ -17,7 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "plugins/plugin.h"
+#include "rill/plugins/plugin.h"
 
 namespace rill {
 

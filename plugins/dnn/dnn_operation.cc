@@ -1,7 +1,7 @@
 // DnnOperation: the capability query of the DNN interface (plugins/dnn/dnn.h).
 
 #include "absl/strings/str_cat.h"
-#include "plugins/dnn/dnn.h"
+#include "rill/plugins/dnn/dnn.h"
 
 namespace rill {
 

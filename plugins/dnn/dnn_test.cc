@@ -2,10 +2,10 @@
 // and of the Stream::Then* DNN calls on an executor without a DNN plugin.
 // No library needed.
 
-#include "plugins/dnn/dnn.h"
+#include "rill/plugins/dnn/dnn.h"
 
 #include "gtest/gtest.h"
-#include "rill.h"
+#include "rill/rill.h"
 #include "tests/testing/status_testing.h"
 
 namespace rill {

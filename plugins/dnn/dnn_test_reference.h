@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "plugins/dnn/dnn.h"
+#include "rill/plugins/dnn/dnn.h"
 
 namespace rill::testing {
 

@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "absl/time/clock.h"
-#include "plugins/dnn/dnn.h"
-#include "plugins/dnn/onednn/onednn_dnn.h"
-#include "plugins/plugin_registry.h"
-#include "platform/host/host_platform.h"
+#include "rill/plugins/dnn/dnn.h"
+#include "rill/plugins/dnn/onednn/onednn_dnn.h"
+#include "rill/plugins/plugin_registry.h"
+#include "rill/platform/host/host_platform.h"
 
 namespace rill::testing {
 

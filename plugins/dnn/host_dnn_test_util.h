@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "platform/host/host_platform.h"
-#include "plugins/dnn/dnn.h"
-#include "plugins/dnn/dnn_test_reference.h"
-#include "rill.h"
+#include "rill/platform/host/host_platform.h"
+#include "rill/plugins/dnn/dnn.h"
+#include "rill/plugins/dnn/dnn_test_reference.h"
+#include "rill/rill.h"
 #include "tests/testing/status_testing.h"
 
 namespace rill::testing {

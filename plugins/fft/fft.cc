@@ -1,13 +1,13 @@
-#include "plugins/fft/fft.h"
+#include "rill/plugins/fft/fft.h"
 
 #include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "base/checked_math.h"
-#include "executor/stream_executor.h"
-#include "plugins/plugin_check.h"
-#include "stream/stream.h"
+#include "rill/base/checked_math.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/plugins/plugin_check.h"
+#include "rill/stream/stream.h"
 
 namespace rill {
 

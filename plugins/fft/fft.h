@@ -11,9 +11,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "base/mutex.h"
-#include "executor/device_memory.h"
-#include "plugins/plugin.h"
+#include "rill/base/mutex.h"
+#include "rill/executor/device_memory.h"
+#include "rill/plugins/plugin.h"
 
 namespace rill {
 

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "plugins/fft/fft.h"
-#include "rill.h"
+#include "rill/plugins/fft/fft.h"
+#include "rill/rill.h"
 #include "tests/testing/status_testing.h"
 
 namespace rill {

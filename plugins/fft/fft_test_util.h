@@ -13,7 +13,7 @@
 #include <numbers>
 #include <vector>
 
-#include "plugins/fft/fft.h"
+#include "rill/plugins/fft/fft.h"
 #include "tests/testing/random_testing.h"
 
 namespace rill::fft_testing {

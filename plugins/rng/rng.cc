@@ -1,11 +1,11 @@
-#include "plugins/rng/rng.h"
+#include "rill/plugins/rng/rng.h"
 
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "plugins/plugin_chain.h"
-#include "plugins/plugin_check.h"
+#include "rill/base/status_macros.h"
+#include "rill/plugins/plugin_chain.h"
+#include "rill/plugins/plugin_check.h"
 
 namespace rill {
 namespace {

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "executor/device_memory.h"
-#include "plugins/plugin.h"
+#include "rill/executor/device_memory.h"
+#include "rill/plugins/plugin.h"
 
 namespace rill {
 

@@ -3,12 +3,12 @@
 // through Stream::ThenPopulate* the error lands in the stream's status with
 // the call and plugin named.
 
-#include "plugins/rng/rng.h"
+#include "rill/plugins/rng/rng.h"
 
 #include <memory>
 
 #include "gtest/gtest.h"
-#include "rill.h"
+#include "rill/rill.h"
 #include "tests/testing/status_testing.h"
 
 namespace rill {

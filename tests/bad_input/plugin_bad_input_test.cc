@@ -8,10 +8,10 @@
 #include <limits>
 #include <memory>
 
-#include "base/checked_math.h"
+#include "rill/base/checked_math.h"
 #include "gtest/gtest.h"
-#include "rill.h"
-#include "plugins/dnn/dnn.h"
+#include "rill/rill.h"
+#include "rill/plugins/dnn/dnn.h"
 #include "tests/testing/status_testing.h"
 
 namespace rill {

@@ -3,9 +3,9 @@
 
 #include <memory>
 
-#include "base/logging.h"
-#include "platform/host/host_platform.h"
-#include "platform/platform_manager.h"
+#include "rill/base/logging.h"
+#include "rill/platform/host/host_platform.h"
+#include "rill/platform/platform_manager.h"
 
 namespace rill::testing {
 

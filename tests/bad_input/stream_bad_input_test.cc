@@ -5,10 +5,10 @@
 #include <memory>
 #include <vector>
 
-#include "base/logging.h"
+#include "rill/base/logging.h"
 #include "gtest/gtest.h"
-#include "platform/host/host_platform.h"
-#include "rill.h"
+#include "rill/platform/host/host_platform.h"
+#include "rill/rill.h"
 #include "tests/bad_input/private_host_platform.h"
 #include "tests/testing/status_testing.h"
 

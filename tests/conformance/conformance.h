@@ -14,7 +14,7 @@
 
 #include "absl/status/status.h"
 #include "gtest/gtest.h"
-#include "rill.h"
+#include "rill/rill.h"
 #include "tests/testing/status_testing.h"
 
 namespace rill::conformance {

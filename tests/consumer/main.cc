@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "rill.h"
+#include "rill/rill.h"
 
 namespace {
 

@@ -7,32 +7,32 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "base/status_macros.h"
+#include "rill/base/status_macros.h"
 
 #if defined(RILL_HAVE_ENGINE)
-#include "engine/engine.h"
+#include "rill/engine/engine.h"
 #endif
 #if defined(RILL_HAVE_TENSOR)
-#include "tensor/dtype.h"
+#include "rill/tensor/dtype.h"
 #endif
 #if defined(RILL_HAVE_OPS)
-#include "ops/op_registry.h"
+#include "rill/ops/op_registry.h"
 #endif
 #if defined(RILL_HAVE_GRAPH)
-#include "graph/graph.h"
+#include "rill/graph/graph.h"
 #endif
 #if defined(RILL_HAVE_GRAPH_ONNX)
-#include "graph/onnx/onnx_import.h"
+#include "rill/graph/onnx/onnx_import.h"
 #endif
 #if defined(RILL_HAVE_IO)
-#include "io/idx_reader.h"
+#include "rill/io/idx_reader.h"
 #endif
 #if defined(RILL_HAVE_KVSTORE)
-#include "kvstore/kvstore.h"
+#include "rill/kvstore/kvstore.h"
 #endif
 #if defined(RILL_HAVE_TRAIN)
-#include "train/convnet.h"
-#include "train/report.h"
+#include "rill/train/convnet.h"
+#include "rill/train/report.h"
 #endif
 
 namespace rill_consumer_all {

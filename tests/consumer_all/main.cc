@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
-#include "rill.h"
+#include "rill/rill.h"
 
 namespace rill_consumer_all {
 absl::Status TouchLayers();  // layers.cc

@@ -25,10 +25,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "engine/engine.h"
+#include "rill/engine/engine.h"
 #include "gtest/gtest.h"
-#include "platform/host/host_platform.h"
-#include "rill.h"
+#include "rill/platform/host/host_platform.h"
+#include "rill/rill.h"
 #include "tests/engine/engine_testing.h"
 #include "tests/testing/json_value.h"
 #include "tests/testing/status_testing.h"

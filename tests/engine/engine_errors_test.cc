@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "engine/engine.h"
+#include "rill/engine/engine.h"
 #include "gtest/gtest.h"
 #include "tests/engine/engine_testing.h"
 #include "tests/testing/status_testing.h"

@@ -20,8 +20,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "engine/engine.h"
+#include "rill/base/status_macros.h"
+#include "rill/engine/engine.h"
 #include "gtest/gtest.h"
 #include "tests/engine/engine_testing.h"
 #include "tests/testing/scoped_env.h"

@@ -17,7 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "engine/engine.h"
+#include "rill/engine/engine.h"
 #include "gtest/gtest.h"
 #include "tests/engine/engine_testing.h"
 #include "tests/testing/status_testing.h"

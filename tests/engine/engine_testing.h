@@ -20,7 +20,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "engine/engine.h"
+#include "rill/engine/engine.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_testing.h"
 

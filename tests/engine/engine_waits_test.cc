@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "base/status_macros.h"
-#include "engine/engine.h"
+#include "rill/base/status_macros.h"
+#include "rill/engine/engine.h"
 #include "gtest/gtest.h"
 #include "tests/engine/engine_testing.h"
 #include "tests/testing/status_testing.h"

@@ -1,7 +1,7 @@
 // ReadyQueue against a sorted reference: every interleaving of pushes and
 // pops returns entries by priority (higher first), then push order.
 
-#include "engine/ready_queue.h"
+#include "rill/engine/ready_queue.h"
 
 #include <algorithm>
 #include <random>

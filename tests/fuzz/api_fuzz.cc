@@ -14,11 +14,11 @@
 #include <memory>
 #include <vector>
 
-#include "base/logging.h"
-#include "engine/engine.h"
-#include "platform/host/host_platform.h"
-#include "rill.h"
-#include "plugins/dnn/dnn.h"
+#include "rill/base/logging.h"
+#include "rill/engine/engine.h"
+#include "rill/platform/host/host_platform.h"
+#include "rill/rill.h"
+#include "rill/plugins/dnn/dnn.h"
 
 namespace rill {
 namespace {

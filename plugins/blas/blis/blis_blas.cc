@@ -1,4 +1,4 @@
-#include "plugins/blas/blis/blis_blas.h"
+#include "rill/plugins/blas/blis/blis_blas.h"
 
 #include <dlfcn.h>
 
@@ -17,15 +17,15 @@
 #include <blis.h>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "executor/stream_executor.h"
-#include "platform/host/host_executor.h"
-#include "platform/host/host_platform.h"
-#include "platform/host/host_plugin.h"
-#include "platform/host/host_thread_budget.h"
-#include "platform/platform.h"
-#include "plugins/plugin_registry.h"
-#include "stream/stream.h"
+#include "rill/base/status_macros.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/platform/host/host_executor.h"
+#include "rill/platform/host/host_platform.h"
+#include "rill/platform/host/host_plugin.h"
+#include "rill/platform/host/host_thread_budget.h"
+#include "rill/platform/platform.h"
+#include "rill/plugins/plugin_registry.h"
+#include "rill/stream/stream.h"
 
 #ifndef RILL_BLIS_LIBRARY
 #define RILL_BLIS_LIBRARY "libblis.so.4"

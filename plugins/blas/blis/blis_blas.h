@@ -5,7 +5,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "plugins/blas/blas.h"
+#include "rill/plugins/blas/blas.h"
 
 namespace rill {
 

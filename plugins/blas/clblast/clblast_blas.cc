@@ -1,4 +1,4 @@
-#include "plugins/blas/clblast/clblast_blas.h"
+#include "rill/plugins/blas/clblast/clblast_blas.h"
 
 #include <clblast.h>
 
@@ -7,14 +7,14 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "base/mutex.h"
-#include "base/slow_notice.h"
-#include "base/status_macros.h"
-#include "executor/stream_executor.h"
-#include "platform/opencl/opencl_platform.h"
-#include "platform/opencl/opencl_plugin.h"
-#include "platform/opencl/opencl_status.h"
-#include "plugins/plugin_registry.h"
+#include "rill/base/mutex.h"
+#include "rill/base/slow_notice.h"
+#include "rill/base/status_macros.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/platform/opencl/opencl_platform.h"
+#include "rill/platform/opencl/opencl_plugin.h"
+#include "rill/platform/opencl/opencl_status.h"
+#include "rill/plugins/plugin_registry.h"
 
 namespace rill {
 

@@ -6,7 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "plugins/blas/blas.h"
+#include "rill/plugins/blas/blas.h"
 
 namespace rill {
 

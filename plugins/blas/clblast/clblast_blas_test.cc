@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "plugins/blas/blas.h"
-#include "plugins/blas/blas_test_util.h"
-#include "plugins/blas/clblast/clblast_blas.h"
-#include "rill.h"
+#include "rill/plugins/blas/blas.h"
+#include "rill/plugins/blas/blas_test_util.h"
+#include "rill/plugins/blas/clblast/clblast_blas.h"
+#include "rill/rill.h"
 #include "tests/testing/status_testing.h"
 
 namespace rill {

@@ -1,4 +1,4 @@
-#include "plugins/blas/cublas/cublas_blas.h"
+#include "rill/plugins/blas/cublas/cublas_blas.h"
 
 #include <library_types.h>
 
@@ -8,14 +8,14 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "executor/stream_executor.h"
-#include "platform/cuda/cuda_platform.h"
-#include "platform/cuda/cuda_plugin.h"
-#include "platform/cuda/cuda_status.h"
-#include "plugins/blas/cublas/cublas_status.h"
-#include "plugins/plugin_registry.h"
-#include "stream/stream.h"
+#include "rill/base/status_macros.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/platform/cuda/cuda_platform.h"
+#include "rill/platform/cuda/cuda_plugin.h"
+#include "rill/platform/cuda/cuda_status.h"
+#include "rill/plugins/blas/cublas/cublas_status.h"
+#include "rill/plugins/plugin_registry.h"
+#include "rill/stream/stream.h"
 
 namespace rill {
 namespace {

@@ -12,9 +12,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "base/mutex.h"
-#include "executor/device_memory.h"
-#include "plugins/blas/blas.h"
+#include "rill/base/mutex.h"
+#include "rill/executor/device_memory.h"
+#include "rill/plugins/blas/blas.h"
 
 namespace rill {
 

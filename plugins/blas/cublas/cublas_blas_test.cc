@@ -18,13 +18,13 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "platform/cuda/cuda_platform.h"
-#include "platform/cuda/cuda_plugin.h"
-#include "plugins/blas/blas.h"
-#include "plugins/blas/blas_test_util.h"
-#include "plugins/blas/cublas/cublas_blas.h"
-#include "plugins/blas/cublas/cublas_status.h"
-#include "rill.h"
+#include "rill/platform/cuda/cuda_platform.h"
+#include "rill/platform/cuda/cuda_plugin.h"
+#include "rill/plugins/blas/blas.h"
+#include "rill/plugins/blas/blas_test_util.h"
+#include "rill/plugins/blas/cublas/cublas_blas.h"
+#include "rill/plugins/blas/cublas/cublas_status.h"
+#include "rill/rill.h"
 #include "tests/testing/status_testing.h"
 
 namespace rill {

@@ -1,4 +1,4 @@
-#include "plugins/blas/cublas/cublas_status.h"
+#include "rill/plugins/blas/cublas/cublas_status.h"
 
 #include <cublas_api.h>
 

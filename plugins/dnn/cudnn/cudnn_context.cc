@@ -1,12 +1,12 @@
-#include "plugins/dnn/cudnn/cudnn_context.h"
+#include "rill/plugins/dnn/cudnn/cudnn_context.h"
 
 #include "absl/strings/str_cat.h"
-#include "base/logging.h"
-#include "base/status_macros.h"
-#include "executor/stream_executor.h"
-#include "platform/cuda/cuda_plugin.h"
-#include "platform/cuda/cuda_status.h"
-#include "plugins/dnn/cudnn/cudnn_status.h"
+#include "rill/base/logging.h"
+#include "rill/base/status_macros.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/platform/cuda/cuda_plugin.h"
+#include "rill/platform/cuda/cuda_status.h"
+#include "rill/plugins/dnn/cudnn/cudnn_status.h"
 
 namespace rill::cudnn {
 

@@ -12,8 +12,8 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "base/mutex.h"
-#include "executor/device_memory.h"
+#include "rill/base/mutex.h"
+#include "rill/executor/device_memory.h"
 
 namespace rill {
 

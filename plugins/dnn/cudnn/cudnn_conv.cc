@@ -13,13 +13,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
-#include "base/status_macros.h"
-#include "platform/cuda/cuda_plugin.h"
-#include "plugins/dnn/cudnn/cudnn_context.h"
-#include "plugins/dnn/cudnn/cudnn_descriptors.h"
-#include "plugins/dnn/cudnn/cudnn_dnn.h"
-#include "plugins/dnn/cudnn/cudnn_status.h"
-#include "stream/stream_listener.h"
+#include "rill/base/status_macros.h"
+#include "rill/platform/cuda/cuda_plugin.h"
+#include "rill/plugins/dnn/cudnn/cudnn_context.h"
+#include "rill/plugins/dnn/cudnn/cudnn_descriptors.h"
+#include "rill/plugins/dnn/cudnn/cudnn_dnn.h"
+#include "rill/plugins/dnn/cudnn/cudnn_status.h"
+#include "rill/stream/stream_listener.h"
 
 namespace rill {
 

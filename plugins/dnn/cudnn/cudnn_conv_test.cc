@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "plugins/dnn/cudnn/cudnn_test_util.h"
+#include "rill/plugins/dnn/cudnn/cudnn_test_util.h"
 
 namespace rill {
 namespace {

@@ -1,10 +1,10 @@
-#include "plugins/dnn/cudnn/cudnn_descriptors.h"
+#include "rill/plugins/dnn/cudnn/cudnn_descriptors.h"
 
 #include <initializer_list>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
+#include "rill/base/status_macros.h"
 
 namespace rill::cudnn {
 

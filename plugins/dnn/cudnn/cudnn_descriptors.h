@@ -23,8 +23,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "plugins/dnn/cudnn/cudnn_status.h"
-#include "plugins/dnn/dnn_descriptors.h"
+#include "rill/plugins/dnn/cudnn/cudnn_status.h"
+#include "rill/plugins/dnn/dnn_descriptors.h"
 
 namespace rill::cudnn {
 

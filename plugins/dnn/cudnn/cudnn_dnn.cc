@@ -2,21 +2,21 @@
 // family (bias add, activations, softmax, LRN). Convolutions are in
 // cudnn_conv.cc, pooling and batch normalization in cudnn_pool_norm.cc.
 
-#include "plugins/dnn/cudnn/cudnn_dnn.h"
+#include "rill/plugins/dnn/cudnn/cudnn_dnn.h"
 
 #include <cudnn.h>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "executor/stream_executor.h"
-#include "platform/cuda/cuda_platform.h"
-#include "platform/cuda/cuda_plugin.h"
-#include "platform/cuda/cuda_status.h"
-#include "platform/platform.h"
-#include "plugins/dnn/cudnn/cudnn_context.h"
-#include "plugins/dnn/cudnn/cudnn_descriptors.h"
-#include "plugins/dnn/cudnn/cudnn_status.h"
-#include "plugins/plugin_registry.h"
+#include "rill/base/status_macros.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/platform/cuda/cuda_platform.h"
+#include "rill/platform/cuda/cuda_plugin.h"
+#include "rill/platform/cuda/cuda_status.h"
+#include "rill/platform/platform.h"
+#include "rill/plugins/dnn/cudnn/cudnn_context.h"
+#include "rill/plugins/dnn/cudnn/cudnn_descriptors.h"
+#include "rill/plugins/dnn/cudnn/cudnn_status.h"
+#include "rill/plugins/plugin_registry.h"
 
 namespace rill {
 

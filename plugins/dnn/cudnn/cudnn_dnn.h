@@ -10,8 +10,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
-#include "base/mutex.h"
-#include "plugins/dnn/dnn.h"
+#include "rill/base/mutex.h"
+#include "rill/plugins/dnn/dnn.h"
 
 namespace rill {
 

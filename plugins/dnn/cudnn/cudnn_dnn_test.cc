@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "platform/cuda/cuda_platform.h"
-#include "plugins/dnn/cudnn/cudnn_descriptors.h"
-#include "plugins/dnn/cudnn/cudnn_status.h"
-#include "plugins/dnn/cudnn/cudnn_test_util.h"
+#include "rill/platform/cuda/cuda_platform.h"
+#include "rill/plugins/dnn/cudnn/cudnn_descriptors.h"
+#include "rill/plugins/dnn/cudnn/cudnn_status.h"
+#include "rill/plugins/dnn/cudnn/cudnn_test_util.h"
 
 namespace rill {
 namespace {

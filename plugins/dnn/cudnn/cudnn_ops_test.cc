@@ -16,7 +16,7 @@
 #include <cmath>
 #include <vector>
 
-#include "plugins/dnn/cudnn/cudnn_test_util.h"
+#include "rill/plugins/dnn/cudnn/cudnn_test_util.h"
 
 namespace rill {
 namespace {

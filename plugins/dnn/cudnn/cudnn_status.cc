@@ -1,4 +1,4 @@
-#include "plugins/dnn/cudnn/cudnn_status.h"
+#include "rill/plugins/dnn/cudnn/cudnn_status.h"
 
 #include "absl/strings/str_cat.h"
 

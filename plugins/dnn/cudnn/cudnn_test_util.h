@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "plugins/dnn/dnn_test_reference.h"
+#include "rill/plugins/dnn/dnn_test_reference.h"
 #include "gtest/gtest.h"
-#include "plugins/dnn/cudnn/cudnn_dnn.h"
-#include "plugins/dnn/dnn.h"
-#include "rill.h"
+#include "rill/plugins/dnn/cudnn/cudnn_dnn.h"
+#include "rill/plugins/dnn/dnn.h"
+#include "rill/rill.h"
 #include "tests/testing/status_testing.h"
 
 namespace rill::testing {

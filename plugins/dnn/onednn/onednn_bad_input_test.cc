@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "plugins/dnn/onednn/onednn_test_util.h"
+#include "rill/plugins/dnn/onednn/onednn_test_util.h"
 
 namespace rill {
 namespace {

@@ -1,4 +1,4 @@
-#include "plugins/dnn/onednn/onednn_common.h"
+#include "rill/plugins/dnn/onednn/onednn_common.h"
 
 #include <dlfcn.h>
 
@@ -7,8 +7,8 @@
 #include <exception>
 
 #include "absl/strings/str_cat.h"
-#include "platform/host/host_executor.h"
-#include "stream/stream_listener.h"
+#include "rill/platform/host/host_executor.h"
+#include "rill/stream/stream_listener.h"
 
 namespace rill::onednn {
 

@@ -19,10 +19,10 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "base/mutex.h"
-#include "executor/device_memory.h"
-#include "platform/host/host_plugin.h"
-#include "plugins/dnn/dnn_descriptors.h"
+#include "rill/base/mutex.h"
+#include "rill/executor/device_memory.h"
+#include "rill/platform/host/host_plugin.h"
+#include "rill/plugins/dnn/dnn_descriptors.h"
 
 namespace rill::onednn {
 

@@ -6,12 +6,12 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "executor/stream_executor.h"
-#include "platform/host/host_executor.h"
-#include "platform/host/host_thread_budget.h"
-#include "plugins/dnn/onednn/onednn_common.h"
-#include "plugins/dnn/onednn/onednn_dnn.h"
+#include "rill/base/status_macros.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/platform/host/host_executor.h"
+#include "rill/platform/host/host_thread_budget.h"
+#include "rill/plugins/dnn/onednn/onednn_common.h"
+#include "rill/plugins/dnn/onednn/onednn_dnn.h"
 
 namespace rill {
 

@@ -13,8 +13,8 @@
 #include <limits>
 #include <vector>
 
-#include "plugins/dnn/onednn/onednn_common.h"
-#include "plugins/dnn/onednn/onednn_test_util.h"
+#include "rill/plugins/dnn/onednn/onednn_common.h"
+#include "rill/plugins/dnn/onednn/onednn_test_util.h"
 
 namespace rill {
 namespace {

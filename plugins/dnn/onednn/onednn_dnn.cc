@@ -2,18 +2,18 @@
 // activations, softmax, LRN). Convolutions are in onednn_conv.cc, pooling
 // and batch normalization in onednn_pool_norm.cc.
 
-#include "plugins/dnn/onednn/onednn_dnn.h"
+#include "rill/plugins/dnn/onednn/onednn_dnn.h"
 
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "executor/stream_executor.h"
-#include "platform/host/host_executor.h"
-#include "platform/host/host_platform.h"
-#include "platform/platform.h"
-#include "plugins/dnn/onednn/onednn_common.h"
-#include "plugins/plugin_registry.h"
+#include "rill/base/status_macros.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/platform/host/host_executor.h"
+#include "rill/platform/host/host_platform.h"
+#include "rill/platform/platform.h"
+#include "rill/plugins/dnn/onednn/onednn_common.h"
+#include "rill/plugins/plugin_registry.h"
 
 namespace rill {
 

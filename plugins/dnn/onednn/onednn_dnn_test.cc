@@ -18,8 +18,8 @@
 #include <mutex>
 #include <vector>
 
-#include "plugins/dnn/onednn/onednn_test_util.h"
-#include "stream/stream_listener.h"
+#include "rill/plugins/dnn/onednn/onednn_test_util.h"
+#include "rill/stream/stream_listener.h"
 
 namespace rill {
 namespace {

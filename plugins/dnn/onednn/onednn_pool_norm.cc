@@ -4,10 +4,10 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "platform/host/host_executor.h"
-#include "plugins/dnn/onednn/onednn_common.h"
-#include "plugins/dnn/onednn/onednn_dnn.h"
+#include "rill/base/status_macros.h"
+#include "rill/platform/host/host_executor.h"
+#include "rill/plugins/dnn/onednn/onednn_common.h"
+#include "rill/plugins/dnn/onednn/onednn_dnn.h"
 
 namespace rill {
 

@@ -4,8 +4,8 @@
 // Shared by the oneDNN plugin's tests: the host DNN fixture
 // (plugins/dnn/host_dnn_test_util.h) on the "onednn" plugin.
 
-#include "plugins/dnn/host_dnn_test_util.h"
-#include "plugins/dnn/onednn/onednn_dnn.h"
+#include "rill/plugins/dnn/host_dnn_test_util.h"
+#include "rill/plugins/dnn/onednn/onednn_dnn.h"
 
 namespace rill::testing {
 

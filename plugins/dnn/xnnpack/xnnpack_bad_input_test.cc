@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "plugins/dnn/xnnpack/xnnpack_test_util.h"
+#include "rill/plugins/dnn/xnnpack/xnnpack_test_util.h"
 
 namespace rill {
 namespace {

@@ -1,4 +1,4 @@
-#include "plugins/dnn/xnnpack/xnnpack_common.h"
+#include "rill/plugins/dnn/xnnpack/xnnpack_common.h"
 
 #include <unistd.h>
 

@@ -18,8 +18,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "base/mutex.h"
-#include "platform/host/host_thread_budget.h"
+#include "rill/base/mutex.h"
+#include "rill/platform/host/host_thread_budget.h"
 
 namespace rill::xnnpack {
 

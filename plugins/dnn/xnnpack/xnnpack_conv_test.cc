@@ -19,8 +19,8 @@
 #include <thread>
 #include <vector>
 
-#include "plugins/dnn/xnnpack/xnnpack_common.h"
-#include "plugins/dnn/xnnpack/xnnpack_test_util.h"
+#include "rill/plugins/dnn/xnnpack/xnnpack_common.h"
+#include "rill/plugins/dnn/xnnpack/xnnpack_test_util.h"
 
 namespace rill {
 namespace {

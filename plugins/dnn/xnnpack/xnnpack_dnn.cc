@@ -2,19 +2,19 @@
 // no operator for. The element-wise family and pooling are in
 // xnnpack_ops.cc, convolutions in xnnpack_conv.cc.
 
-#include "plugins/dnn/xnnpack/xnnpack_dnn.h"
+#include "rill/plugins/dnn/xnnpack/xnnpack_dnn.h"
 
 #include <cmath>
 #include <cstdint>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "executor/stream_executor.h"
-#include "platform/host/host_platform.h"
-#include "platform/platform.h"
-#include "plugins/dnn/xnnpack/xnnpack_common.h"
-#include "plugins/plugin_registry.h"
+#include "rill/base/status_macros.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/platform/host/host_platform.h"
+#include "rill/platform/platform.h"
+#include "rill/plugins/dnn/xnnpack/xnnpack_common.h"
+#include "rill/plugins/plugin_registry.h"
 
 namespace rill {
 

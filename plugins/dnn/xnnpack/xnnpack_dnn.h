@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "plugins/dnn/dnn.h"
+#include "rill/plugins/dnn/dnn.h"
 
 namespace rill {
 

@@ -20,9 +20,9 @@
 #include <memory>
 #include <vector>
 
-#include "platform/host/host_executor.h"
-#include "plugins/dnn/xnnpack/xnnpack_common.h"
-#include "plugins/dnn/xnnpack/xnnpack_test_util.h"
+#include "rill/platform/host/host_executor.h"
+#include "rill/plugins/dnn/xnnpack/xnnpack_common.h"
+#include "rill/plugins/dnn/xnnpack/xnnpack_test_util.h"
 
 namespace rill {
 namespace {

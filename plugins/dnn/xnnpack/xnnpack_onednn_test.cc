@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "base/mutex.h"
-#include "plugins/dnn/algorithm_selector.h"
-#include "plugins/dnn/onednn/onednn_dnn.h"
-#include "plugins/dnn/xnnpack/xnnpack_test_util.h"
-#include "stream/stream_listener.h"
+#include "rill/base/mutex.h"
+#include "rill/plugins/dnn/algorithm_selector.h"
+#include "rill/plugins/dnn/onednn/onednn_dnn.h"
+#include "rill/plugins/dnn/xnnpack/xnnpack_test_util.h"
+#include "rill/stream/stream_listener.h"
 
 namespace rill::testing {
 namespace {

@@ -9,13 +9,13 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "executor/stream_executor.h"
-#include "platform/host/host_executor.h"
-#include "platform/host/host_plugin.h"
-#include "plugins/dnn/xnnpack/xnnpack_common.h"
-#include "plugins/dnn/xnnpack/xnnpack_dnn.h"
-#include "stream/stream_listener.h"
+#include "rill/base/status_macros.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/platform/host/host_executor.h"
+#include "rill/platform/host/host_plugin.h"
+#include "rill/plugins/dnn/xnnpack/xnnpack_common.h"
+#include "rill/plugins/dnn/xnnpack/xnnpack_dnn.h"
+#include "rill/stream/stream_listener.h"
 
 namespace rill {
 

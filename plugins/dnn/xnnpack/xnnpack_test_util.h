@@ -4,8 +4,8 @@
 // Shared by the XNNPACK plugin's tests: the host DNN fixture
 // (plugins/dnn/host_dnn_test_util.h) on the "xnnpack" plugin.
 
-#include "plugins/dnn/host_dnn_test_util.h"
-#include "plugins/dnn/xnnpack/xnnpack_dnn.h"
+#include "rill/plugins/dnn/host_dnn_test_util.h"
+#include "rill/plugins/dnn/xnnpack/xnnpack_dnn.h"
 
 namespace rill::testing {
 

@@ -1,4 +1,4 @@
-#include "plugins/fft/clfft/clfft_fft.h"
+#include "rill/plugins/fft/clfft/clfft_fft.h"
 
 #include <clFFT.h>
 
@@ -8,13 +8,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "executor/stream_executor.h"
-#include "platform/opencl/opencl_platform.h"
-#include "platform/opencl/opencl_plugin.h"
-#include "plugins/fft/clfft/clfft_plan.h"
-#include "plugins/fft/clfft/clfft_status.h"
-#include "plugins/plugin_registry.h"
+#include "rill/base/status_macros.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/platform/opencl/opencl_platform.h"
+#include "rill/platform/opencl/opencl_plugin.h"
+#include "rill/plugins/fft/clfft/clfft_plan.h"
+#include "rill/plugins/fft/clfft/clfft_status.h"
+#include "rill/plugins/plugin_registry.h"
 
 namespace rill {
 namespace {

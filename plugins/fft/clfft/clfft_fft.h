@@ -5,7 +5,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "plugins/fft/fft.h"
+#include "rill/plugins/fft/fft.h"
 
 namespace rill {
 

@@ -32,11 +32,11 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "platform/opencl/opencl_plugin.h"
-#include "plugins/fft/clfft/clfft_fft.h"
-#include "plugins/fft/fft.h"
-#include "plugins/fft/fft_test_util.h"
-#include "rill.h"
+#include "rill/platform/opencl/opencl_plugin.h"
+#include "rill/plugins/fft/clfft/clfft_fft.h"
+#include "rill/plugins/fft/fft.h"
+#include "rill/plugins/fft/fft_test_util.h"
+#include "rill/rill.h"
 #include "tests/testing/status_testing.h"
 
 // clFFT 2.12 deletes a plan's internal objects through a base pointer

@@ -1,4 +1,4 @@
-#include "plugins/fft/clfft/clfft_plan.h"
+#include "rill/plugins/fft/clfft/clfft_plan.h"
 
 #include <algorithm>
 #include <string>
@@ -8,10 +8,10 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "base/status_macros.h"
-#include "platform/opencl/opencl_status.h"
-#include "platform/opencl/opencl_stream.h"
-#include "plugins/fft/clfft/clfft_status.h"
+#include "rill/base/status_macros.h"
+#include "rill/platform/opencl/opencl_status.h"
+#include "rill/platform/opencl/opencl_stream.h"
+#include "rill/plugins/fft/clfft/clfft_status.h"
 
 namespace rill {
 namespace {

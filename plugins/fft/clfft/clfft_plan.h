@@ -9,8 +9,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "base/mutex.h"
-#include "plugins/fft/fft.h"
+#include "rill/base/mutex.h"
+#include "rill/plugins/fft/fft.h"
 
 namespace rill {
 

@@ -1,9 +1,9 @@
-#include "plugins/fft/clfft/clfft_status.h"
+#include "rill/plugins/fft/clfft/clfft_status.h"
 
 #include <clFFT.h>
 
 #include "absl/strings/str_cat.h"
-#include "platform/opencl/opencl_status.h"
+#include "rill/platform/opencl/opencl_status.h"
 
 namespace rill {
 

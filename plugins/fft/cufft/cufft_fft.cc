@@ -1,4 +1,4 @@
-#include "plugins/fft/cufft/cufft_fft.h"
+#include "rill/plugins/fft/cufft/cufft_fft.h"
 
 #include <cuda_runtime_api.h>
 #include <cufft.h>
@@ -6,13 +6,13 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "executor/stream_executor.h"
-#include "platform/cuda/cuda_platform.h"
-#include "platform/cuda/cuda_plugin.h"
-#include "plugins/fft/cufft/cufft_plan.h"
-#include "plugins/plugin_registry.h"
-#include "stream/stream.h"
+#include "rill/base/status_macros.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/platform/cuda/cuda_platform.h"
+#include "rill/platform/cuda/cuda_plugin.h"
+#include "rill/plugins/fft/cufft/cufft_plan.h"
+#include "rill/plugins/plugin_registry.h"
+#include "rill/stream/stream.h"
 
 namespace rill {
 

@@ -26,12 +26,12 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "platform/cuda/cuda_platform.h"
-#include "plugins/fft/cufft/cufft_fft.h"
-#include "plugins/fft/cufft/cufft_status.h"
-#include "plugins/fft/fft.h"
-#include "plugins/fft/fft_test_util.h"
-#include "rill.h"
+#include "rill/platform/cuda/cuda_platform.h"
+#include "rill/plugins/fft/cufft/cufft_fft.h"
+#include "rill/plugins/fft/cufft/cufft_status.h"
+#include "rill/plugins/fft/fft.h"
+#include "rill/plugins/fft/fft_test_util.h"
+#include "rill/rill.h"
 #include "tests/testing/status_testing.h"
 
 namespace rill {

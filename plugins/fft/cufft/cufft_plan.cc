@@ -1,15 +1,15 @@
-#include "plugins/fft/cufft/cufft_plan.h"
+#include "rill/plugins/fft/cufft/cufft_plan.h"
 
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "executor/stream_executor.h"
-#include "platform/cuda/cuda_plugin.h"
-#include "platform/cuda/cuda_status.h"
-#include "plugins/fft/cufft/cufft_status.h"
+#include "rill/base/status_macros.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/platform/cuda/cuda_plugin.h"
+#include "rill/platform/cuda/cuda_status.h"
+#include "rill/plugins/fft/cufft/cufft_status.h"
 
 namespace rill {
 namespace {

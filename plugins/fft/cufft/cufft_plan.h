@@ -9,10 +9,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "base/mutex.h"
-#include "executor/device_memory.h"
-#include "platform/cuda/cuda_plugin.h"
-#include "plugins/fft/fft.h"
+#include "rill/base/mutex.h"
+#include "rill/executor/device_memory.h"
+#include "rill/platform/cuda/cuda_plugin.h"
+#include "rill/plugins/fft/fft.h"
 
 namespace rill {
 

@@ -1,4 +1,4 @@
-#include "plugins/fft/cufft/cufft_status.h"
+#include "rill/plugins/fft/cufft/cufft_status.h"
 
 #include <cufft.h>
 

@@ -1,4 +1,4 @@
-#include "plugins/fft/fftw/fftw_fft.h"
+#include "rill/plugins/fft/fftw/fftw_fft.h"
 
 #include <fftw3.h>
 
@@ -7,13 +7,13 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "executor/stream_executor.h"
-#include "platform/host/host_executor.h"
-#include "platform/host/host_platform.h"
-#include "platform/host/host_plugin.h"
-#include "platform/platform.h"
-#include "plugins/fft/fftw/fftw_plan.h"
-#include "plugins/plugin_registry.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/platform/host/host_executor.h"
+#include "rill/platform/host/host_platform.h"
+#include "rill/platform/host/host_plugin.h"
+#include "rill/platform/platform.h"
+#include "rill/plugins/fft/fftw/fftw_plan.h"
+#include "rill/plugins/plugin_registry.h"
 
 namespace rill {
 namespace {

@@ -28,10 +28,10 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "plugins/fft/fft.h"
-#include "plugins/fft/fft_test_util.h"
-#include "plugins/fft/fftw/fftw_fft.h"
-#include "rill.h"
+#include "rill/plugins/fft/fft.h"
+#include "rill/plugins/fft/fft_test_util.h"
+#include "rill/plugins/fft/fftw/fftw_fft.h"
+#include "rill/rill.h"
 #include "tests/testing/status_testing.h"
 
 namespace rill {

@@ -1,4 +1,4 @@
-#include "plugins/fft/fftw/fftw_plan.h"
+#include "rill/plugins/fft/fftw/fftw_plan.h"
 
 #include <fftw3.h>
 
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "base/mutex.h"
+#include "rill/base/mutex.h"
 
 namespace rill {
 namespace {

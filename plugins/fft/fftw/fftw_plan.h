@@ -5,7 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "plugins/fft/fft.h"
+#include "rill/plugins/fft/fft.h"
 
 namespace rill {
 

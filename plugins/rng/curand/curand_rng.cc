@@ -1,4 +1,4 @@
-#include "plugins/rng/curand/curand_rng.h"
+#include "rill/plugins/rng/curand/curand_rng.h"
 
 #include <cuda_runtime_api.h>
 #include <curand.h>
@@ -6,14 +6,14 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "executor/stream_executor.h"
-#include "platform/cuda/cuda_platform.h"
-#include "platform/cuda/cuda_plugin.h"
-#include "platform/cuda/cuda_status.h"
-#include "plugins/plugin_registry.h"
-#include "plugins/rng/curand/curand_status.h"
-#include "stream/stream.h"
+#include "rill/base/status_macros.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/platform/cuda/cuda_platform.h"
+#include "rill/platform/cuda/cuda_plugin.h"
+#include "rill/platform/cuda/cuda_status.h"
+#include "rill/plugins/plugin_registry.h"
+#include "rill/plugins/rng/curand/curand_status.h"
+#include "rill/stream/stream.h"
 
 namespace rill {
 

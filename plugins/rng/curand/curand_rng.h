@@ -10,8 +10,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "base/mutex.h"
-#include "plugins/rng/rng.h"
+#include "rill/base/mutex.h"
+#include "rill/plugins/rng/rng.h"
 
 struct curandGenerator_st;  // cuRAND's generator (curandGenerator_t).
 

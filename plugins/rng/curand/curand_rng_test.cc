@@ -17,11 +17,11 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "platform/cuda/cuda_platform.h"
-#include "plugins/rng/curand/curand_rng.h"
-#include "plugins/rng/curand/curand_status.h"
-#include "plugins/rng/rng.h"
-#include "rill.h"
+#include "rill/platform/cuda/cuda_platform.h"
+#include "rill/plugins/rng/curand/curand_rng.h"
+#include "rill/plugins/rng/curand/curand_status.h"
+#include "rill/plugins/rng/rng.h"
+#include "rill/rill.h"
 #include "tests/testing/status_testing.h"
 
 namespace rill {

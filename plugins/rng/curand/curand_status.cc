@@ -1,4 +1,4 @@
-#include "plugins/rng/curand/curand_status.h"
+#include "rill/plugins/rng/curand/curand_status.h"
 
 #include <curand.h>
 

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "plugins/rng/philox/philox.h"
-#include "plugins/rng/philox/philox_rng.h"
-#include "plugins/rng/philox/philox_test_util.h"
+#include "rill/plugins/rng/philox/philox.h"
+#include "rill/plugins/rng/philox/philox_rng.h"
+#include "rill/plugins/rng/philox/philox_test_util.h"
 #include "tests/testing/status_testing.h"
 
 namespace rill {

@@ -1,14 +1,14 @@
-#include "plugins/rng/philox/philox_rng.h"
+#include "rill/plugins/rng/philox/philox_rng.h"
 
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "platform/host/host_executor.h"
-#include "platform/host/host_kernel.h"
-#include "platform/host/host_platform.h"
-#include "plugins/plugin_registry.h"
-#include "plugins/rng/philox/philox.h"
-#include "stream/stream.h"
+#include "rill/platform/host/host_executor.h"
+#include "rill/platform/host/host_kernel.h"
+#include "rill/platform/host/host_platform.h"
+#include "rill/plugins/plugin_registry.h"
+#include "rill/plugins/rng/philox/philox.h"
+#include "rill/stream/stream.h"
 
 namespace rill {
 

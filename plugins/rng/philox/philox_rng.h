@@ -6,8 +6,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "base/mutex.h"
-#include "plugins/rng/rng.h"
+#include "rill/base/mutex.h"
+#include "rill/plugins/rng/rng.h"
 
 namespace rill {
 

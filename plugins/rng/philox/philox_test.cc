@@ -4,16 +4,16 @@
 // reproducibility under any thread count and on every host device, and the
 // distributions.
 
-#include "plugins/rng/philox/philox.h"
+#include "rill/plugins/rng/philox/philox.h"
 
 #include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "plugins/rng/philox/philox_rng.h"
-#include "plugins/rng/philox/philox_test_util.h"
-#include "rill.h"
+#include "rill/plugins/rng/philox/philox_rng.h"
+#include "rill/plugins/rng/philox/philox_test_util.h"
+#include "rill/rill.h"
 #include "tests/testing/status_testing.h"
 
 namespace rill {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "plugins/rng/philox/philox_rng.h"
-#include "rill.h"
+#include "rill/plugins/rng/philox/philox_rng.h"
+#include "rill/rill.h"
 #include "tests/testing/status_testing.h"
 
 namespace rill::philox_testing {

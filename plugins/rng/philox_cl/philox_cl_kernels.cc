@@ -1,8 +1,8 @@
-#include "plugins/rng/philox_cl/philox_cl_kernels.h"
+#include "rill/plugins/rng/philox_cl/philox_cl_kernels.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "plugins/rng/philox/philox.h"
+#include "rill/plugins/rng/philox/philox.h"
 
 namespace rill::philox_cl {
 namespace {

@@ -1,16 +1,16 @@
-#include "plugins/rng/philox_cl/philox_cl_rng.h"
+#include "rill/plugins/rng/philox_cl/philox_cl_rng.h"
 
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
-#include "executor/stream_executor.h"
-#include "platform/opencl/opencl_platform.h"
-#include "platform/opencl/opencl_plugin.h"
-#include "plugins/plugin_registry.h"
-#include "plugins/rng/philox/philox.h"
-#include "plugins/rng/philox_cl/philox_cl_kernels.h"
-#include "stream/stream.h"
+#include "rill/base/status_macros.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/platform/opencl/opencl_platform.h"
+#include "rill/platform/opencl/opencl_plugin.h"
+#include "rill/plugins/plugin_registry.h"
+#include "rill/plugins/rng/philox/philox.h"
+#include "rill/plugins/rng/philox_cl/philox_cl_kernels.h"
+#include "rill/stream/stream.h"
 
 namespace rill {
 namespace {

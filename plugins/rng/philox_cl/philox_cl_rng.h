@@ -6,9 +6,9 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "base/mutex.h"
-#include "plugins/rng/rng.h"
-#include "stream/kernel.h"
+#include "rill/base/mutex.h"
+#include "rill/plugins/rng/rng.h"
+#include "rill/stream/kernel.h"
 
 namespace rill {
 

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "plugins/rng/philox_cl/philox_cl_rng.h"
-#include "plugins/rng/rng.h"
-#include "rill.h"
+#include "rill/plugins/rng/philox_cl/philox_cl_rng.h"
+#include "rill/plugins/rng/rng.h"
+#include "rill/rill.h"
 #include "tests/testing/status_testing.h"
 
 namespace rill {
