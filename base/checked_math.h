@@ -124,7 +124,8 @@ inline absl::StatusOr<int64_t> CheckedProduct(std::string_view what,
                                               std::initializer_list<int64_t> factors) {
   CheckedInt<int64_t> product = 1;
   for (int64_t f : factors) {
-    if (f < 0) return absl::InvalidArgumentError(absl::StrCat(AsAbsl(what), " has a negative factor ", f));
+    if (f < 0)
+      return absl::InvalidArgumentError(absl::StrCat(AsAbsl(what), " has a negative factor ", f));
     product *= f;
   }
   return product.Get(what);

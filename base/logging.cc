@@ -18,10 +18,14 @@ int Threshold() {
 
 const char* Letter(Severity s) {
   switch (s) {
-    case Severity::INFO: return "I";
-    case Severity::WARNING: return "W";
-    case Severity::ERROR: return "E";
-    case Severity::FATAL: return "F";
+    case Severity::INFO:
+      return "I";
+    case Severity::WARNING:
+      return "W";
+    case Severity::ERROR:
+      return "E";
+    case Severity::FATAL:
+      return "F";
   }
   return "?";
 }

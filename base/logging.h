@@ -44,25 +44,24 @@ struct Voidify {
 
 }  // namespace rill::logging
 
-#define RILL_LOG(severity)                                                        \
-  !::rill::logging::IsEnabled(::rill::logging::Severity::severity)                \
-      ? (void)0                                                                   \
-      : ::rill::logging::Voidify() &                                              \
-            ::rill::logging::LogMessage(__FILE__, __LINE__,                       \
-                                        ::rill::logging::Severity::severity)      \
+#define RILL_LOG(severity)                                                                       \
+  !::rill::logging::IsEnabled(::rill::logging::Severity::severity)                               \
+      ? (void)0                                                                                  \
+      : ::rill::logging::Voidify() &                                                             \
+            ::rill::logging::LogMessage(__FILE__, __LINE__, ::rill::logging::Severity::severity) \
                 .stream()
 
-#define RILL_CHECK(condition)                                                     \
-  (condition) ? (void)0                                                           \
-              : ::rill::logging::Voidify() &                                      \
-                    ::rill::logging::LogMessage(__FILE__, __LINE__,               \
-                                                ::rill::logging::Severity::FATAL) \
-                            .stream()                                             \
-                        << "Check failed: " #condition " "
+#define RILL_CHECK(condition)                                                                 \
+  (condition)                                                                                 \
+      ? (void)0                                                                               \
+      : ::rill::logging::Voidify() &                                                          \
+            ::rill::logging::LogMessage(__FILE__, __LINE__, ::rill::logging::Severity::FATAL) \
+                    .stream()                                                                 \
+                << "Check failed: " #condition " "
 
-#define RILL_CHECK_OK(expr)                                           \
-  do {                                                                \
-    ::absl::Status rill_check_status_ = (expr);                       \
+#define RILL_CHECK_OK(expr)                                               \
+  do {                                                                    \
+    ::absl::Status rill_check_status_ = (expr);                           \
     RILL_CHECK(rill_check_status_.ok()) << rill_check_status_.ToString(); \
   } while (false)
 

@@ -1,8 +1,8 @@
 #include "rill/base/logging.h"
 
 #include "absl/status/status.h"
-#include "rill/base/status_macros.h"
 #include "gtest/gtest.h"
+#include "rill/base/status_macros.h"
 
 namespace rill {
 namespace {

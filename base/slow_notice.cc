@@ -15,7 +15,8 @@ namespace {
 
 void Log(const SourcePlace& where, const std::string& text) {
   if (!logging::IsEnabled(logging::Severity::WARNING)) return;
-  logging::LogMessage(where.file_name(), static_cast<int>(where.line()), logging::Severity::WARNING).stream()
+  logging::LogMessage(where.file_name(), static_cast<int>(where.line()), logging::Severity::WARNING)
+          .stream()
       << text;
 }
 
@@ -101,7 +102,8 @@ SlowWorkNotice::~SlowWorkNotice() {
   std::string message;
   SourcePlace where;
   if (!Watchdog::Get().Disarm(deadline_, id_, &message, &where)) return;
-  Log(where, absl::StrFormat("%s done in %.1f s", message, absl::ToDoubleSeconds(absl::Now() - start_)));
+  Log(where,
+      absl::StrFormat("%s done in %.1f s", message, absl::ToDoubleSeconds(absl::Now() - start_)));
 }
 
 }  // namespace rill

@@ -9,10 +9,10 @@
 
 // RILL_RETURN_IF_ERROR(expr): returns the status of `expr` from the enclosing
 // function when it is not OK.
-#define RILL_RETURN_IF_ERROR(expr)                       \
-  do {                                                   \
-    ::absl::Status rill_status_ = (expr);                \
-    if (!rill_status_.ok()) return rill_status_;         \
+#define RILL_RETURN_IF_ERROR(expr)               \
+  do {                                           \
+    ::absl::Status rill_status_ = (expr);        \
+    if (!rill_status_.ok()) return rill_status_; \
   } while (false)
 
 // RILL_ASSIGN_OR_RETURN(lhs, expr): evaluates the StatusOr `expr`; on error

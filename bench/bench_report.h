@@ -10,9 +10,9 @@ namespace rill::bench {
 
 // What one benchmark run measured, by benchmark name ("BM_Memcpy/1048576").
 struct Measured {
-  double real_ns_per_iter = 0;           // Adjusted real time per iteration (median of the samples).
+  double real_ns_per_iter = 0;  // Adjusted real time per iteration (median of the samples).
   std::map<std::string, double> counters;  // User counters (rates already divided; medians).
-  std::vector<double> samples;            // Real time per iteration of each repetition.
+  std::vector<double> samples;             // Real time per iteration of each repetition.
 };
 using Results = std::map<std::string, Measured>;
 

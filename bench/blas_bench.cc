@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "benchmark/benchmark.h"
 #include "bench/bench_report.h"
+#include "benchmark/benchmark.h"
 #include "rill/rill.h"
 
 #ifdef RILL_HAVE_OPENBLAS
@@ -57,22 +57,24 @@ DirectGemm<T> OpenBlasGemm() {
 #ifdef RILL_HAVE_BLIS
 template <typename T>
 DirectGemm<T> BlisGemm() {
-  using Fn = std::conditional_t<std::is_same_v<T, float>, decltype(&bli_sgemm_ex), decltype(&bli_dgemm_ex)>;
+  using Fn = std::conditional_t<std::is_same_v<T, float>, decltype(&bli_sgemm_ex),
+                                decltype(&bli_dgemm_ex)>;
   auto fn = reinterpret_cast<Fn>(
       Blis::Symbol(std::is_same_v<T, float> ? "bli_sgemm_ex" : "bli_dgemm_ex").value_or(nullptr));
   return [fn](int n, const T* a, const T* b, T* c) {
     T one = 1, zero = 0;
     rntm_t rntm = BLIS_RNTM_INITIALIZER;
     bli_rntm_set_num_threads_only(Blis::ThreadsPerCall(static_cast<double>(n) * n * n), &rntm);
-    fn(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, n, n, n, &one, const_cast<T*>(a), 1, n, const_cast<T*>(b), 1,
-       n, &zero, c, 1, n, nullptr, &rntm);
+    fn(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, n, n, n, &one, const_cast<T*>(a), 1, n,
+       const_cast<T*>(b), 1, n, &zero, c, 1, n, nullptr, &rntm);
   };
 }
 #endif
 
 // Device 0 of the host platform with BLAS plugin `plugin` selected.
 StreamExecutor* Executor(const std::string& plugin) {
-  StreamExecutor* exec = PlatformManager::Default().PlatformWithName("host").value()->ExecutorForDevice(0).value();
+  StreamExecutor* exec =
+      PlatformManager::Default().PlatformWithName("host").value()->ExecutorForDevice(0).value();
   if (!exec->SetPlugin(PluginKind::kBlas, plugin).ok()) std::abort();
   return exec;
 }
@@ -80,24 +82,27 @@ StreamExecutor* Executor(const std::string& plugin) {
 template <typename T>
 void RillGemm(benchmark::State& state, std::string plugin, int n, int count) {
   StreamExecutor* exec = Executor(plugin);
-  auto a = exec->AllocateOwnedArray<T>(n * n).value(), b = exec->AllocateOwnedArray<T>(n * n).value(),
+  auto a = exec->AllocateOwnedArray<T>(n * n).value(),
+       b = exec->AllocateOwnedArray<T>(n * n).value(),
        c = exec->AllocateOwnedArray<T>(n * n).value();
   std::unique_ptr<Stream> stream = exec->CreateStream().value();
   std::vector<T> init(n * n, T(0.5));
-  stream->ThenMemcpy(a.ptr(), init.data(), n * n * sizeof(T)).ThenMemcpy(b.ptr(), init.data(), n * n * sizeof(T));
+  stream->ThenMemcpy(a.ptr(), init.data(), n * n * sizeof(T))
+      .ThenMemcpy(b.ptr(), init.data(), n * n * sizeof(T));
   // Warm up as Direct does: touch c and let the library set up for this
   // thread, so a one-iteration run of a large size measures the gemm alone.
-  stream->ThenBlasGemm<T>(Transpose::kNoTranspose, Transpose::kNoTranspose, n, n, n, T(1), *a, n, *b, n,
-                          T(0), c.ptr(), n);
+  stream->ThenBlasGemm<T>(Transpose::kNoTranspose, Transpose::kNoTranspose, n, n, n, T(1), *a, n,
+                          *b, n, T(0), c.ptr(), n);
   if (!stream->BlockHostUntilDone().ok()) state.SkipWithError("stream failed");
   for (auto _ : state) {
     for (int i = 0; i < count; ++i) {
-      stream->ThenBlasGemm<T>(Transpose::kNoTranspose, Transpose::kNoTranspose, n, n, n, T(1), *a, n, *b, n,
-                              T(0), c.ptr(), n);
+      stream->ThenBlasGemm<T>(Transpose::kNoTranspose, Transpose::kNoTranspose, n, n, n, T(1), *a,
+                              n, *b, n, T(0), c.ptr(), n);
     }
     if (!stream->BlockHostUntilDone().ok()) state.SkipWithError("stream failed");
   }
-  state.counters["GFLOPs"] = benchmark::Counter(2.0 * n * n * n * count, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOPs"] =
+      benchmark::Counter(2.0 * n * n * n * count, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 template <typename T>
@@ -108,7 +113,8 @@ void Direct(benchmark::State& state, DirectGemm<T> gemm, int n, int count) {
     for (int i = 0; i < count; ++i) gemm(n, a.data(), b.data(), c.data());
     benchmark::ClobberMemory();
   }
-  state.counters["GFLOPs"] = benchmark::Counter(2.0 * n * n * n * count, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOPs"] =
+      benchmark::Counter(2.0 * n * n * n * count, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 struct Library {
@@ -132,15 +138,24 @@ void Register() {
   for (const Library& lib : Libraries()) {
     for (int n : kSizes) {
       const std::string suffix = "/" + lib.name + "/" + std::to_string(n);
-      benchmark::RegisterBenchmark(("rill/sgemm" + suffix).c_str(), RillGemm<float>, lib.name, n, 1)->UseRealTime();
-      benchmark::RegisterBenchmark(("direct/sgemm" + suffix).c_str(), Direct<float>, lib.sgemm, n, 1)->UseRealTime();
-      benchmark::RegisterBenchmark(("rill/dgemm" + suffix).c_str(), RillGemm<double>, lib.name, n, 1)->UseRealTime();
-      benchmark::RegisterBenchmark(("direct/dgemm" + suffix).c_str(), Direct<double>, lib.dgemm, n, 1)->UseRealTime();
+      benchmark::RegisterBenchmark(("rill/sgemm" + suffix).c_str(), RillGemm<float>, lib.name, n, 1)
+          ->UseRealTime();
+      benchmark::RegisterBenchmark(("direct/sgemm" + suffix).c_str(), Direct<float>, lib.sgemm, n,
+                                   1)
+          ->UseRealTime();
+      benchmark::RegisterBenchmark(("rill/dgemm" + suffix).c_str(), RillGemm<double>, lib.name, n,
+                                   1)
+          ->UseRealTime();
+      benchmark::RegisterBenchmark(("direct/dgemm" + suffix).c_str(), Direct<double>, lib.dgemm, n,
+                                   1)
+          ->UseRealTime();
     }
     const std::string suffix = "/" + lib.name + "/" + std::to_string(kSmall);
-    benchmark::RegisterBenchmark(("rill/pipelined" + suffix).c_str(), RillGemm<float>, lib.name, kSmall, kPipelined)
+    benchmark::RegisterBenchmark(("rill/pipelined" + suffix).c_str(), RillGemm<float>, lib.name,
+                                 kSmall, kPipelined)
         ->UseRealTime();
-    benchmark::RegisterBenchmark(("direct/pipelined" + suffix).c_str(), Direct<float>, lib.sgemm, kSmall, kPipelined)
+    benchmark::RegisterBenchmark(("direct/pipelined" + suffix).c_str(), Direct<float>, lib.sgemm,
+                                 kSmall, kPipelined)
         ->UseRealTime();
   }
 }
@@ -158,7 +173,8 @@ void Summarize(const bench::Results& r, bench::Report& report) {
     const bench::Measured* direct = find("direct/" + op + suffix);
     if (rill == nullptr || direct == nullptr || rill->real_ns_per_iter <= 0) return;
     const std::string name = "blas." + op + "." + std::to_string(n) + "." + lib;
-    report.Figure(name + ".gflops", rill->counters.count("GFLOPs") ? rill->counters.at("GFLOPs") / 1e9 : 0);
+    report.Figure(name + ".gflops",
+                  rill->counters.count("GFLOPs") ? rill->counters.at("GFLOPs") / 1e9 : 0);
     report.Figure(name + ".direct_gflops",
                   direct->counters.count("GFLOPs") ? direct->counters.at("GFLOPs") / 1e9 : 0);
     report.Ratio(name, direct->real_ns_per_iter / rill->real_ns_per_iter);

@@ -50,15 +50,17 @@ void BM_LaunchRill(benchmark::State& state) {
     for (int i = 0; i < kLaunches; ++i) stream->ThenLaunch(ThreadDim(32), BlockDim(1), kernel, i);
     if (!stream->BlockHostUntilDone().ok()) state.SkipWithError("stream failed");
   }
-  state.counters["us_per_launch"] = benchmark::Counter(
-      static_cast<double>(state.iterations()) * kLaunches, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["us_per_launch"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * kLaunches,
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
 void BM_LaunchDirect(benchmark::State& state) {
   CudaDeviceScope scope(0);
   cudaLibrary_t library;
   cudaKernel_t kernel;
-  Check(cudaLibraryLoadData(&library, rill_cuda_bench_fatbin, nullptr, nullptr, 0, nullptr, nullptr, 0),
+  Check(cudaLibraryLoadData(&library, rill_cuda_bench_fatbin, nullptr, nullptr, 0, nullptr, nullptr,
+                            0),
         "cudaLibraryLoadData");
   Check(cudaLibraryGetKernel(&kernel, library, "noop"), "cudaLibraryGetKernel");
   cudaStream_t stream;
@@ -72,8 +74,9 @@ void BM_LaunchDirect(benchmark::State& state) {
   }
   cudaStreamDestroy(stream);
   cudaLibraryUnload(library);
-  state.counters["us_per_launch"] = benchmark::Counter(
-      static_cast<double>(state.iterations()) * kLaunches, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["us_per_launch"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * kLaunches,
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
 void BM_MemcpyRill(benchmark::State& state) {
@@ -120,9 +123,11 @@ void BM_SgemmRill(benchmark::State& state) {
   for (auto _ : state) {
     stream->ThenBlasGemm(Transpose::kNoTranspose, Transpose::kNoTranspose, n, n, n, 1.0f, a, n, b,
                          n, 0.0f, &c, n);
-    if (!stream->BlockHostUntilDone().ok()) state.SkipWithError(stream->status().ToString().c_str());
+    if (!stream->BlockHostUntilDone().ok())
+      state.SkipWithError(stream->status().ToString().c_str());
   }
-  state.counters["gflops"] = benchmark::Counter(2.0 * n * n * n * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+  state.counters["gflops"] =
+      benchmark::Counter(2.0 * n * n * n * state.iterations() / 1e9, benchmark::Counter::kIsRate);
   (void)Executor()->Deallocate(&a);
   (void)Executor()->Deallocate(&b);
   (void)Executor()->Deallocate(&c);
@@ -147,7 +152,8 @@ void BM_SgemmDirect(benchmark::State& state) {
     cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a, n, b, n, &zero, c, n);
     Check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   }
-  state.counters["gflops"] = benchmark::Counter(2.0 * n * n * n * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+  state.counters["gflops"] =
+      benchmark::Counter(2.0 * n * n * n * state.iterations() / 1e9, benchmark::Counter::kIsRate);
   cublasDestroy(handle);
   cudaStreamDestroy(stream);
   cudaFree(a);
@@ -178,25 +184,30 @@ int main(int argc, char** argv) {
     return 0;
   }
   rill::Register();
-  return rill::bench::RunAndReport(argc, argv, [](const rill::bench::Results& results, rill::bench::Report& report) {
-    auto ns = [&](const std::string& name) {
-      auto it = results.find(name);
-      return it == results.end() ? 0.0 : it->second.real_ns_per_iter;
-    };
-    auto ratio = [&](const std::string& key, const std::string& rill, const std::string& direct) {
-      const double r = ns(rill), d = ns(direct);
-      if (r > 0 && d > 0) report.Ratio(key, d / r);
-    };
-    report.Figure("cuda.launch_us.rill", ns("BM_LaunchRill/real_time") / rill::kLaunches / 1e3);
-    report.Figure("cuda.launch_us.direct", ns("BM_LaunchDirect/real_time") / rill::kLaunches / 1e3);
-    ratio("cuda.launch", "BM_LaunchRill/real_time", "BM_LaunchDirect/real_time");
-    for (const char* bytes : {"1048576", "67108864"}) {
-      ratio(absl::StrCat("cuda.memcpy.", bytes), absl::StrCat("BM_MemcpyRill/", bytes, "/real_time"),
-            absl::StrCat("BM_MemcpyDirect/", bytes, "/real_time"));
-    }
-    for (const char* n : {"256", "1024", "4096"}) {
-      ratio(absl::StrCat("blas.sgemm.", n, ".cublas"), absl::StrCat("BM_SgemmRill/", n, "/real_time"),
-            absl::StrCat("BM_SgemmDirect/", n, "/real_time"));
-    }
-  });
+  return rill::bench::RunAndReport(
+      argc, argv, [](const rill::bench::Results& results, rill::bench::Report& report) {
+        auto ns = [&](const std::string& name) {
+          auto it = results.find(name);
+          return it == results.end() ? 0.0 : it->second.real_ns_per_iter;
+        };
+        auto ratio = [&](const std::string& key, const std::string& rill,
+                         const std::string& direct) {
+          const double r = ns(rill), d = ns(direct);
+          if (r > 0 && d > 0) report.Ratio(key, d / r);
+        };
+        report.Figure("cuda.launch_us.rill", ns("BM_LaunchRill/real_time") / rill::kLaunches / 1e3);
+        report.Figure("cuda.launch_us.direct",
+                      ns("BM_LaunchDirect/real_time") / rill::kLaunches / 1e3);
+        ratio("cuda.launch", "BM_LaunchRill/real_time", "BM_LaunchDirect/real_time");
+        for (const char* bytes : {"1048576", "67108864"}) {
+          ratio(absl::StrCat("cuda.memcpy.", bytes),
+                absl::StrCat("BM_MemcpyRill/", bytes, "/real_time"),
+                absl::StrCat("BM_MemcpyDirect/", bytes, "/real_time"));
+        }
+        for (const char* n : {"256", "1024", "4096"}) {
+          ratio(absl::StrCat("blas.sgemm.", n, ".cublas"),
+                absl::StrCat("BM_SgemmRill/", n, "/real_time"),
+                absl::StrCat("BM_SgemmDirect/", n, "/real_time"));
+        }
+      });
 }

@@ -29,15 +29,14 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
-#include <oneapi/dnnl/dnnl.hpp>
-
-#include "benchmark/benchmark.h"
 #include "bench/bench_report.h"
 #include "bench/dnn_bench_layers.h"
+#include "benchmark/benchmark.h"
 #include "rill/plugins/dnn/onednn/onednn_common.h"
 #include "rill/plugins/dnn/onednn/onednn_dnn.h"
 #include "rill/rill.h"
@@ -54,7 +53,8 @@ using dnn_bench::Shape;
 using dnn_bench::Suffix;
 
 StreamExecutor* Executor() {
-  StreamExecutor* exec = PlatformManager::Default().PlatformWithName("host").value()->ExecutorForDevice(0).value();
+  StreamExecutor* exec =
+      PlatformManager::Default().PlatformWithName("host").value()->ExecutorForDevice(0).value();
   if (!exec->SetPlugin(PluginKind::kDnn, OneDnn::kName).ok()) std::abort();
   return exec;
 }
@@ -71,8 +71,10 @@ void Rill(benchmark::State& state, ConvolutionShape shape, bool workspace, int d
     ws = exec->AllocateOwnedArray<uint8_t>(algorithm.workspace_bytes).value();
   }
   std::unique_ptr<Stream> stream = exec->CreateStream().value();
-  std::vector<float> init(shape.input.ElementCount(), 0.5f), winit(shape.filter.ElementCount(), 0.25f);
-  stream->ThenMemcpy(x.ptr(), init.data(), init.size() * 4).ThenMemcpy(w.ptr(), winit.data(), winit.size() * 4);
+  std::vector<float> init(shape.input.ElementCount(), 0.5f),
+      winit(shape.filter.ElementCount(), 0.25f);
+  stream->ThenMemcpy(x.ptr(), init.data(), init.size() * 4)
+      .ThenMemcpy(w.ptr(), winit.data(), winit.size() * 4);
   const ConvolutionArgs args{shape, *x, *w, *y, OneDnn::kAuto, *ws};
   stream->ThenConvolve(args);  // Warm-up: primitive creation, first touch.
   if (!stream->BlockHostUntilDone().ok()) state.SkipWithError("stream failed");
@@ -80,7 +82,8 @@ void Rill(benchmark::State& state, ConvolutionShape shape, bool workspace, int d
     for (int i = 0; i < depth; ++i) stream->ThenConvolve(args);
     if (!stream->BlockHostUntilDone().ok()) state.SkipWithError("stream failed");
   }
-  state.counters["GFLOPs"] = benchmark::Counter(depth * Flops(shape), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOPs"] =
+      benchmark::Counter(depth * Flops(shape), benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(algorithm.implementation);
 }
 
@@ -93,10 +96,13 @@ void Direct(benchmark::State& state, ConvolutionShape shape, int depth) {
   // on the caller's layouts (one gemm); otherwise the layouts oneDNN prefers
   // (format_tag::any) with reorders from and to the caller's, every call.
   const bool plain = shape.filter.height == 1 && shape.filter.width == 1;
-  auto any = [](const memory::desc& md) { return memory::desc(md.dims(), md.data_type(), memory::format_tag::any); };
-  dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_auto,
-                                    plain ? src : any(src), plain ? wei : any(wei), plain ? dst : any(dst), {1, 1},
-                                    {0, 0}, {shape.conv.pad_h, shape.conv.pad_w}, {shape.conv.pad_h, shape.conv.pad_w});
+  auto any = [](const memory::desc& md) {
+    return memory::desc(md.dims(), md.data_type(), memory::format_tag::any);
+  };
+  dnnl::convolution_forward::desc d(
+      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_auto, plain ? src : any(src),
+      plain ? wei : any(wei), plain ? dst : any(dst), {1, 1}, {0, 0},
+      {shape.conv.pad_h, shape.conv.pad_w}, {shape.conv.pad_h, shape.conv.pad_w});
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   dnnl::convolution_forward::primitive_desc pd(d, attr, engine);
@@ -113,14 +119,18 @@ void Direct(benchmark::State& state, ConvolutionShape shape, int depth) {
   auto stage = [&](memory& user, const memory::desc& chosen, bool input) -> memory {
     if (chosen == user.get_desc()) return user;
     memory staged(chosen, engine);
-    (input ? in : out).push_back({user, staged, input ? dnnl::reorder(user, staged) : dnnl::reorder(staged, user)});
+    (input ? in : out)
+        .push_back(
+            {user, staged, input ? dnnl::reorder(user, staged) : dnnl::reorder(staged, user)});
     return staged;
   };
   const memory xs = stage(x, pd.src_desc(), true), ws = stage(w, pd.weights_desc(), true),
                ys = stage(y, pd.dst_desc(), false);
   dnnl::stream s(engine);
-  const std::unordered_map<int, memory> args = {
-      {DNNL_ARG_SRC, xs}, {DNNL_ARG_WEIGHTS, ws}, {DNNL_ARG_DST, ys}, {DNNL_ARG_SCRATCHPAD, scratch}};
+  const std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, xs},
+                                                {DNNL_ARG_WEIGHTS, ws},
+                                                {DNNL_ARG_DST, ys},
+                                                {DNNL_ARG_SCRATCHPAD, scratch}};
   auto run = [&](int calls) {
     for (int i = 0; i < calls; ++i) {
       for (Stage& st : in) st.reorder.execute(s, st.user, st.staged);
@@ -134,21 +144,26 @@ void Direct(benchmark::State& state, ConvolutionShape shape, int depth) {
     run(depth);
     benchmark::ClobberMemory();
   }
-  state.counters["GFLOPs"] = benchmark::Counter(depth * Flops(shape), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOPs"] =
+      benchmark::Counter(depth * Flops(shape), benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(pd.impl_info_str());
 }
-
 
 void Register() {
   for (const Layer& l : kLayers) {
     for (int64_t n : kBatches) {
       const ConvolutionShape shape = Shape(l, n);
       // Interleaved, so drifting machine load hits both sides alike.
-      benchmark::RegisterBenchmark(("direct" + Suffix(l, n)).c_str(), Direct, shape, kDepth)->UseRealTime();
-      benchmark::RegisterBenchmark(("rill" + Suffix(l, n)).c_str(), Rill, shape, true, kDepth)->UseRealTime();
-      benchmark::RegisterBenchmark(("rill_ws" + Suffix(l, n)).c_str(), Rill, shape, false, kDepth)->UseRealTime();
-      benchmark::RegisterBenchmark(("direct_sync" + Suffix(l, n)).c_str(), Direct, shape, 1)->UseRealTime();
-      benchmark::RegisterBenchmark(("rill_sync" + Suffix(l, n)).c_str(), Rill, shape, true, 1)->UseRealTime();
+      benchmark::RegisterBenchmark(("direct" + Suffix(l, n)).c_str(), Direct, shape, kDepth)
+          ->UseRealTime();
+      benchmark::RegisterBenchmark(("rill" + Suffix(l, n)).c_str(), Rill, shape, true, kDepth)
+          ->UseRealTime();
+      benchmark::RegisterBenchmark(("rill_ws" + Suffix(l, n)).c_str(), Rill, shape, false, kDepth)
+          ->UseRealTime();
+      benchmark::RegisterBenchmark(("direct_sync" + Suffix(l, n)).c_str(), Direct, shape, 1)
+          ->UseRealTime();
+      benchmark::RegisterBenchmark(("rill_sync" + Suffix(l, n)).c_str(), Rill, shape, true, 1)
+          ->UseRealTime();
     }
   }
 }
@@ -213,10 +228,11 @@ int main(int argc, char** argv) {
   rill::Register();
 #ifdef RILL_BENCH_XNNPACK
   rill::RegisterXnnpack();
-  return rill::bench::RunAndReport(argc, argv, [](const rill::bench::Results& r, rill::bench::Report& report) {
-    rill::Summarize(r, report);
-    rill::SummarizeXnnpack(r, report);
-  });
+  return rill::bench::RunAndReport(argc, argv,
+                                   [](const rill::bench::Results& r, rill::bench::Report& report) {
+                                     rill::Summarize(r, report);
+                                     rill::SummarizeXnnpack(r, report);
+                                   });
 #else
   return rill::bench::RunAndReport(argc, argv, rill::Summarize);
 #endif

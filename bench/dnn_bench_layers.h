@@ -25,8 +25,12 @@ inline constexpr int kDepth = 8;
 // `l` at batch `n`: NCHW with OIHW filters, or NHWC with OHWI.
 inline ConvolutionShape Shape(const Layer& l, int64_t n, DataLayout layout = DataLayout::kNCHW) {
   TensorDescriptor in{.n = n, .c = l.c, .h = kSize, .w = kSize, .layout = layout};
-  FilterDescriptor f{.output_channels = l.k, .input_channels = l.c, .height = l.window, .width = l.window,
-                     .layout = layout == DataLayout::kNHWC ? FilterLayout::kOHWI : FilterLayout::kOIHW};
+  FilterDescriptor f{
+      .output_channels = l.k,
+      .input_channels = l.c,
+      .height = l.window,
+      .width = l.window,
+      .layout = layout == DataLayout::kNHWC ? FilterLayout::kOHWI : FilterLayout::kOIHW};
   ConvolutionDescriptor conv{.pad_h = l.pad, .pad_w = l.pad};
   return {in, f, conv, ConvolutionOutput(in, f, conv).value()};
 }
@@ -36,7 +40,9 @@ inline double Flops(const ConvolutionShape& s) {
 }
 
 // "/conv3x3/n1": the part of a benchmark's name after its side.
-inline std::string Suffix(const Layer& l, int64_t n) { return "/" + l.name + "/n" + std::to_string(n); }
+inline std::string Suffix(const Layer& l, int64_t n) {
+  return "/" + l.name + "/n" + std::to_string(n);
+}
 
 }  // namespace rill::dnn_bench
 

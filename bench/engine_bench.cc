@@ -109,7 +109,7 @@ struct Workload {
   std::string name;
   int32_t vars = 0;
   std::vector<Op> ops;
-  bool work = false;  // W5: each function does ~2 us of arithmetic.
+  bool work = false;                     // W5: each function does ~2 us of arithmetic.
   std::vector<uint32_t> final_versions;  // Writes per var.
 };
 
@@ -202,7 +202,9 @@ int WorkRounds() {
     for (int attempt = 0; attempt < 5; ++attempt) {
       const auto start = std::chrono::steady_clock::now();
       sink += Work(sink, attempt, kProbe);
-      const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+      const double ns =
+          std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start)
+              .count();
       best = std::min(best, ns / kProbe);
     }
     benchmark::DoNotOptimize(sink);
@@ -217,7 +219,10 @@ int WorkRounds() {
 // runtime gets a fresh one per iteration.
 struct State {
   explicit State(const Workload& w)
-      : workload(w), versions(new std::atomic<uint32_t>[w.vars]), values(w.vars), rounds(WorkRounds()) {
+      : workload(w),
+        versions(new std::atomic<uint32_t>[w.vars]),
+        values(w.vars),
+        rounds(WorkRounds()) {
     for (int32_t i = 0; i < w.vars; ++i) {
       versions[i].store(0, std::memory_order_relaxed);
       values[i] = 0x1234567ull * (i + 1);
@@ -516,7 +521,8 @@ struct Peer {
 // Rill first, its async variant second, then the peers built in.
 const std::vector<Peer>& Peers() {
   static const std::vector<Peer>* peers = new std::vector<Peer>{
-      {"rill", "BM_Rill/"}, {"rill_async", "BM_RillAsync/"},
+      {"rill", "BM_Rill/"},
+      {"rill_async", "BM_RillAsync/"},
 #ifdef RILL_BENCH_OPENMP
       {"openmp", "BM_OpenMP/"},
 #endif
@@ -534,7 +540,10 @@ void Register() {
     const std::string name = GetWorkload(w).name;
     auto add = [&](const std::string& prefix, auto fn, int variant) {
       benchmark::RegisterBenchmark((prefix + name).c_str(), fn)
-          ->Args({w, variant})->Iterations(iters)->UseRealTime()->Unit(benchmark::kMillisecond);
+          ->Args({w, variant})
+          ->Iterations(iters)
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond);
     };
     add("BM_Rill/", BM_Rill, 0);
     add("BM_RillAsync/", BM_Rill, 1);
@@ -546,7 +555,10 @@ void Register() {
 #endif
   }
   benchmark::RegisterBenchmark("BM_Serial/W5", BM_Serial)
-      ->Arg(5)->Iterations(iters)->UseRealTime()->Unit(benchmark::kMillisecond);
+      ->Arg(5)
+      ->Iterations(iters)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("BM_Handoff/last", BM_Handoff)->Iterations(1)->UseRealTime();
 }
 

@@ -28,8 +28,8 @@
 #include <string>
 #include <vector>
 
-#include "benchmark/benchmark.h"
 #include "bench/bench_report.h"
+#include "benchmark/benchmark.h"
 #include "rill/platform/host/host_executor.h"
 #include "rill/rill.h"
 
@@ -77,7 +77,8 @@ void Pair(benchmark::State& state, std::vector<int64_t> dims) {
   auto* fin = static_cast<fftwf_complex*>(HostPointer(*in));
   auto* fout = static_cast<fftwf_complex*>(HostPointer(*out));
   auto rill = [&] {
-    if (!stream->ThenFft(plan, *in, out.ptr()).BlockHostUntilDone().ok()) state.SkipWithError("stream failed");
+    if (!stream->ThenFft(plan, *in, out.ptr()).BlockHostUntilDone().ok())
+      state.SkipWithError("stream failed");
   };
   auto direct = [&] {
     fftwf_execute_dft(fp, fin, fout);

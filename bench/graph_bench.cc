@@ -54,14 +54,17 @@ Model Cnn(int batch) {
   Graph& g = m.g;
   m.x = {batch, 1, 28, 28};
   m.y = {batch};
-  m.params = {{"k1", {32, 1, 5, 5}}, {"k2", {64, 32, 5, 5}}, {"w3", {1024, 64 * 7 * 7}}, {"b3", {1024}},
-              {"w4", {10, 1024}}, {"b4", {10}}};
+  m.params = {{"k1", {32, 1, 5, 5}}, {"k2", {64, 32, 5, 5}}, {"w3", {1024, 64 * 7 * 7}},
+              {"b3", {1024}},        {"w4", {10, 1024}},     {"b4", {10}}};
   const ops::Attrs pool{{"kernel", "(2, 2)"}, {"stride", "(2, 2)"}, {"pool_type", "max"}};
   Entry h = g.Op1("conv2d", {g.Input("x"), g.Param("k1")}, {{"pad", "(2, 2)"}}, "conv1");
   h = g.Op1("pooling", {g.Op1("relu", {h}, {}, "relu1")}, pool, "pool1");
   h = g.Op1("conv2d", {h, g.Param("k2")}, {{"pad", "(2, 2)"}}, "conv2");
   h = g.Op1("pooling", {g.Op1("relu", {h}, {}, "relu2")}, pool, "pool2");
-  h = g.Op1("relu", {g.Op1("fully_connected", {g.Op1("flatten", {h}, {}, "flat"), g.Param("w3"), g.Param("b3")}, {}, "fc3")}, {}, "relu3");
+  h = g.Op1("relu",
+            {g.Op1("fully_connected",
+                   {g.Op1("flatten", {h}, {}, "flat"), g.Param("w3"), g.Param("b3")}, {}, "fc3")},
+            {}, "relu3");
   h = g.Op1("fully_connected", {h, g.Param("w4"), g.Param("b4")}, {}, "fc4");
   g.AddOutput(g.Op1("softmax_cross_entropy", {h, g.Input("y")}, {}, "loss"));
   return m;
@@ -86,7 +89,9 @@ Model ResNet18(int batch, int size) {
     return relu ? g.Op1("relu", {b}, {}, "relu" + id) : b;
   };
   Entry h = conv_bn(g.Input("x"), 3, 64, 7, 2, true);
-  h = g.Op1("pooling", {h}, {{"kernel", "(3, 3)"}, {"stride", "(2, 2)"}, {"pad", "(1, 1)"}, {"pool_type", "max"}}, "pool0");
+  h = g.Op1("pooling", {h},
+            {{"kernel", "(3, 3)"}, {"stride", "(2, 2)"}, {"pad", "(1, 1)"}, {"pool_type", "max"}},
+            "pool0");
   int cin = 64, spatial = size / 4;
   for (int stage = 0; stage < 4; ++stage) {
     const int cout = 64 << stage;
@@ -122,13 +127,15 @@ Bound Arguments(const Model& m) {
   for (const auto& [name, s] : m.params) {
     const bool bias = name[0] == 'b';
     const bool gamma = name.rfind("gamma", 0) == 0;
-    b.args[name] = gamma ? Filled(s, 1, 1, seed) : Filled(s, bias ? 0 : -0.05f, bias ? 0 : 0.05f, seed);
+    b.args[name] =
+        gamma ? Filled(s, 1, 1, seed) : Filled(s, bias ? 0 : -0.05f, bias ? 0 : 0.05f, seed);
     b.grads[name] = Filled(s, 0, 0, seed++);
   }
   return b;
 }
 
-std::unique_ptr<graph::Executor> BindModel(const Model& m, const Bound& b, int bulk, bool plan = true) {
+std::unique_ptr<graph::Executor> BindModel(const Model& m, const Bound& b, int bulk,
+                                           bool plan = true) {
   graph::BindOptions o;
   o.engine = Engine();
   o.bulk_size = bulk;
@@ -150,7 +157,8 @@ void Memory(benchmark::State& state, bool resnet) {
   for (auto _ : state) {
     auto e = BindModel(m, b, 15);
     r = e->memory();
-    if (std::getenv("RILL_GRAPH_BENCH_PLAN") != nullptr) std::fprintf(stderr, "%s", e->DebugString().c_str());
+    if (std::getenv("RILL_GRAPH_BENCH_PLAN") != nullptr)
+      std::fprintf(stderr, "%s", e->DebugString().c_str());
   }
   state.counters["planned_MiB"] = r.planned_bytes / 1048576.0;
   state.counters["naive_MiB"] = r.naive_bytes / 1048576.0;
@@ -176,7 +184,8 @@ void Chain(benchmark::State& state) {
   o.bulk_size = bulk;
   auto e = *graph::Executor::Bind(g, {{"x", Filled({64}, -1, 1, 3)}}, {}, o);
   for (auto _ : state) {
-    if (!e->Forward(false).ok() || !e->outputs()[0].WaitToRead().ok()) state.SkipWithError("chain failed");
+    if (!e->Forward(false).ok() || !e->outputs()[0].WaitToRead().ok())
+      state.SkipWithError("chain failed");
   }
 }
 
@@ -191,8 +200,8 @@ void CnnStepOfBatch(benchmark::State& state, int batch) {
       if (!t.WaitToRead().ok()) state.SkipWithError("step failed");
     }
   }
-  state.counters["images_per_s"] = benchmark::Counter(static_cast<double>(batch) * state.iterations(),
-                                                      benchmark::Counter::kIsRate);
+  state.counters["images_per_s"] = benchmark::Counter(
+      static_cast<double>(batch) * state.iterations(), benchmark::Counter::kIsRate);
 }
 
 void CnnStep(benchmark::State& state) { CnnStepOfBatch(state, 16); }
@@ -221,12 +230,14 @@ void CnnStepImperative(benchmark::State& state) {
     std::vector<std::vector<Tensor>> grad(g.num_nodes());
     for (int id = 0; id < g.num_nodes(); ++id) grad[id].resize(g.node(id).num_outputs());
     const Entry out = g.outputs()[0];
-    grad[out.node][out.index] = *ops::Invoke("ones", {}, {{"shape", "()"}}, {}, [] {
-      ops::InvokeOptions o;
-      o.context = engine::Context::Host();
-      o.engine = Engine();
-      return o;
-    }())->begin();
+    grad[out.node][out.index] = *ops::Invoke("ones", {}, {{"shape", "()"}}, {},
+                                             [] {
+                                               ops::InvokeOptions o;
+                                               o.context = engine::Context::Host();
+                                               o.engine = Engine();
+                                               return o;
+                                             }())
+                                     ->begin();
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       const graph::Node& n = g.node(*it);
       if (n.is_variable()) continue;
@@ -237,20 +248,23 @@ void CnnStepImperative(benchmark::State& state) {
       if (!any) continue;
       for (size_t o = 0; o < og.size(); ++o) {
         if (!og[o].defined()) {
-          og[o] = (*ops::Invoke("greater_scalar", {outs[o]}, {{"scalar", "inf"}}))[0];  // Zeros like it.
+          og[o] = (*ops::Invoke("greater_scalar", {outs[o]},
+                                {{"scalar", "inf"}}))[0];  // Zeros like it.
         }
       }
       ops::GradientContext gc{n.params.get(), in, outs, og};
       std::vector<Tensor> gi = *n.op->gradient()(gc);
       for (size_t i = 0; i < n.inputs.size() && i < gi.size(); ++i) {
-        if (!gi[i].defined() || n.inputs[i].node == g.Find("x") || n.inputs[i].node == g.Find("y")) continue;
+        if (!gi[i].defined() || n.inputs[i].node == g.Find("x") || n.inputs[i].node == g.Find("y"))
+          continue;
         Tensor& slot = grad[n.inputs[i].node][n.inputs[i].index];
         slot = slot.defined() ? (*ops::Invoke("add", {slot, gi[i]}))[0] : gi[i];
       }
     }
     for (const auto& [name, t] : b.grads) {
       const Tensor& gv = grad[g.Find(name)][0];
-      if (!t.CopyFrom(gv).ok() || !t.WaitToRead().ok()) state.SkipWithError("imperative step failed");
+      if (!t.CopyFrom(gv).ok() || !t.WaitToRead().ok())
+        state.SkipWithError("imperative step failed");
     }
   }
 }

@@ -46,8 +46,8 @@
 #include <string>
 #include <vector>
 
-#include "benchmark/benchmark.h"
 #include "bench/bench_report.h"
+#include "benchmark/benchmark.h"
 #include "rill/platform/opencl/opencl_plugin.h"
 #include "rill/rill.h"
 
@@ -111,7 +111,8 @@ void Interleave(benchmark::State& state, const std::function<void()>& rill,
 }
 
 void Check(benchmark::State& state, cl_int error, const char* what) {
-  if (error != CL_SUCCESS) state.SkipWithError((std::string(what) + " failed: " + std::to_string(error)).c_str());
+  if (error != CL_SUCCESS)
+    state.SkipWithError((std::string(what) + " failed: " + std::to_string(error)).c_str());
 }
 
 #ifdef RILL_HAVE_CLBLAST
@@ -120,22 +121,25 @@ void Sgemm(benchmark::State& state, int n) {
   if (exec == nullptr) return;
   std::unique_ptr<Stream> stream = exec->CreateStream().value();
   const uint64_t count = static_cast<uint64_t>(n) * n;
-  auto a = exec->AllocateOwnedArray<float>(count).value(), b = exec->AllocateOwnedArray<float>(count).value(),
+  auto a = exec->AllocateOwnedArray<float>(count).value(),
+       b = exec->AllocateOwnedArray<float>(count).value(),
        c = exec->AllocateOwnedArray<float>(count).value();
   std::vector<float> init(count, 0.5f);
   stream->ThenMemcpyH2D<float>(init, a.ptr()).ThenMemcpyH2D<float>(init, b.ptr());
   if (!stream->BlockHostUntilDone().ok()) return state.SkipWithError("upload failed");
   auto queue = static_cast<cl_command_queue>(stream->native_handle());
   auto rill = [&] {
-    stream->ThenBlasGemm<float>(Transpose::kNoTranspose, Transpose::kNoTranspose, n, n, n, 1.0f, *a, n, *b,
-                                n, 0.0f, c.ptr(), n);
-    if (absl::Status s = stream->BlockHostUntilDone(); !s.ok()) state.SkipWithError(s.ToString().c_str());
+    stream->ThenBlasGemm<float>(Transpose::kNoTranspose, Transpose::kNoTranspose, n, n, n, 1.0f, *a,
+                                n, *b, n, 0.0f, c.ptr(), n);
+    if (absl::Status s = stream->BlockHostUntilDone(); !s.ok())
+      state.SkipWithError(s.ToString().c_str());
   };
   auto direct = [&] {
     const clblast::StatusCode code = clblast::Gemm<float>(
-        clblast::Layout::kColMajor, clblast::Transpose::kNo, clblast::Transpose::kNo, n, n, n, 1.0f, ClMem(*a),
-        0, n, ClMem(*b), 0, n, 0.0f, ClMem(*c), 0, n, &queue, nullptr);
-    if (code != clblast::StatusCode::kSuccess) return Check(state, static_cast<cl_int>(code), "clblast::Gemm");
+        clblast::Layout::kColMajor, clblast::Transpose::kNo, clblast::Transpose::kNo, n, n, n, 1.0f,
+        ClMem(*a), 0, n, ClMem(*b), 0, n, 0.0f, ClMem(*c), 0, n, &queue, nullptr);
+    if (code != clblast::StatusCode::kSuccess)
+      return Check(state, static_cast<cl_int>(code), "clblast::Gemm");
     Check(state, clFinish(queue), "clFinish");
   };
   Interleave(state, rill, direct);
@@ -172,13 +176,16 @@ void Launch(benchmark::State& state) {
 
   cl_int error = CL_SUCCESS;
   cl_device_id device = cl->device();
-  cl_command_queue queue = clCreateCommandQueue(cl->context(), device, CL_QUEUE_PROFILING_ENABLE, &error);
+  cl_command_queue queue =
+      clCreateCommandQueue(cl->context(), device, CL_QUEUE_PROFILING_ENABLE, &error);
   if (error != CL_SUCCESS) return Check(state, error, "clCreateCommandQueue");
   DirectKernel direct_kernel;
   const char* text = kTouchSource;
   direct_kernel.program = clCreateProgramWithSource(cl->context(), 1, &text, nullptr, &error);
-  if (error == CL_SUCCESS) error = clBuildProgram(direct_kernel.program, 1, &device, "-cl-std=CL1.2", nullptr, nullptr);
-  if (error == CL_SUCCESS) direct_kernel.kernel = clCreateKernel(direct_kernel.program, "touch", &error);
+  if (error == CL_SUCCESS)
+    error = clBuildProgram(direct_kernel.program, 1, &device, "-cl-std=CL1.2", nullptr, nullptr);
+  if (error == CL_SUCCESS)
+    direct_kernel.kernel = clCreateKernel(direct_kernel.program, "touch", &error);
   cl_mem mem = ClMem(*x);
   const cl_int value = 7;
   if (error == CL_SUCCESS) error = clSetKernelArg(direct_kernel.kernel, 0, sizeof(cl_mem), &mem);
@@ -189,13 +196,16 @@ void Launch(benchmark::State& state) {
   }
 
   auto rill = [&] {
-    for (int i = 0; i < kLaunches; ++i) stream->ThenLaunch(ThreadDim(1), BlockDim(1), touch, *x, int32_t{7});
-    if (absl::Status s = stream->BlockHostUntilDone(); !s.ok()) state.SkipWithError(s.ToString().c_str());
+    for (int i = 0; i < kLaunches; ++i)
+      stream->ThenLaunch(ThreadDim(1), BlockDim(1), touch, *x, int32_t{7});
+    if (absl::Status s = stream->BlockHostUntilDone(); !s.ok())
+      state.SkipWithError(s.ToString().c_str());
   };
   auto direct = [&] {
     const size_t one = 1;
     for (int i = 0; i < kLaunches; ++i) {
-      cl_int e = clEnqueueNDRangeKernel(queue, direct_kernel.kernel, 1, nullptr, &one, &one, 0, nullptr, nullptr);
+      cl_int e = clEnqueueNDRangeKernel(queue, direct_kernel.kernel, 1, nullptr, &one, &one, 0,
+                                        nullptr, nullptr);
       if (e != CL_SUCCESS) return Check(state, e, "clEnqueueNDRangeKernel");
     }
     Check(state, clFinish(queue), "clFinish");
@@ -230,9 +240,10 @@ void Fft(benchmark::State& state, int64_t n) {
   };
   auto direct = [&] {
     // No temporary buffer: clFFT allocates its own once per plan.
-    const clfftStatus status = clfftEnqueueTransform(handle, CLFFT_FORWARD, 1, &queue, 0, nullptr, nullptr,
-                                                     &in_mem, &out_mem, nullptr);
-    if (status != CLFFT_SUCCESS) return Check(state, static_cast<cl_int>(status), "clfftEnqueueTransform");
+    const clfftStatus status = clfftEnqueueTransform(handle, CLFFT_FORWARD, 1, &queue, 0, nullptr,
+                                                     nullptr, &in_mem, &out_mem, nullptr);
+    if (status != CLFFT_SUCCESS)
+      return Check(state, static_cast<cl_int>(status), "clfftEnqueueTransform");
     Check(state, clFinish(queue), "clFinish");
   };
   Interleave(state, rill, direct);
@@ -256,10 +267,14 @@ void Register() {
         ->Unit(benchmark::kMicrosecond);
   }
 #endif
-  benchmark::RegisterBenchmark("launch", Launch)->UseManualTime()->Iterations(100)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("launch", Launch)
+      ->UseManualTime()
+      ->Iterations(100)
+      ->Unit(benchmark::kMillisecond);
 #ifdef RILL_HAVE_CLFFT
   for (int log2 : kFftLog2Sizes) {
-    benchmark::RegisterBenchmark(("fft/" + std::to_string(int64_t{1} << log2)).c_str(), Fft, int64_t{1} << log2)
+    benchmark::RegisterBenchmark(("fft/" + std::to_string(int64_t{1} << log2)).c_str(), Fft,
+                                 int64_t{1} << log2)
         ->UseManualTime()
         ->Iterations(FftIterations(log2))
         ->Unit(benchmark::kMicrosecond);
@@ -272,7 +287,8 @@ void Summarize(const bench::Results& r, bench::Report& report) {
   auto counters = [&](const std::string& prefix) -> const std::map<std::string, double>* {
     for (const auto& [run, measured] : r) {
       const auto& c = measured.counters;
-      if (run.rfind(prefix, 0) == 0 && c.count("rill_us") && c.count("direct_us") && c.at("rill_us") > 0) {
+      if (run.rfind(prefix, 0) == 0 && c.count("rill_us") && c.count("direct_us") &&
+          c.at("rill_us") > 0) {
         return &c;
       }
     }

@@ -43,8 +43,10 @@ constexpr int kChain = 10000;
 engine::Engine* Engine() { return bench::BenchEngine(); }
 
 void RillChain(benchmark::State& state) {
-  auto x = *Tensor::FromHost<float>(std::vector<float>(64, 1.f), {64}, engine::Context::Host(), Engine());
-  auto y = *Tensor::FromHost<float>(std::vector<float>(64, 0.f), {64}, engine::Context::Host(), Engine());
+  auto x = *Tensor::FromHost<float>(std::vector<float>(64, 1.f), {64}, engine::Context::Host(),
+                                    Engine());
+  auto y = *Tensor::FromHost<float>(std::vector<float>(64, 0.f), {64}, engine::Context::Host(),
+                                    Engine());
   for (auto _ : state) {
     for (int i = 0; i < kChain; ++i) {
       if (!ops::AddTo(y, x).ok()) state.SkipWithError("AddTo failed");
@@ -52,7 +54,8 @@ void RillChain(benchmark::State& state) {
     if (!y.WaitToRead().ok()) state.SkipWithError("chain failed");
   }
   state.counters["ns_per_op"] = benchmark::Counter(
-      static_cast<double>(kChain), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+      static_cast<double>(kChain),
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
 // 10,000 independent in-place adds over 64 tensors, half on host:0 and half
@@ -71,7 +74,8 @@ void RillIndependent(benchmark::State& state) {
     if (!Engine()->WaitForAll().ok()) state.SkipWithError("failed");
   }
   state.counters["ns_per_op"] = benchmark::Counter(
-      static_cast<double>(kChain), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+      static_cast<double>(kChain),
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
 #ifdef RILL_BENCH_LIBTORCH
@@ -81,13 +85,16 @@ void TorchChain(benchmark::State& state, bool inference_mode) {
   for (auto _ : state) {
     std::unique_ptr<c10::InferenceMode> im;
     std::unique_ptr<torch::NoGradGuard> ng;
-    if (inference_mode) im = std::make_unique<c10::InferenceMode>();
-    else ng = std::make_unique<torch::NoGradGuard>();
+    if (inference_mode)
+      im = std::make_unique<c10::InferenceMode>();
+    else
+      ng = std::make_unique<torch::NoGradGuard>();
     for (int i = 0; i < kChain; ++i) y.add_(x);
     benchmark::DoNotOptimize(y.data_ptr<float>());
   }
   state.counters["ns_per_op"] = benchmark::Counter(
-      static_cast<double>(kChain), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+      static_cast<double>(kChain),
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
 void TorchIndependent(benchmark::State& state) {
@@ -102,7 +109,8 @@ void TorchIndependent(benchmark::State& state) {
     for (int i = 0; i < kChain; ++i) ys[i % 64].add_(xs[i % 64]);
   }
   state.counters["ns_per_op"] = benchmark::Counter(
-      static_cast<double>(kChain), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+      static_cast<double>(kChain),
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 #endif
 
@@ -110,16 +118,20 @@ void TorchIndependent(benchmark::State& state) {
 constexpr int64_t kBig = 16 << 20;
 
 void RillBigAdd(benchmark::State& state) {
-  auto a = *Tensor::FromHost<float>(std::vector<float>(kBig, 1.f), {kBig}, engine::Context::Host(), Engine());
-  auto b = *Tensor::FromHost<float>(std::vector<float>(kBig, 2.f), {kBig}, engine::Context::Host(), Engine());
+  auto a = *Tensor::FromHost<float>(std::vector<float>(kBig, 1.f), {kBig}, engine::Context::Host(),
+                                    Engine());
+  auto b = *Tensor::FromHost<float>(std::vector<float>(kBig, 2.f), {kBig}, engine::Context::Host(),
+                                    Engine());
   auto out = *Tensor::Empty({kBig}, DType::kF32, engine::Context::Host(), Engine());
   const ops::OpDef& add = ops::BuiltinOp("add");
   const Tensor in[2] = {a, b};
   for (auto _ : state) {
-    if (!ops::Invoke(add, in, nullptr, absl::MakeConstSpan(&out, 1)).ok()) state.SkipWithError("add failed");
+    if (!ops::Invoke(add, in, nullptr, absl::MakeConstSpan(&out, 1)).ok())
+      state.SkipWithError("add failed");
     if (!out.WaitToRead().ok()) state.SkipWithError("add failed");
   }
-  state.counters["GBps"] = benchmark::Counter(3.0 * kBig * sizeof(float), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GBps"] =
+      benchmark::Counter(3.0 * kBig * sizeof(float), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void LoopBigAdd(benchmark::State& state) {
@@ -131,15 +143,18 @@ void LoopBigAdd(benchmark::State& state) {
     for (int64_t i = 0; i < kBig; ++i) po[i] = pa[i] + pb[i];
     benchmark::ClobberMemory();
   }
-  state.counters["GBps"] = benchmark::Counter(3.0 * kBig * sizeof(float), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GBps"] =
+      benchmark::Counter(3.0 * kBig * sizeof(float), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // matmul [256 x 512] x [512 x 256] through ops and through ThenBlasGemm.
 constexpr int64_t kM = 256, kK = 512, kN = 256;
 
 void RillMatmul(benchmark::State& state) {
-  auto a = *Tensor::FromHost<float>(std::vector<float>(kM * kK, 0.5f), {kM, kK}, engine::Context::Host(), Engine());
-  auto b = *Tensor::FromHost<float>(std::vector<float>(kK * kN, 0.25f), {kK, kN}, engine::Context::Host(), Engine());
+  auto a = *Tensor::FromHost<float>(std::vector<float>(kM * kK, 0.5f), {kM, kK},
+                                    engine::Context::Host(), Engine());
+  auto b = *Tensor::FromHost<float>(std::vector<float>(kK * kN, 0.25f), {kK, kN},
+                                    engine::Context::Host(), Engine());
   auto c = *Tensor::Empty({kM, kN}, DType::kF32, engine::Context::Host(), Engine());
   auto op = ops::OpRegistry::Global().Find("matmul");
   if (!op.ok()) {
@@ -148,30 +163,35 @@ void RillMatmul(benchmark::State& state) {
   }
   const Tensor in[2] = {a, b};
   for (auto _ : state) {
-    if (!ops::Invoke(**op, in, nullptr, absl::MakeConstSpan(&c, 1)).ok()) state.SkipWithError("matmul failed");
+    if (!ops::Invoke(**op, in, nullptr, absl::MakeConstSpan(&c, 1)).ok())
+      state.SkipWithError("matmul failed");
     if (!c.WaitToRead().ok()) state.SkipWithError("matmul failed");
   }
 }
 
 void DirectMatmul(benchmark::State& state) {
-  StreamExecutor* exec = *(*PlatformManager::Default().PlatformWithName("host"))->ExecutorForDevice(0);
+  StreamExecutor* exec =
+      *(*PlatformManager::Default().PlatformWithName("host"))->ExecutorForDevice(0);
   auto a = *exec->AllocateOwnedArray<float>(kM * kK);
   auto b = *exec->AllocateOwnedArray<float>(kK * kN);
   auto c = *exec->AllocateOwnedArray<float>(kM * kN);
   auto stream = *exec->CreateStream();
   std::vector<float> ha(kM * kK, 0.5f), hb(kK * kN, 0.25f);
-  stream->ThenMemcpy(a.ptr(), ha.data(), ha.size() * 4).ThenMemcpy(b.ptr(), hb.data(), hb.size() * 4);
+  stream->ThenMemcpy(a.ptr(), ha.data(), ha.size() * 4)
+      .ThenMemcpy(b.ptr(), hb.data(), hb.size() * 4);
   for (auto _ : state) {
     // Row-major C = A B as column-major C^T = B^T A^T.
-    stream->ThenBlasGemm(GemmArgs{DataType::kFloat, Transpose::kNoTranspose, Transpose::kNoTranspose, kN, kM,
-                                  kK, 1, *b, kN, *a, kK, 0, *c, kN});
+    stream->ThenBlasGemm(GemmArgs{DataType::kFloat, Transpose::kNoTranspose,
+                                  Transpose::kNoTranspose, kN, kM, kK, 1, *b, kN, *a, kK, 0, *c,
+                                  kN});
     if (!stream->BlockHostUntilDone().ok()) state.SkipWithError("gemm failed");
   }
 }
 
 // The allocator: one cached alloc + free pair.
 void AllocatorPair(benchmark::State& state) {
-  StreamExecutor* exec = *(*PlatformManager::Default().PlatformWithName("host"))->ExecutorForDevice(0);
+  StreamExecutor* exec =
+      *(*PlatformManager::Default().PlatformWithName("host"))->ExecutorForDevice(0);
   StorageAllocator alloc(exec);
   alloc.Free(*alloc.Allocate(1 << 16));
   for (auto _ : state) {
@@ -184,7 +204,8 @@ void AllocatorPair(benchmark::State& state) {
 // Variable sizes (as an NLP model's sequence lengths): peak bytes held with
 // pooling against what plain allocation peaks at (the live bytes).
 void Fragmentation(benchmark::State& state) {
-  StreamExecutor* exec = *(*PlatformManager::Default().PlatformWithName("host"))->ExecutorForDevice(0);
+  StreamExecutor* exec =
+      *(*PlatformManager::Default().PlatformWithName("host"))->ExecutorForDevice(0);
   int64_t pool_peak = 0, plain_peak = 0;
   for (auto _ : state) {
     StorageAllocator alloc(exec);
@@ -248,8 +269,10 @@ void Summarize(const bench::Results& r, bench::Report& report) {
   const double mm = get("RillMatmul", nullptr), dmm = get("DirectMatmul", nullptr);
   if (mm > 0 && dmm > 0) report.Ratio("ops.matmul256x512x256.vs_plugin", dmm / mm);
   report.Figure("ops.allocator.cached_pair_ns", get("AllocatorPair", nullptr));
-  report.Figure("ops.allocator.fragmentation.pool_peak_MiB", get("Fragmentation/iterations:1", "pool_peak_MiB"));
-  report.Figure("ops.allocator.fragmentation.plain_peak_MiB", get("Fragmentation/iterations:1", "plain_peak_MiB"));
+  report.Figure("ops.allocator.fragmentation.pool_peak_MiB",
+                get("Fragmentation/iterations:1", "pool_peak_MiB"));
+  report.Figure("ops.allocator.fragmentation.plain_peak_MiB",
+                get("Fragmentation/iterations:1", "plain_peak_MiB"));
 }
 
 BENCHMARK(RillChain)->UseRealTime()->Unit(benchmark::kMillisecond);
@@ -265,7 +288,6 @@ BENCHMARK(RillMatmul)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(DirectMatmul)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(AllocatorPair);
 BENCHMARK(Fragmentation)->Iterations(1);
-
 
 }  // namespace
 }  // namespace rill

@@ -16,7 +16,8 @@
 namespace rill::engine {
 
 absl::StatusOr<Context> Context::Device(std::string_view platform_name, int ordinal) {
-  RILL_ASSIGN_OR_RETURN(Platform * platform, PlatformManager::Default().PlatformWithName(platform_name));
+  RILL_ASSIGN_OR_RETURN(Platform * platform,
+                        PlatformManager::Default().PlatformWithName(platform_name));
   return Context{platform->id(), ordinal};
 }
 
@@ -24,10 +25,12 @@ absl::StatusOr<Context> Context::Parse(std::string_view s) {
   if (s == "cpu") return Host();
   const size_t colon = s.rfind(':');
   int ordinal = -1;
-  if (colon == std::string_view::npos || colon == 0 || !absl::SimpleAtoi(absl::string_view(s.data() + colon + 1, s.size() - colon - 1), &ordinal) ||
+  if (colon == std::string_view::npos || colon == 0 ||
+      !absl::SimpleAtoi(absl::string_view(s.data() + colon + 1, s.size() - colon - 1), &ordinal) ||
       ordinal < 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("context '", std::string(s), "' is not cpu or <platform>:<ordinal> (host:0, opencl:0, cuda:0)"));
+        absl::StrCat("context '", std::string(s),
+                     "' is not cpu or <platform>:<ordinal> (host:0, opencl:0, cuda:0)"));
   }
   return Device(s.substr(0, colon), ordinal);
 }
@@ -90,8 +93,7 @@ absl::StatusOr<EngineOptions> EngineOptions::FromEnv(EngineOptions base) {
   int64_t cpu = base.cpu_workers, in_flight = base.max_in_flight, watchdog_ms = -1;
   int64_t streams = base.streams_per_device;
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-  RILL_RETURN_IF_ERROR(
-      ParseInt("RILL_ENGINE_CPU_WORKERS", 1, EngineOptions::kMaxWorkers, &cpu));
+  RILL_RETURN_IF_ERROR(ParseInt("RILL_ENGINE_CPU_WORKERS", 1, EngineOptions::kMaxWorkers, &cpu));
   RILL_RETURN_IF_ERROR(ParseInt("RILL_ENGINE_MAX_IN_FLIGHT", 1, kMax, &in_flight));
   RILL_RETURN_IF_ERROR(ParseInt("RILL_ENGINE_WATCHDOG_MS", 0, kMax, &watchdog_ms));
   RILL_RETURN_IF_ERROR(
@@ -122,8 +124,8 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& requ
       CheckRange("copy_workers_per_device", options.copy_workers_per_device, 1, kMaxWorkers));
   RILL_RETURN_IF_ERROR(
       CheckRange("streams_per_device", options.streams_per_device, 1, kMaxWorkers));
-  RILL_RETURN_IF_ERROR(CheckRange("max_in_flight", options.max_in_flight, 1,
-                                  std::numeric_limits<int64_t>::max()));
+  RILL_RETURN_IF_ERROR(
+      CheckRange("max_in_flight", options.max_in_flight, 1, std::numeric_limits<int64_t>::max()));
   if (options.watchdog_period < absl::ZeroDuration() ||
       options.shutdown_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(absl::StrCat(

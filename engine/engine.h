@@ -164,7 +164,7 @@ struct EngineOptions {
   // finishes before they give up on what is stuck (see Engine::Shutdown);
   // InfiniteDuration(): wait forever.
   absl::Duration shutdown_timeout = absl::Seconds(60);
-  std::string trace_path;           // Non-empty: profile and write a Chrome trace at shutdown.
+  std::string trace_path;                // Non-empty: profile and write a Chrome trace at shutdown.
   PlatformManager* platforms = nullptr;  // nullptr: PlatformManager::Default().
 
   // `base` overridden by the environment: RILL_ENGINE=naive|threaded,
@@ -180,8 +180,8 @@ struct EngineOptions {
 struct EngineStats {
   int64_t pushed = 0;
   int64_t completed = 0;
-  int64_t skipped = 0;          // Not run because a var was poisoned, or cancelled.
-  int64_t failed = 0;           // Ran and failed.
+  int64_t skipped = 0;  // Not run because a var was poisoned, or cancelled.
+  int64_t failed = 0;   // Ran and failed.
   int64_t double_completions = 0;
   int64_t in_flight = 0;
 };

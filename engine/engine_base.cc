@@ -35,7 +35,8 @@ int64_t EffectivePriority(int priority, FnProperty prop) {
 }
 
 std::string OpName(const OprBlock* op) {
-  return op->name().empty() ? absl::StrCat("(unnamed #", op->seq, ")") : absl::StrCat("'", op->name(), "'");
+  return op->name().empty() ? absl::StrCat("(unnamed #", op->seq, ")")
+                            : absl::StrCat("'", op->name(), "'");
 }
 
 }  // namespace
@@ -46,8 +47,8 @@ EngineBase::EngineBase(const EngineOptions& options)
     : options_(options),
       // A fraction of the bound's slack, so a small bound still resumes
       // its pusher as soon as there is room.
-      room_check_every_(static_cast<int>(
-          std::clamp<int64_t>((options.max_in_flight - LowWater()) / 8, 1, 16))),
+      room_check_every_(
+          static_cast<int>(std::clamp<int64_t>((options.max_in_flight - LowWater()) / 8, 1, 16))),
       tag_(NewTag()),
       vars_(tag_) {
   if (!options_.trace_path.empty()) profiler_.Start();
@@ -259,11 +260,10 @@ absl::Status EngineBase::Normalize(absl::Span<const VarHandle> const_vars,
   sort_unique(writes);
   sort_unique(reads);
   if (!reads.empty() && !writes.empty()) {
-    reads.erase(std::remove_if(reads.begin(), reads.end(),
-                               [&](Var* v) {
-                                 return std::binary_search(writes.begin(), writes.end(), v);
-                               }),
-                reads.end());
+    reads.erase(
+        std::remove_if(reads.begin(), reads.end(),
+                       [&](Var* v) { return std::binary_search(writes.begin(), writes.end(), v); }),
+        reads.end());
   }
   return absl::OkStatus();
 }
@@ -276,15 +276,15 @@ int64_t EngineBase::InFlight() const {
   return pushed_.load(std::memory_order_seq_cst) + holds - retired;
 }
 
-absl::Status EngineBase::PushOne(BlockPtr op,
-                                 absl::Span<const VarHandle> const_vars,
+absl::Status EngineBase::PushOne(BlockPtr op, absl::Span<const VarHandle> const_vars,
                                  absl::Span<const VarHandle> mutate_vars) {
   if (shutdown_.load(std::memory_order_acquire)) {
     return absl::FailedPreconditionError(
         absl::StrCat("push of ", OpName(op.get()), ": the engine is shut down"));
   }
   if (!op->ctx.is_host()) {
-    RILL_RETURN_IF_ERROR(Annotate(CheckContext(op->ctx), absl::StrCat("push of ", OpName(op.get()))));
+    RILL_RETURN_IF_ERROR(
+        Annotate(CheckContext(op->ctx), absl::StrCat("push of ", OpName(op.get()))));
   }
   WaitForRoom();
   bool ready;
@@ -335,7 +335,8 @@ bool EngineBase::PushBlock(OprBlock* op, const VarLists& vars) {
     line.device = op->ctx.ToString();
     line.lane = "engine";
     line.name = op->name().empty() ? "(unnamed)" : op->name();
-    line.args = absl::StrCat("push ", op->seq, ", reads ", vars.reads.size(), ", writes ", vars.writes.size());
+    line.args = absl::StrCat("push ", op->seq, ", reads ", vars.reads.size(), ", writes ",
+                             vars.writes.size());
     EmitVerboseLine(FormatVerboseLine("push", line));
   }
   const int n = static_cast<int>(op->deps.size());
@@ -373,7 +374,8 @@ EngineBase::BlockPtr EngineBase::NewOneShot(Context ctx, FnProperty prop, int pr
 absl::Status EngineBase::PushSync(SyncFn fn, Context ctx, absl::Span<const VarHandle> const_vars,
                                   absl::Span<const VarHandle> mutate_vars, FnProperty prop,
                                   int priority, std::string_view name) {
-  if (!fn) return absl::InvalidArgumentError(absl::StrCat("PushSync('", AsAbsl(name), "'): fn is empty"));
+  if (!fn)
+    return absl::InvalidArgumentError(absl::StrCat("PushSync('", AsAbsl(name), "'): fn is empty"));
   BlockPtr op = NewOneShot(ctx, prop, priority, name);
   op->own.sync_fn = std::move(fn);
   return PushOne(std::move(op), const_vars, mutate_vars);
@@ -382,7 +384,8 @@ absl::Status EngineBase::PushSync(SyncFn fn, Context ctx, absl::Span<const VarHa
 absl::Status EngineBase::PushAsync(AsyncFn fn, Context ctx, absl::Span<const VarHandle> const_vars,
                                    absl::Span<const VarHandle> mutate_vars, FnProperty prop,
                                    int priority, std::string_view name) {
-  if (!fn) return absl::InvalidArgumentError(absl::StrCat("PushAsync('", AsAbsl(name), "'): fn is empty"));
+  if (!fn)
+    return absl::InvalidArgumentError(absl::StrCat("PushAsync('", AsAbsl(name), "'): fn is empty"));
   BlockPtr op = NewOneShot(ctx, prop, priority, name);
   op->own.async_fn = std::move(fn);
   return PushOne(std::move(op), const_vars, mutate_vars);
@@ -434,10 +437,10 @@ absl::Status EngineBase::CheckContext(const Context& ctx) {
                                                available.message(), ")"));
   }
   if (const int count = (*platform)->VisibleDeviceCount(); ctx.ordinal >= count) {
-    return absl::NotFoundError(absl::StrCat(
-        "context ", ctx.ToString(), ": device ordinal ", ctx.ordinal, " is out of range: platform ",
-        (*platform)->Name(), " has ", count, " device(s)",
-        count > 0 ? absl::StrCat(", 0..", count - 1) : std::string()));
+    return absl::NotFoundError(
+        absl::StrCat("context ", ctx.ToString(), ": device ordinal ", ctx.ordinal,
+                     " is out of range: platform ", (*platform)->Name(), " has ", count,
+                     " device(s)", count > 0 ? absl::StrCat(", 0..", count - 1) : std::string()));
   }
   MutexLock lock(&contexts_mu_);
   checked_contexts_.insert(std::make_pair(ctx.platform, ctx.ordinal));
@@ -470,9 +473,9 @@ absl::Status EngineBase::Push(OperatorHandle handle, Context ctx, int priority) 
     // their slots reused): check the handles it was given, not the slots.
     const VarLists& vars = op->opr->vars;
     for (VarHandle h : op->opr->handles) {
-      RILL_RETURN_IF_ERROR(Annotate(vars_.Resolve(h, false).status(),
-                                    absl::StrCat("Push of operator ", handle.id(), " ('",
-                                                 op->opr->name, "')")));
+      RILL_RETURN_IF_ERROR(
+          Annotate(vars_.Resolve(h, false).status(),
+                   absl::StrCat("Push of operator ", handle.id(), " ('", op->opr->name, "')")));
     }
     op->priority = EffectivePriority(priority, op->opr->prop);
     ready = PushBlock(op.get(), vars);
@@ -598,7 +601,8 @@ std::string EngineBase::DescribePending() {
         absl::StrAppend(&out, " ", OpName(h), v->write_running ? " (write)" : " (read)");
       }
       // Readers past the first few are counted, not named (Var::holders).
-      const int unnamed = v->write_running ? 0 : v->running_reads - static_cast<int>(v->holders.size());
+      const int unnamed =
+          v->write_running ? 0 : v->running_reads - static_cast<int>(v->holders.size());
       if (unnamed > 0) {
         absl::StrAppend(&out, v->holders.empty() ? " " : " and ", unnamed,
                         v->holders.empty() ? " reader(s)" : " more reader(s)");

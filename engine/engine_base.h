@@ -88,8 +88,8 @@ class EngineBase : public Engine {
   // Trace spans (profiler_): the host span of a function that ran, and
   // the device span of a device function's work.
   void RecordHostSpan(const OprBlock* op);
-  void RecordDeviceSpan(const std::string& name, const Context& ctx, const Stream* stream, uint64_t seq,
-                        int64_t start_ns, int64_t end_ns, const absl::Status& status);
+  void RecordDeviceSpan(const std::string& name, const Context& ctx, const Stream* stream,
+                        uint64_t seq, int64_t start_ns, int64_t end_ns, const absl::Status& status);
   // Runs `op` on the calling thread (`worker` numbers it for profiles).
   void Run(OprBlock* op, int worker);
   // `op` runs on this thread after the function about to run: starts the
@@ -146,8 +146,8 @@ class EngineBase : public Engine {
 
   // Resolves and normalizes a push's vars into `lists`.
   absl::Status Normalize(absl::Span<const VarHandle> const_vars,
-                         absl::Span<const VarHandle> mutate_vars, FnProperty prop,
-                         VarLists* lists) ABSL_EXCLUSIVE_LOCKS_REQUIRED(push_mu_);
+                         absl::Span<const VarHandle> mutate_vars, FnProperty prop, VarLists* lists)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(push_mu_);
   // Appends op's dependencies on `vars` to them; true when all are granted.
   bool PushBlock(OprBlock* op, const VarLists& vars) ABSL_EXCLUSIVE_LOCKS_REQUIRED(push_mu_);
   // Owns a block until it is pushed; gives it back to the pool otherwise.
@@ -239,7 +239,7 @@ class EngineBase : public Engine {
   // Read by every retirement, written only when a thread starts or stops
   // waiting: a line of their own.
   alignas(64) std::atomic<int> idle_waiters_{0};  // In WaitForAll / Shutdown: wake at 0.
-  std::atomic<int> room_waiters_{0};  // In WaitForRoom: wake at LowWater().
+  std::atomic<int> room_waiters_{0};              // In WaitForRoom: wake at LowWater().
   // Raised at each SignalWaiters (HelpUntilWoken).
   std::atomic<uint64_t> wake_epoch_{0};
   // Threads in HelpWhileWaiting, and whether more may start (StopOnce).

@@ -149,7 +149,8 @@ void EngineBase::RunOnDevice(OprBlock* op, std::vector<std::shared_ptr<Fence>>& 
   absl::StatusOr<Stream*> stream =
       pool.ok() ? (*pool)->Acquire(fences.size() == 1 ? fences[0].get() : nullptr) : pool.status();
   if (!stream.ok()) {
-    op->status = Annotate(stream.status(), absl::StrCat(DescribeOp(op), " on ", op->ctx.ToString()));
+    op->status =
+        Annotate(stream.status(), absl::StrCat(DescribeOp(op), " on ", op->ctx.ToString()));
     failed_.fetch_add(1, std::memory_order_relaxed);
     Finish(op, /*ran=*/false);
     return;
@@ -245,7 +246,8 @@ void EngineBase::Complete(OprBlock* op, uint64_t seq, absl::Status status) {
     // gone, so only the block (kept for good) and the log are touched.
     RILL_LOG(ERROR) << "engine: the completion of function #" << seq
                     << " was called after Shutdown abandoned it (its deadline had passed); ignored"
-                    << (status.ok() ? std::string() : absl::StrCat(" (status: ", status.ToString(), ")"));
+                    << (status.ok() ? std::string()
+                                    : absl::StrCat(" (status: ", status.ToString(), ")"));
     return;
   }
   EngineBase* engine = op->engine;
@@ -279,7 +281,8 @@ void EngineBase::CompleteOnce(OprBlock* op, absl::Status status) {
   if (profiler_.enabled()) op->end_ns = Profiler::NowNs();
   if (!status.ok()) {
     failed_.fetch_add(1, std::memory_order_relaxed);
-    op->status = Annotate(status, absl::StrCat("function ", DescribeOp(op), " on ", op->ctx.ToString()));
+    op->status =
+        Annotate(status, absl::StrCat("function ", DescribeOp(op), " on ", op->ctx.ToString()));
   }
   if (op->stream != nullptr) {
     // Device work: an event owned by this record, and a notification that
@@ -303,15 +306,18 @@ void EngineBase::CompleteOnce(OprBlock* op, absl::Status status) {
     DeviceSpan::End(std::move(op->device_span), stream,
                     [this, fence, pool, stream, name = op->name(), ctx = op->ctx, seq = op->seq,
                      profiling](absl::Status s, int64_t start_ns, int64_t end_ns) {
-      if (profiling && end_ns != 0) RecordDeviceSpan(name, ctx, stream, seq, start_ns, end_ns, s);
-      pool->WorkDone(stream);
-      if (!s.ok()) {
-        s = Annotate(s, absl::StrCat("function ", name.empty() ? std::string("(unnamed)") : absl::StrCat("'", name, "'"),
-                                     " on ", ctx.ToString()));
-      }
-      fence->Complete(s);
-      Retire(s);
-    });
+                      if (profiling && end_ns != 0)
+                        RecordDeviceSpan(name, ctx, stream, seq, start_ns, end_ns, s);
+                      pool->WorkDone(stream);
+                      if (!s.ok()) {
+                        s = Annotate(s, absl::StrCat("function ",
+                                                     name.empty() ? std::string("(unnamed)")
+                                                                  : absl::StrCat("'", name, "'"),
+                                                     " on ", ctx.ToString()));
+                      }
+                      fence->Complete(s);
+                      Retire(s);
+                    });
     pool->Release(stream, fence.get());
     AfterDeviceEnqueue(op);
   }
@@ -388,8 +394,14 @@ void EngineBase::Finish(OprBlock* op, bool ran) {
 void EngineBase::RecordHostSpan(const OprBlock* op) {
   std::string lane = op->worker == kWaitingThread ? std::string("engine waiting thread")
                                                   : absl::StrCat("engine worker ", op->worker);
-  TraceRecorder::Span span{std::move(lane), op->name(), "engine", op->start_ns,
-                           op->end_ns != 0 ? op->end_ns : Profiler::NowNs(), 0, 0, {}};
+  TraceRecorder::Span span{std::move(lane),
+                           op->name(),
+                           "engine",
+                           op->start_ns,
+                           op->end_ns != 0 ? op->end_ns : Profiler::NowNs(),
+                           0,
+                           0,
+                           {}};
   span.key = profiler_.Key(op->seq);
   span.args = {{"context", op->ctx.ToString()}, {"push", absl::StrCat(op->seq)}};
   if (op->stream != nullptr) span.args.emplace_back("enqueued on", StreamLane(op->stream));
@@ -398,7 +410,8 @@ void EngineBase::RecordHostSpan(const OprBlock* op) {
 }
 
 void EngineBase::RecordDeviceSpan(const std::string& name, const Context& ctx, const Stream* stream,
-                                  uint64_t seq, int64_t start_ns, int64_t end_ns, const absl::Status& status) {
+                                  uint64_t seq, int64_t start_ns, int64_t end_ns,
+                                  const absl::Status& status) {
   TraceRecorder::Span span{StreamLane(stream), name, "engine.device", start_ns, end_ns, 0, 0, {}};
   span.key = profiler_.Key(seq);
   span.flow_rank = 1;

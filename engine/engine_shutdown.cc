@@ -130,9 +130,9 @@ void EngineBase::StopOnce() {
 namespace {
 
 absl::Status AbandonStatus(absl::Duration waited) {
-  return absl::DeadlineExceededError(absl::StrCat(
-      "abandoned by Shutdown: its completion was not called within ",
-      absl::FormatDuration(waited)));
+  return absl::DeadlineExceededError(
+      absl::StrCat("abandoned by Shutdown: its completion was not called within ",
+                   absl::FormatDuration(waited)));
 }
 
 }  // namespace
@@ -171,14 +171,16 @@ void EngineBase::Shutdown(bool cancel) {
     if (abandoned.empty()) {
       // Nothing to give up on: running bodies cannot be interrupted.
       RILL_LOG(WARNING) << "engine: Shutdown: no function finished for "
-                        << absl::FormatDuration(timeout) << "; still waiting for:\n" << pending;
+                        << absl::FormatDuration(timeout) << "; still waiting for:\n"
+                        << pending;
     } else {
       RILL_LOG(ERROR) << "engine: Shutdown: no function finished for "
                       << absl::FormatDuration(timeout)
                       << "; abandoned the asynchronous function(s) that never called their "
                          "completion: "
                       << absl::StrJoin(abandoned, ", ")
-                      << "; what had not started is cancelled. Pending was:\n" << pending;
+                      << "; what had not started is cancelled. Pending was:\n"
+                      << pending;
     }
   }
   StopOnce();
@@ -210,10 +212,11 @@ absl::Status EngineBase::Shutdown(bool cancel, absl::Duration timeout) {
                     absl::StrJoin(abandoned, ", "), "; ");
   }
   absl::StrAppend(&report, "cancelled what had not started; ",
-                  drained ? "the threads are stopped"
-                          : absl::StrCat("still running after another ", absl::FormatDuration(timeout),
-                                         " (a later Shutdown or the destructor waits for it):\n",
-                                         DescribePending()),
+                  drained
+                      ? "the threads are stopped"
+                      : absl::StrCat("still running after another ", absl::FormatDuration(timeout),
+                                     " (a later Shutdown or the destructor waits for it):\n",
+                                     DescribePending()),
                   "\npending at the deadline:\n", pending);
   RILL_LOG(ERROR) << report;
   return absl::DeadlineExceededError(report);

@@ -36,7 +36,8 @@ void EngineBase::WaitForRoom() {
   // retired_seen_ lags retired_, so this overestimates: no read of the
   // workers' line while the bound is far.
   if (pushed_.load(std::memory_order_relaxed) + holds_.load(std::memory_order_relaxed) -
-          retired_seen_.load(std::memory_order_relaxed) < options_.max_in_flight) {
+          retired_seen_.load(std::memory_order_relaxed) <
+      options_.max_in_flight) {
     return;
   }
   retired_seen_.store(retired_.Sum(std::memory_order_acquire), std::memory_order_relaxed);
@@ -47,9 +48,7 @@ void EngineBase::WaitForRoom() {
   room_waiters_.fetch_add(1, std::memory_order_seq_cst);
   HelpUntilWoken([this] { return InFlight() <= LowWater(); });
   MutexLock lock(&wait_mu_);
-  wait_cv_.Wait(&wait_mu_, [&] {
-    return InFlight() <= LowWater();
-  });
+  wait_cv_.Wait(&wait_mu_, [&] { return InFlight() <= LowWater(); });
   room_waiters_.fetch_sub(1, std::memory_order_seq_cst);
 }
 
@@ -92,8 +91,9 @@ absl::Status EngineBase::WaitForVar(VarHandle var) {
     WakeOnDrop(WakeOnDrop&&) = default;
     ~WakeOnDrop() {
       if (state != nullptr) {
-        state->Set(absl::CancelledError(
-            "WaitForVar: the engine was shut down (cancelling pending work) before the var was ready"));
+        state->Set(
+            absl::CancelledError("WaitForVar: the engine was shut down (cancelling pending work) "
+                                 "before the var was ready"));
         engine->WakeHelpers();  // The waiter may be helping, asleep in the pool.
       }
     }

@@ -34,7 +34,7 @@ struct VarLists {
 // (PushSync/PushAsync, whose vars go straight into the block's deps) or
 // many times (NewOperator + Push).
 struct Opr {
-  SyncFn sync_fn;    // One of the two is set.
+  SyncFn sync_fn;  // One of the two is set.
   AsyncFn async_fn;
   FnProperty prop = FnProperty::kNormal;
   std::string name;
@@ -81,7 +81,7 @@ struct Fence {
 // deps and the function follow, and what only device work, errors and
 // profiling use comes last (Reset leaves those lines alone when unused).
 struct alignas(64) OprBlock {
-  std::atomic<int> wait{0};        // Ungranted dependencies (+1 while pushing).
+  std::atomic<int> wait{0};  // Ungranted dependencies (+1 while pushing).
   // The push's priority, widened: kPrioritized adds 2^32, which puts every
   // such function ahead of every normal one whatever the int priorities.
   int64_t priority = 0;
@@ -95,8 +95,8 @@ struct alignas(64) OprBlock {
   // one another. Only ever prefetched, never read through: it may be stale.
   OprBlock* inbox_hint = nullptr;
   // -- 64 bytes --
-  EngineBase* engine = nullptr;    // Set once, when the engine allocates the block.
-  OprBlock* next_free = nullptr;   // In the engine's pool of spare blocks.
+  EngineBase* engine = nullptr;   // Set once, when the engine allocates the block.
+  OprBlock* next_free = nullptr;  // In the engine's pool of spare blocks.
   // See above; asynchronous bodies only. kAbandoned is set (for good: the
   // block is then never reused) when Shutdown gave up waiting for the
   // completion and completed the function itself.
@@ -108,18 +108,18 @@ struct alignas(64) OprBlock {
   static constexpr uint32_t kReturned = 1, kCompleted = 2;
   std::atomic<uint32_t> async_state{0};
   std::atomic<int> pending_fences{0};  // Host work waiting on device fences.
-  int worker = -1;                 // Profiling: the worker that ran it.
+  int worker = -1;                     // Profiling: the worker that ran it.
 
   absl::InlinedVector<VarDep, 4> deps;  // Const vars first, then mutate vars.
   Opr own;
   std::shared_ptr<Opr> shared;
 
-  absl::Status status;        // The function's result, or the error it inherited.
-  absl::Status async_status;  // See async_state.
-  Stream* stream = nullptr;   // Device functions: the stream they were given,
+  absl::Status status;               // The function's result, or the error it inherited.
+  absl::Status async_status;         // See async_state.
+  Stream* stream = nullptr;          // Device functions: the stream they were given,
   class StreamPool* pool = nullptr;  // and the pool it goes back to.
   std::shared_ptr<Fence> fence;
-  int64_t start_ns = 0;       // Profiling.
+  int64_t start_ns = 0;  // Profiling.
   int64_t end_ns = 0;
   std::unique_ptr<DeviceSpan> device_span;  // Profiling device functions.
 

@@ -15,7 +15,8 @@ void Profiler::Record(const TraceRecorder::Span& span) {
 
 void Profiler::AddFlow(uint64_t from_seq, uint64_t to_seq) {
   if (own_enabled_.load(std::memory_order_acquire)) own_.AddFlow(Key(from_seq), Key(to_seq));
-  if (TraceRecorder* global = GlobalTrace(); global != nullptr) global->AddFlow(Key(from_seq), Key(to_seq));
+  if (TraceRecorder* global = GlobalTrace(); global != nullptr)
+    global->AddFlow(Key(from_seq), Key(to_seq));
 }
 
 void Profiler::NoteDeps(uint64_t seq, absl::Span<Var* const> reads, absl::Span<Var* const> writes) {

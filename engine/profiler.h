@@ -47,7 +47,7 @@ class Profiler {
  private:
   void AddFlow(uint64_t from_seq, uint64_t to_seq);
   struct VarUsers {
-    uint64_t writer = 0;  // seq + 1; 0: none seen.
+    uint64_t writer = 0;            // seq + 1; 0: none seen.
     std::vector<uint64_t> readers;  // Since the writer, as seq + 1.
   };
 

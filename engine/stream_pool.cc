@@ -73,10 +73,11 @@ absl::StatusOr<Stream*> StreamPool::Acquire(const Fence* after) {
   if (pick == nullptr) {
     RILL_ASSIGN_OR_RETURN(std::unique_ptr<Stream> stream, executor_->CreateStream());
     const int n = static_cast<int>(entries_.size()) + 1;
-    SetStreamLabel(stream.get(), copy_ ? (max_streams_ == 1 && n == 1
-                                              ? absl::StrCat(executor_->DebugName(), " engine copy stream")
-                                              : absl::StrCat(executor_->DebugName(), " engine copy stream ", n))
-                                       : absl::StrCat(executor_->DebugName(), " engine stream ", n));
+    SetStreamLabel(stream.get(),
+                   copy_ ? (max_streams_ == 1 && n == 1
+                                ? absl::StrCat(executor_->DebugName(), " engine copy stream")
+                                : absl::StrCat(executor_->DebugName(), " engine copy stream ", n))
+                         : absl::StrCat(executor_->DebugName(), " engine stream ", n));
     entries_.push_back(Entry{std::move(stream)});
     pick = &entries_.back();
   }

@@ -45,8 +45,8 @@ class StreamPool {
   struct Entry {
     std::unique_ptr<Stream> stream;
     bool enqueuing = false;
-    int pending = 0;                // Releases whose work has not finished.
-    const Fence* last = nullptr;    // The latest record enqueued (identity only).
+    int pending = 0;              // Releases whose work has not finished.
+    const Fence* last = nullptr;  // The latest record enqueued (identity only).
     bool usable() const { return !enqueuing && stream->ok(); }
   };
   Entry* FindLocked(Stream* stream) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

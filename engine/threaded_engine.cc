@@ -23,7 +23,8 @@ class ThreadedEngine : public EngineBase {
     int cpu = options.cpu_workers > 0
                   ? options.cpu_workers
                   : static_cast<int>(std::clamp<unsigned>(std::thread::hardware_concurrency(), 2,
-                                                          EngineOptions::kMaxWorkers + 1) - 1);
+                                                          EngineOptions::kMaxWorkers + 1) -
+                                     1);
     cpu_pool_ = std::make_unique<WorkerPool>("cpu", cpu, 0, Runner(), Idler(), &LookAhead);
     next_worker_id_ = cpu;
   }
@@ -80,8 +81,8 @@ class ThreadedEngine : public EngineBase {
     if (it != device_pools_.end()) return it->second.get();
     const int threads = copy ? options_.copy_workers_per_device : options_.workers_per_device;
     auto pool = std::make_unique<WorkerPool>(absl::StrCat(ctx.ToString(), copy ? " copy" : ""),
-                                             std::max(1, threads), next_worker_id_, Runner(), Idler(),
-                                             &LookAhead);
+                                             std::max(1, threads), next_worker_id_, Runner(),
+                                             Idler(), &LookAhead);
     next_worker_id_ += std::max(1, threads);
     return device_pools_.emplace(key, std::move(pool)).first->second.get();
   }

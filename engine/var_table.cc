@@ -56,8 +56,7 @@ bool Var::RefillLocked() {
   uint32_t p = pending.load(std::memory_order_acquire);
   while (p == kBusy) {
     // Nothing pending: not busy any more, unless the pusher adds one now.
-    if (pending.compare_exchange_weak(p, 0, std::memory_order_acq_rel,
-                                      std::memory_order_acquire)) {
+    if (pending.compare_exchange_weak(p, 0, std::memory_order_acq_rel, std::memory_order_acquire)) {
       return false;
     }
   }
@@ -148,8 +147,7 @@ absl::StatusOr<Var*> VarTable::Resolve(VarHandle handle, bool for_delete) {
   const uint32_t index = static_cast<uint32_t>(bits) & (kMaxVars - 1);
   if (handle.is_null()) return absl::InvalidArgumentError("var handle is null");
   if (tag != tag_) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("var %#x belongs to another engine", bits));
+    return absl::InvalidArgumentError(absl::StrFormat("var %#x belongs to another engine", bits));
   }
   Var* var = index < vars_.size() ? vars_[index].get() : nullptr;
   if (var == nullptr || var->generation != generation || !var->live) {

@@ -1,8 +1,8 @@
 #ifndef RILL_ENGINE_VAR_TABLE_H_
 #define RILL_ENGINE_VAR_TABLE_H_
 
-#include <cstdint>
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -64,8 +64,8 @@ struct alignas(64) Var {
   // Capacity ring_mask + 1 (a power of two).
   std::unique_ptr<Waiter[]> ring ABSL_GUARDED_BY(mu);
   uint32_t ring_mask ABSL_GUARDED_BY(mu) = 0;
-  uint32_t head ABSL_GUARDED_BY(mu) = 0;       // Oldest waiting entry.
-  uint32_t waiting ABSL_GUARDED_BY(mu) = 0;    // Entries in the ring.
+  uint32_t head ABSL_GUARDED_BY(mu) = 0;     // Oldest waiting entry.
+  uint32_t waiting ABSL_GUARDED_BY(mu) = 0;  // Entries in the ring.
   // The function at the head, written under `mu`; read without it only as
   // a hint for prefetching the block that the next grant will touch.
   std::atomic<OprBlock*> head_op{nullptr};

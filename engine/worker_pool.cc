@@ -1,10 +1,10 @@
 #include "rill/engine/worker_pool.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <chrono>
 #include <string>
-
-#include <pthread.h>
 
 #include "absl/strings/str_cat.h"
 #include "rill/engine/opr_block.h"
@@ -14,7 +14,10 @@ namespace rill::engine::internal {
 
 WorkerPool::WorkerPool(std::string name, int threads, int first_worker_id, RunFn run, IdleFn idle,
                        LookAheadFn look_ahead)
-    : name_(std::move(name)), run_(std::move(run)), idle_(std::move(idle)), look_ahead_(look_ahead) {
+    : name_(std::move(name)),
+      run_(std::move(run)),
+      idle_(std::move(idle)),
+      look_ahead_(look_ahead) {
   for (int i = 0; i < threads; ++i) {
     threads_.emplace_back([this, id = first_worker_id + i] { Work(id); });
   }

@@ -32,7 +32,7 @@ TEST(DeviceMemoryBase, ByteSlicesKeepTheHandleAndAddOffsets) {
   EXPECT_EQ(slice->offset(), 30u);
   EXPECT_EQ(slice->size(), 30u);
   EXPECT_TRUE(base.GetByteSlice(0, 100).ok());
-  EXPECT_TRUE(base.GetByteSlice(100, 0).ok());   // Empty, at the end.
+  EXPECT_TRUE(base.GetByteSlice(100, 0).ok());  // Empty, at the end.
   EXPECT_EQ(*base.GetByteSlice(0, 100), base);
 }
 
@@ -57,8 +57,10 @@ TEST(DeviceMemory, TypedSlicesCountElements) {
   EXPECT_TRUE(HasError(doubles.GetSlice(8, 3).status(), absl::StatusCode::kInvalidArgument,
                        {"offset=64", "size=24"}));
   // Element counts whose byte size overflows.
-  EXPECT_TRUE(HasError(doubles.GetSlice(UINT64_MAX / 4, 1).status(), absl::StatusCode::kInvalidArgument));
-  EXPECT_TRUE(HasError(doubles.GetSlice(0, UINT64_MAX / 4).status(), absl::StatusCode::kInvalidArgument));
+  EXPECT_TRUE(
+      HasError(doubles.GetSlice(UINT64_MAX / 4, 1).status(), absl::StatusCode::kInvalidArgument));
+  EXPECT_TRUE(
+      HasError(doubles.GetSlice(0, UINT64_MAX / 4).status(), absl::StatusCode::kInvalidArgument));
   // A partial trailing element is not counted.
   EXPECT_EQ(DeviceMemory<int32_t>(DeviceMemoryBase(Handle(), 7)).ElementCount(), 1u);
 }

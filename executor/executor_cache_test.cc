@@ -33,8 +33,8 @@ class LoggingExecutor : public HostExecutor {
 class ExecutorCacheTest : public ::testing::Test {
  protected:
   absl::StatusOr<std::unique_ptr<StreamExecutor>> Make(int ordinal) {
-    return std::make_unique<StreamExecutor>(&platform_, ordinal,
-                                            std::make_unique<LoggingExecutor>(ordinal, &destroyed_));
+    return std::make_unique<StreamExecutor>(
+        &platform_, ordinal, std::make_unique<LoggingExecutor>(ordinal, &destroyed_));
   }
   StreamExecutorConfig Config(int ordinal) {
     StreamExecutorConfig config;
@@ -80,14 +80,15 @@ TEST_F(ExecutorCacheTest, ConcurrentGetOrCreateCreatesOncePerOrdinal) {
       }
     }
   }
-  EXPECT_EQ(destroyed_, (std::vector<int>{3, 2, 1, 0})) << "destroyed once each, newest ordinal first";
+  EXPECT_EQ(destroyed_, (std::vector<int>{3, 2, 1, 0}))
+      << "destroyed once each, newest ordinal first";
 }
 
 TEST_F(ExecutorCacheTest, FailedCreationIsNotCached) {
   ExecutorCache cache;
   EXPECT_TRUE(HasError(cache.Get(Config(1)).status(), absl::StatusCode::kNotFound, {"ordinal 1"}));
-  absl::StatusOr<StreamExecutor*> failed = cache.GetOrCreate(
-      Config(1), []() -> absl::StatusOr<std::unique_ptr<StreamExecutor>> {
+  absl::StatusOr<StreamExecutor*> failed =
+      cache.GetOrCreate(Config(1), []() -> absl::StatusOr<std::unique_ptr<StreamExecutor>> {
         return absl::InternalError("driver hiccup");
       });
   EXPECT_TRUE(HasError(failed.status(), absl::StatusCode::kInternal, {"driver hiccup"}));

@@ -21,11 +21,16 @@ namespace rill {
 
 const char* FeatureName(Feature feature) {
   switch (feature) {
-    case Feature::kHostCallbacks: return "host callbacks";
-    case Feature::kKernelLaunch: return "kernel launch";
-    case Feature::kTimers: return "timers";
-    case Feature::kPinnedHostMemory: return "pinned host memory";
-    case Feature::kDeviceToDeviceCopy: return "device-to-device copy";
+    case Feature::kHostCallbacks:
+      return "host callbacks";
+    case Feature::kKernelLaunch:
+      return "kernel launch";
+    case Feature::kTimers:
+      return "timers";
+    case Feature::kPinnedHostMemory:
+      return "pinned host memory";
+    case Feature::kDeviceToDeviceCopy:
+      return "device-to-device copy";
   }
   return "unknown feature";
 }
@@ -57,13 +62,14 @@ absl::Status StreamExecutor::Supports(Feature feature) const {
 absl::StatusOr<void*> StreamExecutor::HostAddress(const DeviceMemoryBase& memory) const {
   absl::StatusOr<void*> address = impl_->HostAddress(memory);
   if (address.ok()) return address;
-  return Annotate(address.status(), absl::StrCat("HostAddress(", memory.ToString(), ") on ", debug_name_));
+  return Annotate(address.status(),
+                  absl::StrCat("HostAddress(", memory.ToString(), ") on ", debug_name_));
 }
 
 namespace {
 
-void Report(const std::string& device, bool free, bool host_memory, uint64_t bytes, const void* address,
-            const absl::Status& status) {
+void Report(const std::string& device, bool free, bool host_memory, uint64_t bytes,
+            const void* address, const absl::Status& status) {
   if (!StreamListenersActive()) return;
   internal::ReportAllocation(AllocationEvent{device, free, host_memory, bytes, address, status});
 }
@@ -72,11 +78,13 @@ void Report(const std::string& device, bool free, bool host_memory, uint64_t byt
 // counts are signed in memory statistics and most vendor APIs.
 absl::Status CheckAllocationSize(const char* what, const std::string& device, uint64_t bytes) {
   if (bytes == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " on ", device, ": cannot allocate 0 bytes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " on ", device, ": cannot allocate 0 bytes"));
   }
   if (bytes > static_cast<uint64_t>(INT64_MAX)) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        what, " on ", device, ": ", bytes, " bytes is more than any device gives (2^63 - 1 at most)"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat(what, " on ", device, ": ", bytes,
+                     " bytes is more than any device gives (2^63 - 1 at most)"));
   }
   return absl::OkStatus();
 }
@@ -86,7 +94,8 @@ absl::Status CheckAllocationSize(const char* what, const std::string& device, ui
 absl::StatusOr<DeviceMemoryBase> StreamExecutor::Allocate(uint64_t bytes) {
   RILL_RETURN_IF_ERROR(CheckAllocationSize("Allocate", debug_name_, bytes));
   absl::StatusOr<DeviceMemoryBase> memory = impl_->Allocate(bytes);
-  Report(debug_name_, false, false, bytes, memory.ok() ? memory->opaque() : nullptr, memory.status());
+  Report(debug_name_, false, false, bytes, memory.ok() ? memory->opaque() : nullptr,
+         memory.status());
   if (!memory.ok()) {
     return Annotate(memory.status(), absl::StrCat("Allocate(", bytes, " bytes) on ", debug_name_));
   }
@@ -101,8 +110,9 @@ absl::Status StreamExecutor::Deallocate(DeviceMemoryBase* memory) {
                                                    " is a sub-range, not an allocation"));
   }
   Report(debug_name_, true, false, memory->size(), memory->opaque(), absl::OkStatus());
-  RILL_RETURN_IF_ERROR(Annotate(impl_->Deallocate(*memory),
-                                absl::StrCat("Deallocate(", memory->ToString(), ") on ", debug_name_)));
+  RILL_RETURN_IF_ERROR(
+      Annotate(impl_->Deallocate(*memory),
+               absl::StrCat("Deallocate(", memory->ToString(), ") on ", debug_name_)));
   *memory = DeviceMemoryBase();
   return absl::OkStatus();
 }
@@ -126,7 +136,7 @@ absl::Status StreamExecutor::HostMemoryDeallocate(void* ptr) {
 }
 
 absl::Status StreamExecutor::CheckOwner(std::string_view role, const DeviceMemoryBase& memory,
-                                       bool allow_peer) const {
+                                        bool allow_peer) const {
   if (impl_->Owns(memory)) return absl::OkStatus();
   if (allow_peer) {
     for (int i = 0; i < platform_->VisibleDeviceCount(); ++i) {
@@ -153,8 +163,8 @@ absl::Status CheckCopy(const char* what, const DeviceMemoryBase& device, const v
     return absl::InvalidArgumentError(absl::StrCat(what, ": host pointer is null"));
   }
   if (size > device.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": ", size, " bytes overrun ",
-                                                   device.ToString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": ", size, " bytes overrun ", device.ToString()));
   }
   return absl::OkStatus();
 }
@@ -163,7 +173,8 @@ absl::Status CheckCopy(const char* what, const DeviceMemoryBase& device, const v
 
 absl::Status StreamExecutor::SynchronousMemcpy(DeviceMemoryBase* device_dst, const void* host_src,
                                                uint64_t size) {
-  const std::string what = absl::StrCat("SynchronousMemcpy(host->device, ", size, " bytes) on ", debug_name_);
+  const std::string what =
+      absl::StrCat("SynchronousMemcpy(host->device, ", size, " bytes) on ", debug_name_);
   if (device_dst == nullptr) return absl::InvalidArgumentError(what + ": destination is null");
   RILL_RETURN_IF_ERROR(CheckCopy(what.c_str(), *device_dst, host_src, size));
   if (size == 0) return absl::OkStatus();
@@ -173,7 +184,8 @@ absl::Status StreamExecutor::SynchronousMemcpy(DeviceMemoryBase* device_dst, con
 
 absl::Status StreamExecutor::SynchronousMemcpy(void* host_dst, const DeviceMemoryBase& device_src,
                                                uint64_t size) {
-  const std::string what = absl::StrCat("SynchronousMemcpy(device->host, ", size, " bytes) on ", debug_name_);
+  const std::string what =
+      absl::StrCat("SynchronousMemcpy(device->host, ", size, " bytes) on ", debug_name_);
   RILL_RETURN_IF_ERROR(CheckCopy(what.c_str(), device_src, host_dst, size));
   if (size == 0) return absl::OkStatus();
   RILL_RETURN_IF_ERROR(Annotate(CheckOwner("source", device_src), what));
@@ -182,7 +194,8 @@ absl::Status StreamExecutor::SynchronousMemcpy(void* host_dst, const DeviceMemor
 
 absl::StatusOr<std::unique_ptr<Stream>> StreamExecutor::CreateStream(const StreamOptions& options) {
   std::unique_ptr<Stream> stream(new Stream(this, streams_));
-  RILL_RETURN_IF_ERROR(Annotate(stream->Init(options), absl::StrCat("CreateStream on ", debug_name_)));
+  RILL_RETURN_IF_ERROR(
+      Annotate(stream->Init(options), absl::StrCat("CreateStream on ", debug_name_)));
   streams_->Add(stream.get());
   return stream;
 }
@@ -196,7 +209,8 @@ absl::StatusOr<std::unique_ptr<Event>> StreamExecutor::CreateEvent() {
 absl::StatusOr<std::unique_ptr<Kernel>> StreamExecutor::LoadKernel(const KernelSpec& spec) {
   absl::StatusOr<std::unique_ptr<KernelInterface>> impl = impl_->LoadKernel(spec);
   if (!impl.ok()) {
-    return Annotate(impl.status(), absl::StrCat("LoadKernel(\"", spec.name(), "\") on ", debug_name_));
+    return Annotate(impl.status(),
+                    absl::StrCat("LoadKernel(\"", spec.name(), "\") on ", debug_name_));
   }
   return std::make_unique<Kernel>(this, spec.name(), spec.host_arity(), spec.host_signature(),
                                   spec.params(), std::move(*impl));
@@ -209,14 +223,14 @@ absl::Status StreamExecutor::CheckSignature(const KernelSpec& spec, const std::t
   if (spec.host_signature() == nullptr || *spec.host_signature() == signature) {
     return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "LoadKernel(\"", spec.name(), "\") on ", debug_name_, ": loaded with ", arity,
-      " parameter(s) whose types differ from the ", spec.host_arity(),
-      " the spec's host function declares"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("LoadKernel(\"", spec.name(), "\") on ", debug_name_, ": loaded with ", arity,
+                   " parameter(s) whose types differ from the ", spec.host_arity(),
+                   " the spec's host function declares"));
 }
 
 absl::Status StreamExecutor::BuildChainLocked(PluginKind kind, PluginSlot& slot,
-                                             const std::vector<std::string>& names) {
+                                              const std::vector<std::string>& names) {
   if (names.empty()) {
     return absl::UnimplementedError(absl::StrCat("no ", absl::AsciiStrToUpper(PluginKindName(kind)),
                                                  " plugin for platform ", platform_->Name()));
@@ -229,7 +243,8 @@ absl::Status StreamExecutor::BuildChainLocked(PluginKind kind, PluginSlot& slot,
     chain.push_back(instance);
   }
   for (auto& p : slot.instances) p->fallback_.store(nullptr, std::memory_order_release);
-  for (size_t i = 0; i + 1 < chain.size(); ++i) chain[i]->fallback_.store(chain[i + 1], std::memory_order_release);
+  for (size_t i = 0; i + 1 < chain.size(); ++i)
+    chain[i]->fallback_.store(chain[i + 1], std::memory_order_release);
   slot.chain = std::move(chain);
   return absl::OkStatus();
 }
@@ -239,7 +254,8 @@ absl::StatusOr<PluginInterface*> StreamExecutor::InstanceLocked(PluginKind kind,
   for (auto& p : slot.instances) {
     if (p->Name() == name) return p.get();
   }
-  RILL_ASSIGN_OR_RETURN(std::unique_ptr<PluginInterface> instance, PluginRegistry::Default().Create(kind, name, this));
+  RILL_ASSIGN_OR_RETURN(std::unique_ptr<PluginInterface> instance,
+                        PluginRegistry::Default().Create(kind, name, this));
   slot.instances.push_back(std::move(instance));
   return slot.instances.back().get();
 }
@@ -294,7 +310,8 @@ absl::StatusOr<std::string> StreamExecutor::PluginName(PluginKind kind) {
 }
 
 absl::StatusOr<std::vector<std::string>> StreamExecutor::PluginChain(PluginKind kind) {
-  RILL_RETURN_IF_ERROR(Annotate(CheckPluginKind(kind), absl::StrCat("PluginChain on ", debug_name_)));
+  RILL_RETURN_IF_ERROR(
+      Annotate(CheckPluginKind(kind), absl::StrCat("PluginChain on ", debug_name_)));
   MutexLock lock(&plugin_mu_);
   const PluginSlot& slot = plugins_[static_cast<int>(kind)];
   if (!slot.chain.empty()) {
@@ -305,11 +322,14 @@ absl::StatusOr<std::vector<std::string>> StreamExecutor::PluginChain(PluginKind 
   return PluginRegistry::Default().DefaultChain(platform_->id(), kind);
 }
 
-Kernel::Kernel(StreamExecutor* parent, std::string name, int arity,
-               const std::type_info* signature, std::vector<KernelParam> params,
-               std::unique_ptr<KernelInterface> impl)
-    : parent_(parent), name_(std::move(name)), arity_(arity), signature_(signature),
-      params_(std::move(params)), impl_(std::move(impl)) {}
+Kernel::Kernel(StreamExecutor* parent, std::string name, int arity, const std::type_info* signature,
+               std::vector<KernelParam> params, std::unique_ptr<KernelInterface> impl)
+    : parent_(parent),
+      name_(std::move(name)),
+      arity_(arity),
+      signature_(signature),
+      params_(std::move(params)),
+      impl_(std::move(impl)) {}
 Kernel::~Kernel() = default;
 
 }  // namespace rill

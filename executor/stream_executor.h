@@ -39,10 +39,9 @@ class RngSupport;
 //   RILL_ASSIGN_OR_RETURN(std::unique_ptr<Stream> stream, exec->CreateStream());
 //
 // Memory errors: a request of 0 bytes is InvalidArgument; more than the
-// device can give (or more than 2^63 - 1 bytes) is ResourceExhausted. Destroying an executor with live
-// streams waits for their work and detaches them (logged): their later calls
-// fail with FailedPrecondition and destroying them stays safe.
-// Thread-safe.
+// device can give (or more than 2^63 - 1 bytes) is ResourceExhausted. Destroying an executor with
+// live streams waits for their work and detaches them (logged): their later calls fail with
+// FailedPrecondition and destroying them stays safe. Thread-safe.
 class StreamExecutor {
  public:
   StreamExecutor(Platform* platform, int device_ordinal,
@@ -149,7 +148,8 @@ class StreamExecutor {
 
  private:
   friend class Stream;
-  absl::Status CheckSignature(const KernelSpec& spec, const std::type_info& signature, int arity) const;
+  absl::Status CheckSignature(const KernelSpec& spec, const std::type_info& signature,
+                              int arity) const;
 
   Platform* platform_;
   int device_ordinal_;
@@ -166,9 +166,11 @@ class StreamExecutor {
     std::vector<PluginInterface*> chain;  // Linked through fallback_; empty until first use.
   };
   // Makes `names` the chain (creating what is missing); unchanged on error.
-  absl::Status BuildChainLocked(PluginKind kind, PluginSlot& slot, const std::vector<std::string>& names)
+  absl::Status BuildChainLocked(PluginKind kind, PluginSlot& slot,
+                                const std::vector<std::string>& names)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(plugin_mu_);
-  absl::StatusOr<PluginInterface*> InstanceLocked(PluginKind kind, PluginSlot& slot, std::string_view name)
+  absl::StatusOr<PluginInterface*> InstanceLocked(PluginKind kind, PluginSlot& slot,
+                                                  std::string_view name)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(plugin_mu_);
   Mutex plugin_mu_;
   PluginSlot plugins_[4] ABSL_GUARDED_BY(plugin_mu_);  // Indexed by PluginKind.
@@ -198,8 +200,8 @@ absl::StatusOr<ScopedDeviceMemory<T>> StreamExecutor::AllocateOwnedArray(uint64_
 
 template <typename... Params>
 absl::StatusOr<TypedKernel<Params...>> StreamExecutor::LoadKernel(const KernelSpec& spec) {
-  absl::Status status = CheckSignature(
-      spec, typeid(KernelSignature<std::decay_t<Params>...>), static_cast<int>(sizeof...(Params)));
+  absl::Status status = CheckSignature(spec, typeid(KernelSignature<std::decay_t<Params>...>),
+                                       static_cast<int>(sizeof...(Params)));
   if (!status.ok()) return status;
   auto kernel = LoadKernel(spec);
   if (!kernel.ok()) return kernel.status();

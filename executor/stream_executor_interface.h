@@ -42,8 +42,8 @@ const char* FeatureName(Feature feature);
 struct MemoryStats {
   int64_t bytes_in_use = 0;
   int64_t peak_bytes_in_use = 0;
-  int64_t num_allocs = 0;    // Live allocations.
-  int64_t bytes_limit = 0;   // What Allocate may hand out in total.
+  int64_t num_allocs = 0;   // Live allocations.
+  int64_t bytes_limit = 0;  // What Allocate may hand out in total.
 };
 
 // Per-stream creation options.

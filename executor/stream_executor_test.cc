@@ -6,8 +6,8 @@
 #include <thread>
 #include <vector>
 
-#include "rill/base/logging.h"
 #include "gtest/gtest.h"
+#include "rill/base/logging.h"
 #include "rill/platform/host/host_executor.h"
 #include "rill/platform/host/host_platform.h"
 #include "rill/rill.h"
@@ -16,10 +16,10 @@
 namespace rill {
 namespace {
 
+using ::rill::testing::Gate;
 using ::rill::testing::HasError;
 using ::rill::testing::IsOk;
 using ::rill::testing::Must;
-using ::rill::testing::Gate;
 using ::rill::testing::OpenOnExit;
 using ::rill::testing::WithDeadline;
 
@@ -74,7 +74,8 @@ TEST(StreamExecutor, ZeroByteAllocationsAreInvalidArgument) {
   StreamExecutor* exec = ExecutorOf(*manager, "small");
   EXPECT_TRUE(HasError(exec->Allocate(0).status(), absl::StatusCode::kInvalidArgument,
                        {"small:0", "0 bytes"}));
-  EXPECT_TRUE(HasError(exec->AllocateOwnedArray<int>(0).status(), absl::StatusCode::kInvalidArgument));
+  EXPECT_TRUE(
+      HasError(exec->AllocateOwnedArray<int>(0).status(), absl::StatusCode::kInvalidArgument));
   EXPECT_TRUE(HasError(exec->HostMemoryAllocate(0).status(), absl::StatusCode::kInvalidArgument));
 }
 
@@ -95,8 +96,8 @@ TEST(StreamExecutor, DeallocateRejectsWhatItDidNotAllocate) {
   EXPECT_FALSE(copy.is_null()) << "a failed Deallocate leaves the handle";
   EXPECT_EQ(zero->GetMemoryStats().num_allocs, 1);
   EXPECT_TRUE(IsOk(zero->Deallocate(&memory)));
-  EXPECT_TRUE(HasError(zero->Deallocate(&copy), absl::StatusCode::kInvalidArgument,
-                       {"already freed"}));
+  EXPECT_TRUE(
+      HasError(zero->Deallocate(&copy), absl::StatusCode::kInvalidArgument, {"already freed"}));
 }
 
 TEST(StreamExecutor, ScopedDeviceMemoryFreesOnceAcrossMoves) {
@@ -244,7 +245,8 @@ TEST(StreamExecutor, StreamsOutlivingTheirExecutorAreDetached) {
   EXPECT_TRUE(HasError(stream->BlockHostUntilDone(), absl::StatusCode::kFailedPrecondition));
   EXPECT_FALSE(later);
   // A stream already in error keeps its first error.
-  EXPECT_TRUE(HasError(failed->BlockHostUntilDone(), absl::StatusCode::kDataLoss, {"first error 17"}));
+  EXPECT_TRUE(
+      HasError(failed->BlockHostUntilDone(), absl::StatusCode::kDataLoss, {"first error 17"}));
   stream.reset();
   failed.reset();
 }
@@ -263,7 +265,8 @@ TEST(StreamExecutor, LoadKernelChecks) {
                        absl::StatusCode::kInvalidArgument, {"\"add\"", "differ"}));
   EXPECT_TRUE(HasError(exec->LoadKernel<DeviceMemory<int>>(add).status(),
                        absl::StatusCode::kInvalidArgument, {"1 parameter(s)", "the 2"}));
-  absl::StatusOr<TypedKernel<DeviceMemory<int>, int>> typed = exec->LoadKernel<DeviceMemory<int>, int>(add);
+  absl::StatusOr<TypedKernel<DeviceMemory<int>, int>> typed =
+      exec->LoadKernel<DeviceMemory<int>, int>(add);
   ASSERT_TRUE(typed.ok()) << typed.status();
   EXPECT_EQ(typed->kernel().name(), "add");
   EXPECT_EQ(typed->kernel().arity(), 2);
@@ -301,7 +304,8 @@ TEST(StreamExecutor, UnsupportedFeaturesFailWithUnimplemented) {
   auto fails = [&](const std::function<void(Stream&)>& use, const char* feature) {
     std::unique_ptr<Stream> stream = Must(exec->CreateStream());
     use(*stream);
-    EXPECT_TRUE(HasError(stream->BlockHostUntilDone(), absl::StatusCode::kUnimplemented, {feature}));
+    EXPECT_TRUE(
+        HasError(stream->BlockHostUntilDone(), absl::StatusCode::kUnimplemented, {feature}));
   };
   bool ran = false;
   fails([&](Stream& s) { s.ThenDoHostCallback([&ran] { ran = true; }); }, "host callbacks");

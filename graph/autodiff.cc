@@ -14,7 +14,9 @@ namespace rill::graph {
 const ops::OpDef& GradSumOp() {
   static const ops::OpDef* op = [] {
     auto* d = new ops::OpDef("_grad_sum");
-    d->set_variadic_inputs().set_dtypes(kAllTypesMask).set_doc("sum of gradient contributions (graph executor)");
+    d->set_variadic_inputs()
+        .set_dtypes(kAllTypesMask)
+        .set_doc("sum of gradient contributions (graph executor)");
     return d;
   }();
   return *op;
@@ -42,8 +44,8 @@ class Placeholders {
     auto it = tensors_.find(e);
     if (it != tensors_.end()) return it->second;
     if (!t.known()) {
-      return absl::FailedPreconditionError(absl::StrCat("autodiff: the type of ", g_->Describe(e.node),
-                                                        " output ", e.index, " is unknown"));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "autodiff: the type of ", g_->Describe(e.node), " output ", e.index, " is unknown"));
     }
     RILL_ASSIGN_OR_RETURN(Tensor x, Tensor::Empty(*t.shape, *t.dtype, engine::Context::Host()));
     Add(x, e);
@@ -55,11 +57,13 @@ class Placeholders {
   }
   // The entry behind a traced tensor; a reshaped view of one becomes a
   // reshape node. NotFound for a tensor from outside the trace.
-  absl::StatusOr<Entry> EntryOf(const Tensor& x, const std::string& node_name, const std::string& group) {
+  absl::StatusOr<Entry> EntryOf(const Tensor& x, const std::string& node_name,
+                                const std::string& group) {
     auto it = entries_.find(x.var().bits());
     if (it == entries_.end()) {
       return absl::InternalError(absl::StrCat("autodiff: the gradient of node '", node_name,
-                                              "' used a tensor that is not a graph value (", x.ToString(), ")"));
+                                              "' used a tensor that is not a graph value (",
+                                              x.ToString(), ")"));
     }
     if (x.shape() == it->second.second && x.byte_offset() == 0) return it->second.first;
     if (x.byte_offset() != 0) {
@@ -85,7 +89,8 @@ class Placeholders {
 }  // namespace
 
 absl::StatusOr<BackwardGraph> BuildBackward(const Graph& fwd, const std::vector<int>& order,
-                                            const EntryTypes& types, const std::vector<std::string>& wrt) {
+                                            const EntryTypes& types,
+                                            const std::vector<std::string>& wrt) {
   BackwardGraph out;
   out.graph = fwd;
   Graph& g = out.graph;
@@ -105,7 +110,8 @@ absl::StatusOr<BackwardGraph> BuildBackward(const Graph& fwd, const std::vector<
   for (const std::string& name : wrt) {
     const int id = fwd.Find(name);
     if (id < 0 || !fwd.node(id).is_variable()) {
-      return absl::InvalidArgumentError(absl::StrCat("autodiff: no variable '", name, "' to differentiate"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("autodiff: no variable '", name, "' to differentiate"));
     }
   }
   for (int id : order) {
@@ -132,7 +138,8 @@ absl::StatusOr<BackwardGraph> BuildBackward(const Graph& fwd, const std::vector<
 
   // A node holding the sum of `parts` (or the single part).
   int sums = 0;
-  auto summed = [&](const std::vector<Entry>& parts, const std::string& name, const std::string& group) -> absl::StatusOr<Entry> {
+  auto summed = [&](const std::vector<Entry>& parts, const std::string& name,
+                    const std::string& group) -> absl::StatusOr<Entry> {
     if (parts.size() == 1) return parts[0];
     Entry s = g.OpParsed(GradSumOp(), nullptr, parts, absl::StrCat(name, "_sum", sums++), group)[0];
     RILL_RETURN_IF_ERROR(g.status());
@@ -141,7 +148,8 @@ absl::StatusOr<BackwardGraph> BuildBackward(const Graph& fwd, const std::vector<
     return s;
   };
   // Turns the calls recorded by `trace` into nodes.
-  auto emit = [&](ops::OpTrace& trace, const std::string& base, const std::string& group) -> absl::Status {
+  auto emit = [&](ops::OpTrace& trace, const std::string& base,
+                  const std::string& group) -> absl::Status {
     int k = 0;
     for (ops::OpTrace::Call& c : trace.TakeCalls()) {
       std::vector<Entry> ins;
@@ -150,7 +158,8 @@ absl::StatusOr<BackwardGraph> BuildBackward(const Graph& fwd, const std::vector<
         ins.push_back(e);
       }
       std::vector<Entry> outs =
-          g.OpParsed(*c.op, c.params, std::move(ins), absl::StrCat(base, "_backward", k++, "_", c.op->name()), group);
+          g.OpParsed(*c.op, c.params, std::move(ins),
+                     absl::StrCat(base, "_backward", k++, "_", c.op->name()), group);
       RILL_RETURN_IF_ERROR(g.status());
       note_types(outs[0].node, c.outputs);
       for (size_t i = 0; i < outs.size(); ++i) ph.Add(c.outputs[i], outs[i]);
@@ -166,7 +175,8 @@ absl::StatusOr<BackwardGraph> BuildBackward(const Graph& fwd, const std::vector<
     for (int o = 0; o < n.num_outputs(); ++o) any |= contrib.contains(Entry{id, o});
     if (!any) continue;
     if (n.op->gradient() == nullptr) {
-      return absl::UnimplementedError(absl::StrCat("autodiff: ", fwd.Describe(id), " has no gradient"));
+      return absl::UnimplementedError(
+          absl::StrCat("autodiff: ", fwd.Describe(id), " has no gradient"));
     }
     std::vector<Tensor> ins, outs, ograds;
     for (const Entry& e : n.inputs) {
@@ -184,18 +194,22 @@ absl::StatusOr<BackwardGraph> BuildBackward(const Graph& fwd, const std::vector<
           const EntryType t = type_of(e);
           ops::InvokeOptions opt;
           opt.context = engine::Context::Host();
-          RILL_ASSIGN_OR_RETURN(auto z, ops::Invoke("zeros", {}, {{"shape", ShapeAttr(*t.shape)}, {"dtype", DTypeName(*t.dtype)}},
-                                                    {}, opt));
+          RILL_ASSIGN_OR_RETURN(
+              auto z, ops::Invoke("zeros", {},
+                                  {{"shape", ShapeAttr(*t.shape)}, {"dtype", DTypeName(*t.dtype)}},
+                                  {}, opt));
           ograds.push_back(z[0]);
           continue;
         }
-        RILL_ASSIGN_OR_RETURN(Entry s, summed(c->second, absl::StrCat(n.name, "_grad", o), n.group));
+        RILL_ASSIGN_OR_RETURN(Entry s,
+                              summed(c->second, absl::StrCat(n.name, "_grad", o), n.group));
         RILL_ASSIGN_OR_RETURN(Tensor gt, ph.For(s, type_of(s)));
         ograds.push_back(gt);
       }
       ops::GradientContext gc{n.params.get(), ins, outs, ograds};
       absl::StatusOr<std::vector<Tensor>> grads = n.op->gradient()(gc);
-      if (!grads.ok()) return Annotate(grads.status(), absl::StrCat("autodiff: gradient of ", fwd.Describe(id)));
+      if (!grads.ok())
+        return Annotate(grads.status(), absl::StrCat("autodiff: gradient of ", fwd.Describe(id)));
       RILL_RETURN_IF_ERROR(emit(trace, n.name, n.group));
       for (size_t i = 0; i < n.inputs.size() && i < grads->size(); ++i) {
         const Tensor& gi = (*grads)[i];
@@ -217,7 +231,8 @@ absl::StatusOr<BackwardGraph> BuildBackward(const Graph& fwd, const std::vector<
     if (parts.empty()) {  // Not on any path to an output: a zero gradient.
       const EntryType t = type_of(v);
       if (!t.known()) {
-        return absl::FailedPreconditionError(absl::StrCat("autodiff: the type of ", fwd.Describe(id), " is unknown"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("autodiff: the type of ", fwd.Describe(id), " is unknown"));
       }
       Entry z = g.Op1("zeros", {}, {{"shape", ShapeAttr(*t.shape)}, {"dtype", DTypeName(*t.dtype)}},
                       absl::StrCat("_zero_grad_", name));

@@ -36,7 +36,8 @@ struct BackwardGraph {
 // nodes take their forward node's group. Unimplemented for an op on the
 // path that has no gradient function, naming the node.
 absl::StatusOr<BackwardGraph> BuildBackward(const Graph& fwd, const std::vector<int>& order,
-                                            const EntryTypes& types, const std::vector<std::string>& wrt);
+                                            const EntryTypes& types,
+                                            const std::vector<std::string>& wrt);
 
 }  // namespace rill::graph
 

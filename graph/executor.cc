@@ -20,16 +20,20 @@ namespace rill::graph {
 
 const char* GradReqName(GradReq req) {
   switch (req) {
-    case GradReq::kNull: return "null";
-    case GradReq::kWrite: return "write";
-    case GradReq::kAdd: return "add";
+    case GradReq::kNull:
+      return "null";
+    case GradReq::kWrite:
+      return "write";
+    case GradReq::kAdd:
+      return "add";
   }
   return "?";
 }
 
 std::string MemoryReport::ToString() const {
   return absl::StrFormat(
-      "%d entries in %d blocks: %d bytes planned, %d without reuse (ratio %.3f); %d in-place, %d kAddTo; "
+      "%d entries in %d blocks: %d bytes planned, %d without reuse (ratio %.3f); %d in-place, %d "
+      "kAddTo; "
       "%d bytes bound by the caller",
       entries, blocks, planned_bytes, naive_bytes, ratio(), inplace, addto, external_bytes);
 }
@@ -57,8 +61,8 @@ struct Executor::Impl {
   std::vector<engine::Context> contexts;
   std::vector<int> node_ctx;
   EntryTypes types;
-  std::vector<int> order;  // Forward nodes, then backward nodes.
-  size_t num_forward = 0;  // Positions [0, num_forward) are the forward pass.
+  std::vector<int> order;     // Forward nodes, then backward nodes.
+  size_t num_forward = 0;     // Positions [0, num_forward) are the forward pass.
   std::vector<int> position;  // Per node: its index in order, or -1.
   std::vector<Entry> outputs;
   std::vector<Entry> head_grads;
@@ -113,7 +117,8 @@ struct Executor::Impl {
   }
 };
 
-absl::Status Executor::Impl::Build(const Graph& fwd, const absl::flat_hash_map<std::string, Tensor>& args_in,
+absl::Status Executor::Impl::Build(const Graph& fwd,
+                                   const absl::flat_hash_map<std::string, Tensor>& args_in,
                                    const absl::flat_hash_map<std::string, Tensor>& grads_in) {
   RILL_RETURN_IF_ERROR(fwd.status());
   if (fwd.outputs().empty()) return absl::InvalidArgumentError("bind: the graph has no outputs");
@@ -129,11 +134,13 @@ absl::Status Executor::Impl::Build(const Graph& fwd, const absl::flat_hash_map<s
   for (const auto& [name, t] : args) {
     const int id = fwd.Find(name);
     if (id < 0 || !fwd.node(id).is_variable()) {
-      return absl::InvalidArgumentError(absl::StrCat("bind: the graph has no variable '", name, "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("bind: the graph has no variable '", name, "'"));
     }
     RILL_RETURN_IF_ERROR(Annotate(t.CheckUsable(), absl::StrCat("bind: variable '", name, "'")));
     if (t.engine() != eng) {
-      return absl::InvalidArgumentError(absl::StrCat("bind: variable '", name, "' is a tensor of another engine"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("bind: variable '", name, "' is a tensor of another engine"));
     }
     known[name] = EntryType{t.shape(), t.dtype()};
   }
@@ -147,7 +154,8 @@ absl::Status Executor::Impl::Build(const Graph& fwd, const absl::flat_hash_map<s
   for (int id : fwd_order) {
     for (const EntryType& t : fwd_types[id]) {
       if (!t.known()) {
-        return absl::InvalidArgumentError(absl::StrCat("bind: the type of ", fwd.Describe(id), " is unknown"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("bind: the type of ", fwd.Describe(id), " is unknown"));
       }
     }
   }
@@ -157,10 +165,12 @@ absl::Status Executor::Impl::Build(const Graph& fwd, const absl::flat_hash_map<s
   absl::flat_hash_set<std::string> adds;
   for (const auto& [name, req] : opt.grad_reqs) {
     if (fwd.Find(name) < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("bind: grad_reqs names no variable ('", name, "')"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("bind: grad_reqs names no variable ('", name, "')"));
     }
     if (req != GradReq::kNull && !grads.contains(name)) {
-      return absl::InvalidArgumentError(absl::StrCat("bind: grad_req '", GradReqName(req), "' for '", name,
+      return absl::InvalidArgumentError(absl::StrCat("bind: grad_req '", GradReqName(req),
+                                                     "' for '", name,
                                                      "' but no gradient tensor is bound"));
     }
   }
@@ -174,20 +184,24 @@ absl::Status Executor::Impl::Build(const Graph& fwd, const absl::flat_hash_map<s
     if (req == GradReq::kNull) continue;
     auto ai = args.find(n.name);
     if (ai == args.end()) {
-      return absl::InvalidArgumentError(absl::StrCat("bind: a gradient for '", n.name, "', which is not bound"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("bind: a gradient for '", n.name, "', which is not bound"));
     }
     const Tensor& gt = gi->second;
-    RILL_RETURN_IF_ERROR(Annotate(gt.CheckUsable(), absl::StrCat("bind: gradient of '", n.name, "'")));
+    RILL_RETURN_IF_ERROR(
+        Annotate(gt.CheckUsable(), absl::StrCat("bind: gradient of '", n.name, "'")));
     if (gt.shape() != ai->second.shape() || gt.dtype() != ai->second.dtype()) {
-      return absl::InvalidArgumentError(absl::StrCat("bind: the gradient of '", n.name, "' is ", gt.ToString(),
-                                                     " but the variable is ", ai->second.ToString()));
+      return absl::InvalidArgumentError(absl::StrCat("bind: the gradient of '", n.name, "' is ",
+                                                     gt.ToString(), " but the variable is ",
+                                                     ai->second.ToString()));
     }
     wrt.push_back(n.name);
     if (req == GradReq::kAdd) adds.insert(n.name);
   }
   for (const auto& [name, t] : grads) {
     if (fwd.Find(name) < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("bind: a gradient for '", name, "', which is no variable"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("bind: a gradient for '", name, "', which is no variable"));
     }
   }
 
@@ -243,8 +257,9 @@ absl::Status Executor::Impl::Build(const Graph& fwd, const absl::flat_hash_map<s
       const std::pair<Entry, int> key{e, node_ctx[id]};
       auto it = copies.find(key);
       if (it == copies.end()) {
-        Entry c = g.OpParsed(CopyOp(), nullptr, {e},
-                             absl::StrCat("_copy_", EntryName(e), "_to_", contexts[node_ctx[id]].ToString()))[0];
+        Entry c = g.OpParsed(
+            CopyOp(), nullptr, {e},
+            absl::StrCat("_copy_", EntryName(e), "_to_", contexts[node_ctx[id]].ToString()))[0];
         RILL_RETURN_IF_ERROR(g.status());
         node_ctx.push_back(node_ctx[id]);
         it = copies.emplace(key, c).first;
@@ -311,7 +326,8 @@ absl::Status Executor::Impl::Build(const Graph& fwd, const absl::flat_hash_map<s
       auto& rel = plan.released_after[pos];
       auto hit = std::find_if(rel.begin(), rel.end(), [&](int b) {
         for (const Entry& e : n.inputs) {
-          if (plan.block[e.node][e.index] == b && !g.node(order[pos - 1]).is_variable()) return true;
+          if (plan.block[e.node][e.index] == b && !g.node(order[pos - 1]).is_variable())
+            return true;
         }
         return false;
       });
@@ -338,8 +354,9 @@ absl::Status Executor::Impl::Build(const Graph& fwd, const absl::flat_hash_map<s
 absl::Status Executor::Impl::Allocate() {
   blocks.clear();
   for (const MemoryPlan::Block& b : plan.blocks) {
-    RILL_ASSIGN_OR_RETURN(Tensor t, Tensor::Empty(Shape{static_cast<int64_t>(std::max<uint64_t>(b.bytes, 1))},
-                                                  DType::kU8, contexts[b.context], eng));
+    RILL_ASSIGN_OR_RETURN(Tensor t,
+                          Tensor::Empty(Shape{static_cast<int64_t>(std::max<uint64_t>(b.bytes, 1))},
+                                        DType::kU8, contexts[b.context], eng));
     blocks.push_back(std::move(t));
   }
   if (opt.canary) {
@@ -354,7 +371,8 @@ absl::Status Executor::Impl::Allocate() {
     if (n.is_variable()) return args.at(n.name);
     if (auto it = var_grad_sums.find(e.node); it != var_grad_sums.end()) return it->second;
     const int b = plan.block[e.node][e.index];
-    if (b < 0) return absl::InternalError(absl::StrCat("bind: no storage planned for ", EntryName(e)));
+    if (b < 0)
+      return absl::InternalError(absl::StrCat("bind: no storage planned for ", EntryName(e)));
     return blocks[b].View(*t.shape, *t.dtype, 0);
   };
   for (int id : order) {
@@ -391,19 +409,23 @@ absl::Status Executor::Impl::Prepare(bool is_train) {
     for (const Entry& e : n.inputs) in.push_back(tensors[e.node][e.index]);
     ops::InvokeOptions o;
     o.is_train = is_train;
-    auto where = [&] { return absl::StrCat("graph ", g.Describe(id), " on ", contexts[node_ctx[id]].ToString()); };
+    auto where = [&] {
+      return absl::StrCat("graph ", g.Describe(id), " on ", contexts[node_ctx[id]].ToString());
+    };
     if (n.op == &GradSumOp()) {
       for (size_t k = 0; k < n.inputs.size(); ++k) {
         if (plan.fused[id][k]) continue;
         o.reqs = {plan.sum_req[id][k]};
-        absl::StatusOr<ops::PreparedOp> p = ops::PreparedOp::Prepare(identity, {in[k]}, nullptr, {tensors[id][0]}, o);
+        absl::StatusOr<ops::PreparedOp> p =
+            ops::PreparedOp::Prepare(identity, {in[k]}, nullptr, {tensors[id][0]}, o);
         if (!p.ok()) return Annotate(p.status(), where());
         prep[id].push_back(*std::move(p));
       }
       continue;
     }
     o.reqs = plan.req[id];
-    absl::StatusOr<ops::PreparedOp> p = ops::PreparedOp::Prepare(*n.op, in, n.params, tensors[id], o);
+    absl::StatusOr<ops::PreparedOp> p =
+        ops::PreparedOp::Prepare(*n.op, in, n.params, tensors[id], o);
     if (!p.ok()) return Annotate(p.status(), where());
     prep[id].push_back(*std::move(p));
   }
@@ -434,7 +456,8 @@ std::vector<Step> Executor::Impl::MakeSteps(size_t begin, size_t end) const {
     if (n.is_variable()) continue;
     const bool copy = n.op == &CopyOp();
     const bool chained = prev >= 0 && consumers[prev] == 1 && last_consumer[prev] == id;
-    if (copy || !chained || steps.empty() || steps.back().copy || steps.back().context != node_ctx[id] ||
+    if (copy || !chained || steps.empty() || steps.back().copy ||
+        steps.back().context != node_ctx[id] ||
         static_cast<int>(steps.back().positions.size()) >= bulk) {
       steps.push_back(Step{copy, node_ctx[id], {}, ""});
     }
@@ -445,8 +468,8 @@ std::vector<Step> Executor::Impl::MakeSteps(size_t begin, size_t end) const {
     const std::string& first = g.node(order[s.positions.front()]).name;
     s.name = s.positions.size() == 1
                  ? first
-                 : absl::StrCat(first, "..", g.node(order[s.positions.back()]).name, " (", s.positions.size(),
-                                " nodes)");
+                 : absl::StrCat(first, "..", g.node(order[s.positions.back()]).name, " (",
+                                s.positions.size(), " nodes)");
   }
   return steps;
 }
@@ -463,9 +486,10 @@ absl::Status Executor::Impl::CheckInputs(int pos) const {
     if (have != Code(Home(e))) {
       return absl::InternalError(absl::StrCat(
           "canary: graph ", g.Describe(id), " reads ", EntryName(e), " from block ", b, ", which ",
-          have < 0 ? std::string("the plan has released")
-                   : absl::StrCat("the plan gave to ",
-                                  EntryName(Entry{static_cast<int>(have / 256), static_cast<int>(have % 256)}))));
+          have < 0
+              ? std::string("the plan has released")
+              : absl::StrCat("the plan gave to ", EntryName(Entry{static_cast<int>(have / 256),
+                                                                  static_cast<int>(have % 256)}))));
     }
   }
   return absl::OkStatus();
@@ -513,9 +537,9 @@ absl::Status Executor::Impl::PushCopy(int pos) const {
   const Tensor& to = tensors[id][0];
   const Impl* self = this;
   if (owner != nullptr) {  // The canary's checks, in the copy's var order.
-    RILL_RETURN_IF_ERROR(eng->PushSync([self, pos](engine::RunContext) { return self->CheckInputs(pos); },
-                                       from.context(), {from.var()}, {}, engine::FnProperty::kNormal, 0,
-                                       "canary_check"));
+    RILL_RETURN_IF_ERROR(eng->PushSync(
+        [self, pos](engine::RunContext) { return self->CheckInputs(pos); }, from.context(),
+        {from.var()}, {}, engine::FnProperty::kNormal, 0, "canary_check"));
   }
   absl::Status st = to.CopyFrom(from);
   if (!st.ok()) return Annotate(st, absl::StrCat("graph node '", g.node(id).name, "'"));
@@ -532,8 +556,8 @@ absl::Status Executor::Impl::PushCopy(int pos) const {
       }
       const bool outs = c == cto;
       RILL_RETURN_IF_ERROR(eng->PushSync(
-          [self, pos, c, outs](engine::RunContext rc) { return self->AfterNode(pos, rc, c, outs); }, contexts[c],
-          {}, writes, engine::FnProperty::kNormal, 0, "canary_update"));
+          [self, pos, c, outs](engine::RunContext rc) { return self->AfterNode(pos, rc, c, outs); },
+          contexts[c], {}, writes, engine::FnProperty::kNormal, 0, "canary_update"));
     }
   }
   return absl::OkStatus();
@@ -557,7 +581,8 @@ absl::Status Executor::Impl::Push(const std::vector<Step>& steps, bool is_train)
     }
     const Impl* self = this;
     std::vector<int> positions = s.positions;
-    auto fn = [self, positions = std::move(positions), is_train](engine::RunContext rc) -> absl::Status {
+    auto fn = [self, positions = std::move(positions),
+               is_train](engine::RunContext rc) -> absl::Status {
       for (int pos : positions) RILL_RETURN_IF_ERROR(self->RunNode(pos, is_train, rc));
       return absl::OkStatus();
     };
@@ -580,10 +605,9 @@ Executor::Impl::~Impl() {
   for (const auto& [name, t] : args) (void)t.WaitToWrite();
 }
 
-absl::StatusOr<std::unique_ptr<Executor>> Executor::Bind(const Graph& g,
-                                                         const absl::flat_hash_map<std::string, Tensor>& args,
-                                                         const absl::flat_hash_map<std::string, Tensor>& grads,
-                                                         const BindOptions& options) {
+absl::StatusOr<std::unique_ptr<Executor>> Executor::Bind(
+    const Graph& g, const absl::flat_hash_map<std::string, Tensor>& args,
+    const absl::flat_hash_map<std::string, Tensor>& grads, const BindOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->opt = options;
   RILL_RETURN_IF_ERROR(impl->Build(g, args, grads));
@@ -603,22 +627,26 @@ absl::Status Executor::Backward(absl::Span<const Tensor> head_grads) {
   if (m.head_grads.empty()) {
     return absl::FailedPreconditionError("Backward: no gradient was requested at bind");
   }
-  if (!m.trained_forward) return absl::FailedPreconditionError("Backward: run Forward(is_train=true) first");
+  if (!m.trained_forward)
+    return absl::FailedPreconditionError("Backward: run Forward(is_train=true) first");
   if (head_grads.empty()) {
     if (!m.heads_are_ones) {
       for (const Tensor& h : m.head_tensors) {
         ops::InvokeOptions o;
-        RILL_RETURN_IF_ERROR(ops::Invoke("fill", {}, {{"shape", h.shape().ToString()}, {"value", "1"},
-                                                      {"dtype", DTypeName(h.dtype())}},
-                                         {h}, o)
-                                 .status());
+        RILL_RETURN_IF_ERROR(
+            ops::Invoke(
+                "fill", {},
+                {{"shape", h.shape().ToString()}, {"value", "1"}, {"dtype", DTypeName(h.dtype())}},
+                {h}, o)
+                .status());
       }
       m.heads_are_ones = true;
     }
   } else {
     if (head_grads.size() != m.head_tensors.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("Backward: ", head_grads.size(), " head gradients for ",
-                                                     m.head_tensors.size(), " outputs"));
+      return absl::InvalidArgumentError(absl::StrCat("Backward: ", head_grads.size(),
+                                                     " head gradients for ", m.head_tensors.size(),
+                                                     " outputs"));
     }
     for (size_t i = 0; i < head_grads.size(); ++i) {
       absl::Status s = m.head_tensors[i].CopyFrom(head_grads[i]);
@@ -634,7 +662,8 @@ absl::Status Executor::Reshape(const absl::flat_hash_map<std::string, Tensor>& a
   absl::flat_hash_map<std::string, Tensor> merged = m.user_args;
   for (const auto& [name, t] : args) {
     if (!merged.contains(name)) {
-      return absl::InvalidArgumentError(absl::StrCat("Reshape: '", name, "' is not a bound variable"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("Reshape: '", name, "' is not a bound variable"));
     }
     merged[name] = t;
   }
@@ -649,7 +678,9 @@ absl::Status Executor::Reshape(const absl::flat_hash_map<std::string, Tensor>& a
 
 const MemoryReport& Executor::memory() const { return impl_->plan.report; }
 int Executor::num_forward_nodes() const { return static_cast<int>(impl_->num_forward); }
-int Executor::num_backward_nodes() const { return static_cast<int>(impl_->order.size() - impl_->num_forward); }
+int Executor::num_backward_nodes() const {
+  return static_cast<int>(impl_->order.size() - impl_->num_forward);
+}
 
 std::string Executor::DebugString() const {
   const Impl& m = *impl_;
@@ -659,7 +690,8 @@ std::string Executor::DebugString() const {
     const Node& n = m.g.node(id);
     if (pos == m.num_forward) absl::StrAppend(&s, "-- backward\n");
     absl::StrAppend(&s, n.name, " = ", n.is_variable() ? VarKindName(n.kind) : n.op->name(), "(");
-    for (size_t k = 0; k < n.inputs.size(); ++k) absl::StrAppend(&s, k ? ", " : "", m.EntryName(n.inputs[k]));
+    for (size_t k = 0; k < n.inputs.size(); ++k)
+      absl::StrAppend(&s, k ? ", " : "", m.EntryName(n.inputs[k]));
     absl::StrAppend(&s, ") on ", m.contexts[m.node_ctx[id]].ToString());
     for (int o = 0; o < n.num_outputs(); ++o) {
       const int b = m.plan.block[id][o];

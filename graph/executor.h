@@ -59,14 +59,16 @@ struct BindOptions {
 
 // What the memory planner did, for the forward and backward nodes.
 struct MemoryReport {
-  int64_t entries = 0;         // Planned (internal) entries.
-  int64_t blocks = 0;          // Storage blocks they share.
-  uint64_t planned_bytes = 0;  // Sum of the blocks' sizes.
-  uint64_t naive_bytes = 0;    // Bytes if every entry had its own buffer.
-  int64_t inplace = 0;         // Outputs written over an input's block.
-  int64_t addto = 0;           // Gradient contributions summed with kAddTo.
-  uint64_t external_bytes = 0; // Bound tensors (arguments, gradients): not planned.
-  double ratio() const { return naive_bytes ? static_cast<double>(planned_bytes) / naive_bytes : 1.0; }
+  int64_t entries = 0;          // Planned (internal) entries.
+  int64_t blocks = 0;           // Storage blocks they share.
+  uint64_t planned_bytes = 0;   // Sum of the blocks' sizes.
+  uint64_t naive_bytes = 0;     // Bytes if every entry had its own buffer.
+  int64_t inplace = 0;          // Outputs written over an input's block.
+  int64_t addto = 0;            // Gradient contributions summed with kAddTo.
+  uint64_t external_bytes = 0;  // Bound tensors (arguments, gradients): not planned.
+  double ratio() const {
+    return naive_bytes ? static_cast<double>(planned_bytes) / naive_bytes : 1.0;
+  }
   std::string ToString() const;
 };
 

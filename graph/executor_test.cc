@@ -9,9 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
+#include "gtest/gtest.h"
 #include "rill/graph/passes.h"
 #include "rill/graph/testing/graph_testing.h"
-#include "gtest/gtest.h"
 #include "rill/ops/invoke.h"
 #include "rill/ops/testing/op_testing.h"
 
@@ -26,8 +26,10 @@ using ::rill::ops::testing::RandomData;
 using ::testing::HasSubstr;
 
 // The graph's outputs computed op by op with Invoke (the reference).
-std::vector<Tensor> RunImperative(const Graph& g, const absl::flat_hash_map<std::string, Tensor>& args) {
-  auto out = testing::EvaluateImperatively(g, args, engine::Context::Host(), nullptr, /*is_train=*/true);
+std::vector<Tensor> RunImperative(const Graph& g,
+                                  const absl::flat_hash_map<std::string, Tensor>& args) {
+  auto out =
+      testing::EvaluateImperatively(g, args, engine::Context::Host(), nullptr, /*is_train=*/true);
   EXPECT_TRUE(out.ok()) << out.status();
   return out.ok() ? *std::move(out) : std::vector<Tensor>(g.outputs().size());
 }
@@ -60,7 +62,8 @@ class GraphTest : public OpTest {
   }
   Tensor Zeros(const Tensor& like) {
     std::vector<char> z(like.ByteSize(), 0);
-    return *Tensor::FromHostBytes(z.data(), z.size(), like.shape(), like.dtype(), ctx(), engine_.get());
+    return *Tensor::FromHostBytes(z.data(), z.size(), like.shape(), like.dtype(), ctx(),
+                                  engine_.get());
   }
   BindOptions Options(bool canary = true) {
     BindOptions o;
@@ -122,9 +125,10 @@ TEST_P(GraphTest, MlpGradientsMatchFiniteDifferences) {
 // Every differentiable scalar form, chained, against finite differences.
 TEST_P(GraphTest, ScalarOpGradientsMatchFiniteDifferences) {
   const std::vector<std::pair<const char*, const char*>> chain = {
-      {"add_scalar", "0.5"}, {"mul_scalar", "1.5"}, {"sub_scalar", "-2"},  {"div_scalar", "2"},
-      {"pow_scalar", "1.7"}, {"rdiv_scalar", "3"},  {"rpow_scalar", "1.3"}, {"rsub_scalar", "4"},
-      {"maximum_scalar", "0.2"}, {"minimum_scalar", "5"}};
+      {"add_scalar", "0.5"},  {"mul_scalar", "1.5"}, {"sub_scalar", "-2"},
+      {"div_scalar", "2"},    {"pow_scalar", "1.7"}, {"rdiv_scalar", "3"},
+      {"rpow_scalar", "1.3"}, {"rsub_scalar", "4"},  {"maximum_scalar", "0.2"},
+      {"minimum_scalar", "5"}};
   Graph g;
   Entry h = g.Param("x");
   for (const auto& [op, s] : chain) h = g.Op1(op, {h}, {{"scalar", s}});
@@ -151,7 +155,8 @@ TEST_P(GraphTest, ScalarOpGradientsMatchFiniteDifferences) {
 TEST_P(GraphTest, GradReqAddAccumulatesAndNullSkips) {
   Graph g = Mlp(6, 3);
   auto args = MlpArgs<double>(4, 5, 6, 3, 11);
-  absl::flat_hash_map<std::string, Tensor> grads{{"w1", Zeros(args.at("w1"))}, {"w2", Zeros(args.at("w2"))}};
+  absl::flat_hash_map<std::string, Tensor> grads{{"w1", Zeros(args.at("w1"))},
+                                                 {"w2", Zeros(args.at("w2"))}};
   BindOptions o = Options();
   o.grad_reqs = {{"w1", GradReq::kAdd}, {"w2", GradReq::kWrite}};
   auto exec = Executor::Bind(g, args, grads, o);
@@ -205,7 +210,8 @@ TEST_P(GraphTest, FanOutGradientsSumWithAddTo) {
   ASSERT_TRUE((*exec)->Forward().ok());
   ASSERT_TRUE((*exec)->Backward().ok());
   std::vector<double> want(6);
-  for (int i = 0; i < 6; ++i) want[i] = std::exp(xv[i]) + 2 * xv[i] + (1 - std::tanh(xv[i]) * std::tanh(xv[i]));
+  for (int i = 0; i < 6; ++i)
+    want[i] = std::exp(xv[i]) + 2 * xv[i] + (1 - std::tanh(xv[i]) * std::tanh(xv[i]));
   ExpectNear(*dx.ToHost<double>(), want, 1e-12, "dx");
 }
 
@@ -245,7 +251,8 @@ TEST_P(GraphTest, RandomGraphsEqualImperative) {
         auto got = (*exec)->outputs()[i].ToHost<float>();
         ASSERT_TRUE(got.ok()) << got.status() << "\n" << (*exec)->DebugString();
         ExpectNear(*got, *want[i].ToHost<float>(), 1e-5,
-                   absl::StrCat("trial ", trial, " output ", i, " bulk ", bulk, "\n", g.ToString(), (*exec)->DebugString()));
+                   absl::StrCat("trial ", trial, " output ", i, " bulk ", bulk, "\n", g.ToString(),
+                                (*exec)->DebugString()));
       }
     }
   }
@@ -254,7 +261,8 @@ TEST_P(GraphTest, RandomGraphsEqualImperative) {
 TEST_P(GraphTest, PlanningReusesMemoryOnAChain) {
   Graph g;
   Entry x = g.Input("x");
-  for (int i = 0; i < 10; ++i) x = g.Op1(i % 2 ? "tanh" : "relu", {g.Op1("mul_scalar", {x}, {{"scalar", "0.5"}})});
+  for (int i = 0; i < 10; ++i)
+    x = g.Op1(i % 2 ? "tanh" : "relu", {g.Op1("mul_scalar", {x}, {{"scalar", "0.5"}})});
   g.AddOutput(x);
   Tensor xt = Make<float>(RandomData<float>(1024, 5), {32, 32});
   auto exec = Executor::Bind(g, {{"x", xt}}, {}, Options());
@@ -264,8 +272,8 @@ TEST_P(GraphTest, PlanningReusesMemoryOnAChain) {
   EXPECT_LE(r.planned_bytes, 2u * 4096u) << r.ToString();
   EXPECT_GT(r.inplace, 0) << r.ToString();
   ASSERT_TRUE((*exec)->Forward(false).ok());
-  ExpectNear(*(*exec)->outputs()[0].ToHost<float>(), *RunImperative(g, {{"x", xt}})[0].ToHost<float>(), 1e-6,
-             "chain");
+  ExpectNear(*(*exec)->outputs()[0].ToHost<float>(),
+             *RunImperative(g, {{"x", xt}})[0].ToHost<float>(), 1e-6, "chain");
 }
 
 TEST_P(GraphTest, ReshapeReplansForANewBatch) {
@@ -279,7 +287,8 @@ TEST_P(GraphTest, ReshapeReplansForANewBatch) {
   auto a = args;
   a["x"] = bigger.at("x");
   a["y"] = bigger.at("y");
-  ExpectNear(*(*exec)->outputs()[0].ToHost<float>(), *RunImperative(g, a)[0].ToHost<float>(), 1e-5, "reshaped");
+  ExpectNear(*(*exec)->outputs()[0].ToHost<float>(), *RunImperative(g, a)[0].ToHost<float>(), 1e-5,
+             "reshaped");
   EXPECT_THAT((*exec)->Reshape({{"nope", bigger.at("x")}}).ToString(), HasSubstr("'nope'"));
 }
 
@@ -329,11 +338,14 @@ Graph LeNet() {
   Graph g;
   Entry x = g.Input("x");
   Entry c1 = g.Op1("conv2d", {x, g.Param("k1")}, {{"pad", "(1, 1)"}}, "conv1");
-  Entry p1 = g.Op1("pooling", {g.Op1("relu", {c1}, {}, "relu1")}, {{"kernel", "(2, 2)"}, {"stride", "(2, 2)"}, {"pool_type", "max"}}, "pool1");
+  Entry p1 = g.Op1("pooling", {g.Op1("relu", {c1}, {}, "relu1")},
+                   {{"kernel", "(2, 2)"}, {"stride", "(2, 2)"}, {"pool_type", "max"}}, "pool1");
   Entry c2 = g.Op1("conv2d", {p1, g.Param("k2")}, {{"pad", "(1, 1)"}}, "conv2");
-  Entry p2 = g.Op1("pooling", {g.Op1("relu", {c2}, {}, "relu2")}, {{"kernel", "(2, 2)"}, {"stride", "(2, 2)"}, {"pool_type", "avg"}}, "pool2");
+  Entry p2 = g.Op1("pooling", {g.Op1("relu", {c2}, {}, "relu2")},
+                   {{"kernel", "(2, 2)"}, {"stride", "(2, 2)"}, {"pool_type", "avg"}}, "pool2");
   Entry f = g.Op1("flatten", {p2}, {}, "flat");
-  Entry h = g.Op1("relu", {g.Op1("fully_connected", {f, g.Param("w3"), g.Param("b3")}, {}, "fc3")}, {}, "relu3");
+  Entry h = g.Op1("relu", {g.Op1("fully_connected", {f, g.Param("w3"), g.Param("b3")}, {}, "fc3")},
+                  {}, "relu3");
   Entry o = g.Op1("fully_connected", {h, g.Param("w4"), g.Param("b4")}, {}, "fc4");
   g.AddOutput(g.Op1("softmax_cross_entropy", {o, g.Input("y")}, {}, "loss"));
   return g;
@@ -342,19 +354,23 @@ Graph LeNet() {
 absl::flat_hash_map<std::string, std::vector<float>> LeNetValues(int n) {
   std::vector<float> y(n);
   for (int i = 0; i < n; ++i) y[i] = static_cast<float>(i % 4);
-  return {{"x", RandomData<float>(n * 1 * 8 * 8, 1)}, {"y", y},
-          {"k1", RandomData<float>(4 * 1 * 3 * 3, 2, -0.5, 0.5)}, {"k2", RandomData<float>(6 * 4 * 3 * 3, 3, -0.3, 0.3)},
-          {"w3", RandomData<float>(10 * 24, 4, -0.3, 0.3)}, {"b3", RandomData<float>(10, 5, -0.1, 0.1)},
-          {"w4", RandomData<float>(4 * 10, 6, -0.3, 0.3)}, {"b4", RandomData<float>(4, 7, -0.1, 0.1)}};
+  return {{"x", RandomData<float>(n * 1 * 8 * 8, 1)},
+          {"y", y},
+          {"k1", RandomData<float>(4 * 1 * 3 * 3, 2, -0.5, 0.5)},
+          {"k2", RandomData<float>(6 * 4 * 3 * 3, 3, -0.3, 0.3)},
+          {"w3", RandomData<float>(10 * 24, 4, -0.3, 0.3)},
+          {"b3", RandomData<float>(10, 5, -0.1, 0.1)},
+          {"w4", RandomData<float>(4 * 10, 6, -0.3, 0.3)},
+          {"b4", RandomData<float>(4, 7, -0.1, 0.1)}};
 }
 
 TEST_P(GraphTest, LeNetGradientsMatchFiniteDifferences) {
   const int n = 3;
   Graph g = LeNet();
   ASSERT_TRUE(g.status().ok()) << g.status();
-  absl::flat_hash_map<std::string, Shape> shapes{{"x", {n, 1, 8, 8}}, {"y", {n}}, {"k1", {4, 1, 3, 3}},
-                                                 {"k2", {6, 4, 3, 3}}, {"w3", {10, 24}}, {"b3", {10}},
-                                                 {"w4", {4, 10}}, {"b4", {4}}};
+  absl::flat_hash_map<std::string, Shape> shapes{
+      {"x", {n, 1, 8, 8}}, {"y", {n}},   {"k1", {4, 1, 3, 3}}, {"k2", {6, 4, 3, 3}},
+      {"w3", {10, 24}},    {"b3", {10}}, {"w4", {4, 10}},      {"b4", {4}}};
   auto values = LeNetValues(n);
   absl::flat_hash_map<std::string, Tensor> args, grads;
   for (const auto& [name, v] : values) args[name] = Make<float>(v, shapes.at(name));
@@ -364,7 +380,8 @@ TEST_P(GraphTest, LeNetGradientsMatchFiniteDifferences) {
   EXPECT_LT((*exec)->memory().ratio(), 0.8) << (*exec)->memory().ToString();
   ASSERT_TRUE((*exec)->Forward(true).ok());
   ASSERT_TRUE((*exec)->Backward().ok());
-  ExpectNear(*(*exec)->outputs()[0].ToHost<float>(), *RunImperative(g, args)[0].ToHost<float>(), 1e-5, "loss");
+  ExpectNear(*(*exec)->outputs()[0].ToHost<float>(), *RunImperative(g, args)[0].ToHost<float>(),
+             1e-5, "loss");
   for (const char* p : {"k1", "k2", "w3", "b3", "w4", "b4"}) {
     std::vector<float> got = *grads.at(p).ToHost<float>();
     std::vector<float> base = values.at(p);
@@ -396,16 +413,18 @@ TEST(GraphPlacement, SplitOverTwoContextsMatchesOneContext) {
   // Layer 1 in group "a", layer 2 and the loss in group "b".
   Graph g;
   Entry x = g.Input("x");
-  Entry h = g.Op1("relu", {g.Op1("fully_connected", {x, g.Param("w1"), g.Param("b1")}, {}, "fc1", "a")}, {}, "relu1", "a");
+  Entry h =
+      g.Op1("relu", {g.Op1("fully_connected", {x, g.Param("w1"), g.Param("b1")}, {}, "fc1", "a")},
+            {}, "relu1", "a");
   Entry o = g.Op1("fully_connected", {h, g.Param("w2"), g.Param("b2")}, {}, "fc2", "b");
   g.AddOutput(g.Op1("softmax_cross_entropy", {o, g.Input("y")}, {}, "loss", "b"));
   const int n = 6, k = 5, hid = 7, c = 3;
   absl::flat_hash_map<std::string, std::pair<std::vector<float>, Shape>> v{
-      {"x", {RandomData<float>(n * k, 1), {n, k}}},   {"y", {{0, 1, 2, 0, 1, 2}, {n}}},
+      {"x", {RandomData<float>(n * k, 1), {n, k}}},      {"y", {{0, 1, 2, 0, 1, 2}, {n}}},
       {"w1", {RandomData<float>(hid * k, 2), {hid, k}}}, {"b1", {RandomData<float>(hid, 3), {hid}}},
       {"w2", {RandomData<float>(c * hid, 4), {c, hid}}}, {"b2", {RandomData<float>(c, 5), {c}}}};
-  const absl::flat_hash_map<std::string, std::string> group_of{{"x", "a"}, {"w1", "a"}, {"b1", "a"},
-                                                               {"y", "b"}, {"w2", "b"}, {"b2", "b"}};
+  const absl::flat_hash_map<std::string, std::string> group_of{
+      {"x", "a"}, {"w1", "a"}, {"b1", "a"}, {"y", "b"}, {"w2", "b"}, {"b2", "b"}};
   auto engine = ops::testing::MakeEngine();
   auto run = [&](engine::Context ca, engine::Context cb) {
     absl::flat_hash_map<std::string, Tensor> args, grads;
@@ -413,7 +432,8 @@ TEST(GraphPlacement, SplitOverTwoContextsMatchesOneContext) {
       const engine::Context cx = group_of.at(name) == "a" ? ca : cb;
       args[name] = *Tensor::FromHost<float>(d.first, d.second, cx, engine.get());
       if (name != "x" && name != "y") {
-        grads[name] = *Tensor::FromHost<float>(std::vector<float>(d.first.size(), 0), d.second, cx, engine.get());
+        grads[name] = *Tensor::FromHost<float>(std::vector<float>(d.first.size(), 0), d.second, cx,
+                                               engine.get());
       }
     }
     BindOptions o;
@@ -439,7 +459,8 @@ TEST(GraphPlacement, SplitOverTwoContextsMatchesOneContext) {
     const auto split = run(devices[0], devices[i]);
     ASSERT_EQ(split.size(), one.size());
     for (size_t j = 0; j < one.size(); ++j) {
-      ExpectNear(split[j], one[j], 1e-4, absl::StrCat(devices[0].ToString(), "+", devices[i].ToString(), " #", j));
+      ExpectNear(split[j], one[j], 1e-4,
+                 absl::StrCat(devices[0].ToString(), "+", devices[i].ToString(), " #", j));
     }
   }
 }
@@ -488,7 +509,8 @@ TEST(GraphErrors, BindChecksArgumentsAndShapes) {
   o.engine = engine.get();
   auto unbound = Executor::Bind(g, {{"a", host({1, 2}, {2})}}, {}, o);
   EXPECT_THAT(unbound.status().ToString(), HasSubstr("input 'b' is not bound"));
-  auto unknown = Executor::Bind(g, {{"a", host({1}, {1})}, {"b", host({1}, {1})}, {"c", host({1}, {1})}}, {}, o);
+  auto unknown = Executor::Bind(
+      g, {{"a", host({1}, {1})}, {"b", host({1}, {1})}, {"c", host({1}, {1})}}, {}, o);
   EXPECT_THAT(unknown.status().ToString(), HasSubstr("no variable 'c'"));
   auto conflict = Executor::Bind(g, {{"a", host({1, 2}, {2})}, {"b", host({1, 2, 3}, {3})}}, {}, o);
   EXPECT_EQ(conflict.status().code(), absl::StatusCode::kInvalidArgument);
@@ -505,7 +527,11 @@ TEST(GraphErrors, BindChecksArgumentsAndShapes) {
 
 TEST(GraphCompose, SubGraphsInlineWithBoundVariables) {
   Graph block;
-  block.AddOutput(block.Op1("relu", {block.Op1("fully_connected", {block.Input("in"), block.Param("w"), block.Param("b")}, {}, "fc")}, {}, "act"));
+  block.AddOutput(
+      block.Op1("relu",
+                {block.Op1("fully_connected",
+                           {block.Input("in"), block.Param("w"), block.Param("b")}, {}, "fc")},
+                {}, "act"));
   Graph g;
   Entry x = g.Input("x");
   std::vector<Entry> h = g.Compose(block, {{"in", x}}, "l1_");

@@ -10,9 +10,12 @@ namespace rill::graph {
 
 const char* VarKindName(VarKind kind) {
   switch (kind) {
-    case VarKind::kInput: return "input";
-    case VarKind::kParam: return "param";
-    case VarKind::kAux: return "aux";
+    case VarKind::kInput:
+      return "input";
+    case VarKind::kParam:
+      return "param";
+    case VarKind::kAux:
+      return "aux";
   }
   return "?";
 }
@@ -33,19 +36,21 @@ int Graph::AddNode(Node n) {
 
 bool Graph::CheckEntry(const Entry& e, std::string_view user) {
   if (!e.valid()) {
-    Fail(absl::InvalidArgumentError(absl::StrCat("graph: ", std::string(user), " takes an invalid entry")));
+    Fail(absl::InvalidArgumentError(
+        absl::StrCat("graph: ", std::string(user), " takes an invalid entry")));
     return false;
   }
   if (e.node >= num_nodes() || e.index < 0 || e.index >= nodes_[e.node].num_outputs()) {
-    Fail(absl::InvalidArgumentError(absl::StrCat("graph: ", std::string(user), " takes output ", e.index, " of node ",
-                                                 e.node, ", which does not exist (", num_nodes(),
-                                                 " nodes)")));
+    Fail(absl::InvalidArgumentError(
+        absl::StrCat("graph: ", std::string(user), " takes output ", e.index, " of node ", e.node,
+                     ", which does not exist (", num_nodes(), " nodes)")));
     return false;
   }
   return true;
 }
 
-Entry Graph::Variable(std::string name, VarKind kind, std::optional<Shape> shape, std::optional<DType> dtype) {
+Entry Graph::Variable(std::string name, VarKind kind, std::optional<Shape> shape,
+                      std::optional<DType> dtype) {
   if (!status_.ok()) return {};
   if (name.empty()) {
     Fail(absl::InvalidArgumentError("graph: a variable needs a name"));
@@ -69,12 +74,13 @@ Entry Graph::Aux(std::string name, std::optional<Shape> shape, std::optional<DTy
   return Variable(std::move(name), VarKind::kAux, std::move(shape), dtype);
 }
 
-std::vector<Entry> Graph::Op(std::string_view op, std::vector<Entry> inputs, const ops::Attrs& attrs,
-                             std::string name, std::string group) {
+std::vector<Entry> Graph::Op(std::string_view op, std::vector<Entry> inputs,
+                             const ops::Attrs& attrs, std::string name, std::string group) {
   if (!status_.ok()) return {};
   absl::StatusOr<const ops::OpDef*> def = ops::OpRegistry::Global().Find(op);
   bool auto_named = false;
-  while (name.empty() || (auto_named && by_name_.contains(name))) {  // "<op><n>", skipping names in use.
+  while (name.empty() ||
+         (auto_named && by_name_.contains(name))) {  // "<op><n>", skipping names in use.
     auto_named = true;
     name = absl::StrCat(std::string(op), auto_names_[std::string(op)]++);
   }
@@ -84,9 +90,10 @@ std::vector<Entry> Graph::Op(std::string_view op, std::vector<Entry> inputs, con
   }
   const ops::OpDef& d = **def;
   if (d.num_inputs() >= 0 ? static_cast<int>(inputs.size()) != d.num_inputs() : inputs.empty()) {
-    Fail(absl::InvalidArgumentError(absl::StrCat(
-        "graph node '", name, "': op '", d.name(), "' takes ",
-        d.num_inputs() >= 0 ? absl::StrCat(d.num_inputs()) : "one or more", " input(s), got ", inputs.size())));
+    Fail(absl::InvalidArgumentError(
+        absl::StrCat("graph node '", name, "': op '", d.name(), "' takes ",
+                     d.num_inputs() >= 0 ? absl::StrCat(d.num_inputs()) : "one or more",
+                     " input(s), got ", inputs.size())));
     return {};
   }
   for (const Entry& e : inputs) {
@@ -130,20 +137,22 @@ std::vector<Entry> Graph::OpParsed(const ops::OpDef& op, std::shared_ptr<const v
   return out;
 }
 
-Entry Graph::Op1(std::string_view op, std::vector<Entry> inputs, const ops::Attrs& attrs, std::string name,
-                 std::string group) {
+Entry Graph::Op1(std::string_view op, std::vector<Entry> inputs, const ops::Attrs& attrs,
+                 std::string name, std::string group) {
   std::vector<Entry> out = Op(op, std::move(inputs), attrs, std::move(name), std::move(group));
   return out.empty() ? Entry{} : out[0];
 }
 
 void Graph::AddOutput(Entry e, std::string name) {
   if (!status_.ok() || !CheckEntry(e, "AddOutput")) return;
-  if (name.empty()) name = e.index == 0 ? nodes_[e.node].name : absl::StrCat(nodes_[e.node].name, ":", e.index);
+  if (name.empty())
+    name = e.index == 0 ? nodes_[e.node].name : absl::StrCat(nodes_[e.node].name, ":", e.index);
   outputs_.push_back(e);
   output_names_.push_back(std::move(name));
 }
 
-std::vector<Entry> Graph::Compose(const Graph& sub, const absl::flat_hash_map<std::string, Entry>& bind,
+std::vector<Entry> Graph::Compose(const Graph& sub,
+                                  const absl::flat_hash_map<std::string, Entry>& bind,
                                   std::string_view prefix) {
   if (!status_.ok()) return {};
   if (!sub.status().ok()) {
@@ -153,8 +162,9 @@ std::vector<Entry> Graph::Compose(const Graph& sub, const absl::flat_hash_map<st
   for (const auto& [name, e] : bind) {
     const int id = sub.Find(name);
     if (id < 0 || !sub.node(id).is_variable()) {
-      Fail(absl::InvalidArgumentError(absl::StrCat("graph: composing '", std::string(prefix), "': the sub-graph has no variable '",
-                                                   name, "'")));
+      Fail(absl::InvalidArgumentError(absl::StrCat("graph: composing '", std::string(prefix),
+                                                   "': the sub-graph has no variable '", name,
+                                                   "'")));
       return {};
     }
     if (!CheckEntry(e, absl::StrCat("Compose '", std::string(prefix), "'"))) return {};
@@ -188,8 +198,10 @@ std::vector<Entry> Graph::Compose(const Graph& sub, const absl::flat_hash_map<st
 
 void Graph::SetInput(int node, int slot, Entry e) {
   if (!status_.ok()) return;
-  if (node < 0 || node >= num_nodes() || slot < 0 || slot >= static_cast<int>(nodes_[node].inputs.size())) {
-    Fail(absl::InvalidArgumentError(absl::StrCat("graph: SetInput(", node, ", ", slot, ") names no input")));
+  if (node < 0 || node >= num_nodes() || slot < 0 ||
+      slot >= static_cast<int>(nodes_[node].inputs.size())) {
+    Fail(absl::InvalidArgumentError(
+        absl::StrCat("graph: SetInput(", node, ", ", slot, ") names no input")));
     return;
   }
   nodes_[node].inputs[slot] = e;  // Checked by the passes (it may point forward).
@@ -219,9 +231,10 @@ std::string Graph::ToString() const {
   std::string s;
   for (const Node& n : nodes_) {
     if (n.is_variable()) {
-      absl::StrAppend(&s, n.name, ": ", VarKindName(n.kind),
-                      n.shape ? absl::StrCat(" ", n.dtype ? DTypeName(*n.dtype) : "", n.shape->ToString()) : "",
-                      "\n");
+      absl::StrAppend(
+          &s, n.name, ": ", VarKindName(n.kind),
+          n.shape ? absl::StrCat(" ", n.dtype ? DTypeName(*n.dtype) : "", n.shape->ToString()) : "",
+          "\n");
       continue;
     }
     absl::StrAppend(&s, n.name, " = ", n.op->name(), "(");
@@ -242,7 +255,8 @@ std::string Graph::ToString() const {
     if (!n.group.empty()) absl::StrAppend(&s, " @", n.group);
     absl::StrAppend(&s, "\n");
   }
-  for (size_t i = 0; i < outputs_.size(); ++i) absl::StrAppend(&s, "output ", output_names_[i], "\n");
+  for (size_t i = 0; i < outputs_.size(); ++i)
+    absl::StrAppend(&s, "output ", output_names_[i], "\n");
   return s;
 }
 

@@ -39,7 +39,9 @@ struct Entry {
   int node = -1;
   int index = 0;
   bool valid() const { return node >= 0; }
-  friend bool operator==(const Entry& a, const Entry& b) { return a.node == b.node && a.index == b.index; }
+  friend bool operator==(const Entry& a, const Entry& b) {
+    return a.node == b.node && a.index == b.index;
+  }
   template <typename H>
   friend H AbslHashValue(H h, const Entry& e) {
     return H::combine(std::move(h), e.node, e.index);
@@ -88,8 +90,9 @@ class Graph {
                  std::optional<DType> dtype = std::nullopt);
 
   // --- Op nodes. `name` empty: "<op><n>". Returns every output.
-  std::vector<Entry> Op(std::string_view op, std::vector<Entry> inputs, const ops::Attrs& attrs = {},
-                        std::string name = "", std::string group = "");
+  std::vector<Entry> Op(std::string_view op, std::vector<Entry> inputs,
+                        const ops::Attrs& attrs = {}, std::string name = "",
+                        std::string group = "");
   // The first output.
   Entry Op1(std::string_view op, std::vector<Entry> inputs, const ops::Attrs& attrs = {},
             std::string name = "", std::string group = "");

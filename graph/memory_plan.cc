@@ -58,8 +58,8 @@ MemoryPlan PlanMemory(const PlanInput& in) {
     absl::flat_hash_set<int> producers;
     for (size_t k = 0; k < nd.inputs.size(); ++k) {
       const Entry& e = nd.inputs[k];
-      if (!is_op(e.node) || refs[e.node][e.index] != 1 || in.pinned.contains(e) || in.external.contains(e) ||
-          ctx[e.node] != ctx[id] || !producers.insert(e.node).second) {
+      if (!is_op(e.node) || refs[e.node][e.index] != 1 || in.pinned.contains(e) ||
+          in.external.contains(e) || ctx[e.node] != ctx[id] || !producers.insert(e.node).second) {
         continue;
       }
       p.fused[id][k] = 1;
@@ -102,7 +102,8 @@ MemoryPlan PlanMemory(const PlanInput& in) {
     is_free[b] = 1;
     p.released_after[pos].push_back(b);
     if (in.enable) {
-      if (static_cast<int>(pool.size()) <= p.blocks[b].context) pool.resize(p.blocks[b].context + 1);
+      if (static_cast<int>(pool.size()) <= p.blocks[b].context)
+        pool.resize(p.blocks[b].context + 1);
       pool[p.blocks[b].context].insert({p.blocks[b].bytes, b});
     }
   };

@@ -77,12 +77,14 @@ absl::StatusOr<EntryTypes> InferTypes(const Graph& g, const std::vector<int>& or
       auto it = known.find(n.name);
       if (it != known.end()) {
         if (n.shape && it->second.shape && *n.shape != *it->second.shape) {
-          return absl::InvalidArgumentError(absl::StrCat(g.Describe(id), " is declared ", n.shape->ToString(),
-                                                         " but bound to ", it->second.ToString()));
+          return absl::InvalidArgumentError(absl::StrCat(g.Describe(id), " is declared ",
+                                                         n.shape->ToString(), " but bound to ",
+                                                         it->second.ToString()));
         }
         if (n.dtype && it->second.dtype && *n.dtype != *it->second.dtype) {
-          return absl::InvalidArgumentError(absl::StrCat(g.Describe(id), " is declared ", DTypeName(*n.dtype),
-                                                         " but bound to ", it->second.ToString()));
+          return absl::InvalidArgumentError(absl::StrCat(g.Describe(id), " is declared ",
+                                                         DTypeName(*n.dtype), " but bound to ",
+                                                         it->second.ToString()));
         }
         if (it->second.shape) t.shape = it->second.shape;
         if (it->second.dtype) t.dtype = it->second.dtype;
@@ -112,8 +114,9 @@ absl::StatusOr<EntryTypes> InferTypes(const Graph& g, const std::vector<int>& or
     };
     for (size_t i = 0; i < in_types.size(); ++i) {
       if ((n.op->dtypes() & DTypeBit(in_types[i])) == 0) {
-        return absl::InvalidArgumentError(absl::StrCat(where(), ": op '", n.op->name(), "' does not take ",
-                                                       DTypeName(in_types[i]), " (input ", i, ")"));
+        return absl::InvalidArgumentError(absl::StrCat(where(), ": op '", n.op->name(),
+                                                       "' does not take ", DTypeName(in_types[i]),
+                                                       " (input ", i, ")"));
       }
     }
     ops::InferContext ictx{n.params.get(), in_shapes, in_types};
@@ -122,7 +125,8 @@ absl::StatusOr<EntryTypes> InferTypes(const Graph& g, const std::vector<int>& or
                                         : ops::SameTypeAsInputs(ictx, &out_types);
     if (!s.ok()) return Annotate(s, where());
     std::vector<Shape> out_shapes(n.num_outputs());
-    s = n.op->infer_shape() ? n.op->infer_shape()(ictx, &out_shapes) : ops::SameShapeAsInput0(ictx, &out_shapes);
+    s = n.op->infer_shape() ? n.op->infer_shape()(ictx, &out_shapes)
+                            : ops::SameShapeAsInput0(ictx, &out_shapes);
     if (!s.ok()) return Annotate(s, where());
     for (int o = 0; o < n.num_outputs(); ++o) {
       types[id][o].shape = out_shapes[o];

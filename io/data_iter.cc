@@ -18,20 +18,22 @@ namespace {
 absl::Status CheckDataset(const Dataset* data) {
   if (data == nullptr) return absl::InvalidArgumentError("DataIter: the dataset is null");
   if (data->size <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat("DataIter: the dataset is empty (size ", data->size, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("DataIter: the dataset is empty (size ", data->size, ")"));
   }
-  const CheckedInt<int64_t> checked_total = CheckedInt<int64_t>(data->rows) * data->cols * data->size;
+  const CheckedInt<int64_t> checked_total =
+      CheckedInt<int64_t>(data->rows) * data->cols * data->size;
   if (data->rows < 0 || data->cols < 0 || !checked_total.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("DataIter: bad dataset shape ", data->size, " x ",
-                                                   data->rows, " x ", data->cols));
+    return absl::InvalidArgumentError(absl::StrCat("DataIter: bad dataset shape ", data->size,
+                                                   " x ", data->rows, " x ", data->cols));
   }
   const int64_t total = checked_total.value();
   if (data->images.size() != static_cast<uint64_t>(total) ||
       data->labels.size() != static_cast<uint64_t>(data->size)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "DataIter: the dataset holds ", data->images.size(), " image bytes and ", data->labels.size(),
-        " labels; its sizes (", data->size, " x ", data->rows, " x ", data->cols, ") want ", total,
-        " and ", data->size));
+    return absl::InvalidArgumentError(
+        absl::StrCat("DataIter: the dataset holds ", data->images.size(), " image bytes and ",
+                     data->labels.size(), " labels; its sizes (", data->size, " x ", data->rows,
+                     " x ", data->cols, ") want ", total, " and ", data->size));
   }
   return absl::OkStatus();
 }
@@ -125,7 +127,8 @@ DataIter::DataIter(const Dataset* data, DataIterOptions options, engine::Engine*
   }
 }
 
-absl::StatusOr<std::unique_ptr<DataIter>> DataIter::Create(const Dataset* data, DataIterOptions options) {
+absl::StatusOr<std::unique_ptr<DataIter>> DataIter::Create(const Dataset* data,
+                                                           DataIterOptions options) {
   RILL_RETURN_IF_ERROR(CheckDataset(data));
   RILL_RETURN_IF_ERROR(CheckOptions(options));
   RILL_RETURN_IF_ERROR(ExecutorFor(options.context).status());
@@ -148,8 +151,10 @@ absl::Status DataIter::MakeSlots() {
       s.data = s.host_data;
       s.label = s.host_label;
     } else {
-      RILL_ASSIGN_OR_RETURN(s.data, Tensor::Empty(data_shape, DType::kF32, options_.context, engine_));
-      RILL_ASSIGN_OR_RETURN(s.label, Tensor::Empty(label_shape, DType::kI32, options_.context, engine_));
+      RILL_ASSIGN_OR_RETURN(s.data,
+                            Tensor::Empty(data_shape, DType::kF32, options_.context, engine_));
+      RILL_ASSIGN_OR_RETURN(s.label,
+                            Tensor::Empty(label_shape, DType::kI32, options_.context, engine_));
     }
   }
   return absl::OkStatus();
@@ -172,7 +177,8 @@ int64_t DataIter::BatchSize(int64_t batch) const {
 
 absl::Status DataIter::Reset(int epoch) {
   if (epoch < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("DataIter::Reset: epoch ", epoch, " is negative"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("DataIter::Reset: epoch ", epoch, " is negative"));
   }
   if (started_ && epoch == epoch_ && next_ == 0) return absl::OkStatus();
   // The slots of batches already returned keep their place in the ring;
@@ -183,7 +189,8 @@ absl::Status DataIter::Reset(int epoch) {
   next_ = 0;
   pushed_ = 0;
   if (options_.shuffle) {
-    order_ = std::make_shared<const std::vector<int64_t>>(ShuffleOrder(data_->size, options_.seed, epoch));
+    order_ = std::make_shared<const std::vector<int64_t>>(
+        ShuffleOrder(data_->size, options_.seed, epoch));
   } else {
     auto identity = std::make_shared<std::vector<int64_t>>(data_->size);
     std::iota(identity->begin(), identity->end(), int64_t{0});
@@ -201,11 +208,19 @@ absl::Status DataIter::PushFill(int64_t batch) {
   const int64_t n = BatchSize(batch);
   RILL_ASSIGN_OR_RETURN(char* data, HostAddress(s.host_data));
   RILL_ASSIGN_OR_RETURN(char* label, HostAddress(s.host_label));
-  FillJob job{data_->images.data(), data_->labels.data(), pixels_, order_, batch * options_.batch_size,
-              n, reinterpret_cast<float*>(data), reinterpret_cast<int32_t*>(label), lut_};
-  RILL_RETURN_IF_ERROR(engine_->PushSync(
-      std::move(job), engine::Context::Host(), {}, {s.host_data.var(), s.host_label.var()},
-      engine::FnProperty::kNormal, 0, absl::StrCat("DataIter fill (epoch ", epoch_, ", batch ", batch, ")")));
+  FillJob job{data_->images.data(),
+              data_->labels.data(),
+              pixels_,
+              order_,
+              batch * options_.batch_size,
+              n,
+              reinterpret_cast<float*>(data),
+              reinterpret_cast<int32_t*>(label),
+              lut_};
+  RILL_RETURN_IF_ERROR(
+      engine_->PushSync(std::move(job), engine::Context::Host(), {},
+                        {s.host_data.var(), s.host_label.var()}, engine::FnProperty::kNormal, 0,
+                        absl::StrCat("DataIter fill (epoch ", epoch_, ", batch ", batch, ")")));
   if (options_.context.is_host()) return absl::OkStatus();
   RILL_ASSIGN_OR_RETURN(Tensor dst_data, Head(s.data, n));
   RILL_ASSIGN_OR_RETURN(Tensor src_data, Head(s.host_data, n));

@@ -38,11 +38,11 @@ struct DataIterOptions {
 // One batch. Its tensors are views of the iterator's ring slot (see
 // DataIter for how long they hold this batch).
 struct Batch {
-  Tensor data;         // float32 [n, 1, rows, cols] on options.context
-  Tensor label;        // int32 [n] on options.context
-  int64_t size = 0;    // n: batch_size, except maybe the last batch (and
-                       // the dataset size when that is smaller)
-  int64_t index = 0;   // batch number within the epoch
+  Tensor data;        // float32 [n, 1, rows, cols] on options.context
+  Tensor label;       // int32 [n] on options.context
+  int64_t size = 0;   // n: batch_size, except maybe the last batch (and
+                      // the dataset size when that is smaller)
+  int64_t index = 0;  // batch number within the epoch
 };
 
 // The permutation of [0, n) for `epoch` under `seed`: Fisher-Yates from the
@@ -100,7 +100,8 @@ class DataIter {
   // dataset, a dataset whose vectors do not match its sizes, batch_size <= 0,
   // prefetch outside [0, kMaxPrefetch], stddev <= 0, or a non-finite scale,
   // mean or stddev; NotFound / Unavailable for a context that is not here.
-  static absl::StatusOr<std::unique_ptr<DataIter>> Create(const Dataset* data, DataIterOptions options);
+  static absl::StatusOr<std::unique_ptr<DataIter>> Create(const Dataset* data,
+                                                          DataIterOptions options);
 
   ~DataIter();
   DataIter(const DataIter&) = delete;
@@ -131,14 +132,17 @@ class DataIter {
  private:
   // One ring slot. For the cpu context, data/label are host_data/host_label.
   struct Slot {
-    Tensor host_data, host_label;  // float32 [rows_per_slot, 1, rows, cols], int32 [rows_per_slot] on cpu
-    Tensor data, label;            // the same on options.context
+    Tensor host_data,
+        host_label;      // float32 [rows_per_slot, 1, rows, cols], int32 [rows_per_slot] on cpu
+    Tensor data, label;  // the same on options.context
   };
 
   DataIter(const Dataset* data, DataIterOptions options, engine::Engine* engine);
   absl::Status MakeSlots();
   int64_t BatchSize(int64_t batch) const;
-  Slot& SlotOf(int64_t batch) { return slots_[(base_ + static_cast<uint64_t>(batch)) % slots_.size()]; }
+  Slot& SlotOf(int64_t batch) {
+    return slots_[(base_ + static_cast<uint64_t>(batch)) % slots_.size()];
+  }
   absl::Status PushFill(int64_t batch);
 
   const Dataset* const data_;

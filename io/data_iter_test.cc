@@ -35,7 +35,8 @@ Dataset MakeDataset(int64_t n, int64_t rows = 3, int64_t cols = 4) {
   d.images.resize(n * px);
   d.labels.resize(n);
   for (int64_t i = 0; i < n; ++i) {
-    for (int64_t p = 0; p < px; ++p) d.images[i * px + p] = static_cast<uint8_t>((i * 13 + p * 7) % 256);
+    for (int64_t p = 0; p < px; ++p)
+      d.images[i * px + p] = static_cast<uint8_t>((i * 13 + p * 7) % 256);
     d.images[i * px] = static_cast<uint8_t>(i % 256);
     d.images[i * px + 1] = static_cast<uint8_t>(i / 256);
     d.labels[i] = static_cast<uint8_t>(i % 10);
@@ -183,7 +184,8 @@ TEST_P(DataIterTest, BatchStaysValidForPrefetchCalls) {
     std::optional<Batch> first = NextOrDie(*it);
     ASSERT_TRUE(first.has_value());
     for (int k = 0; k < prefetch; ++k) ASSERT_TRUE(NextOrDie(*it).has_value());
-    ExpectBatch(ToHost(*first), Reference(d, it->order(), 0, o), absl::StrCat("prefetch ", prefetch));
+    ExpectBatch(ToHost(*first), Reference(d, it->order(), 0, o),
+                absl::StrCat("prefetch ", prefetch));
     ASSERT_TRUE(NextOrDie(*it).has_value());  // Pushes batch 2 * prefetch + 1 into batch 0's slot.
     ExpectBatch(ToHost(*first), Reference(d, it->order(), 2 * prefetch + 1, o),
                 absl::StrCat("prefetch ", prefetch, " after the refill"));
@@ -220,7 +222,8 @@ TEST_P(DataIterTest, ReaderPushedBeforeRefillSeesItsBatch) {
                         std::memcpy(seen->data(), from, seen->size() * sizeof(float));
                         return absl::OkStatus();
                       },
-                      engine::Context::Host(), {src.var()}, {}, engine::FnProperty::kNormal, 0, "slow reader")
+                      engine::Context::Host(), {src.var()}, {}, engine::FnProperty::kNormal, 0,
+                      "slow reader")
                   .ok());
   ASSERT_TRUE(NextOrDie(*it).has_value());  // Refills the slot, twice.
   ASSERT_TRUE(NextOrDie(*it).has_value());
@@ -242,7 +245,8 @@ TEST_P(DataIterTest, LastPartialBatchAndDropLast) {
       sizes.push_back(b->size);
       EXPECT_EQ(b->data.shape(), (Shape{b->size, 1, 3, 4}));
       EXPECT_EQ(b->label.shape(), (Shape{b->size}));
-      ExpectBatch(ToHost(*b), Reference(d, it->order(), b->index, o), absl::StrCat("batch ", b->index));
+      ExpectBatch(ToHost(*b), Reference(d, it->order(), b->index, o),
+                  absl::StrCat("batch ", b->index));
     }
     EXPECT_EQ(sizes, drop_last ? (std::vector<int64_t>{4, 4}) : (std::vector<int64_t>{4, 4, 2}));
   }
@@ -279,13 +283,15 @@ TEST_P(DataIterTest, ResetMidEpochDropsPrefetchedBatches) {
   int64_t count = 0;
   while (std::optional<Batch> b = NextOrDie(*it)) {
     if (b->index == 0) ExpectBatch(ToHost(*kept), kept_want, "epoch 0 batch 0 after Reset");
-    ExpectBatch(ToHost(*b), Reference(d, it->order(), b->index, o), absl::StrCat("epoch 1 batch ", b->index));
+    ExpectBatch(ToHost(*b), Reference(d, it->order(), b->index, o),
+                absl::StrCat("epoch 1 batch ", b->index));
     ++count;
   }
   EXPECT_EQ(count, 10);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllContexts, DataIterTest, ::testing::ValuesIn(AllContexts()), ContextName);
+INSTANTIATE_TEST_SUITE_P(AllContexts, DataIterTest, ::testing::ValuesIn(AllContexts()),
+                         ContextName);
 
 class DataIterHostTest : public ::testing::Test {
  protected:
@@ -441,7 +447,8 @@ TEST_F(DataIterHostTest, MissingDeviceIsAnError) {
 }
 
 TEST_F(DataIterHostTest, RealFashionMnistTestSplit) {
-  if (!std::filesystem::is_directory(kFashionMnistDir)) GTEST_SKIP() << kFashionMnistDir << " is absent";
+  if (!std::filesystem::is_directory(kFashionMnistDir))
+    GTEST_SKIP() << kFashionMnistDir << " is absent";
   absl::StatusOr<Dataset> d = LoadFashionMnist(kFashionMnistDir, "test");
   ASSERT_TRUE(d.ok()) << d.status();
   DataIterOptions o = Options();

@@ -17,10 +17,12 @@ std::string DimsString(const std::vector<int64_t>& dims) {
 
 }  // namespace
 
-absl::StatusOr<Dataset> LoadIdxDataset(const std::string& images_path, const std::string& labels_path,
-                                       int64_t limit, int num_classes) {
+absl::StatusOr<Dataset> LoadIdxDataset(const std::string& images_path,
+                                       const std::string& labels_path, int64_t limit,
+                                       int num_classes) {
   if (limit < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("LoadIdxDataset: limit ", limit, " is negative"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("LoadIdxDataset: limit ", limit, " is negative"));
   }
   if (num_classes < 1 || num_classes > 256) {
     return absl::InvalidArgumentError(
@@ -28,9 +30,9 @@ absl::StatusOr<Dataset> LoadIdxDataset(const std::string& images_path, const std
   }
   RILL_ASSIGN_OR_RETURN(IdxArray images, ReadIdx(images_path));
   if (images.dims.size() != 3) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "images file '", images_path, "' has ", images.dims.size(), " dimensions ",
-        DimsString(images.dims), "; want 3 (count, rows, cols)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("images file '", images_path, "' has ", images.dims.size(), " dimensions ",
+                     DimsString(images.dims), "; want 3 (count, rows, cols)"));
   }
   RILL_ASSIGN_OR_RETURN(IdxArray labels, ReadIdx(labels_path));
   if (labels.dims.size() != 1) {
@@ -39,9 +41,9 @@ absl::StatusOr<Dataset> LoadIdxDataset(const std::string& images_path, const std
                                                    DimsString(labels.dims), "; want 1 (count)"));
   }
   if (images.dims[0] != labels.dims[0]) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "images file '", images_path, "' has ", images.dims[0], " examples but labels file '",
-        labels_path, "' has ", labels.dims[0]));
+    return absl::InvalidArgumentError(absl::StrCat("images file '", images_path, "' has ",
+                                                   images.dims[0], " examples but labels file '",
+                                                   labels_path, "' has ", labels.dims[0]));
   }
   for (size_t i = 0; i < labels.data.size(); ++i) {
     if (labels.data[i] >= num_classes) {
@@ -80,8 +82,8 @@ absl::StatusOr<Dataset> LoadFashionMnist(const std::string& dir, const std::stri
         absl::StrCat("LoadFashionMnist: split '", split, "' is neither \"train\" nor \"test\""));
   }
   const std::string base = dir.empty() || dir.back() == '/' ? dir : dir + "/";
-  return LoadIdxDataset(base + prefix + "-images-idx3-ubyte.gz", base + prefix + "-labels-idx1-ubyte.gz",
-                        limit);
+  return LoadIdxDataset(base + prefix + "-images-idx3-ubyte.gz",
+                        base + prefix + "-labels-idx1-ubyte.gz", limit);
 }
 
 }  // namespace rill::io

@@ -37,8 +37,9 @@ inline constexpr char kFashionMnistDir[] = "/usr/share/datasets/fashion-mnist";
 // them when there are fewer); 0 keeps all. Errors: ReadIdx's for either
 // file; InvalidArgument for the checks above, a negative limit, or
 // num_classes outside [1, 256].
-absl::StatusOr<Dataset> LoadIdxDataset(const std::string& images_path, const std::string& labels_path,
-                                       int64_t limit = 0, int num_classes = 10);
+absl::StatusOr<Dataset> LoadIdxDataset(const std::string& images_path,
+                                       const std::string& labels_path, int64_t limit = 0,
+                                       int num_classes = 10);
 
 // The files of one Fashion-MNIST (or MNIST) split under `dir`:
 // {train,t10k}-images-idx3-ubyte.gz and {train,t10k}-labels-idx1-ubyte.gz.

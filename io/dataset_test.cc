@@ -27,13 +27,15 @@ struct Files {
 Files MakeFiles(uint32_t n, uint32_t rows, uint32_t cols) {
   Bytes px(n * rows * cols), lb(n);
   for (uint32_t i = 0; i < n; ++i) {
-    for (uint32_t p = 0; p < rows * cols; ++p) px[i * rows * cols + p] = static_cast<uint8_t>(i * 13 + p);
+    for (uint32_t p = 0; p < rows * cols; ++p)
+      px[i * rows * cols + p] = static_cast<uint8_t>(i * 13 + p);
     lb[i] = static_cast<uint8_t>(i % 10);
   }
   return {IdxBytes({n, rows, cols}, px), IdxBytes({n}, lb)};
 }
 
-void ExpectMessage(const absl::Status& s, absl::StatusCode code, const std::vector<std::string>& parts) {
+void ExpectMessage(const absl::Status& s, absl::StatusCode code,
+                   const std::vector<std::string>& parts) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.code(), code) << s;
   for (const std::string& p : parts) EXPECT_THAT(std::string(s.message()), HasSubstr(p));
@@ -130,9 +132,10 @@ TEST_F(DatasetTest, FashionMnistFileNames) {
   absl::StatusOr<Dataset> te = LoadFashionMnist(dir_.path() + "/", "test", 4);
   ASSERT_TRUE(te.ok()) << te.status();
   EXPECT_EQ(te->size, 4);
-  ExpectMessage(LoadFashionMnist(dir_.path(), "validation").status(), absl::StatusCode::kInvalidArgument,
-                {"split 'validation'"});
-  ExpectMessage(LoadFashionMnist(dir_.File("nowhere"), "train").status(), absl::StatusCode::kNotFound,
+  ExpectMessage(LoadFashionMnist(dir_.path(), "validation").status(),
+                absl::StatusCode::kInvalidArgument, {"split 'validation'"});
+  ExpectMessage(LoadFashionMnist(dir_.File("nowhere"), "train").status(),
+                absl::StatusCode::kNotFound,
                 {dir_.File("nowhere") + "/train-images-idx3-ubyte.gz"});
 }
 
@@ -140,7 +143,8 @@ TEST(FashionMnist, RealFiles) {
   if (!std::filesystem::is_directory(kFashionMnistDir)) {
     GTEST_SKIP() << kFashionMnistDir << " is absent (Debian package dataset-fashion-mnist)";
   }
-  for (const auto& [split, size] : {std::pair<std::string, int64_t>{"train", 60000}, {"test", 10000}}) {
+  for (const auto& [split, size] :
+       {std::pair<std::string, int64_t>{"train", 60000}, {"test", 10000}}) {
     absl::StatusOr<Dataset> d = LoadFashionMnist(kFashionMnistDir, split);
     ASSERT_TRUE(d.ok()) << d.status();
     EXPECT_EQ(d->size, size) << split;

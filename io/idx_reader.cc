@@ -26,13 +26,20 @@ constexpr uint64_t kChunk = uint64_t{1} << 20;
 
 const char* IdxTypeName(uint8_t type) {
   switch (type) {
-    case 0x08: return "unsigned byte";
-    case 0x09: return "signed byte";
-    case 0x0B: return "int16";
-    case 0x0C: return "int32";
-    case 0x0D: return "float32";
-    case 0x0E: return "float64";
-    default: return "not an IDX type";
+    case 0x08:
+      return "unsigned byte";
+    case 0x09:
+      return "signed byte";
+    case 0x0B:
+      return "int16";
+    case 0x0C:
+      return "int32";
+    case 0x0D:
+      return "float32";
+    case 0x0E:
+      return "float64";
+    default:
+      return "not an IDX type";
   }
 }
 
@@ -102,7 +109,8 @@ absl::StatusOr<uint64_t> IdxFile::Read(void* buf, uint64_t len, std::string_view
     if (zerr == Z_OK) break;  // The end of the data.
     const std::string detail = zerr == Z_ERRNO ? std::strerror(errno) : (msg ? msg : "unknown");
     if (zerr == Z_ERRNO) {
-      return Error(absl::StatusCode::kDataLoss, absl::StrCat("read error in ", AsAbsl(at), ": ", detail));
+      return Error(absl::StatusCode::kDataLoss,
+                   absl::StrCat("read error in ", AsAbsl(at), ": ", detail));
     }
     if (zerr == Z_MEM_ERROR) {
       return Error(absl::StatusCode::kResourceExhausted, absl::StrCat("zlib: ", detail));
@@ -124,8 +132,8 @@ absl::StatusOr<std::vector<int64_t>> ReadDims(IdxFile& file, int ndims, int64_t*
   RILL_ASSIGN_OR_RETURN(uint64_t got, file.Read(raw, want, "the header"));
   if (got < want) {
     return file.Error(absl::StatusCode::kDataLoss,
-                      absl::StrCat("truncated header: ", 4 + got, " of ", 4 + want,
-                                   " bytes (", ndims, " dimensions)"));
+                      absl::StrCat("truncated header: ", 4 + got, " of ", 4 + want, " bytes (",
+                                   ndims, " dimensions)"));
   }
   std::vector<int64_t> dims(ndims);
   CheckedInt<int64_t> product = 1;
@@ -151,20 +159,22 @@ absl::Status ReadPayload(IdxFile& file, const std::vector<int64_t>& dims, int64_
   while (done < want) {
     const uint64_t chunk = std::min(kChunk, want - done);
     data->resize(done + chunk);
-    RILL_ASSIGN_OR_RETURN(uint64_t got, file.Read(data->data() + done, chunk,
-                                                  absl::StrCat("the payload after ", done, " bytes")));
+    RILL_ASSIGN_OR_RETURN(
+        uint64_t got,
+        file.Read(data->data() + done, chunk, absl::StrCat("the payload after ", done, " bytes")));
     done += got;
     if (got < chunk) {
       return file.Error(absl::StatusCode::kDataLoss,
-                        absl::StrCat("truncated payload: ", done, " of ", want, " bytes for dimensions ",
-                                     DimsString(dims)));
+                        absl::StrCat("truncated payload: ", done, " of ", want,
+                                     " bytes for dimensions ", DimsString(dims)));
     }
   }
   // Reading past the payload also makes zlib check the gzip trailer (CRC).
   uint64_t trailing = 0;
   char scratch[4096];
   for (;;) {
-    RILL_ASSIGN_OR_RETURN(uint64_t got, file.Read(scratch, sizeof(scratch), "the bytes after the payload"));
+    RILL_ASSIGN_OR_RETURN(uint64_t got,
+                          file.Read(scratch, sizeof(scratch), "the bytes after the payload"));
     trailing += got;
     if (got < sizeof(scratch)) break;
   }
@@ -188,16 +198,18 @@ absl::StatusOr<IdxArray> ReadIdx(const std::string& path) {
                       absl::StrCat("truncated header: ", got, " of 4 magic bytes"));
   }
   if (magic[0] != 0 || magic[1] != 0) {
-    return file.Error(absl::StatusCode::kInvalidArgument,
-                      absl::StrFormat("wrong magic %02x %02x %02x %02x: the first two bytes must be zero "
-                                      "(not an IDX file)",
-                                      magic[0], magic[1], magic[2], magic[3]));
+    return file.Error(
+        absl::StatusCode::kInvalidArgument,
+        absl::StrFormat("wrong magic %02x %02x %02x %02x: the first two bytes must be zero "
+                        "(not an IDX file)",
+                        magic[0], magic[1], magic[2], magic[3]));
   }
   if (magic[2] != 0x08) {
-    return file.Error(absl::StatusCode::kInvalidArgument,
-                      absl::StrFormat("unsupported element type 0x%02x (%s): only 0x08 (unsigned byte) is "
-                                      "supported",
-                                      magic[2], IdxTypeName(magic[2])));
+    return file.Error(
+        absl::StatusCode::kInvalidArgument,
+        absl::StrFormat("unsupported element type 0x%02x (%s): only 0x08 (unsigned byte) is "
+                        "supported",
+                        magic[2], IdxTypeName(magic[2])));
   }
   const int ndims = magic[3];
   if (ndims == 0 || ndims > kMaxIdxDims) {

@@ -23,8 +23,8 @@ using ::rill::io::testing::WriteRaw;
 using ::testing::HasSubstr;
 
 // The status must have `code`, and its message must name `path` and contain `what`.
-void ExpectError(const absl::StatusOr<IdxArray>& got, absl::StatusCode code, const std::string& path,
-                 const std::string& what) {
+void ExpectError(const absl::StatusOr<IdxArray>& got, absl::StatusCode code,
+                 const std::string& path, const std::string& what) {
   ASSERT_FALSE(got.ok()) << "read " << path << " without error";
   EXPECT_EQ(got.status().code(), code) << got.status();
   EXPECT_THAT(std::string(got.status().message()), HasSubstr("'" + path + "'"));
@@ -82,7 +82,8 @@ TEST_P(IdxReaderTest, LargePayloadSpanningChunks) {
   Bytes payload((3 << 20) + 17);
   std::mt19937 rng(5);
   for (uint8_t& b : payload) b = static_cast<uint8_t>(rng());
-  absl::StatusOr<IdxArray> got = ReadIdx(Write(IdxBytes({static_cast<uint32_t>(payload.size())}, payload)));
+  absl::StatusOr<IdxArray> got =
+      ReadIdx(Write(IdxBytes({static_cast<uint32_t>(payload.size())}, payload)));
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->data, payload);
 }
@@ -121,12 +122,14 @@ TEST_P(IdxReaderTest, DimsProductOverflows) {
 
 TEST_P(IdxReaderTest, EmptyFile) {
   const std::string path = Write({});
-  ExpectError(ReadIdx(path), absl::StatusCode::kDataLoss, path, "truncated header: 0 of 4 magic bytes");
+  ExpectError(ReadIdx(path), absl::StatusCode::kDataLoss, path,
+              "truncated header: 0 of 4 magic bytes");
 }
 
 TEST_P(IdxReaderTest, TruncatedMagic) {
   const std::string path = Write({0, 0, 8});
-  ExpectError(ReadIdx(path), absl::StatusCode::kDataLoss, path, "truncated header: 3 of 4 magic bytes");
+  ExpectError(ReadIdx(path), absl::StatusCode::kDataLoss, path,
+              "truncated header: 3 of 4 magic bytes");
 }
 
 TEST_P(IdxReaderTest, TruncatedDims) {
@@ -148,11 +151,14 @@ TEST_P(IdxReaderTest, HugeClaimFailsAsTruncatedNotAsAllocation) {
 
 TEST_P(IdxReaderTest, TrailingBytes) {
   const std::string path = Write(IdxBytes({4}, Iota(6)));
-  ExpectError(ReadIdx(path), absl::StatusCode::kDataLoss, path, "2 trailing bytes after the 4-byte payload");
+  ExpectError(ReadIdx(path), absl::StatusCode::kDataLoss, path,
+              "2 trailing bytes after the 4-byte payload");
 }
 
 INSTANTIATE_TEST_SUITE_P(RawAndGzip, IdxReaderTest, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "gzip" : "raw"; });
+                         [](const ::testing::TestParamInfo<bool>& i) {
+                           return i.param ? "gzip" : "raw";
+                         });
 
 TEST(IdxReader, MissingFile) {
   TempDir dir;
@@ -164,7 +170,8 @@ TEST(IdxReader, MissingFile) {
 
 TEST(IdxReader, Directory) {
   TempDir dir;
-  ExpectError(ReadIdx(dir.path()), absl::StatusCode::kInvalidArgument, dir.path(), "is a directory");
+  ExpectError(ReadIdx(dir.path()), absl::StatusCode::kInvalidArgument, dir.path(),
+              "is a directory");
 }
 
 // A valid gzip file of a 2000-byte IDX payload, and its bytes.
@@ -173,7 +180,8 @@ class GzipCorruption : public ::testing::Test {
   void SetUp() override {
     Bytes payload(2000);
     std::mt19937 rng(11);
-    for (uint8_t& b : payload) b = static_cast<uint8_t>(rng() % 16);  // Compressible, not trivially.
+    for (uint8_t& b : payload)
+      b = static_cast<uint8_t>(rng() % 16);  // Compressible, not trivially.
     WriteGzip(good_, IdxBytes({20, 100}, payload));
     gz_ = ReadBytes(good_);
     ASSERT_GT(gz_.size(), 100u);
@@ -195,7 +203,8 @@ TEST_F(GzipCorruption, GarbageAfterGzipHeader) {
   Bytes b(gz_.begin(), gz_.begin() + 10);  // The 10-byte gzip header (no name: gzopen writes none).
   b.resize(200, 0xFF);                     // A final block of reserved type 3, then junk.
   const std::string path = WriteBad(b);
-  ExpectError(ReadIdx(path), absl::StatusCode::kDataLoss, path, "corrupt gzip stream in the header");
+  ExpectError(ReadIdx(path), absl::StatusCode::kDataLoss, path,
+              "corrupt gzip stream in the header");
 }
 
 TEST_F(GzipCorruption, WrongCrc) {

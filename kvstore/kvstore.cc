@@ -11,8 +11,9 @@ namespace {
 constexpr char kKnownTypes[] = "local";
 
 absl::Status CountMismatch(const char* what, size_t keys, size_t lists) {
-  return absl::InvalidArgumentError(absl::StrCat("kvstore: batched ", what, " of ", keys, " keys with ",
-                                                 lists, " tensor lists (one list per key)"));
+  return absl::InvalidArgumentError(absl::StrCat("kvstore: batched ", what, " of ", keys,
+                                                 " keys with ", lists,
+                                                 " tensor lists (one list per key)"));
 }
 
 }  // namespace
@@ -24,9 +25,9 @@ absl::StatusOr<std::unique_ptr<KVStore>> KVStore::Create(const std::string& type
     return std::unique_ptr<KVStore>(std::move(store));
   }
   if (type == "dist" || absl::StartsWith(type, "dist_")) {
-    return absl::UnimplementedError(absl::StrCat("kvstore type '", type,
-                                                 "': distributed stores are not built yet (known types: ",
-                                                 kKnownTypes, ")"));
+    return absl::UnimplementedError(
+        absl::StrCat("kvstore type '", type,
+                     "': distributed stores are not built yet (known types: ", kKnownTypes, ")"));
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown kvstore type '", type, "' (known types: ", kKnownTypes, ")"));
@@ -42,16 +43,16 @@ absl::Status KVStore::CheckPull(const std::string&, absl::Span<const Tensor>) co
   return absl::OkStatus();
 }
 
-absl::Status KVStore::Push(absl::Span<const std::string> keys, absl::Span<const std::vector<Tensor>> values,
-                           int priority) {
+absl::Status KVStore::Push(absl::Span<const std::string> keys,
+                           absl::Span<const std::vector<Tensor>> values, int priority) {
   if (keys.size() != values.size()) return CountMismatch("Push", keys.size(), values.size());
   for (size_t i = 0; i < keys.size(); ++i) RILL_RETURN_IF_ERROR(CheckPush(keys[i], values[i]));
   for (size_t i = 0; i < keys.size(); ++i) RILL_RETURN_IF_ERROR(Push(keys[i], values[i], priority));
   return absl::OkStatus();
 }
 
-absl::Status KVStore::Pull(absl::Span<const std::string> keys, absl::Span<const std::vector<Tensor>> outs,
-                           int priority) {
+absl::Status KVStore::Pull(absl::Span<const std::string> keys,
+                           absl::Span<const std::vector<Tensor>> outs, int priority) {
   if (keys.size() != outs.size()) return CountMismatch("Pull", keys.size(), outs.size());
   for (size_t i = 0; i < keys.size(); ++i) RILL_RETURN_IF_ERROR(CheckPull(keys[i], outs[i]));
   for (size_t i = 0; i < keys.size(); ++i) RILL_RETURN_IF_ERROR(Pull(keys[i], outs[i], priority));

@@ -22,8 +22,8 @@ namespace rill::kvstore {
 // it returns is returned by Push, annotated with the key. It must not keep
 // `merged_grad` past its own pushes: the next Push of the key rewrites it
 // (in engine order, so work already pushed reads the right sum).
-using Updater =
-    std::function<absl::Status(const std::string& key, const Tensor& merged_grad, const Tensor& stored)>;
+using Updater = std::function<absl::Status(const std::string& key, const Tensor& merged_grad,
+                                           const Tensor& stored)>;
 
 struct KVStoreOptions {
   engine::Context reduce_context = engine::Context::Host();  // Where sums and updates run.
@@ -102,8 +102,8 @@ class KVStore {
   // MXNet's list API. Every key's arguments are checked before anything is
   // pushed. (A subclass that overrides the single-key forms writes
   // `using KVStore::Push; using KVStore::Pull;` to keep these visible.)
-  absl::Status Push(absl::Span<const std::string> keys, absl::Span<const std::vector<Tensor>> values,
-                    int priority = 0);
+  absl::Status Push(absl::Span<const std::string> keys,
+                    absl::Span<const std::vector<Tensor>> values, int priority = 0);
   absl::Status Pull(absl::Span<const std::string> keys, absl::Span<const std::vector<Tensor>> outs,
                     int priority = 0);
 

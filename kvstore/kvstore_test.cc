@@ -30,7 +30,8 @@ constexpr int64_t kN = 15;
 // Integer values in [-8, 8], as floats, deterministic per seed.
 std::vector<float> IntData(uint64_t seed) {
   std::vector<float> v(kN);
-  for (int64_t i = 0; i < kN; ++i) v[i] = static_cast<float>(static_cast<int64_t>((seed * 7919 + i * 31) % 17) - 8);
+  for (int64_t i = 0; i < kN; ++i)
+    v[i] = static_cast<float>(static_cast<int64_t>((seed * 7919 + i * 31) % 17) - 8);
   return v;
 }
 
@@ -53,7 +54,9 @@ class KVStoreTest : public ::testing::TestWithParam<engine::Context> {
   Tensor Make(const std::vector<float>& v, engine::Context ctx) {
     return *Tensor::FromHost<float>(v, kShape, ctx, engine_.get());
   }
-  Tensor Empty(engine::Context ctx) { return *Tensor::Empty(kShape, DType::kF32, ctx, engine_.get()); }
+  Tensor Empty(engine::Context ctx) {
+    return *Tensor::Empty(kShape, DType::kF32, ctx, engine_.get());
+  }
   // Context i of every context present, cyclically.
   engine::Context Ctx(size_t i) const { return all_[i % all_.size()]; }
   void ExpectValue(const Tensor& t, const std::vector<float>& want, const std::string& what) {
@@ -62,7 +65,8 @@ class KVStoreTest : public ::testing::TestWithParam<engine::Context> {
     EXPECT_EQ(*got, want) << what << " (" << t.ToString() << ")";
   }
   // Pulls `key` into a fresh tensor on every context and checks each.
-  void ExpectPulledEverywhere(const std::string& key, const std::vector<float>& want, const std::string& what) {
+  void ExpectPulledEverywhere(const std::string& key, const std::vector<float>& want,
+                              const std::string& what) {
     std::vector<Tensor> outs;
     for (const engine::Context& c : all_) outs.push_back(Empty(c));
     ASSERT_TRUE(kv_->Pull(key, outs).ok());
@@ -86,7 +90,8 @@ TEST_P(KVStoreTest, InitPullRoundTrip) {
     const std::vector<float> data = IntData(s);
     Tensor src = Make(data, Ctx(s));
     ASSERT_TRUE(kv_->Init(key, src).ok());
-    ASSERT_TRUE(src.CopyFrom(Make(IntData(99), Ctx(s))).ok());  // Init copied: the store keeps `data`.
+    ASSERT_TRUE(
+        src.CopyFrom(Make(IntData(99), Ctx(s))).ok());  // Init copied: the store keeps `data`.
     ExpectPulledEverywhere(key, data, absl::StrCat(key, " from ", Ctx(s).ToString()));
   }
 }
@@ -124,18 +129,19 @@ struct SgdProbe {
   std::vector<engine::Context> contexts;
   std::vector<Tensor> merged;
   Updater updater() {
-    return [this](const std::string& key, const Tensor& grad, const Tensor& stored) -> absl::Status {
-      ++calls;
-      contexts.push_back(grad.context());
-      contexts.push_back(stored.context());
-      absl::StatusOr<Tensor> probe = grad.CopyTo(engine::Context::Host());
-      if (!probe.ok()) return probe.status();
-      merged.push_back(*probe);
-      absl::StatusOr<Tensor> step = ops::MulScalar(grad, 0.5);
-      if (!step.ok()) return step.status();
-      const Tensor in[2] = {stored, *step};
-      return ops::Invoke("sub", in, {}, absl::MakeConstSpan(&stored, 1)).status();
-    };
+    return
+        [this](const std::string& key, const Tensor& grad, const Tensor& stored) -> absl::Status {
+          ++calls;
+          contexts.push_back(grad.context());
+          contexts.push_back(stored.context());
+          absl::StatusOr<Tensor> probe = grad.CopyTo(engine::Context::Host());
+          if (!probe.ok()) return probe.status();
+          merged.push_back(*probe);
+          absl::StatusOr<Tensor> step = ops::MulScalar(grad, 0.5);
+          if (!step.ok()) return step.status();
+          const Tensor in[2] = {stored, *step};
+          return ops::Invoke("sub", in, {}, absl::MakeConstSpan(&stored, 1)).status();
+        };
   }
 };
 
@@ -164,7 +170,8 @@ TEST_P(KVStoreTest, UpdaterAppliedOncePerPushWithTheMergedGradient) {
   ExpectPulledEverywhere("w", w, "after three sgd steps");
   ASSERT_EQ(sgd.calls, 3);
   ASSERT_EQ(sgd.merged.size(), 3u);
-  for (size_t r = 0; r < sums.size(); ++r) ExpectValue(sgd.merged[r], sums[r], absl::StrCat("merged ", r));
+  for (size_t r = 0; r < sums.size(); ++r)
+    ExpectValue(sgd.merged[r], sums[r], absl::StrCat("merged ", r));
   for (const engine::Context& c : sgd.contexts) EXPECT_EQ(c, GetParam());
 }
 
@@ -239,11 +246,14 @@ TEST_P(KVStoreTest, BatchedPushAndPull) {
   }
   // One bad key: nothing is pushed.
   std::vector<std::vector<Tensor>> bad = values;
-  bad[2] = {Make(IntData(50), Ctx(0)), *Tensor::Empty(Shape({2}), DType::kF32, Ctx(0), engine_.get())};
+  bad[2] = {Make(IntData(50), Ctx(0)),
+            *Tensor::Empty(Shape({2}), DType::kF32, Ctx(0), engine_.get())};
   EXPECT_EQ(kv_->Push(keys, bad).code(), absl::StatusCode::kInvalidArgument);
   ASSERT_TRUE(kv_->Pull(keys, outs).ok());
-  for (size_t k = 0; k < keys.size(); ++k) ExpectValue(outs[k][0], want[k], keys[k] + " after a bad batch");
-  EXPECT_EQ(kv_->Push(keys, absl::MakeConstSpan(values).subspan(1)).code(), absl::StatusCode::kInvalidArgument);
+  for (size_t k = 0; k < keys.size(); ++k)
+    ExpectValue(outs[k][0], want[k], keys[k] + " after a bad batch");
+  EXPECT_EQ(kv_->Push(keys, absl::MakeConstSpan(values).subspan(1)).code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 // Allocations counted on every executor: after the first push and pull of a
@@ -251,7 +261,8 @@ TEST_P(KVStoreTest, BatchedPushAndPull) {
 // are summed without even a first allocation.
 TEST_P(KVStoreTest, PushAllocatesNothingAfterTheFirst) {
   std::vector<StorageAllocator*> allocators;
-  for (const engine::Context& c : all_) allocators.push_back(StorageAllocator::For(*ExecutorFor(c)));
+  for (const engine::Context& c : all_)
+    allocators.push_back(StorageAllocator::For(*ExecutorFor(c)));
   auto requests = [&] {
     EXPECT_TRUE(engine_->WaitForAll().ok());
     int64_t n = 0;
@@ -270,7 +281,8 @@ TEST_P(KVStoreTest, PushAllocatesNothingAfterTheFirst) {
     SCOPED_TRACE(with_updater ? "with updater" : "without updater");
     const std::string key = with_updater ? "u" : "r";
     if (with_updater) {
-      kv_->SetUpdater([](const std::string&, const Tensor& g, const Tensor& w) { return ops::AddTo(w, g); });
+      kv_->SetUpdater(
+          [](const std::string&, const Tensor& g, const Tensor& w) { return ops::AddTo(w, g); });
     }
     ASSERT_TRUE(kv_->Init(key, Make(IntData(5), Ctx(0))).ok());
     std::vector<Tensor> values, outs;

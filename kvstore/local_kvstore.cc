@@ -24,7 +24,8 @@ class ScopedSeconds {
 
 // out = a + b (kWriteTo, or kWriteInplace when `out` is an input), or
 // out += a + b with `accumulate` (the add kernels' own kAddTo).
-absl::Status Add(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate, int priority) {
+absl::Status Add(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate,
+                 int priority) {
   static const ops::OpDef& add = ops::BuiltinOp("add");
   ops::InvokeOptions options;
   options.priority = priority;
@@ -36,8 +37,9 @@ absl::Status Add(const Tensor& a, const Tensor& b, const Tensor& out, bool accum
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<LocalKVStore>> LocalKVStore::Create(const KVStoreOptions& options) {
-  RILL_RETURN_IF_ERROR(Annotate(ExecutorFor(options.reduce_context).status(),
-                                absl::StrCat("kvstore reduce context ", options.reduce_context.ToString())));
+  RILL_RETURN_IF_ERROR(
+      Annotate(ExecutorFor(options.reduce_context).status(),
+               absl::StrCat("kvstore reduce context ", options.reduce_context.ToString())));
   engine::Engine* engine = options.engine != nullptr ? options.engine : &engine::Engine::Default();
   return std::unique_ptr<LocalKVStore>(new LocalKVStore(options.reduce_context, engine));
 }
@@ -45,15 +47,18 @@ absl::StatusOr<std::unique_ptr<LocalKVStore>> LocalKVStore::Create(const KVStore
 absl::Status LocalKVStore::Init(const std::string& key, const Tensor& value) {
   if (key.empty()) return absl::InvalidArgumentError("kvstore: Init with an empty key");
   if (auto it = entries_.find(key); it != entries_.end()) {
-    return absl::AlreadyExistsError(absl::StrCat("kvstore: key '", key, "' was already initialized (",
-                                                 it->second.stored.ToString(), ")"));
+    return absl::AlreadyExistsError(absl::StrCat(
+        "kvstore: key '", key, "' was already initialized (", it->second.stored.ToString(), ")"));
   }
-  RILL_RETURN_IF_ERROR(Annotate(value.CheckUsable(), absl::StrCat("kvstore: Init of key '", key, "'")));
+  RILL_RETURN_IF_ERROR(
+      Annotate(value.CheckUsable(), absl::StrCat("kvstore: Init of key '", key, "'")));
   if (value.engine() != engine_) {
-    return absl::InvalidArgumentError(absl::StrCat("kvstore: Init of key '", key, "': ", value.ToString(),
+    return absl::InvalidArgumentError(absl::StrCat("kvstore: Init of key '", key,
+                                                   "': ", value.ToString(),
                                                    " belongs to another engine than the store's"));
   }
-  RILL_ASSIGN_OR_RETURN(Tensor stored, Tensor::Empty(value.shape(), value.dtype(), reduce_context_, engine_));
+  RILL_ASSIGN_OR_RETURN(Tensor stored,
+                        Tensor::Empty(value.shape(), value.dtype(), reduce_context_, engine_));
   RILL_RETURN_IF_ERROR(stored.CopyFrom(value));
   entries_[key].stored = std::move(stored);
   return absl::OkStatus();
@@ -68,16 +73,18 @@ absl::Status LocalKVStore::CheckTensors(const std::string& key, const Entry* ent
                                             "', which was not initialized (Init it first)"));
   }
   if (tensors.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("kvstore: ", what, " of key '", key, "' with no ", noun, "s"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("kvstore: ", what, " of key '", key, "' with no ", noun, "s"));
   }
   const Tensor& stored = entry->stored;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i];
-    const std::string where = absl::StrCat("kvstore: ", what, " of key '", key, "', ", noun, " ", i);
+    const std::string where =
+        absl::StrCat("kvstore: ", what, " of key '", key, "', ", noun, " ", i);
     RILL_RETURN_IF_ERROR(Annotate(t.CheckUsable(), where));
     if (t.shape() != stored.shape() || t.dtype() != stored.dtype()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, " is ", t.ToString(), ", but the stored value is ",
-                                                     stored.ToString()));
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, " is ", t.ToString(), ", but the stored value is ", stored.ToString()));
     }
     if (t.engine() != engine_) {
       return absl::InvalidArgumentError(
@@ -87,7 +94,8 @@ absl::Status LocalKVStore::CheckTensors(const std::string& key, const Entry* ent
   return absl::OkStatus();
 }
 
-absl::Status LocalKVStore::CheckPush(const std::string& key, absl::Span<const Tensor> values) const {
+absl::Status LocalKVStore::CheckPush(const std::string& key,
+                                     absl::Span<const Tensor> values) const {
   auto it = entries_.find(key);
   return CheckTensors(key, it == entries_.end() ? nullptr : &it->second, values, /*push=*/true);
 }
@@ -117,7 +125,8 @@ absl::Status LocalKVStore::Copy(const Tensor& src, const Tensor& dst, Tensor& ho
   return dst.CopyFrom(host);
 }
 
-absl::StatusOr<std::vector<Tensor>> LocalKVStore::Stage(Entry& entry, absl::Span<const Tensor> values) {
+absl::StatusOr<std::vector<Tensor>> LocalKVStore::Stage(Entry& entry,
+                                                        absl::Span<const Tensor> values) {
   if (entry.staging.size() < values.size()) entry.staging.resize(values.size());
   if (entry.host_staging.size() < values.size()) entry.host_staging.resize(values.size());
   std::vector<Tensor> srcs;
@@ -146,13 +155,15 @@ absl::Status LocalKVStore::Sum(absl::Span<const Tensor> srcs, const Tensor& dst,
   return absl::OkStatus();
 }
 
-absl::Status LocalKVStore::Push(const std::string& key, absl::Span<const Tensor> values, int priority) {
+absl::Status LocalKVStore::Push(const std::string& key, absl::Span<const Tensor> values,
+                                int priority) {
   ScopedSeconds timer(&stats_.push_seconds);
   RILL_RETURN_IF_ERROR(CheckPush(key, values));
   Entry& entry = entries_.find(key)->second;
   const std::string where = absl::StrCat("kvstore: Push of key '", key, "'");
   if (!updater_ && values.size() == 1) {  // One copy, straight into the stored value.
-    if (!values[0].SharesStorageWith(entry.stored) || values[0].byte_offset() != entry.stored.byte_offset()) {
+    if (!values[0].SharesStorageWith(entry.stored) ||
+        values[0].byte_offset() != entry.stored.byte_offset()) {
       if (entry.host_staging.empty()) entry.host_staging.resize(1);
       RILL_RETURN_IF_ERROR(Annotate(Copy(values[0], entry.stored, entry.host_staging[0]), where));
     }
@@ -168,7 +179,8 @@ absl::Status LocalKVStore::Push(const std::string& key, absl::Span<const Tensor>
       RILL_RETURN_IF_ERROR(Annotate(Sum(srcs, merged, priority), where));
     }
     if (updater_) {
-      RILL_RETURN_IF_ERROR(Annotate(updater_(key, merged, entry.stored), absl::StrCat(where, ": updater")));
+      RILL_RETURN_IF_ERROR(
+          Annotate(updater_(key, merged, entry.stored), absl::StrCat(where, ": updater")));
     }
   }
   ++stats_.pushes;
@@ -176,13 +188,16 @@ absl::Status LocalKVStore::Push(const std::string& key, absl::Span<const Tensor>
   return absl::OkStatus();
 }
 
-absl::Status LocalKVStore::Pull(const std::string& key, absl::Span<const Tensor> outs, int priority) {
+absl::Status LocalKVStore::Pull(const std::string& key, absl::Span<const Tensor> outs,
+                                int priority) {
   ScopedSeconds timer(&stats_.pull_seconds);
   RILL_RETURN_IF_ERROR(CheckPull(key, outs));
   Entry& entry = entries_.find(key)->second;
   if (entry.pull_host_staging.size() < outs.size()) entry.pull_host_staging.resize(outs.size());
   for (size_t i = 0; i < outs.size(); ++i) {
-    if (outs[i].SharesStorageWith(entry.stored) && outs[i].byte_offset() == entry.stored.byte_offset()) continue;
+    if (outs[i].SharesStorageWith(entry.stored) &&
+        outs[i].byte_offset() == entry.stored.byte_offset())
+      continue;
     RILL_RETURN_IF_ERROR(Annotate(Copy(entry.stored, outs[i], entry.pull_host_staging[i]),
                                   absl::StrCat("kvstore: Pull of key '", key, "'")));
   }

@@ -40,8 +40,10 @@ class LocalKVStore final : public KVStore {
   absl::Status Init(const std::string& key, const Tensor& value) override;
   using KVStore::Pull;
   using KVStore::Push;
-  absl::Status Push(const std::string& key, absl::Span<const Tensor> values, int priority = 0) override;
-  absl::Status Pull(const std::string& key, absl::Span<const Tensor> outs, int priority = 0) override;
+  absl::Status Push(const std::string& key, absl::Span<const Tensor> values,
+                    int priority = 0) override;
+  absl::Status Pull(const std::string& key, absl::Span<const Tensor> outs,
+                    int priority = 0) override;
   void SetUpdater(Updater updater) override { updater_ = std::move(updater); }
   KVStoreStats stats() const override { return stats_; }
 
@@ -65,8 +67,8 @@ class LocalKVStore final : public KVStore {
       : reduce_context_(reduce_context), engine_(engine) {}
 
   // Checks Push's values or Pull's outputs against the stored value of `key`.
-  absl::Status CheckTensors(const std::string& key, const Entry* entry, absl::Span<const Tensor> tensors,
-                            bool push) const;
+  absl::Status CheckTensors(const std::string& key, const Entry* entry,
+                            absl::Span<const Tensor> tensors, bool push) const;
   // The summands on the reduce context: values there as they are, the rest
   // copied into the entry's staging buffers.
   absl::StatusOr<std::vector<Tensor>> Stage(Entry& entry, absl::Span<const Tensor> values);

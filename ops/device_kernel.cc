@@ -30,8 +30,9 @@ absl::StatusOr<const Kernel*> CachedKernel(StreamExecutor* executor, const std::
   return slot.get();
 }
 
-absl::StatusOr<const Kernel*> DeviceKernel(OpContext& ctx, const std::string& key, CudaFatbin fatbin,
-                                           const std::string& cuda_entry, const char* opencl_entry,
+absl::StatusOr<const Kernel*> DeviceKernel(OpContext& ctx, const std::string& key,
+                                           CudaFatbin fatbin, const std::string& cuda_entry,
+                                           const char* opencl_entry,
                                            const std::function<std::string()>& opencl_source) {
   return CachedKernel(ctx.executor(), key, [&] {
     if (ctx.executor()->platform()->Name() == "cuda") {
@@ -45,32 +46,46 @@ absl::StatusOr<const Kernel*> DeviceKernel(OpContext& ctx, const std::string& ke
 
 const char* OpenClBitsTypeName(int size) {
   switch (size) {
-    case 1: return "uchar";
-    case 2: return "ushort";
-    case 4: return "uint";
-    default: return "ulong";
+    case 1:
+      return "uchar";
+    case 2:
+      return "ushort";
+    case 4:
+      return "uint";
+    default:
+      return "ulong";
   }
 }
 
 const char* OpenClTypeName(DType dtype) {
   switch (dtype) {
-    case DType::kF64: return "double";
-    case DType::kI32: return "int";
-    case DType::kI64: return "long";
+    case DType::kF64:
+      return "double";
+    case DType::kI32:
+      return "int";
+    case DType::kI64:
+      return "long";
     case DType::kU8:
-    case DType::kBool: return "uchar";
-    default: return "float";
+    case DType::kBool:
+      return "uchar";
+    default:
+      return "float";
   }
 }
 
 const char* DTypeSuffix(DType dtype) {
   switch (dtype) {
-    case DType::kF64: return "f64";
-    case DType::kI32: return "i32";
-    case DType::kI64: return "i64";
+    case DType::kF64:
+      return "f64";
+    case DType::kI32:
+      return "i32";
+    case DType::kI64:
+      return "i64";
     case DType::kU8:
-    case DType::kBool: return "u8";
-    default: return "f32";
+    case DType::kBool:
+      return "u8";
+    default:
+      return "f32";
   }
 }
 

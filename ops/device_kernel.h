@@ -34,8 +34,9 @@ struct CudaFatbin {
 // A Rill kernel in its two device forms, loaded once per executor under
 // `key`: on a CUDA executor, entry `cuda_entry` of `fatbin`; on any other,
 // entry `opencl_entry` of the OpenCL C source opencl_source() returns.
-absl::StatusOr<const Kernel*> DeviceKernel(OpContext& ctx, const std::string& key, CudaFatbin fatbin,
-                                           const std::string& cuda_entry, const char* opencl_entry,
+absl::StatusOr<const Kernel*> DeviceKernel(OpContext& ctx, const std::string& key,
+                                           CudaFatbin fatbin, const std::string& cuda_entry,
+                                           const char* opencl_entry,
                                            const std::function<std::string()>& opencl_source);
 
 // The OpenCL C unsigned type of `size` bytes ("uchar", "ushort", "uint",

@@ -1,5 +1,4 @@
 #include "rill/ops/invoke.h"
-#include "rill/ops/prepared.h"
 
 #include <cstdlib>
 #include <utility>
@@ -13,6 +12,7 @@
 #include "rill/executor/stream_executor.h"
 #include "rill/ops/op_registry.h"
 #include "rill/ops/op_runner.h"
+#include "rill/ops/prepared.h"
 #include "rill/platform/platform.h"
 #include "rill/plugins/rng/rng.h"
 
@@ -86,17 +86,15 @@ absl::StatusOr<TensorArg> ArgOf(const Tensor& t) {
 
 std::string InputList(absl::Span<const Tensor> inputs) {
   std::string s;
-  for (size_t i = 0; i < inputs.size(); ++i) absl::StrAppend(&s, i ? ", " : "", inputs[i].ToString());
+  for (size_t i = 0; i < inputs.size(); ++i)
+    absl::StrAppend(&s, i ? ", " : "", inputs[i].ToString());
   return s;
 }
 
 // The op on the CPU with copies of the inputs, results copied back.
-absl::StatusOr<std::vector<Tensor>> InvokeWithHostFallback(const OpDef& op,
-                                                           absl::Span<const Tensor> inputs,
-                                                           std::shared_ptr<const void> params,
-                                                           absl::Span<const Tensor> outputs,
-                                                           const InvokeOptions& options,
-                                                           const std::string& platform) {
+absl::StatusOr<std::vector<Tensor>> InvokeWithHostFallback(
+    const OpDef& op, absl::Span<const Tensor> inputs, std::shared_ptr<const void> params,
+    absl::Span<const Tensor> outputs, const InvokeOptions& options, const std::string& platform) {
   LogFallbackOnce(op, platform);
   std::vector<Tensor> host_in;
   for (const Tensor& t : inputs) {
@@ -131,14 +129,16 @@ absl::StatusOr<std::vector<Tensor>> InvokeWithHostFallback(const OpDef& op,
 // after making the outputs. `*no_kernel` is set when the platform has no
 // kernel for the op (for the host fallback).
 absl::Status PreparedOp::Resolve(const OpDef& op, absl::Span<const Tensor> inputs,
-                                std::shared_ptr<const void> params, absl::Span<const Tensor> outputs,
-                                const InvokeOptions& options, std::vector<Tensor>* result,
-                                PreparedOp* prep, bool* no_kernel, OpTrace* trace) {
+                                 std::shared_ptr<const void> params,
+                                 absl::Span<const Tensor> outputs, const InvokeOptions& options,
+                                 std::vector<Tensor>* result, PreparedOp* prep, bool* no_kernel,
+                                 OpTrace* trace) {
   // --- Inputs: count, usable, one engine and context.
   if (op.num_inputs() >= 0 ? static_cast<int>(inputs.size()) != op.num_inputs() : inputs.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "op '", op.name(), "' takes ", op.num_inputs() >= 0 ? absl::StrCat(op.num_inputs()) : "one or more",
-        " input(s), got ", inputs.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("op '", op.name(), "' takes ",
+                     op.num_inputs() >= 0 ? absl::StrCat(op.num_inputs()) : "one or more",
+                     " input(s), got ", inputs.size()));
   }
   if (!op.params().empty() && params == nullptr) {
     RILL_ASSIGN_OR_RETURN(params, op.params().Parse(op.name(), {}));
@@ -174,8 +174,8 @@ absl::Status PreparedOp::Resolve(const OpDef& op, absl::Span<const Tensor> input
     exec = first.executor();
   } else {
     if (!options.context.has_value()) {
-      return absl::InvalidArgumentError(absl::StrCat("op '", op.name(),
-                                                     "' has no inputs: give InvokeOptions::context"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("op '", op.name(), "' has no inputs: give InvokeOptions::context"));
     }
     ctx = *options.context;
     eng = options.engine != nullptr ? options.engine : &engine::Engine::Default();
@@ -185,7 +185,8 @@ absl::Status PreparedOp::Resolve(const OpDef& op, absl::Span<const Tensor> input
   // --- Inference.
   InferContext ictx{params.get(), in_shapes, in_types};
   std::vector<DType> out_types(op.num_outputs());
-  absl::Status s = op.infer_type() ? op.infer_type()(ictx, &out_types) : SameTypeAsInputs(ictx, &out_types);
+  absl::Status s =
+      op.infer_type() ? op.infer_type()(ictx, &out_types) : SameTypeAsInputs(ictx, &out_types);
   if (!s.ok()) return Annotate(s, absl::StrCat("op '", op.name(), "' (", InputList(inputs), ")"));
   std::vector<Shape> out_shapes(op.num_outputs());
   s = op.infer_shape() ? op.infer_shape()(ictx, &out_shapes) : SameShapeAsInput0(ictx, &out_shapes);
@@ -193,15 +194,16 @@ absl::Status PreparedOp::Resolve(const OpDef& op, absl::Span<const Tensor> input
 
   if (trace != nullptr) {
     if (!outputs.empty()) {
-      return absl::UnimplementedError(absl::StrCat("op '", op.name(),
-                                                   "': caller outputs cannot be traced (OpTrace)"));
+      return absl::UnimplementedError(
+          absl::StrCat("op '", op.name(), "': caller outputs cannot be traced (OpTrace)"));
     }
     OpTrace::Call call;
     call.op = &op;
     call.params = params;
     call.inputs.assign(inputs.begin(), inputs.end());
     for (int i = 0; i < op.num_outputs(); ++i) {
-      RILL_ASSIGN_OR_RETURN(Tensor t, TensorAccess::Empty(out_shapes[i], out_types[i], ctx, eng, exec));
+      RILL_ASSIGN_OR_RETURN(Tensor t,
+                            TensorAccess::Empty(out_shapes[i], out_types[i], ctx, eng, exec));
       result->push_back(t);
       call.outputs.push_back(std::move(t));
     }
@@ -219,9 +221,9 @@ absl::Status PreparedOp::Resolve(const OpDef& op, absl::Span<const Tensor> input
   if (kernel->dtypes != 0) {
     for (size_t i = 0; i < inputs.size(); ++i) {
       if ((kernel->dtypes & DTypeBit(in_types[i])) == 0) {
-        return absl::UnimplementedError(absl::StrCat("op '", op.name(), "' on ", platform, " has no ",
-                                                     DTypeName(in_types[i]), " kernel (input ", i,
-                                                     ": ", inputs[i].ToString(), ")"));
+        return absl::UnimplementedError(
+            absl::StrCat("op '", op.name(), "' on ", platform, " has no ", DTypeName(in_types[i]),
+                         " kernel (input ", i, ": ", inputs[i].ToString(), ")"));
       }
     }
   }
@@ -235,7 +237,8 @@ absl::Status PreparedOp::Resolve(const OpDef& op, absl::Span<const Tensor> input
   call->is_train = options.is_train;
   if (outputs.empty()) {
     for (int i = 0; i < op.num_outputs(); ++i) {
-      RILL_ASSIGN_OR_RETURN(Tensor t, TensorAccess::Empty(out_shapes[i], out_types[i], ctx, eng, exec));
+      RILL_ASSIGN_OR_RETURN(Tensor t,
+                            TensorAccess::Empty(out_shapes[i], out_types[i], ctx, eng, exec));
       result->push_back(std::move(t));
     }
     call->req.assign(op.num_outputs(), OpReqType::kWriteTo);
@@ -246,20 +249,22 @@ absl::Status PreparedOp::Resolve(const OpDef& op, absl::Span<const Tensor> input
     }
     if (!options.reqs.empty() && options.reqs.size() != outputs.size()) {
       return absl::InvalidArgumentError(absl::StrCat("op '", op.name(), "': ", options.reqs.size(),
-                                                     " write requests for ", outputs.size(), " outputs"));
+                                                     " write requests for ", outputs.size(),
+                                                     " outputs"));
     }
     for (int i = 0; i < op.num_outputs(); ++i) {
       const Tensor& o = outputs[i];
-      RILL_RETURN_IF_ERROR(Annotate(o.CheckUsable(), absl::StrCat("op '", op.name(), "' output ", i)));
+      RILL_RETURN_IF_ERROR(
+          Annotate(o.CheckUsable(), absl::StrCat("op '", op.name(), "' output ", i)));
       if (o.context() != ctx || o.engine() != eng) {
         return absl::InvalidArgumentError(absl::StrCat("op '", op.name(), "': output ", i, " is ",
                                                        o.ToString(), " but the inputs are on ",
                                                        ctx.ToString()));
       }
       if (o.shape() != out_shapes[i] || o.dtype() != out_types[i]) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "op '", op.name(), "': output ", i, " is ", o.ToString(), " but the op makes ",
-            DTypeName(out_types[i]), out_shapes[i].ToString()));
+        return absl::InvalidArgumentError(
+            absl::StrCat("op '", op.name(), "': output ", i, " is ", o.ToString(),
+                         " but the op makes ", DTypeName(out_types[i]), out_shapes[i].ToString()));
       }
       OpReqType r = options.reqs.empty() ? OpReqType::kWriteTo : options.reqs[i];
       if (r == OpReqType::kWriteTo) {
@@ -323,8 +328,9 @@ absl::Status PreparedOp::Run(const engine::RunContext& rc) const {
 absl::Status PreparedOp::Push(int priority, std::string_view name) const {
   if (noop_) return absl::OkStatus();
   auto fn = [call = call_](engine::RunContext rc) { return OpRunner::Run(*call, rc); };
-  absl::Status s = engine_->PushSync(std::move(fn), ctx_, reads_, writes_, engine::FnProperty::kNormal,
-                                     priority, name.empty() ? std::string_view(call_->op->name()) : name);
+  absl::Status s =
+      engine_->PushSync(std::move(fn), ctx_, reads_, writes_, engine::FnProperty::kNormal, priority,
+                        name.empty() ? std::string_view(call_->op->name()) : name);
   if (!s.ok() && random_) Randoms().Forget(engine_, call_->executor);
   if (!s.ok()) return Annotate(s, absl::StrCat("op '", call_->op->name(), "'"));
   return absl::OkStatus();
@@ -342,8 +348,9 @@ absl::StatusOr<PreparedOp> PreparedOp::Prepare(const OpDef& op, absl::Span<const
   PreparedOp prep;
   std::vector<Tensor> result;
   bool no_kernel = false;
-  RILL_RETURN_IF_ERROR(PreparedOp::Resolve(op, inputs, std::move(params), outputs, options, &result, &prep, &no_kernel,
-                               /*trace=*/nullptr));
+  RILL_RETURN_IF_ERROR(PreparedOp::Resolve(op, inputs, std::move(params), outputs, options, &result,
+                                           &prep, &no_kernel,
+                                           /*trace=*/nullptr));
   return prep;
 }
 
@@ -354,11 +361,12 @@ absl::StatusOr<std::vector<Tensor>> Invoke(const OpDef& op, absl::Span<const Ten
   PreparedOp prep;
   std::vector<Tensor> result;
   bool no_kernel = false;
-  absl::Status s = PreparedOp::Resolve(op, inputs, params, outputs, options, &result, &prep, &no_kernel, current_trace);
+  absl::Status s = PreparedOp::Resolve(op, inputs, params, outputs, options, &result, &prep,
+                                       &no_kernel, current_trace);
   if (!s.ok()) {
     if (no_kernel && (options.host_fallback || FallbackFromEnv())) {
-      const std::string& platform = inputs.empty() ? std::string("?")
-                                                   : inputs[0].executor()->platform()->Name();
+      const std::string& platform =
+          inputs.empty() ? std::string("?") : inputs[0].executor()->platform()->Name();
       return InvokeWithHostFallback(op, inputs, std::move(params), outputs, options, platform);
     }
     return s;
@@ -368,8 +376,9 @@ absl::StatusOr<std::vector<Tensor>> Invoke(const OpDef& op, absl::Span<const Ten
   return result;
 }
 
-absl::StatusOr<std::vector<Tensor>> Invoke(std::string_view op_name, absl::Span<const Tensor> inputs,
-                                           const Attrs& attrs, absl::Span<const Tensor> outputs,
+absl::StatusOr<std::vector<Tensor>> Invoke(std::string_view op_name,
+                                           absl::Span<const Tensor> inputs, const Attrs& attrs,
+                                           absl::Span<const Tensor> outputs,
                                            const InvokeOptions& options) {
   RILL_ASSIGN_OR_RETURN(const OpDef* op, OpRegistry::Global().Find(op_name));
   RILL_ASSIGN_OR_RETURN(std::shared_ptr<const void> params, op->params().Parse(op->name(), attrs));
@@ -382,9 +391,9 @@ absl::Status Seed(engine::Context ctx, uint64_t seed, engine::Engine* engine) {
   RILL_ASSIGN_OR_RETURN(PluginInterface * plugin, exec->GetPlugin(PluginKind::kRng));
   auto* rng = static_cast<RngSupport*>(plugin);
   engine::VarHandle var = Randoms().Get(engine, exec);
-  absl::Status s = engine->PushSync([rng, seed](engine::RunContext) { return rng->SetSeed(seed); },
-                                    engine::Context::Host(), {}, {var}, engine::FnProperty::kNormal,
-                                    0, "Seed");
+  absl::Status s =
+      engine->PushSync([rng, seed](engine::RunContext) { return rng->SetSeed(seed); },
+                       engine::Context::Host(), {}, {var}, engine::FnProperty::kNormal, 0, "Seed");
   if (!s.ok()) Randoms().Forget(engine, exec);
   return s;
 }

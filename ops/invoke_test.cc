@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "rill/executor/stream_executor.h"
 #include "gtest/gtest.h"
+#include "rill/executor/stream_executor.h"
 #include "rill/ops/op_registry.h"
 #include "rill/ops/ops.h"
 #include "rill/ops/testing/op_testing.h"
@@ -53,7 +53,7 @@ TEST_P(InvokeTest, AFailedOpPoisonsItsOutputsAndEveryReadNamesIt) {
   auto x = *Tensor::FromHost<float>({1, 2, 3, 4, 5, 6}, {2, 3}, Context::Host(), engine_.get());
   auto y = Invoke("test_fail", {x});
   ASSERT_TRUE(y.ok()) << y.status();  // The error comes when the op runs.
-  auto z = ops::Neg((*y)[0]);        // Downstream of the failure.
+  auto z = ops::Neg((*y)[0]);         // Downstream of the failure.
   ASSERT_TRUE(z.ok());
   for (int read = 0; read < 3; ++read) {
     for (const Tensor& t : {(*y)[0], *z}) {
@@ -89,7 +89,8 @@ TEST_P(InvokeTest, AMissingKernelListsThePlatformsThatHaveOneAndFallbackIsOptIn)
 // The kernel honours only kWriteTo: the framework computes into temp space,
 // then adds (kAddTo) or copies (kWriteInplace); kNullOp runs nothing.
 TEST_P(InvokeTest, TheFrameworkHonoursRequestsTheKernelDoesNot) {
-  if (ExecutorFor(GetParam()).value()->platform()->Name() != "host") GTEST_SKIP() << "host kernel only";
+  if (ExecutorFor(GetParam()).value()->platform()->Name() != "host")
+    GTEST_SKIP() << "host kernel only";
   auto x = *Tensor::FromHost<float>({1, 2, 3}, {3}, GetParam(), engine_.get());
   auto acc = *Tensor::FromHost<float>({10, 20, 30}, {3}, GetParam(), engine_.get());
   InvokeOptions add;

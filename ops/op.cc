@@ -12,10 +12,14 @@ namespace rill::ops {
 
 const char* OpReqName(OpReqType req) {
   switch (req) {
-    case OpReqType::kNullOp: return "null";
-    case OpReqType::kWriteTo: return "write";
-    case OpReqType::kWriteInplace: return "inplace";
-    case OpReqType::kAddTo: return "add";
+    case OpReqType::kNullOp:
+      return "null";
+    case OpReqType::kWriteTo:
+      return "write";
+    case OpReqType::kWriteInplace:
+      return "inplace";
+    case OpReqType::kAddTo:
+      return "add";
   }
   return "?";
 }
@@ -37,8 +41,9 @@ absl::Status SameShapeAsInput0(const InferContext& ctx, std::vector<Shape>* out)
 absl::Status SameTypeAsInputs(const InferContext& ctx, std::vector<DType>* out) {
   for (size_t i = 1; i < ctx.in_types.size(); ++i) {
     if (ctx.in_types[i] != ctx.in_types[0]) {
-      return absl::InvalidArgumentError(absl::StrCat("input ", i, " is ", DTypeName(ctx.in_types[i]),
-                                                     " but input 0 is ", DTypeName(ctx.in_types[0])));
+      return absl::InvalidArgumentError(absl::StrCat("input ", i, " is ",
+                                                     DTypeName(ctx.in_types[i]), " but input 0 is ",
+                                                     DTypeName(ctx.in_types[0])));
     }
   }
   for (DType& t : *out) t = ctx.in_types.empty() ? DType::kF32 : ctx.in_types[0];

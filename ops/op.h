@@ -39,8 +39,10 @@ namespace rill::ops {
 enum class OpReqType { kNullOp, kWriteTo, kWriteInplace, kAddTo };
 const char* OpReqName(OpReqType req);  // "null", "write", "inplace", "add"
 constexpr uint32_t ReqBit(OpReqType r) { return 1u << static_cast<int>(r); }
-inline constexpr uint32_t kWriteReqs = ReqBit(OpReqType::kWriteTo) | ReqBit(OpReqType::kWriteInplace);
-inline constexpr uint32_t kAllReqs = kWriteReqs | ReqBit(OpReqType::kAddTo) | ReqBit(OpReqType::kNullOp);
+inline constexpr uint32_t kWriteReqs =
+    ReqBit(OpReqType::kWriteTo) | ReqBit(OpReqType::kWriteInplace);
+inline constexpr uint32_t kAllReqs =
+    kWriteReqs | ReqBit(OpReqType::kAddTo) | ReqBit(OpReqType::kNullOp);
 
 // Resources an op asks the framework for.
 enum class ResourceKind {
@@ -64,9 +66,13 @@ struct TensorArg {
   uint64_t bytes() const { return static_cast<uint64_t>(size()) * DTypeSize(dtype); }
   uint64_t elem_offset() const { return offset / DTypeSize(dtype); }
   // The view as device memory (a sub-range of the block), for plugin calls.
-  DeviceMemoryBase view() const { return DeviceMemoryBase(block.opaque(), bytes(), block.offset() + offset); }
+  DeviceMemoryBase view() const {
+    return DeviceMemoryBase(block.opaque(), bytes(), block.offset() + offset);
+  }
   template <typename T>
-  T* data() const { return reinterpret_cast<T*>(static_cast<char*>(host_base) + offset); }
+  T* data() const {
+    return reinterpret_cast<T*>(static_cast<char*>(host_base) + offset);
+  }
   std::string ToString() const;  // "float32[2, 3]"
 };
 
@@ -81,7 +87,9 @@ class OpContext {
  public:
   const OpDef& op() const { return *op_; }
   template <typename P>
-  const P& params() const { return *static_cast<const P*>(params_); }
+  const P& params() const {
+    return *static_cast<const P*>(params_);
+  }
   const void* raw_params() const { return params_; }
   absl::Span<const TensorArg> in() const { return in_; }
   absl::Span<const TensorArg> out() const { return out_; }
@@ -124,7 +132,7 @@ class OpContext {
   engine::RunContext run_;
   StreamExecutor* executor_ = nullptr;
   bool is_train_ = true;
-  Stream* inline_stream_ = nullptr;      // The CPU context's stream, once used.
+  Stream* inline_stream_ = nullptr;  // The CPU context's stream, once used.
   std::vector<StorageBlock>* temps_ = nullptr;
 };
 
@@ -144,7 +152,9 @@ struct InferContext {
   absl::Span<const Shape> in_shapes;
   absl::Span<const DType> in_types;
   template <typename P>
-  const P& p() const { return *static_cast<const P*>(params); }
+  const P& p() const {
+    return *static_cast<const P*>(params);
+  }
 };
 using InferShapeFn = absl::Status (*)(const InferContext& ctx, std::vector<Shape>* out);
 using InferTypeFn = absl::Status (*)(const InferContext& ctx, std::vector<DType>* out);
@@ -156,7 +166,9 @@ struct GradientContext {
   absl::Span<const Tensor> outputs;
   absl::Span<const Tensor> out_grads;
   template <typename P>
-  const P& p() const { return *static_cast<const P*>(params); }
+  const P& p() const {
+    return *static_cast<const P*>(params);
+  }
 };
 // Returns one gradient per input (undefined where none flows), computed
 // with ops (typically the op's backward ops).
@@ -196,21 +208,55 @@ class OpDef {
     input_names_ = std::move(names);
     return *this;
   }
-  OpDef& set_variadic_inputs() { num_inputs_ = -1; return *this; }
+  OpDef& set_variadic_inputs() {
+    num_inputs_ = -1;
+    return *this;
+  }
   // No inputs (fill, arange, random): Invoke takes the context from options.
-  OpDef& set_no_inputs() { num_inputs_ = 0; input_names_.clear(); return *this; }
-  OpDef& set_num_outputs(int n) { num_outputs_ = n; return *this; }
-  OpDef& set_params(ParamSchema schema) { params_ = std::move(schema); return *this; }
-  OpDef& set_infer_shape(InferShapeFn fn) { infer_shape_ = fn; return *this; }
+  OpDef& set_no_inputs() {
+    num_inputs_ = 0;
+    input_names_.clear();
+    return *this;
+  }
+  OpDef& set_num_outputs(int n) {
+    num_outputs_ = n;
+    return *this;
+  }
+  OpDef& set_params(ParamSchema schema) {
+    params_ = std::move(schema);
+    return *this;
+  }
+  OpDef& set_infer_shape(InferShapeFn fn) {
+    infer_shape_ = fn;
+    return *this;
+  }
   // Default: every input has the same type, and every output has it.
-  OpDef& set_infer_type(InferTypeFn fn) { infer_type_ = fn; return *this; }
+  OpDef& set_infer_type(InferTypeFn fn) {
+    infer_type_ = fn;
+    return *this;
+  }
   // Input types the op accepts (DTypeBit mask); default f32 and f64.
-  OpDef& set_dtypes(uint32_t mask) { dtypes_ = mask; return *this; }
+  OpDef& set_dtypes(uint32_t mask) {
+    dtypes_ = mask;
+    return *this;
+  }
   // (input, output) pairs that may share storage (MXNet's FInplaceOption).
-  OpDef& set_inplace(std::vector<std::pair<int, int>> pairs) { inplace_ = std::move(pairs); return *this; }
-  OpDef& set_resources(std::vector<ResourceKind> r) { resources_ = std::move(r); return *this; }
-  OpDef& set_gradient(GradientFn fn) { gradient_ = fn; return *this; }
-  OpDef& set_doc(std::string doc) { doc_ = std::move(doc); return *this; }
+  OpDef& set_inplace(std::vector<std::pair<int, int>> pairs) {
+    inplace_ = std::move(pairs);
+    return *this;
+  }
+  OpDef& set_resources(std::vector<ResourceKind> r) {
+    resources_ = std::move(r);
+    return *this;
+  }
+  OpDef& set_gradient(GradientFn fn) {
+    gradient_ = fn;
+    return *this;
+  }
+  OpDef& set_doc(std::string doc) {
+    doc_ = std::move(doc);
+    return *this;
+  }
 
  private:
   std::string name_;

@@ -45,7 +45,8 @@ absl::Status OpRegistry::Register(OpDef def) {
   return absl::OkStatus();
 }
 
-absl::Status OpRegistry::RegisterKernel(std::string_view op, std::string_view platform, KernelDef kernel) {
+absl::Status OpRegistry::RegisterKernel(std::string_view op, std::string_view platform,
+                                        KernelDef kernel) {
   if (kernel.fn == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("null kernel for op '", AsAbsl(op), "'"));
   }
@@ -78,9 +79,9 @@ absl::StatusOr<const OpDef*> OpRegistry::Find(std::string_view name) const {
   std::sort(close.begin(), close.end());
   std::vector<std::string> names;
   for (size_t i = 0; i < close.size() && i < 5; ++i) names.push_back(close[i].second);
-  return absl::NotFoundError(absl::StrCat("unknown op '", AsAbsl(name), "'",
-                                          names.empty() ? "" : "; did you mean: ",
-                                          absl::StrJoin(names, ", "), "?"));
+  return absl::NotFoundError(
+      absl::StrCat("unknown op '", AsAbsl(name), "'",
+                   names.empty() ? "" : "; did you mean: ", absl::StrJoin(names, ", "), "?"));
 }
 
 absl::StatusOr<KernelDef> OpRegistry::FindKernel(const OpDef& op, std::string_view platform) const {
@@ -96,8 +97,8 @@ absl::StatusOr<KernelDef> OpRegistry::FindKernel(const OpDef& op, std::string_vi
     for (const auto& [name, k] : it->second->kernels) have.push_back(name);
   }
   return absl::UnimplementedError(absl::StrCat(
-      "op '", op.name(), "' has no kernel for platform '", AsAbsl(platform), "'; platforms with one: ",
-      have.empty() ? "none" : absl::StrJoin(have, ", "),
+      "op '", op.name(), "' has no kernel for platform '", AsAbsl(platform),
+      "'; platforms with one: ", have.empty() ? "none" : absl::StrJoin(have, ", "),
       " (host fallback is opt-in: InvokeOptions::host_fallback or RILL_OPS_HOST_FALLBACK=1)"));
 }
 

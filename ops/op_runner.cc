@@ -23,7 +23,8 @@ absl::StatusOr<Stream*> InlineStream(StreamExecutor* executor) {
 
 std::string OpRunner::Describe(const OpCall& call, const engine::Context& ctx) {
   std::string s = absl::StrCat("op '", call.op->name(), "' (");
-  for (size_t i = 0; i < call.in.size(); ++i) absl::StrAppend(&s, i ? ", " : "", call.in[i].ToString());
+  for (size_t i = 0; i < call.in.size(); ++i)
+    absl::StrAppend(&s, i ? ", " : "", call.in[i].ToString());
   absl::StrAppend(&s, " on ", ctx.ToString(), ")");
   return s;
 }

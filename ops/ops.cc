@@ -13,25 +13,44 @@ absl::StatusOr<Tensor> First(absl::StatusOr<std::vector<Tensor>> r) {
 }
 
 template <size_t N>
-absl::StatusOr<Tensor> Run(const OpDef& op, const Tensor (&in)[N], std::shared_ptr<const void> p = nullptr) {
+absl::StatusOr<Tensor> Run(const OpDef& op, const Tensor (&in)[N],
+                           std::shared_ptr<const void> p = nullptr) {
   return First(Invoke(op, absl::MakeConstSpan(in, N), std::move(p)));
 }
 
-#define RILL_OP(name) \
-  static const OpDef& op = BuiltinOp(name)
+#define RILL_OP(name) static const OpDef& op = BuiltinOp(name)
 
 }  // namespace
 
-absl::StatusOr<Tensor> Call(std::string_view op, absl::Span<const Tensor> inputs, const Attrs& attrs) {
+absl::StatusOr<Tensor> Call(std::string_view op, absl::Span<const Tensor> inputs,
+                            const Attrs& attrs) {
   return First(Invoke(op, inputs, attrs));
 }
 
-absl::StatusOr<Tensor> Add(const Tensor& a, const Tensor& b) { RILL_OP("add"); return Run(op, {a, b}); }
-absl::StatusOr<Tensor> Sub(const Tensor& a, const Tensor& b) { RILL_OP("sub"); return Run(op, {a, b}); }
-absl::StatusOr<Tensor> Mul(const Tensor& a, const Tensor& b) { RILL_OP("mul"); return Run(op, {a, b}); }
-absl::StatusOr<Tensor> Div(const Tensor& a, const Tensor& b) { RILL_OP("div"); return Run(op, {a, b}); }
-absl::StatusOr<Tensor> Maximum(const Tensor& a, const Tensor& b) { RILL_OP("maximum"); return Run(op, {a, b}); }
-absl::StatusOr<Tensor> Minimum(const Tensor& a, const Tensor& b) { RILL_OP("minimum"); return Run(op, {a, b}); }
+absl::StatusOr<Tensor> Add(const Tensor& a, const Tensor& b) {
+  RILL_OP("add");
+  return Run(op, {a, b});
+}
+absl::StatusOr<Tensor> Sub(const Tensor& a, const Tensor& b) {
+  RILL_OP("sub");
+  return Run(op, {a, b});
+}
+absl::StatusOr<Tensor> Mul(const Tensor& a, const Tensor& b) {
+  RILL_OP("mul");
+  return Run(op, {a, b});
+}
+absl::StatusOr<Tensor> Div(const Tensor& a, const Tensor& b) {
+  RILL_OP("div");
+  return Run(op, {a, b});
+}
+absl::StatusOr<Tensor> Maximum(const Tensor& a, const Tensor& b) {
+  RILL_OP("maximum");
+  return Run(op, {a, b});
+}
+absl::StatusOr<Tensor> Minimum(const Tensor& a, const Tensor& b) {
+  RILL_OP("minimum");
+  return Run(op, {a, b});
+}
 absl::StatusOr<Tensor> AddScalar(const Tensor& a, double s) {
   RILL_OP("add_scalar");
   return Run(op, {a}, MakeParams(ScalarParams{s}));
@@ -40,12 +59,30 @@ absl::StatusOr<Tensor> MulScalar(const Tensor& a, double s) {
   RILL_OP("mul_scalar");
   return Run(op, {a}, MakeParams(ScalarParams{s}));
 }
-absl::StatusOr<Tensor> Neg(const Tensor& x) { RILL_OP("neg"); return Run(op, {x}); }
-absl::StatusOr<Tensor> Exp(const Tensor& x) { RILL_OP("exp"); return Run(op, {x}); }
-absl::StatusOr<Tensor> Log(const Tensor& x) { RILL_OP("log"); return Run(op, {x}); }
-absl::StatusOr<Tensor> Relu(const Tensor& x) { RILL_OP("relu"); return Run(op, {x}); }
-absl::StatusOr<Tensor> Sigmoid(const Tensor& x) { RILL_OP("sigmoid"); return Run(op, {x}); }
-absl::StatusOr<Tensor> Tanh(const Tensor& x) { RILL_OP("tanh"); return Run(op, {x}); }
+absl::StatusOr<Tensor> Neg(const Tensor& x) {
+  RILL_OP("neg");
+  return Run(op, {x});
+}
+absl::StatusOr<Tensor> Exp(const Tensor& x) {
+  RILL_OP("exp");
+  return Run(op, {x});
+}
+absl::StatusOr<Tensor> Log(const Tensor& x) {
+  RILL_OP("log");
+  return Run(op, {x});
+}
+absl::StatusOr<Tensor> Relu(const Tensor& x) {
+  RILL_OP("relu");
+  return Run(op, {x});
+}
+absl::StatusOr<Tensor> Sigmoid(const Tensor& x) {
+  RILL_OP("sigmoid");
+  return Run(op, {x});
+}
+absl::StatusOr<Tensor> Tanh(const Tensor& x) {
+  RILL_OP("tanh");
+  return Run(op, {x});
+}
 
 absl::Status AddTo(const Tensor& y, const Tensor& x) {
   RILL_OP("add");

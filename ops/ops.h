@@ -20,7 +20,8 @@
 namespace rill::ops {
 
 // The first output of `op` on `inputs` with `attrs`.
-absl::StatusOr<Tensor> Call(std::string_view op, absl::Span<const Tensor> inputs, const Attrs& attrs = {});
+absl::StatusOr<Tensor> Call(std::string_view op, absl::Span<const Tensor> inputs,
+                            const Attrs& attrs = {});
 
 absl::StatusOr<Tensor> Add(const Tensor& a, const Tensor& b);
 absl::StatusOr<Tensor> Sub(const Tensor& a, const Tensor& b);

@@ -18,19 +18,23 @@ absl::Status Malformed(std::string_view text, const char* type) {
 }  // namespace
 
 absl::Status ParseParam(std::string_view text, int64_t* out) {
-  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(AsAbsl(text)), out)) return Malformed(text, "int");
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(AsAbsl(text)), out))
+    return Malformed(text, "int");
   return absl::OkStatus();
 }
 absl::Status ParseParam(std::string_view text, int* out) {
-  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(AsAbsl(text)), out)) return Malformed(text, "int");
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(AsAbsl(text)), out))
+    return Malformed(text, "int");
   return absl::OkStatus();
 }
 absl::Status ParseParam(std::string_view text, double* out) {
-  if (!absl::SimpleAtod(absl::StripAsciiWhitespace(AsAbsl(text)), out)) return Malformed(text, "float");
+  if (!absl::SimpleAtod(absl::StripAsciiWhitespace(AsAbsl(text)), out))
+    return Malformed(text, "float");
   return absl::OkStatus();
 }
 absl::Status ParseParam(std::string_view text, float* out) {
-  if (!absl::SimpleAtof(absl::StripAsciiWhitespace(AsAbsl(text)), out)) return Malformed(text, "float");
+  if (!absl::SimpleAtof(absl::StripAsciiWhitespace(AsAbsl(text)), out))
+    return Malformed(text, "float");
   return absl::OkStatus();
 }
 absl::Status ParseParam(std::string_view text, bool* out) {
@@ -75,11 +79,11 @@ absl::Status ParseParam(std::string_view text, DType* out) {
 }
 
 absl::StatusOr<std::shared_ptr<const void>> ParamSchema::Parse(std::string_view op,
-                                                                const Attrs& attrs) const {
+                                                               const Attrs& attrs) const {
   if (!make_) {
     if (!attrs.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("op '", AsAbsl(op), "' takes no attributes, got '",
-                                                     attrs[0].first, "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("op '", AsAbsl(op), "' takes no attributes, got '", attrs[0].first, "'"));
     }
     return std::shared_ptr<const void>();
   }
@@ -91,13 +95,15 @@ absl::StatusOr<std::shared_ptr<const void>> ParamSchema::Parse(std::string_view 
     if (i == fields_.size()) {
       std::vector<std::string> names;
       for (const FieldInfo& f : fields_) names.push_back(f.name);
-      return absl::InvalidArgumentError(absl::StrCat("op '", AsAbsl(op), "' has no attribute '", key,
-                                                     "'; its attributes: ", absl::StrJoin(names, ", ")));
+      return absl::InvalidArgumentError(
+          absl::StrCat("op '", AsAbsl(op), "' has no attribute '", key,
+                       "'; its attributes: ", absl::StrJoin(names, ", ")));
     }
     absl::Status s = fields_[i].parse(params.get(), value);
     if (!s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("op '", AsAbsl(op), "' attribute '", key,
-                                                     "' expects ", fields_[i].type, ": ", s.message()));
+                                                     "' expects ", fields_[i].type, ": ",
+                                                     s.message()));
     }
     seen[i] = true;
   }

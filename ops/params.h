@@ -35,21 +35,47 @@ absl::Status ParseParam(std::string_view text, double* out);
 absl::Status ParseParam(std::string_view text, float* out);
 absl::Status ParseParam(std::string_view text, bool* out);
 absl::Status ParseParam(std::string_view text, std::string* out);
-absl::Status ParseParam(std::string_view text, std::vector<int64_t>* out);  // "(1, 2)", "[1,2]", "1"
+absl::Status ParseParam(std::string_view text,
+                        std::vector<int64_t>* out);  // "(1, 2)", "[1,2]", "1"
 absl::Status ParseParam(std::string_view text, DType* out);
 
 // An int tuple as ParseParam reads it back: "(2, 3)", "(4,)", "()".
 std::string FormatIntTuple(absl::Span<const int64_t> v);
 
-template <typename T> const char* ParamTypeName();
-template <> inline const char* ParamTypeName<int64_t>() { return "int"; }
-template <> inline const char* ParamTypeName<int>() { return "int"; }
-template <> inline const char* ParamTypeName<double>() { return "float"; }
-template <> inline const char* ParamTypeName<float>() { return "float"; }
-template <> inline const char* ParamTypeName<bool>() { return "bool"; }
-template <> inline const char* ParamTypeName<std::string>() { return "string"; }
-template <> inline const char* ParamTypeName<std::vector<int64_t>>() { return "int tuple"; }
-template <> inline const char* ParamTypeName<DType>() { return "dtype"; }
+template <typename T>
+const char* ParamTypeName();
+template <>
+inline const char* ParamTypeName<int64_t>() {
+  return "int";
+}
+template <>
+inline const char* ParamTypeName<int>() {
+  return "int";
+}
+template <>
+inline const char* ParamTypeName<double>() {
+  return "float";
+}
+template <>
+inline const char* ParamTypeName<float>() {
+  return "float";
+}
+template <>
+inline const char* ParamTypeName<bool>() {
+  return "bool";
+}
+template <>
+inline const char* ParamTypeName<std::string>() {
+  return "string";
+}
+template <>
+inline const char* ParamTypeName<std::vector<int64_t>>() {
+  return "int tuple";
+}
+template <>
+inline const char* ParamTypeName<DType>() {
+  return "dtype";
+}
 
 // The parameters of one op: a struct type and its named fields. A field is
 // optional (the struct's default member value) unless declared Required.

@@ -58,8 +58,8 @@ class PreparedOp {
 
  private:
   friend absl::StatusOr<std::vector<Tensor>> Invoke(const OpDef&, absl::Span<const Tensor>,
-                                                    std::shared_ptr<const void>, absl::Span<const Tensor>,
-                                                    const InvokeOptions&);
+                                                    std::shared_ptr<const void>,
+                                                    absl::Span<const Tensor>, const InvokeOptions&);
   // Shared by Invoke and Prepare (ops/invoke.cc).
   static absl::Status Resolve(const OpDef& op, absl::Span<const Tensor> inputs,
                               std::shared_ptr<const void> params, absl::Span<const Tensor> outputs,

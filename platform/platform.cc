@@ -14,13 +14,14 @@ absl::Status Platform::CheckOrdinal(int ordinal) const {
   }
   absl::Status available = Availability();
   if (!available.ok()) {
-    return absl::UnavailableError(absl::StrCat("platform ", Name(), " has no usable device (",
-                                               available.message(), ")"));
+    return absl::UnavailableError(
+        absl::StrCat("platform ", Name(), " has no usable device (", available.message(), ")"));
   }
   const int count = VisibleDeviceCount();
   if (ordinal >= count) {
-    return absl::NotFoundError(absl::StrCat("device ordinal ", ordinal, " is out of range: platform ",
-                                            Name(), " has ", count, " device(s), 0..", count - 1));
+    return absl::NotFoundError(absl::StrCat("device ordinal ", ordinal,
+                                            " is out of range: platform ", Name(), " has ", count,
+                                            " device(s), 0..", count - 1));
   }
   return absl::OkStatus();
 }

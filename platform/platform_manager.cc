@@ -27,9 +27,9 @@ absl::Status PlatformManager::RegisterPlatform(std::unique_ptr<Platform> platfor
   for (const auto& existing : platforms_) {
     if (existing->id() == platform->id()) return absl::OkStatus();  // Same platform again.
     if (absl::EqualsIgnoreCase(AsAbsl(existing->Name()), AsAbsl(platform->Name()))) {
-      return absl::AlreadyExistsError(absl::StrCat(
-          "RegisterPlatform: another platform is already registered under the name \"",
-          platform->Name(), "\""));
+      return absl::AlreadyExistsError(
+          absl::StrCat("RegisterPlatform: another platform is already registered under the name \"",
+                       platform->Name(), "\""));
     }
   }
   platforms_.push_back(std::move(platform));
@@ -37,7 +37,8 @@ absl::Status PlatformManager::RegisterPlatform(std::unique_ptr<Platform> platfor
 }
 
 std::string PlatformManager::DescribeLocked() const {
-  if (platforms_.empty()) return "no platform is registered (is a backend such as rill::host linked?)";
+  if (platforms_.empty())
+    return "no platform is registered (is a backend such as rill::host linked?)";
   std::string out = "registered platforms: ";
   for (size_t i = 0; i < platforms_.size(); ++i) {
     const Platform& p = *platforms_[i];
@@ -57,7 +58,8 @@ absl::StatusOr<Platform*> PlatformManager::PlatformWithName(std::string_view nam
   for (const auto& p : platforms_) {
     if (absl::EqualsIgnoreCase(AsAbsl(p->Name()), AsAbsl(name))) return p.get();
   }
-  return absl::NotFoundError(absl::StrCat("no platform named \"", AsAbsl(name), "\"; ", DescribeLocked()));
+  return absl::NotFoundError(
+      absl::StrCat("no platform named \"", AsAbsl(name), "\"; ", DescribeLocked()));
 }
 
 absl::StatusOr<Platform*> PlatformManager::PlatformWithId(PlatformId id) const {
@@ -65,8 +67,8 @@ absl::StatusOr<Platform*> PlatformManager::PlatformWithId(PlatformId id) const {
   for (const auto& p : platforms_) {
     if (p->id() == id) return p.get();
   }
-  return absl::NotFoundError(absl::StrCat("no platform with id \"", id ? id->name : "null", "\"; ",
-                                          DescribeLocked()));
+  return absl::NotFoundError(
+      absl::StrCat("no platform with id \"", id ? id->name : "null", "\"; ", DescribeLocked()));
 }
 
 std::vector<Platform*> PlatformManager::AllPlatforms() const {

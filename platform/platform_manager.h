@@ -65,10 +65,10 @@ using MultiPlatformManager = PlatformManager;
 // loads. `register_fn` is a function `absl::Status(PlatformManager&)`; a
 // failure is logged. Use once at namespace scope in the backend's .cc:
 //   RILL_REGISTER_PLATFORM(host, RegisterHostPlatform);
-#define RILL_REGISTER_PLATFORM(tag, register_fn)                                \
-  namespace {                                                                   \
-  const bool rill_platform_registered_##tag =                                   \
-      ::rill::internal::RegisterAtLoad(#tag, &(register_fn));                   \
+#define RILL_REGISTER_PLATFORM(tag, register_fn)              \
+  namespace {                                                 \
+  const bool rill_platform_registered_##tag =                 \
+      ::rill::internal::RegisterAtLoad(#tag, &(register_fn)); \
   }
 
 namespace rill::internal {

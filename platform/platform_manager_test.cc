@@ -54,11 +54,12 @@ TEST(PlatformManager, UnknownNameIsNotFoundListingKnownPlatforms) {
   EXPECT_TRUE(HasError(manager.PlatformWithName("cuda").status(), absl::StatusCode::kNotFound,
                        {"\"cuda\"", "no platform is registered"}));
   ASSERT_TRUE(IsOk(manager.RegisterPlatform(MakeHost("alpha", &kOtherIdInfo, 2))));
-  ASSERT_TRUE(IsOk(manager.RegisterPlatform(std::make_unique<HostPlatform>(
-      HostPlatformOptions{"beta", &kThirdIdInfo, 1, 0},
-      absl::UnavailableError("no driver loaded")))));
-  EXPECT_TRUE(HasError(manager.PlatformWithName("cuda").status(), absl::StatusCode::kNotFound,
-                       {"\"cuda\"", "alpha (2 device(s))", "beta (unavailable: no driver loaded)"}));
+  ASSERT_TRUE(IsOk(manager.RegisterPlatform(
+      std::make_unique<HostPlatform>(HostPlatformOptions{"beta", &kThirdIdInfo, 1, 0},
+                                     absl::UnavailableError("no driver loaded")))));
+  EXPECT_TRUE(
+      HasError(manager.PlatformWithName("cuda").status(), absl::StatusCode::kNotFound,
+               {"\"cuda\"", "alpha (2 device(s))", "beta (unavailable: no driver loaded)"}));
 }
 
 TEST(PlatformManager, RegisteringTheSameIdTwiceIsHarmless) {
@@ -136,7 +137,8 @@ TEST(Platform, ExecutorsAreCachedPerOrdinal) {
 TEST(DeviceDescription, ToStringNamesEveryField) {
   PlatformManager manager;
   ASSERT_TRUE(IsOk(manager.RegisterPlatform(MakeHost("alpha", &kOtherIdInfo, 2))));
-  absl::StatusOr<DeviceDescription> d = (*manager.PlatformWithName("alpha"))->DescriptionForDevice(1);
+  absl::StatusOr<DeviceDescription> d =
+      (*manager.PlatformWithName("alpha"))->DescriptionForDevice(1);
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(d->memory_bytes, 1 << 20);
   EXPECT_GE(d->compute_units, 1);

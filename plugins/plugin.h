@@ -28,9 +28,13 @@ inline int SizeOf(DataType type) { return type == DataType::kFloat ? 4 : 8; }
 template <typename T>
 constexpr DataType DataTypeOf();
 template <>
-constexpr DataType DataTypeOf<float>() { return DataType::kFloat; }
+constexpr DataType DataTypeOf<float>() {
+  return DataType::kFloat;
+}
 template <>
-constexpr DataType DataTypeOf<double>() { return DataType::kDouble; }
+constexpr DataType DataTypeOf<double>() {
+  return DataType::kDouble;
+}
 
 class PluginInterface;
 namespace internal {

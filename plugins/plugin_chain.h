@@ -45,8 +45,9 @@ absl::StatusOr<Interface*> RouteCall(Interface* first, const Operation& op) {
     }
     absl::StrAppend(&reasons, "; ", status.message());
   }
-  return absl::UnimplementedError(absl::StrCat("no ", PluginKindName(Interface::kKind), " plugin of the chain from \"",
-                                               first->Name(), "\" supports ", op.ToString(), ": ", reasons));
+  return absl::UnimplementedError(absl::StrCat("no ", PluginKindName(Interface::kKind),
+                                               " plugin of the chain from \"", first->Name(),
+                                               "\" supports ", op.ToString(), ": ", reasons));
 }
 
 }  // namespace rill

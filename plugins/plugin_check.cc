@@ -16,10 +16,11 @@ absl::Status CheckPluginStream(Stream* stream) {
 
 absl::Status CheckBuffer(Stream* stream, const char* role, const DeviceMemoryBase& memory,
                          uint64_t min_bytes) {
-  if (memory.is_null()) return absl::InvalidArgumentError(absl::StrCat(role, " is null device memory"));
+  if (memory.is_null())
+    return absl::InvalidArgumentError(absl::StrCat(role, " is null device memory"));
   if (memory.size() < min_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat(role, " ", memory.ToString(), " is too small: the shape needs ",
-                                                   min_bytes, " bytes"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        role, " ", memory.ToString(), " is too small: the shape needs ", min_bytes, " bytes"));
   }
   return stream->parent()->CheckOwner(role, memory);
 }

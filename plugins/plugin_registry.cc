@@ -17,10 +17,14 @@ namespace rill {
 
 const char* PluginKindName(PluginKind kind) {
   switch (kind) {
-    case PluginKind::kBlas: return "blas";
-    case PluginKind::kDnn: return "dnn";
-    case PluginKind::kRng: return "rng";
-    case PluginKind::kFft: return "fft";
+    case PluginKind::kBlas:
+      return "blas";
+    case PluginKind::kDnn:
+      return "dnn";
+    case PluginKind::kRng:
+      return "rng";
+    case PluginKind::kFft:
+      return "fft";
   }
   return "unknown";
 }
@@ -33,9 +37,7 @@ absl::Status CheckPluginKind(PluginKind kind) {
                                                  " is not a PluginKind (blas, dnn, rng, fft)"));
 }
 
-const char* DataTypeName(DataType type) {
-  return type == DataType::kFloat ? "float" : "double";
-}
+const char* DataTypeName(DataType type) { return type == DataType::kFloat ? "float" : "double"; }
 
 namespace {
 
@@ -55,8 +57,9 @@ absl::Status PluginRegistry::Register(PlatformId platform, PluginKind kind, std:
                                       Factory factory, bool make_default) {
   RILL_RETURN_IF_ERROR(CheckPluginKind(kind));
   if (name.empty() || !factory || platform == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("PluginRegistry::Register(", PluginKindName(kind),
-                                                   ", \"", name, "\"): name, factory and platform must be set"));
+    return absl::InvalidArgumentError(absl::StrCat("PluginRegistry::Register(",
+                                                   PluginKindName(kind), ", \"", name,
+                                                   "\"): name, factory and platform must be set"));
   }
   MutexLock lock(&mu_);
   if (FindLocked(platform, kind, name) != nullptr) return absl::OkStatus();  // Harmless repeat.
@@ -83,13 +86,14 @@ const PluginRegistry::Registration* PluginRegistry::FindLocked(PlatformId platfo
 std::string PluginRegistry::NamesLocked(PlatformId platform, PluginKind kind) const {
   std::string names;
   for (const Registration& r : registrations_) {
-    if (r.platform == platform && r.kind == kind) absl::StrAppend(&names, names.empty() ? "" : ", ", r.name);
+    if (r.platform == platform && r.kind == kind)
+      absl::StrAppend(&names, names.empty() ? "" : ", ", r.name);
   }
   return names.empty() ? "none" : names;
 }
 
 absl::StatusOr<std::vector<std::string>> PluginRegistry::DefaultChainLocked(PlatformId platform,
-                                                                           PluginKind kind) const {
+                                                                            PluginKind kind) const {
   const std::string variable = EnvVariable(kind);
   if (const char* env = std::getenv(variable.c_str()); env != nullptr && *env != '\0') {
     // A whole-program choice names plugins of several platforms
@@ -100,22 +104,25 @@ absl::StatusOr<std::vector<std::string>> PluginRegistry::DefaultChainLocked(Plat
     for (absl::string_view part : absl::StrSplit(env, ',')) {
       const std::string name(absl::StripAsciiWhitespace(part));
       if (name.empty()) {
-        return absl::InvalidArgumentError(absl::StrCat(variable, "=", env, ": an empty plugin name"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(variable, "=", env, ": an empty plugin name"));
       }
       if (FindLocked(platform, kind, name) != nullptr) {
         mine.push_back(name);
         continue;
       }
       bool elsewhere = false;
-      for (const Registration& r : registrations_) elsewhere = elsewhere || (r.kind == kind && r.name == name);
+      for (const Registration& r : registrations_)
+        elsewhere = elsewhere || (r.kind == kind && r.name == name);
       if (!elsewhere) {
-        return absl::NotFoundError(absl::StrCat(variable, "=", env, ": no platform has a ", PluginKindName(kind),
-                                                " plugin named \"", name, "\"; registered for ", platform->name,
-                                                ": ", NamesLocked(platform, kind)));
+        return absl::NotFoundError(absl::StrCat(
+            variable, "=", env, ": no platform has a ", PluginKindName(kind), " plugin named \"",
+            name, "\"; registered for ", platform->name, ": ", NamesLocked(platform, kind)));
       }
     }
     if (!mine.empty()) {
-      absl::StatusOr<std::vector<std::string>> chain = ParseChainLocked(platform, kind, absl::StrJoin(mine, ","));
+      absl::StatusOr<std::vector<std::string>> chain =
+          ParseChainLocked(platform, kind, absl::StrJoin(mine, ","));
       if (!chain.ok()) return Annotate(chain.status(), absl::StrCat("in ", variable, "=", env));
       return chain;
     }
@@ -126,45 +133,51 @@ absl::StatusOr<std::vector<std::string>> PluginRegistry::DefaultChainLocked(Plat
   return std::vector<std::string>{};
 }
 
-absl::StatusOr<std::vector<std::string>> PluginRegistry::ParseChainLocked(PlatformId platform, PluginKind kind,
-                                                                         std::string_view names) const {
+absl::StatusOr<std::vector<std::string>> PluginRegistry::ParseChainLocked(
+    PlatformId platform, PluginKind kind, std::string_view names) const {
   std::vector<std::string> chain;
   int position = 0;
   for (absl::string_view part : absl::StrSplit(AsAbsl(names), ',')) {
     std::string name(absl::StripAsciiWhitespace(part));
     ++position;
     if (name.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(PluginKindName(kind), " plugin chain \"", AsAbsl(names),
-                                                     "\": name ", position, " is empty"));
+      return absl::InvalidArgumentError(absl::StrCat(PluginKindName(kind), " plugin chain \"",
+                                                     AsAbsl(names), "\": name ", position,
+                                                     " is empty"));
     }
     if (FindLocked(platform, kind, name) == nullptr) return UnknownLocked(platform, kind, name);
     if (std::find(chain.begin(), chain.end(), name) != chain.end()) {
       return absl::InvalidArgumentError(absl::StrCat(PluginKindName(kind), " plugin \"", name,
-                                                     "\" appears twice in the chain \"", AsAbsl(names), "\""));
+                                                     "\" appears twice in the chain \"",
+                                                     AsAbsl(names), "\""));
     }
     chain.push_back(std::move(name));
   }
   return chain;
 }
 
-absl::StatusOr<std::vector<std::string>> PluginRegistry::DefaultChain(PlatformId platform, PluginKind kind) const {
+absl::StatusOr<std::vector<std::string>> PluginRegistry::DefaultChain(PlatformId platform,
+                                                                      PluginKind kind) const {
   MutexLock lock(&mu_);
   return DefaultChainLocked(platform, kind);
 }
 
-absl::StatusOr<std::vector<std::string>> PluginRegistry::ParseChain(PlatformId platform, PluginKind kind,
-                                                                   std::string_view names) const {
+absl::StatusOr<std::vector<std::string>> PluginRegistry::ParseChain(PlatformId platform,
+                                                                    PluginKind kind,
+                                                                    std::string_view names) const {
   RILL_RETURN_IF_ERROR(CheckPluginKind(kind));
   MutexLock lock(&mu_);
   return ParseChainLocked(platform, kind, names);
 }
 
-absl::StatusOr<std::string> PluginRegistry::DefaultNameLocked(PlatformId platform, PluginKind kind) const {
+absl::StatusOr<std::string> PluginRegistry::DefaultNameLocked(PlatformId platform,
+                                                              PluginKind kind) const {
   RILL_ASSIGN_OR_RETURN(std::vector<std::string> chain, DefaultChainLocked(platform, kind));
   return chain.empty() ? std::string() : chain.front();
 }
 
-absl::StatusOr<std::string> PluginRegistry::DefaultName(PlatformId platform, PluginKind kind) const {
+absl::StatusOr<std::string> PluginRegistry::DefaultName(PlatformId platform,
+                                                        PluginKind kind) const {
   MutexLock lock(&mu_);
   return DefaultNameLocked(platform, kind);
 }
@@ -178,8 +191,8 @@ absl::Status PluginRegistry::CheckRegistered(PlatformId platform, PluginKind kin
 
 absl::Status PluginRegistry::UnknownLocked(PlatformId platform, PluginKind kind,
                                            std::string_view name) const {
-  return absl::NotFoundError(absl::StrCat("no ", PluginKindName(kind), " plugin named \"", AsAbsl(name),
-                                          "\" for platform ", platform->name,
+  return absl::NotFoundError(absl::StrCat("no ", PluginKindName(kind), " plugin named \"",
+                                          AsAbsl(name), "\" for platform ", platform->name,
                                           "; registered: ", NamesLocked(platform, kind)));
 }
 
@@ -193,9 +206,8 @@ std::vector<PluginRegistry::Entry> PluginRegistry::List() const {
   return out;
 }
 
-absl::StatusOr<std::unique_ptr<PluginInterface>> PluginRegistry::Create(PluginKind kind,
-                                                                        std::string_view name,
-                                                                        StreamExecutor* executor) const {
+absl::StatusOr<std::unique_ptr<PluginInterface>> PluginRegistry::Create(
+    PluginKind kind, std::string_view name, StreamExecutor* executor) const {
   const PlatformId platform = executor->platform()->id();
   Factory factory;
   {
@@ -223,7 +235,8 @@ bool RegisterPluginAtLoad(const char* tag, PlatformId platform, PluginKind kind,
                           PluginRegistry::Factory factory, bool make_default) {
   absl::Status status =
       PluginRegistry::Default().Register(platform, kind, name, std::move(factory), make_default);
-  if (!status.ok()) RILL_LOG(ERROR) << "registering plugin " << tag << " failed: " << status.ToString();
+  if (!status.ok())
+    RILL_LOG(ERROR) << "registering plugin " << tag << " failed: " << status.ToString();
   return status.ok();
 }
 

@@ -100,7 +100,8 @@ class PluginRegistry {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::string> DefaultNameLocked(PlatformId platform, PluginKind kind) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<std::vector<std::string>> DefaultChainLocked(PlatformId platform, PluginKind kind) const
+  absl::StatusOr<std::vector<std::string>> DefaultChainLocked(PlatformId platform,
+                                                              PluginKind kind) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::vector<std::string>> ParseChainLocked(PlatformId platform, PluginKind kind,
                                                             std::string_view names) const
@@ -118,10 +119,10 @@ class PluginRegistry {
 //   RILL_REGISTER_PLUGIN(openblas, kHostPlatformId, PluginKind::kBlas, "openblas",
 //                        CreateOpenBlas, /*make_default=*/true);
 // The library holding it must be linked whole-archive (rill_add_plugin does).
-#define RILL_REGISTER_PLUGIN(tag, platform, kind, name, factory, make_default)         \
-  namespace {                                                                          \
-  const bool rill_plugin_registered_##tag = ::rill::internal::RegisterPluginAtLoad(    \
-      #tag, platform, kind, name, factory, make_default);                              \
+#define RILL_REGISTER_PLUGIN(tag, platform, kind, name, factory, make_default)                   \
+  namespace {                                                                                    \
+  const bool rill_plugin_registered_##tag =                                                      \
+      ::rill::internal::RegisterPluginAtLoad(#tag, platform, kind, name, factory, make_default); \
   }
 
 namespace rill::internal {

@@ -68,8 +68,8 @@ void DeviceSpan::End(std::unique_ptr<DeviceSpan> span, Stream* stream, Done done
       if (anchor_ns != 0 && from.ok() && to.ok()) {
         start_ns = anchor_ns + absl::ToInt64Nanoseconds(*from);
         end_ns = anchor_ns + absl::ToInt64Nanoseconds(*to);
-      } else if (absl::StatusOr<absl::Duration> d = stop->implementation()->ElapsedSince(
-                     *span->start_->implementation());
+      } else if (absl::StatusOr<absl::Duration> d =
+                     stop->implementation()->ElapsedSince(*span->start_->implementation());
                  d.ok()) {
         end_ns = TraceClockNs();
         start_ns = end_ns - absl::ToInt64Nanoseconds(*d);

@@ -7,7 +7,10 @@
 namespace rill {
 
 Event::Event(StreamExecutor* parent, std::unique_ptr<EventInterface> impl)
-    : parent_(parent), alive_(parent->liveness()), device_(parent->DebugName()), impl_(std::move(impl)) {}
+    : parent_(parent),
+      alive_(parent->liveness()),
+      device_(parent->DebugName()),
+      impl_(std::move(impl)) {}
 
 absl::Status Event::CheckAlive() const {
   if (alive_->load(std::memory_order_acquire)) return absl::OkStatus();
@@ -21,9 +24,12 @@ Event::Status Event::PollForStatus() {
   if (!recorded()) return Status::kUnrecorded;
   if (!CheckAlive().ok()) return Status::kError;
   switch (impl_->Poll()) {
-    case EventInterface::State::kPending: return Status::kPending;
-    case EventInterface::State::kComplete: return Status::kComplete;
-    case EventInterface::State::kError: return Status::kError;
+    case EventInterface::State::kPending:
+      return Status::kPending;
+    case EventInterface::State::kComplete:
+      return Status::kComplete;
+    case EventInterface::State::kError:
+      return Status::kError;
   }
   return Status::kError;
 }

@@ -45,7 +45,9 @@ class Event {
 
   bool recorded() const { return recorded_.load(std::memory_order_acquire); }
   // The executor, or nullptr once it has been destroyed.
-  StreamExecutor* parent() const { return alive_->load(std::memory_order_acquire) ? parent_ : nullptr; }
+  StreamExecutor* parent() const {
+    return alive_->load(std::memory_order_acquire) ? parent_ : nullptr;
+  }
   // OK while the executor lives; FailedPrecondition naming it afterwards.
   absl::Status CheckAlive() const;
   EventInterface* implementation() const { return impl_.get(); }

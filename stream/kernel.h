@@ -23,8 +23,8 @@ class StreamExecutor;
 // its native form) or the bytes of a plain value.
 struct KernelArg {
   bool is_memory = false;
-  DeviceMemoryBase memory;                  // When is_memory.
-  absl::InlinedVector<uint8_t, 16> bytes;   // Otherwise.
+  DeviceMemoryBase memory;                 // When is_memory.
+  absl::InlinedVector<uint8_t, 16> bytes;  // Otherwise.
 };
 using KernelArgs = std::vector<KernelArg>;
 
@@ -47,9 +47,8 @@ KernelArg PackKernelArg(const P& value) {
 // from several streams of that executor.
 class Kernel {
  public:
-  Kernel(StreamExecutor* parent, std::string name, int arity,
-         const std::type_info* signature, std::vector<KernelParam> params,
-         std::unique_ptr<KernelInterface> impl);
+  Kernel(StreamExecutor* parent, std::string name, int arity, const std::type_info* signature,
+         std::vector<KernelParam> params, std::unique_ptr<KernelInterface> impl);
   ~Kernel();
   Kernel(const Kernel&) = delete;
   Kernel& operator=(const Kernel&) = delete;

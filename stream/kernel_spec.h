@@ -91,8 +91,9 @@ class KernelSpec {
   // barrier between threads.
   template <typename... Params, typename Fn>
   KernelSpec& AddHostFunction(Fn fn) {
-    static_assert(std::is_invocable_v<Fn, const HostThread&, KernelNativeT<Params>...>,
-                  "host kernel must be callable as fn(const HostThread&, KernelNativeT<Params>...)");
+    static_assert(
+        std::is_invocable_v<Fn, const HostThread&, KernelNativeT<Params>...>,
+        "host kernel must be callable as fn(const HostThread&, KernelNativeT<Params>...)");
     DeclareParams<Params...>();
     host_fn_ = [fn](const HostThread& block, const void* const* args) {
       RunBlock<Params...>(fn, block, args, std::index_sequence_for<Params...>{});

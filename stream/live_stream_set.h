@@ -33,7 +33,8 @@ template <typename StreamT>
 class LiveStreamSet {
  public:
   LiveStreamSet() = default;
-  explicit LiveStreamSet(std::shared_ptr<LiveStreamSet> platform) : platform_(std::move(platform)) {}
+  explicit LiveStreamSet(std::shared_ptr<LiveStreamSet> platform)
+      : platform_(std::move(platform)) {}
   LiveStreamSet(const LiveStreamSet&) = delete;
   LiveStreamSet& operator=(const LiveStreamSet&) = delete;
 
@@ -49,7 +50,8 @@ class LiveStreamSet {
     {
       MutexLock lock(&mu_);
       streams_.erase(stream);  // No wait can start on it from now on.
-      unpinned_.Wait(&mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !pins_.contains(stream); });
+      unpinned_.Wait(&mu_,
+                     [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !pins_.contains(stream); });
     }
     if (platform_ != nullptr) platform_->Remove(stream);
   }
@@ -70,9 +72,7 @@ class LiveStreamSet {
   // Calls `fn` on every stream live when it is called (and still live when
   // its turn comes), without the set's lock; the stream cannot be destroyed
   // meanwhile.
-  void ForEachLive(absl::FunctionRef<void(StreamT*)> fn) {
-    ForEachLiveInSet(fn);
-  }
+  void ForEachLive(absl::FunctionRef<void(StreamT*)> fn) { ForEachLiveInSet(fn); }
 
   // ForEachLive over the streams of every device of the platform (of this
   // set alone when it was made without a platform set).

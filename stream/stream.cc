@@ -126,7 +126,8 @@ bool Stream::StartTracedOp() {
   return true;
 }
 
-Stream& Stream::Done(bool traced, const absl::Status& status, absl::FunctionRef<std::string()> call) {
+Stream& Stream::Done(bool traced, const absl::Status& status,
+                     absl::FunctionRef<std::string()> call) {
   if (traced && op_ != nullptr) {
     std::unique_ptr<internal::TracedOp> op = std::move(op_);
     tls_traced_op = op->outer;
@@ -192,7 +193,8 @@ absl::Status CheckDevice(const char* role, const DeviceMemoryBase* memory, uint6
 }
 
 absl::Status CheckHost(const char* role, const void* ptr) {
-  if (ptr == nullptr) return absl::InvalidArgumentError(absl::StrCat(role, " host pointer is null"));
+  if (ptr == nullptr)
+    return absl::InvalidArgumentError(absl::StrCat(role, " host pointer is null"));
   return absl::OkStatus();
 }
 
@@ -205,7 +207,8 @@ Stream& Stream::ThenMemcpy(DeviceMemoryBase* device_dst, const void* host_src, u
   if (status.ok()) status = parent()->CheckOwner("destination", *device_dst, false);
   if (status.ok()) status = CheckHost("source", host_src);
   if (status.ok() && size > 0) status = impl_->MemcpyHostToDevice(*device_dst, host_src, size);
-  return Done(traced, status, [&] { return absl::StrCat("ThenMemcpy(host->device, ", size, " bytes)"); });
+  return Done(traced, status,
+              [&] { return absl::StrCat("ThenMemcpy(host->device, ", size, " bytes)"); });
 }
 
 Stream& Stream::ThenMemcpy(void* host_dst, const DeviceMemoryBase& device_src, uint64_t size) {
@@ -215,7 +218,8 @@ Stream& Stream::ThenMemcpy(void* host_dst, const DeviceMemoryBase& device_src, u
   if (status.ok()) status = parent()->CheckOwner("source", device_src, false);
   if (status.ok()) status = CheckHost("destination", host_dst);
   if (status.ok() && size > 0) status = impl_->MemcpyDeviceToHost(host_dst, device_src, size);
-  return Done(traced, status, [&] { return absl::StrCat("ThenMemcpy(device->host, ", size, " bytes)"); });
+  return Done(traced, status,
+              [&] { return absl::StrCat("ThenMemcpy(device->host, ", size, " bytes)"); });
 }
 
 Stream& Stream::ThenMemcpy(DeviceMemoryBase* device_dst, const DeviceMemoryBase& device_src,
@@ -228,7 +232,8 @@ Stream& Stream::ThenMemcpy(DeviceMemoryBase* device_dst, const DeviceMemoryBase&
   if (status.ok()) status = parent()->CheckOwner("source", device_src, true);
   if (status.ok() && size > 0) status = parent()->Supports(Feature::kDeviceToDeviceCopy);
   if (status.ok() && size > 0) status = impl_->MemcpyDeviceToDevice(*device_dst, device_src, size);
-  return Done(traced, status, [&] { return absl::StrCat("ThenMemcpy(device->device, ", size, " bytes)"); });
+  return Done(traced, status,
+              [&] { return absl::StrCat("ThenMemcpy(device->device, ", size, " bytes)"); });
 }
 
 Stream& Stream::ThenMemset32(DeviceMemoryBase* device_dst, uint32_t pattern, uint64_t size) {
@@ -271,7 +276,7 @@ Stream& Stream::ThenRecordEvent(Event* event) {
     return *this;
   }
   StreamExecutor* owner = event == nullptr ? nullptr : event->parent();  // Read once.
-  absl::Status status = event == nullptr  ? absl::InvalidArgumentError("event is null")
+  absl::Status status = event == nullptr   ? absl::InvalidArgumentError("event is null")
                         : owner == nullptr ? event->CheckAlive()
                                            : absl::OkStatus();
   if (status.ok() && owner->platform()->id() != parent()->platform()->id()) {
@@ -290,7 +295,7 @@ Stream& Stream::ThenWaitFor(Event* event) {
   if (!Usable()) return *this;
   const bool traced = TraceBegin();
   StreamExecutor* owner = event == nullptr ? nullptr : event->parent();  // Read once.
-  absl::Status status = event == nullptr  ? absl::InvalidArgumentError("event is null")
+  absl::Status status = event == nullptr   ? absl::InvalidArgumentError("event is null")
                         : owner == nullptr ? event->CheckAlive()
                                            : absl::OkStatus();
   if (status.ok() && !event->recorded()) {
@@ -332,17 +337,19 @@ Stream& Stream::ThenWaitFor(Stream* other) {
     }
   }
   return Done(traced, status, [&] {
-    return absl::StrCat("ThenWaitFor(stream of ", other && other->parent() ? other->parent()->DebugName() : "?", ")");
+    return absl::StrCat("ThenWaitFor(stream of ",
+                        other && other->parent() ? other->parent()->DebugName() : "?", ")");
   });
 }
 
 absl::Status Stream::WaitThroughHost(Event* event, std::unique_ptr<Event> owned) {
   RILL_RETURN_IF_ERROR(parent()->Supports(Feature::kHostCallbacks));
   // The waiter is taken now, so the wait keeps the record it sees at enqueue.
-  absl::AnyInvocable<absl::Status() &&> waiter = event->implementation()->WaiterForLatestRecord();
+  absl::AnyInvocable<absl::Status()&&> waiter = event->implementation()->WaiterForLatestRecord();
   return impl_->DoHostCallback(
       [waiter = std::move(waiter), owned = std::move(owned)]() mutable -> absl::Status {
-        return Annotate(std::move(waiter)(), "waiting through the host for an event of another platform");
+        return Annotate(std::move(waiter)(),
+                        "waiting through the host for an event of another platform");
       });
 }
 
@@ -369,13 +376,15 @@ absl::Status RunGuarded(Callback& callback, std::string_view who = "host callbac
 Stream& Stream::ThenDoHostCallback(absl::AnyInvocable<void() &&> callback) {
   if (!Usable()) return *this;
   const bool empty = !callback;
-  return EnqueueHostCallback(empty, [cb = std::move(callback)]() mutable { return RunGuarded(cb); });
+  return EnqueueHostCallback(empty,
+                             [cb = std::move(callback)]() mutable { return RunGuarded(cb); });
 }
 
 Stream& Stream::ThenDoHostCallbackWithStatus(absl::AnyInvocable<absl::Status() &&> callback) {
   if (!Usable()) return *this;
   const bool empty = !callback;
-  return EnqueueHostCallback(empty, [cb = std::move(callback)]() mutable { return RunGuarded(cb); });
+  return EnqueueHostCallback(empty,
+                             [cb = std::move(callback)]() mutable { return RunGuarded(cb); });
 }
 
 Stream& Stream::EnqueueHostCallback(bool empty, absl::AnyInvocable<absl::Status() &&> guarded) {
@@ -402,7 +411,7 @@ Stream& Stream::ThenNotify(absl::AnyInvocable<void(absl::Status) &&> callback) {
   // A callback that throws fails the stream; the exception never reaches the
   // backend's thread (where it would end the process).
   auto notify = [this, holder](const absl::Status& outcome) {
-    auto call = [&] { std::move(*holder)(outcome); };
+    auto call = [&] { std::move (*holder)(outcome); };
     status_.Update(RunGuarded(call, "ThenNotify callback"));
   };
   // In the queue it is told the outcome of the work before it, not of calls
@@ -437,21 +446,23 @@ absl::Status CheckKernelArg(const Kernel& kernel, size_t i, const KernelParam& p
   if (param.is_memory == arg.is_memory && (arg.is_memory || arg.bytes.size() == param.size)) {
     return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "argument ", i, " of kernel \"", kernel.name(), "\" is ", describe(arg.is_memory, arg.bytes.size()),
-      " where the kernel declares ", describe(param.is_memory, param.size)));
+  return absl::InvalidArgumentError(
+      absl::StrCat("argument ", i, " of kernel \"", kernel.name(), "\" is ",
+                   describe(arg.is_memory, arg.bytes.size()), " where the kernel declares ",
+                   describe(param.is_memory, param.size)));
 }
 
 absl::Status CheckLaunch(const StreamExecutor& executor, const ThreadDim& threads,
                          const BlockDim& blocks, const Kernel& kernel, const KernelArgs& args) {
   if (kernel.parent() != &executor) {
-    return absl::InvalidArgumentError(absl::StrCat("kernel \"", kernel.name(), "\" was loaded on ",
-                                                   kernel.parent()->DebugName(),
-                                                   ", not on this stream's ", executor.DebugName()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("kernel \"", kernel.name(), "\" was loaded on ", kernel.parent()->DebugName(),
+                     ", not on this stream's ", executor.DebugName()));
   }
   const DeviceDescription& d = executor.GetDeviceDescription();
   auto fits = [](const Dim3& dim, const Dim3& max) {
-    return dim.x >= 1 && dim.y >= 1 && dim.z >= 1 && dim.x <= max.x && dim.y <= max.y && dim.z <= max.z;
+    return dim.x >= 1 && dim.y >= 1 && dim.z >= 1 && dim.x <= max.x && dim.y <= max.y &&
+           dim.z <= max.z;
   };
   if (!fits(threads, d.max_block_dims) || threads.product() > d.max_threads_per_block) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -459,13 +470,14 @@ absl::Status CheckLaunch(const StreamExecutor& executor, const ThreadDim& thread
         d.max_block_dims.ToString(), ", ", d.max_threads_per_block, " threads per block)"));
   }
   if (!fits(blocks, d.max_grid_dims)) {
-    return absl::InvalidArgumentError(absl::StrCat("block dims ", blocks.ToString(),
-                                                   " are outside the device's limits (each >= 1, at most ",
-                                                   d.max_grid_dims.ToString(), ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "block dims ", blocks.ToString(), " are outside the device's limits (each >= 1, at most ",
+        d.max_grid_dims.ToString(), ")"));
   }
   if (kernel.arity() >= 0 && static_cast<size_t>(kernel.arity()) != args.size()) {
     return absl::InvalidArgumentError(absl::StrCat("kernel \"", kernel.name(), "\" takes ",
-                                                   kernel.arity(), " argument(s), got ", args.size()));
+                                                   kernel.arity(), " argument(s), got ",
+                                                   args.size()));
   }
   const std::vector<KernelParam>& params = kernel.params();
   for (size_t i = 0; i < args.size(); ++i) {
@@ -488,7 +500,8 @@ Stream& Stream::ThenLaunch(const ThreadDim& threads, const BlockDim& blocks, con
   const bool traced = TraceBegin();
   absl::Status status = CheckLaunch(*parent(), threads, blocks, kernel, args);
   if (status.ok()) status = parent()->Supports(Feature::kKernelLaunch);
-  if (status.ok()) status = impl_->Launch(threads, blocks, *kernel.implementation(), std::move(args));
+  if (status.ok())
+    status = impl_->Launch(threads, blocks, *kernel.implementation(), std::move(args));
   return Done(traced, status, [&] {
     return absl::StrCat("ThenLaunch(\"", kernel.name(), "\", threads=", threads.ToString(),
                         ", blocks=", blocks.ToString(), ")");

@@ -163,29 +163,35 @@ class Stream {
   template <typename T>
   Stream& ThenBlasAxpy(int64_t n, T alpha, const DeviceMemory<T>& x, int64_t incx,
                        DeviceMemory<T>* y, int64_t incy) {
-    return ThenBlasAxpy(VectorArgs{DataTypeOf<T>(), n, alpha, x, incx, y ? *y : DeviceMemoryBase(), incy, {}});
+    return ThenBlasAxpy(
+        VectorArgs{DataTypeOf<T>(), n, alpha, x, incx, y ? *y : DeviceMemoryBase(), incy, {}});
   }
   template <typename T>
   Stream& ThenBlasScal(int64_t n, T alpha, DeviceMemory<T>* x, int64_t incx) {
-    return ThenBlasScal(VectorArgs{DataTypeOf<T>(), n, alpha, x ? *x : DeviceMemoryBase(), incx, {}, 1, {}});
+    return ThenBlasScal(
+        VectorArgs{DataTypeOf<T>(), n, alpha, x ? *x : DeviceMemoryBase(), incx, {}, 1, {}});
   }
   template <typename T>
   Stream& ThenBlasCopy(int64_t n, const DeviceMemory<T>& x, int64_t incx, DeviceMemory<T>* y,
                        int64_t incy) {
-    return ThenBlasCopy(VectorArgs{DataTypeOf<T>(), n, 1, x, incx, y ? *y : DeviceMemoryBase(), incy, {}});
+    return ThenBlasCopy(
+        VectorArgs{DataTypeOf<T>(), n, 1, x, incx, y ? *y : DeviceMemoryBase(), incy, {}});
   }
   template <typename T>
   Stream& ThenBlasDot(int64_t n, const DeviceMemory<T>& x, int64_t incx, const DeviceMemory<T>& y,
                       int64_t incy, DeviceMemory<T>* result) {
-    return ThenBlasDot(VectorArgs{DataTypeOf<T>(), n, 1, x, incx, y, incy, result ? *result : DeviceMemoryBase()});
+    return ThenBlasDot(
+        VectorArgs{DataTypeOf<T>(), n, 1, x, incx, y, incy, result ? *result : DeviceMemoryBase()});
   }
   template <typename T>
   Stream& ThenBlasNrm2(int64_t n, const DeviceMemory<T>& x, int64_t incx, DeviceMemory<T>* result) {
-    return ThenBlasNrm2(VectorArgs{DataTypeOf<T>(), n, 1, x, incx, {}, 1, result ? *result : DeviceMemoryBase()});
+    return ThenBlasNrm2(
+        VectorArgs{DataTypeOf<T>(), n, 1, x, incx, {}, 1, result ? *result : DeviceMemoryBase()});
   }
   template <typename T>
   Stream& ThenBlasAsum(int64_t n, const DeviceMemory<T>& x, int64_t incx, DeviceMemory<T>* result) {
-    return ThenBlasAsum(VectorArgs{DataTypeOf<T>(), n, 1, x, incx, {}, 1, result ? *result : DeviceMemoryBase()});
+    return ThenBlasAsum(
+        VectorArgs{DataTypeOf<T>(), n, 1, x, incx, {}, 1, result ? *result : DeviceMemoryBase()});
   }
 
   // --- Random numbers (plugins/rng/rng.h), from the executor's RngSupport.
@@ -225,8 +231,8 @@ class Stream {
   Stream& ThenPoolForward(const PoolingDescriptor& pool, const TensorDescriptor& x_desc,
                           const DeviceMemory<float>& x, const TensorDescriptor& y_desc,
                           DeviceMemory<float>* y);
-  Stream& ThenSoftmax(const TensorDescriptor& desc, const DeviceMemory<float>& x, DeviceMemory<float>* y,
-                      bool log = false);
+  Stream& ThenSoftmax(const TensorDescriptor& desc, const DeviceMemory<float>& x,
+                      DeviceMemory<float>* y, bool log = false);
 
   // --- FFT (plugins/fft/fft.h), from the executor's FftSupport.
   // Runs `plan` (made by this executor's AsFft()) from `in` into `*out`:
@@ -236,10 +242,14 @@ class Stream {
                   DeviceMemory<std::complex<float>>* out);
   Stream& ThenFft(FftPlan* plan, const DeviceMemory<std::complex<double>>& in,
                   DeviceMemory<std::complex<double>>* out);
-  Stream& ThenFft(FftPlan* plan, const DeviceMemory<float>& in, DeviceMemory<std::complex<float>>* out);
-  Stream& ThenFft(FftPlan* plan, const DeviceMemory<double>& in, DeviceMemory<std::complex<double>>* out);
-  Stream& ThenFft(FftPlan* plan, const DeviceMemory<std::complex<float>>& in, DeviceMemory<float>* out);
-  Stream& ThenFft(FftPlan* plan, const DeviceMemory<std::complex<double>>& in, DeviceMemory<double>* out);
+  Stream& ThenFft(FftPlan* plan, const DeviceMemory<float>& in,
+                  DeviceMemory<std::complex<float>>* out);
+  Stream& ThenFft(FftPlan* plan, const DeviceMemory<double>& in,
+                  DeviceMemory<std::complex<double>>* out);
+  Stream& ThenFft(FftPlan* plan, const DeviceMemory<std::complex<float>>& in,
+                  DeviceMemory<float>* out);
+  Stream& ThenFft(FftPlan* plan, const DeviceMemory<std::complex<double>>& in,
+                  DeviceMemory<double>* out);
 
   // --- State.
   // Waits until all enqueued work has run; returns status(). Called from a
@@ -313,10 +323,10 @@ class Stream {
 template <typename T>
 Stream& Stream::ThenMemcpyH2D(absl::Span<const T> host_src, DeviceMemory<T>* device_dst) {
   if (device_dst != nullptr && host_src.size() * sizeof(T) != device_dst->size()) {
-    return Check(absl::InvalidArgumentError("host span of " +
-                                            std::to_string(host_src.size() * sizeof(T)) +
-                                            " bytes does not match " + device_dst->ToString()),
-                 "ThenMemcpyH2D");
+    return Check(
+        absl::InvalidArgumentError("host span of " + std::to_string(host_src.size() * sizeof(T)) +
+                                   " bytes does not match " + device_dst->ToString()),
+        "ThenMemcpyH2D");
   }
   return ThenMemcpy(device_dst, host_src.data(), host_src.size() * sizeof(T));
 }
@@ -324,10 +334,10 @@ Stream& Stream::ThenMemcpyH2D(absl::Span<const T> host_src, DeviceMemory<T>* dev
 template <typename T>
 Stream& Stream::ThenMemcpyD2H(const DeviceMemory<T>& device_src, absl::Span<T> host_dst) {
   if (host_dst.size() * sizeof(T) != device_src.size()) {
-    return Check(absl::InvalidArgumentError("host span of " +
-                                            std::to_string(host_dst.size() * sizeof(T)) +
-                                            " bytes does not match " + device_src.ToString()),
-                 "ThenMemcpyD2H");
+    return Check(
+        absl::InvalidArgumentError("host span of " + std::to_string(host_dst.size() * sizeof(T)) +
+                                   " bytes does not match " + device_src.ToString()),
+        "ThenMemcpyD2H");
   }
   return ThenMemcpy(host_dst.data(), device_src, host_dst.size() * sizeof(T));
 }

@@ -8,12 +8,14 @@ namespace {
 
 std::string GemmContext(const char* name, const GemmArgs& g) {
   return absl::StrCat(name, "(", DataTypeName(g.type), ", ", TransposeName(g.trans_a),
-                      TransposeName(g.trans_b), ", m=", g.m, ", n=", g.n, ", k=", g.k, ", lda=", g.lda,
-                      ", ldb=", g.ldb, ", ldc=", g.ldc, ", batch=", g.batch_count, ")");
+                      TransposeName(g.trans_b), ", m=", g.m, ", n=", g.n, ", k=", g.k,
+                      ", lda=", g.lda, ", ldb=", g.ldb, ", ldc=", g.ldc, ", batch=", g.batch_count,
+                      ")");
 }
 
 std::string VectorContext(const char* name, const VectorArgs& v) {
-  return absl::StrCat(name, "(", DataTypeName(v.type), ", n=", v.n, ", incx=", v.incx, ", incy=", v.incy, ")");
+  return absl::StrCat(name, "(", DataTypeName(v.type), ", n=", v.n, ", incx=", v.incx,
+                      ", incy=", v.incy, ")");
 }
 
 }  // namespace
@@ -30,7 +32,7 @@ Stream& Stream::ThenBlasGemmBatched(const GemmBatchedArgs& args) {
         shape.batch_count = static_cast<int64_t>(args.a.size());
         return GemmContext("ThenBlasGemmBatched", shape);
       },
-                                 [&](BlasSupport* blas) { return blas->DoBlasGemmBatched(this, args); });
+      [&](BlasSupport* blas) { return blas->DoBlasGemmBatched(this, args); });
 }
 
 Stream& Stream::ThenBlasGemv(const GemvArgs& g) {
@@ -42,10 +44,11 @@ Stream& Stream::ThenBlasGemv(const GemvArgs& g) {
       [&](BlasSupport* blas) { return blas->DoBlasGemv(this, g); });
 }
 
-#define RILL_STREAM_BLAS_VECTOR(Name)                                                      \
-  Stream& Stream::ThenBlas##Name(const VectorArgs& args) {                                  \
-    return ThenPlugin<BlasSupport>([&] { return VectorContext("ThenBlas" #Name, args); },           \
-                                   [&](BlasSupport* blas) { return blas->DoBlas##Name(this, args); }); \
+#define RILL_STREAM_BLAS_VECTOR(Name)                                       \
+  Stream& Stream::ThenBlas##Name(const VectorArgs& args) {                  \
+    return ThenPlugin<BlasSupport>(                                         \
+        [&] { return VectorContext("ThenBlas" #Name, args); },              \
+        [&](BlasSupport* blas) { return blas->DoBlas##Name(this, args); }); \
   }
 RILL_STREAM_BLAS_VECTOR(Axpy)
 RILL_STREAM_BLAS_VECTOR(Scal)

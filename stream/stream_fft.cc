@@ -7,16 +7,17 @@ namespace rill {
 namespace {
 
 std::string FftContext(const FftPlan* plan, const char* in_type, const char* out_type) {
-  return absl::StrCat("ThenFft(", plan ? plan->spec().ToString() : "null plan", ", ", in_type, " -> ",
-                      out_type, ")");
+  return absl::StrCat("ThenFft(", plan ? plan->spec().ToString() : "null plan", ", ", in_type,
+                      " -> ", out_type, ")");
 }
 
 }  // namespace
 
-#define RILL_STREAM_FFT(In, Out)                                                              \
+#define RILL_STREAM_FFT(In, Out)                                                               \
   Stream& Stream::ThenFft(FftPlan* plan, const DeviceMemory<In>& in, DeviceMemory<Out>* out) { \
-    return ThenPlugin<FftSupport>([&] { return FftContext(plan, #In, #Out); },                \
-                                  [&](FftSupport* fft) { return fft->DoFft(this, plan, in, out); }); \
+    return ThenPlugin<FftSupport>(                                                             \
+        [&] { return FftContext(plan, #In, #Out); },                                           \
+        [&](FftSupport* fft) { return fft->DoFft(this, plan, in, out); });                     \
   }
 RILL_STREAM_FFT(std::complex<float>, std::complex<float>)
 RILL_STREAM_FFT(std::complex<double>, std::complex<double>)

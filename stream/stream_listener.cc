@@ -33,14 +33,16 @@ void AddStreamListener(std::shared_ptr<StreamListener> listener) {
   Registry& r = GetRegistry();
   MutexLock lock(&r.mu);
   r.listeners.push_back(std::move(listener));
-  internal::stream_listener_count.store(static_cast<int>(r.listeners.size()), std::memory_order_relaxed);
+  internal::stream_listener_count.store(static_cast<int>(r.listeners.size()),
+                                        std::memory_order_relaxed);
 }
 
 void RemoveStreamListener(const StreamListener* listener) {
   Registry& r = GetRegistry();
   MutexLock lock(&r.mu);
   auto& ls = r.listeners;
-  ls.erase(std::remove_if(ls.begin(), ls.end(), [&](const auto& l) { return l.get() == listener; }), ls.end());
+  ls.erase(std::remove_if(ls.begin(), ls.end(), [&](const auto& l) { return l.get() == listener; }),
+           ls.end());
   internal::stream_listener_count.store(static_cast<int>(ls.size()), std::memory_order_relaxed);
 }
 

@@ -16,13 +16,13 @@ namespace rill {
 // wait, or library call), as a StreamListener sees it. Times are on the
 // trace clock (base/trace_clock.h: nanoseconds since the Unix epoch).
 struct StreamOp {
-  uint64_t id = 0;         // Process-unique, rising in enqueue order.
-  std::string device;      // "host:0", "cuda:1".
-  std::string lane;        // The stream's name: "host:0 stream 3" (see SetStreamLabel).
-  std::string name;        // "ThenBlasGemm".
-  std::string args;        // Types and shapes: "f32, NN, m=64, n=64, k=64, ...".
-  std::string plugin;      // The library plugin that served it ("openblas"); empty otherwise.
-  std::string algorithm;   // What the plugin chose, when it says (NoteAlgorithm).
+  uint64_t id = 0;               // Process-unique, rising in enqueue order.
+  std::string device;            // "host:0", "cuda:1".
+  std::string lane;              // The stream's name: "host:0 stream 3" (see SetStreamLabel).
+  std::string name;              // "ThenBlasGemm".
+  std::string args;              // Types and shapes: "f32, NN, m=64, n=64, k=64, ...".
+  std::string plugin;            // The library plugin that served it ("openblas"); empty otherwise.
+  std::string algorithm;         // What the plugin chose, when it says (NoteAlgorithm).
   int64_t enqueue_start_ns = 0;  // Around the Then* call, on the calling thread.
   int64_t enqueue_end_ns = 0;
   // OnEnqueued: the call's own error (bad arguments), if it was refused.
@@ -40,12 +40,12 @@ struct StreamOp {
 
 // An allocation or free of device (or pinned host) memory.
 struct AllocationEvent {
-  std::string device;       // "host:0".
-  bool free = false;        // Deallocate rather than Allocate.
+  std::string device;        // "host:0".
+  bool free = false;         // Deallocate rather than Allocate.
   bool host_memory = false;  // HostMemoryAllocate / HostMemoryDeallocate.
   uint64_t bytes = 0;
   const void* address = nullptr;
-  absl::Status status;      // Allocate's error, if it failed.
+  absl::Status status;  // Allocate's error, if it failed.
   int64_t time_ns = 0;
 };
 

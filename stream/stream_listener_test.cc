@@ -103,7 +103,8 @@ TEST(StreamListenerTest, ReportsEveryCallWithDeviceTimeThatCoversTheWork) {
     EXPECT_LE(done[i].device_start_ns, done[i].device_end_ns);
     if (i > 0) {
       EXPECT_GT(done[i].id, done[i - 1].id);
-      EXPECT_GE(done[i].device_start_ns, done[i - 1].device_end_ns) << "spans of one stream overlap";
+      EXPECT_GE(done[i].device_start_ns, done[i - 1].device_end_ns)
+          << "spans of one stream overlap";
     }
   }
   EXPECT_EQ(done[0].args, "host->device, 1024 bytes");
@@ -132,9 +133,7 @@ TEST(StreamListenerTest, RefusedCallIsReportedAtEnqueueOnly) {
 TEST(StreamListenerTest, AllocationsAreReported) {
   StreamExecutor* exec = Host0();
   ScopedRecorder scoped;
-  {
-    auto mem = Must(exec->AllocateOwnedArray<float>(1000));
-  }
+  { auto mem = Must(exec->AllocateOwnedArray<float>(1000)); }
   std::vector<AllocationEvent> events = scoped.recorder->allocations();
   ASSERT_EQ(events.size(), 2u);
   EXPECT_FALSE(events[0].free);
@@ -176,8 +175,9 @@ TEST(VerboseTest, PrintsOneParsableLinePerCall) {
     lines.emplace_back(line);
   });
   SetVerbose(2);
-  stream->ThenMemcpy(mem.ptr(), host.data(), 256)
-      .ThenDoHostCallback([] { std::this_thread::sleep_for(std::chrono::milliseconds(20)); });
+  stream->ThenMemcpy(mem.ptr(), host.data(), 256).ThenDoHostCallback([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  });
   ASSERT_TRUE(IsOk(stream->BlockHostUntilDone()));
   { auto more = Must(exec->AllocateOwnedArray<float>(8)); }
   stream->ThenMemcpy(mem.ptr(), host.data(), 1 << 20);  // Refused: overruns.

@@ -79,7 +79,7 @@ class StreamRegistry {
   CondVar changed_;  // detaching_ or leaving_ changed.
   absl::flat_hash_set<Stream*> streams_ ABSL_GUARDED_BY(mu_);
   Stream* detaching_ ABSL_GUARDED_BY(mu_) = nullptr;
-  int leaving_ ABSL_GUARDED_BY(mu_) = 0;  // Between a counted BeginRemove and EndRemove.
+  int leaving_ ABSL_GUARDED_BY(mu_) = 0;       // Between a counted BeginRemove and EndRemove.
   bool closing_ ABSL_GUARDED_BY(mu_) = false;  // DetachAll has started...
   bool closed_ ABSL_GUARDED_BY(mu_) = false;   // ... and returned.
 };

@@ -49,10 +49,12 @@ TEST_F(CrossPlatformTest, WaitForEventOfAnotherPlatformGoesThroughTheHost) {
   std::unique_ptr<Event> ready = Must(alpha_->CreateEvent());
   std::atomic<int> flag{0};
   int seen = -1;
-  producer->ThenDoHostCallback([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));
-    flag = 1;
-  }).ThenRecordEvent(ready.get());
+  producer
+      ->ThenDoHostCallback([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        flag = 1;
+      })
+      .ThenRecordEvent(ready.get());
   consumer->ThenWaitFor(ready.get()).ThenDoHostCallback([&] { seen = flag.load(); });
   ASSERT_TRUE(IsOk(consumer->BlockHostUntilDone()));
   EXPECT_EQ(seen, 1);
@@ -114,8 +116,8 @@ TEST_F(CrossPlatformTest, WaitingOnADetachedStreamIsFailedPrecondition) {
   other.reset();
   std::unique_ptr<Stream> stream = Must(alpha_->CreateStream());
   stream->ThenWaitFor(orphan.get());
-  EXPECT_TRUE(HasError(stream->BlockHostUntilDone(), absl::StatusCode::kFailedPrecondition,
-                       {"detached"}));
+  EXPECT_TRUE(
+      HasError(stream->BlockHostUntilDone(), absl::StatusCode::kFailedPrecondition, {"detached"}));
 }
 
 // The front refuses device memory its executor does not own -- another

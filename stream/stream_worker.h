@@ -75,9 +75,8 @@ class StreamWorker {
     MutexLock lock(&mu_);
     if (queue_.size() >= max_queued_ && !OnThread()) {
       ++blocked_producers_;
-      space_cv_.Wait(&mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return queue_.size() < max_queued_;
-      });
+      space_cv_.Wait(
+          &mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return queue_.size() < max_queued_; });
       --blocked_producers_;
     }
     queue_.push_back(Entry{std::move(task), run_after_error});

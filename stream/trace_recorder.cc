@@ -85,19 +85,25 @@ std::string TraceRecorder::ToJson() const {
   for (const Span& s : spans_) lanes.emplace(s.lane, 0);
   int tid = 0;
   for (auto& [name, id] : lanes) id = ++tid;
-  std::string json = "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"clock\":\"trace clock: microseconds since the Unix epoch\"";
+  std::string json =
+      "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"clock\":\"trace clock: microseconds since the "
+      "Unix epoch\"";
   if (dropped_ > 0) absl::StrAppend(&json, ",\"dropped_spans\":", dropped_);
   absl::StrAppend(&json, "},\"traceEvents\":[\n");
-  absl::StrAppend(&json, absl::StrFormat("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"tid\":0,"
-                                         "\"args\":{\"name\":\"%s\"}}",
-                                         pid, JsonEscape(ProcessName())));
+  absl::StrAppend(&json,
+                  absl::StrFormat("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"tid\":0,"
+                                  "\"args\":{\"name\":\"%s\"}}",
+                                  pid, JsonEscape(ProcessName())));
   for (const auto& [name, id] : lanes) {
-    absl::StrAppend(&json, absl::StrFormat(",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,"
-                                           "\"args\":{\"name\":\"%s\"}}",
-                                           pid, id, JsonEscape(name)));
-    absl::StrAppend(&json, absl::StrFormat(",\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%d,\"tid\":%d,"
-                                           "\"args\":{\"sort_index\":%d}}",
-                                           pid, id, id));
+    absl::StrAppend(
+        &json, absl::StrFormat(",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,"
+                               "\"args\":{\"name\":\"%s\"}}",
+                               pid, id, JsonEscape(name)));
+    absl::StrAppend(
+        &json,
+        absl::StrFormat(",\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%d,\"tid\":%d,"
+                        "\"args\":{\"sort_index\":%d}}",
+                        pid, id, id));
   }
   // Where each key's arrows attach: the span of highest rank.
   std::unordered_map<uint64_t, const Span*> anchors;
@@ -107,11 +113,13 @@ std::string TraceRecorder::ToJson() const {
     if (a == nullptr || s.flow_rank > a->flow_rank) a = &s;
   }
   for (const Span& s : spans_) {
-    absl::StrAppend(&json, absl::StrFormat(",\n{\"ph\":\"X\",\"name\":\"%s\",\"cat\":\"%s\",\"pid\":%d,\"tid\":%d,"
-                                           "\"ts\":%s,\"dur\":%s,\"args\":{",
-                                           JsonEscape(s.name.empty() ? "(unnamed)" : s.name),
-                                           JsonEscape(s.category), pid, lanes[s.lane], Micros(s.start_ns),
-                                           Micros(std::max<int64_t>(0, s.end_ns - s.start_ns))));
+    absl::StrAppend(
+        &json,
+        absl::StrFormat(",\n{\"ph\":\"X\",\"name\":\"%s\",\"cat\":\"%s\",\"pid\":%d,\"tid\":%d,"
+                        "\"ts\":%s,\"dur\":%s,\"args\":{",
+                        JsonEscape(s.name.empty() ? "(unnamed)" : s.name), JsonEscape(s.category),
+                        pid, lanes[s.lane], Micros(s.start_ns),
+                        Micros(std::max<int64_t>(0, s.end_ns - s.start_ns))));
     bool first = true;
     for (const auto& [k, v] : s.args) {
       absl::StrAppend(&json, first ? "" : ",", "\"", JsonEscape(k), "\":\"", JsonEscape(v), "\"");
@@ -130,12 +138,16 @@ std::string TraceRecorder::ToJson() const {
     const Span& dst = *b->second;
     ++flow_id;
     const int64_t out_ns = src.end_ns - std::min<int64_t>(500, (src.end_ns - src.start_ns) / 2);
-    absl::StrAppend(&json, absl::StrFormat(",\n{\"ph\":\"s\",\"name\":\"waits for\",\"cat\":\"dependency\",\"id\":%d,"
-                                           "\"pid\":%d,\"tid\":%d,\"ts\":%s}",
-                                           flow_id, pid, lanes[src.lane], Micros(out_ns)));
-    absl::StrAppend(&json, absl::StrFormat(",\n{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"waits for\",\"cat\":\"dependency\","
-                                           "\"id\":%d,\"pid\":%d,\"tid\":%d,\"ts\":%s}",
-                                           flow_id, pid, lanes[dst.lane], Micros(dst.start_ns)));
+    absl::StrAppend(
+        &json,
+        absl::StrFormat(",\n{\"ph\":\"s\",\"name\":\"waits for\",\"cat\":\"dependency\",\"id\":%d,"
+                        "\"pid\":%d,\"tid\":%d,\"ts\":%s}",
+                        flow_id, pid, lanes[src.lane], Micros(out_ns)));
+    absl::StrAppend(
+        &json, absl::StrFormat(
+                   ",\n{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"waits for\",\"cat\":\"dependency\","
+                   "\"id\":%d,\"pid\":%d,\"tid\":%d,\"ts\":%s}",
+                   flow_id, pid, lanes[dst.lane], Micros(dst.start_ns)));
   }
   json += "\n]}\n";
   return json;
@@ -145,11 +157,13 @@ absl::Status TraceRecorder::Write(const std::string& path) const {
   const std::string json = ToJson();
   // errno names the cause, and sets the code (a missing folder: NotFound).
   FILE* f = std::fopen(path.c_str(), "w");
-  if (f == nullptr) return absl::ErrnoToStatus(errno, absl::StrCat("cannot write the trace to ", path));
+  if (f == nullptr)
+    return absl::ErrnoToStatus(errno, absl::StrCat("cannot write the trace to ", path));
   const bool ok = std::fwrite(json.data(), 1, json.size(), f) == json.size();
   const int write_errno = errno;
   if (std::fclose(f) != 0 || !ok) {
-    return absl::ErrnoToStatus(ok ? errno : write_errno, absl::StrCat("writing the trace to ", path, " failed"));
+    return absl::ErrnoToStatus(ok ? errno : write_errno,
+                               absl::StrCat("writing the trace to ", path, " failed"));
   }
   return absl::OkStatus();
 }
@@ -171,7 +185,8 @@ class TraceListener : public StreamListener {
     if (op.has_device_time) {
       Record(op, op.device_start_ns, op.device_end_ns, "");
     } else {
-      Record(op, op.enqueue_start_ns, op.enqueue_end_ns, "enqueue time (the backend has no timers)");
+      Record(op, op.enqueue_start_ns, op.enqueue_end_ns,
+             "enqueue time (the backend has no timers)");
     }
   }
 

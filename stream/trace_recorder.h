@@ -22,7 +22,7 @@ namespace rill {
 class TraceRecorder {
  public:
   struct Span {
-    std::string lane;      // "host:0 engine stream 1", "engine worker 2".
+    std::string lane;  // "host:0 engine stream 1", "engine worker 2".
     std::string name;
     std::string category;  // "stream", "engine", "engine.device".
     int64_t start_ns = 0;

@@ -66,13 +66,15 @@ class VerboseListener : public StreamListener {
 
 std::string FormatVerboseLine(std::string_view kind, const StreamOp& op) {
   const std::string status =
-      op.status.ok() ? std::string("ok")
-                     : absl::StrCat(absl::StatusCodeToString(op.status.code()), ": ", op.status.message());
+      op.status.ok()
+          ? std::string("ok")
+          : absl::StrCat(absl::StatusCodeToString(op.status.code()), ": ", op.status.message());
   const std::string device_ms =
-      op.has_device_time ? absl::StrFormat("%.4f", (op.device_end_ns - op.device_start_ns) / 1e6) : "-";
-  return absl::StrCat("rill_verbose,", AsAbsl(kind), ",", Field(op.device), ",", Field(op.lane), ",", Field(op.name), ",",
-                      Field(op.args), ",", Field(op.plugin), ",", Field(op.algorithm), ",", Field(status), ",",
-                      device_ms);
+      op.has_device_time ? absl::StrFormat("%.4f", (op.device_end_ns - op.device_start_ns) / 1e6)
+                         : "-";
+  return absl::StrCat("rill_verbose,", AsAbsl(kind), ",", Field(op.device), ",", Field(op.lane),
+                      ",", Field(op.name), ",", Field(op.args), ",", Field(op.plugin), ",",
+                      Field(op.algorithm), ",", Field(status), ",", device_ms);
 }
 
 void EmitVerboseLine(std::string_view line) {

@@ -9,26 +9,40 @@ namespace rill {
 
 int DTypeSize(DType dtype) {
   switch (dtype) {
-    case DType::kF32: return 4;
-    case DType::kF64: return 8;
-    case DType::kF16: return 2;
-    case DType::kI32: return 4;
-    case DType::kI64: return 8;
-    case DType::kU8: return 1;
-    case DType::kBool: return 1;
+    case DType::kF32:
+      return 4;
+    case DType::kF64:
+      return 8;
+    case DType::kF16:
+      return 2;
+    case DType::kI32:
+      return 4;
+    case DType::kI64:
+      return 8;
+    case DType::kU8:
+      return 1;
+    case DType::kBool:
+      return 1;
   }
   return 1;
 }
 
 const char* DTypeName(DType dtype) {
   switch (dtype) {
-    case DType::kF32: return "float32";
-    case DType::kF64: return "float64";
-    case DType::kF16: return "float16";
-    case DType::kI32: return "int32";
-    case DType::kI64: return "int64";
-    case DType::kU8: return "uint8";
-    case DType::kBool: return "bool";
+    case DType::kF32:
+      return "float32";
+    case DType::kF64:
+      return "float64";
+    case DType::kF16:
+      return "float16";
+    case DType::kI32:
+      return "int32";
+    case DType::kI64:
+      return "int64";
+    case DType::kU8:
+      return "uint8";
+    case DType::kBool:
+      return "bool";
   }
   return "?";
 }
@@ -48,8 +62,9 @@ absl::StatusOr<DType> ParseDType(std::string_view name) {
   if (n == "i32" || n == "int") return DType::kI32;
   if (n == "i64" || n == "long") return DType::kI64;
   if (n == "u8") return DType::kU8;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown dtype '", n, "'; expected one of float32, float64, float16, int32, int64, uint8, bool"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown dtype '", n,
+                   "'; expected one of float32, float64, float16, int32, int64, uint8, bool"));
 }
 
 }  // namespace rill

@@ -29,16 +29,35 @@ constexpr uint32_t DTypeBit(DType t) { return 1u << static_cast<int>(t); }
 inline constexpr uint32_t kFloatTypes = DTypeBit(DType::kF32) | DTypeBit(DType::kF64);
 inline constexpr uint32_t kNumericTypes =
     kFloatTypes | DTypeBit(DType::kI32) | DTypeBit(DType::kI64) | DTypeBit(DType::kU8);
-inline constexpr uint32_t kAllTypesMask = kNumericTypes | DTypeBit(DType::kF16) | DTypeBit(DType::kBool);
+inline constexpr uint32_t kAllTypesMask =
+    kNumericTypes | DTypeBit(DType::kF16) | DTypeBit(DType::kBool);
 
 template <typename T>
 constexpr DType DTypeOf();
-template <> constexpr DType DTypeOf<float>() { return DType::kF32; }
-template <> constexpr DType DTypeOf<double>() { return DType::kF64; }
-template <> constexpr DType DTypeOf<int32_t>() { return DType::kI32; }
-template <> constexpr DType DTypeOf<int64_t>() { return DType::kI64; }
-template <> constexpr DType DTypeOf<uint8_t>() { return DType::kU8; }
-template <> constexpr DType DTypeOf<bool>() { return DType::kBool; }
+template <>
+constexpr DType DTypeOf<float>() {
+  return DType::kF32;
+}
+template <>
+constexpr DType DTypeOf<double>() {
+  return DType::kF64;
+}
+template <>
+constexpr DType DTypeOf<int32_t>() {
+  return DType::kI32;
+}
+template <>
+constexpr DType DTypeOf<int64_t>() {
+  return DType::kI64;
+}
+template <>
+constexpr DType DTypeOf<uint8_t>() {
+  return DType::kU8;
+}
+template <>
+constexpr DType DTypeOf<bool>() {
+  return DType::kBool;
+}
 
 // Calls fn(T{}) with the C++ type of `dtype` among f32, f64, i32, i64, u8
 // and bool (bool as uint8_t storage). kF16 is not arithmetic: the caller
@@ -46,12 +65,17 @@ template <> constexpr DType DTypeOf<bool>() { return DType::kBool; }
 template <typename Fn>
 decltype(auto) DispatchDType(DType dtype, Fn&& fn) {
   switch (dtype) {
-    case DType::kF64: return fn(double{});
-    case DType::kI32: return fn(int32_t{});
-    case DType::kI64: return fn(int64_t{});
+    case DType::kF64:
+      return fn(double{});
+    case DType::kI32:
+      return fn(int32_t{});
+    case DType::kI64:
+      return fn(int64_t{});
     case DType::kU8:
-    case DType::kBool: return fn(uint8_t{});
-    default: return fn(float{});
+    case DType::kBool:
+      return fn(uint8_t{});
+    default:
+      return fn(float{});
   }
 }
 

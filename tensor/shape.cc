@@ -10,7 +10,8 @@ absl::Status Shape::Validate(int element_size) const {
   CheckedInt<int64_t> count = 1;
   for (int64_t d : dims_) {
     if (d < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("shape ", ToString(), " has a negative dimension"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("shape ", ToString(), " has a negative dimension"));
     }
     count *= d;
   }
@@ -53,9 +54,8 @@ absl::StatusOr<Shape> BroadcastShapes(const Shape& a, const Shape& b) {
 
 absl::StatusOr<int> NormalizeAxis(int64_t axis, int rank) {
   if (axis < -rank || axis >= rank || (rank == 0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("axis ", axis, " is out of range for rank ", rank, " (valid: [", -rank, ", ",
-                     rank, "))"));
+    return absl::InvalidArgumentError(absl::StrCat("axis ", axis, " is out of range for rank ",
+                                                   rank, " (valid: [", -rank, ", ", rank, "))"));
   }
   return static_cast<int>(axis < 0 ? axis + rank : axis);
 }

@@ -53,7 +53,8 @@ StorageAllocator::~StorageAllocator() {
 
 StorageAllocator* StorageAllocator::For(StreamExecutor* executor) {
   static Mutex* mu = new Mutex;
-  static auto* allocators = new absl::flat_hash_map<StreamExecutor*, std::unique_ptr<StorageAllocator>>;
+  static auto* allocators =
+      new absl::flat_hash_map<StreamExecutor*, std::unique_ptr<StorageAllocator>>;
   MutexLock lock(mu);
   auto& slot = (*allocators)[executor];
   if (slot == nullptr) slot = std::make_unique<StorageAllocator>(executor);
@@ -82,9 +83,9 @@ absl::StatusOr<StorageBlock> StorageAllocator::Allocate(uint64_t bytes) {
     MutexLock lock(&mu_);
     rounded = RoundUpLocked(bytes);
     if (rounded == 0 || rounded > static_cast<uint64_t>(INT64_MAX)) {
-      return absl::ResourceExhaustedError(absl::StrCat("StorageAllocator on ", executor_->DebugName(),
-                                                       ": a request of ", bytes,
-                                                       " bytes overflows a 63-bit size"));
+      return absl::ResourceExhaustedError(absl::StrCat("StorageAllocator on ",
+                                                       executor_->DebugName(), ": a request of ",
+                                                       bytes, " bytes overflows a 63-bit size"));
     }
     auto it = cache_.lower_bound(rounded);
     if (it != cache_.end() &&
@@ -118,8 +119,8 @@ absl::StatusOr<StorageBlock> StorageAllocator::AllocateFromDevice(uint64_t round
       MutexLock lock(&mu_);
       const int64_t held = stats_.bytes_in_use + stats_.bytes_cached;
       if (options_.limit > 0 && static_cast<uint64_t>(held) + rounded > options_.limit) {
-        last = absl::ResourceExhaustedError(absl::StrCat("over the allocator's limit of ",
-                                                         options_.limit, " bytes"));
+        last = absl::ResourceExhaustedError(
+            absl::StrCat("over the allocator's limit of ", options_.limit, " bytes"));
         continue;
       }
       // Reserve the bytes, so that concurrent requests respect the limit.
@@ -143,9 +144,9 @@ absl::StatusOr<StorageBlock> StorageAllocator::AllocateFromDevice(uint64_t round
     return block;
   }
   MutexLock lock(&mu_);
-  return absl::ResourceExhaustedError(absl::StrCat(
-      "out of memory on ", executor_->DebugName(), " allocating ", rounded, " bytes (",
-      last.message(), "); allocator: ", stats_.ToString()));
+  return absl::ResourceExhaustedError(
+      absl::StrCat("out of memory on ", executor_->DebugName(), " allocating ", rounded, " bytes (",
+                   last.message(), "); allocator: ", stats_.ToString()));
 }
 
 void StorageAllocator::Free(const StorageBlock& block) {

@@ -2,10 +2,9 @@
 #define RILL_TENSOR_STORAGE_ALLOCATOR_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
-
-#include <map>
 
 #include "absl/status/statusor.h"
 #include "rill/base/mutex.h"
@@ -17,12 +16,13 @@ class StreamExecutor;
 
 // How a StorageAllocator rounds and limits. Sizes in bytes.
 struct AllocatorOptions {
-  uint64_t page = 4096;             // Requests up to small_limit round up to a multiple of this.
-  uint64_t small_limit = 1 << 20;   // Past it, requests round up to a multiple of large_step.
+  uint64_t page = 4096;            // Requests up to small_limit round up to a multiple of this.
+  uint64_t small_limit = 1 << 20;  // Past it, requests round up to a multiple of large_step.
   uint64_t large_step = 2 << 20;
-  uint64_t limit = 0;               // Bytes held from the device (in use + cached); 0: no limit but the device's.
-  bool pooling = true;              // false: every Free returns the block to the device.
-  double max_waste = 2.0;           // A cached block up to this many times the class serves it.
+  uint64_t limit =
+      0;  // Bytes held from the device (in use + cached); 0: no limit but the device's.
+  bool pooling = true;     // false: every Free returns the block to the device.
+  double max_waste = 2.0;  // A cached block up to this many times the class serves it.
 };
 
 // What an allocator holds and did. Bytes are rounded sizes.
@@ -33,9 +33,10 @@ struct AllocatorStats {
   int64_t requests = 0;      // Allocate calls that succeeded.
   int64_t pool_hits = 0;     // ... served from the cache.
   int64_t device_allocations = 0;  // ... that allocated from the device.
-  int64_t releases = 0;      // Times the cache was emptied (ReleaseCached, retries).
-  int64_t limit = 0;         // The options' limit (0: none).
-  // "in use 8.0 MiB, cached 2.0 MiB, peak 10.0 MiB, limit 16.0 MiB, 12 requests (9 pool hits, 3 device allocations)".
+  int64_t releases = 0;            // Times the cache was emptied (ReleaseCached, retries).
+  int64_t limit = 0;               // The options' limit (0: none).
+  // "in use 8.0 MiB, cached 2.0 MiB, peak 10.0 MiB, limit 16.0 MiB, 12 requests (9 pool hits, 3
+  // device allocations)".
   std::string ToString() const;
 };
 
@@ -102,7 +103,8 @@ class StorageAllocator {
  private:
   uint64_t RoundUpLocked(uint64_t bytes) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<StorageBlock> AllocateFromDevice(uint64_t rounded);
-  void ReleaseCachedLocked(std::vector<DeviceMemoryBase>* to_free) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReleaseCachedLocked(std::vector<DeviceMemoryBase>* to_free)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FreeToDevice(const std::vector<DeviceMemoryBase>& blocks);
 
   StreamExecutor* const executor_;

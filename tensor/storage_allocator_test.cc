@@ -11,9 +11,9 @@
 #include <thread>
 #include <vector>
 
+#include "gtest/gtest.h"
 #include "rill/engine/engine.h"
 #include "rill/executor/stream_executor.h"
-#include "gtest/gtest.h"
 #include "rill/platform/platform.h"
 #include "rill/platform/platform_manager.h"
 #include "rill/stream/stream.h"
@@ -58,7 +58,7 @@ TEST(StorageAllocatorTest, ReleasesTheCacheAndRetriesOnceThenReportsStatistics) 
   o.limit = 3 * 4096;
   StorageAllocator alloc(HostExecutor(), o);
   auto a = *alloc.Allocate(2 * 4096);
-  alloc.Free(a);  // 8 KiB cached in the 8 KiB class.
+  alloc.Free(a);                      // 8 KiB cached in the 8 KiB class.
   auto b = alloc.Allocate(3 * 4096);  // Another class: fits only after the cache goes.
   ASSERT_TRUE(b.ok()) << b.status();
   EXPECT_EQ(alloc.Stats().releases, 1);

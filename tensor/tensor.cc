@@ -107,11 +107,13 @@ absl::Status Tensor::TypeMismatch(const char* wanted) const {
 
 absl::Status Tensor::CheckUsable() const {
   if (!chunk_) {
-    return absl::FailedPreconditionError("use of an undefined tensor (default-constructed or moved-from)");
+    return absl::FailedPreconditionError(
+        "use of an undefined tensor (default-constructed or moved-from)");
   }
   MutexLock lock(&chunk_->mu);
   if (chunk_->freed) {
-    return absl::FailedPreconditionError(absl::StrCat("use of tensor ", ToString(), " after Free()"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("use of tensor ", ToString(), " after Free()"));
   }
   return absl::OkStatus();
 }
@@ -120,7 +122,8 @@ absl::StatusOr<StorageBlock> Tensor::Storage() const {
   if (!chunk_) return CheckUsable();
   MutexLock lock(&chunk_->mu);
   if (chunk_->freed) {
-    return absl::FailedPreconditionError(absl::StrCat("use of tensor ", ToString(), " after Free()"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("use of tensor ", ToString(), " after Free()"));
   }
   if (!chunk_->allocated) {
     if (chunk_->bytes > 0) {
@@ -164,7 +167,8 @@ absl::StatusOr<Tensor> Tensor::Reshape(const Shape& shape) const {
                                                      shape.ToString(), ": bad dimension ", s[i]));
     } else {
       if (s[i] != 0 && known > INT64_MAX / s[i]) {
-        return absl::InvalidArgumentError(absl::StrCat("Reshape to ", shape.ToString(), " overflows"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("Reshape to ", shape.ToString(), " overflows"));
       }
       known *= s[i];
     }
@@ -218,8 +222,8 @@ absl::Status Tensor::WaitToWrite() const { return WaitToRead(); }
 absl::Status Tensor::ToHostBytes(void* data, uint64_t bytes) const {
   RILL_RETURN_IF_ERROR(CheckUsable());
   if (bytes != ByteSize()) {
-    return absl::InvalidArgumentError(absl::StrCat("ToHost of ", ToString(), " (", ByteSize(),
-                                                   " bytes) into ", bytes, " bytes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("ToHost of ", ToString(), " (", ByteSize(), " bytes) into ", bytes, " bytes"));
   }
   RILL_RETURN_IF_ERROR(WaitToRead());
   if (bytes == 0) return absl::OkStatus();
@@ -271,8 +275,8 @@ absl::Status Tensor::CopyFrom(const Tensor& src) const {
   RILL_RETURN_IF_ERROR(CheckUsable());
   RILL_RETURN_IF_ERROR(src.CheckUsable());
   if (src.shape_ != shape_ || src.dtype_ != dtype_) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("CopyFrom: source ", src.ToString(), " does not match destination ", ToString()));
+    return absl::InvalidArgumentError(absl::StrCat("CopyFrom: source ", src.ToString(),
+                                                   " does not match destination ", ToString()));
   }
   if (src.engine() != engine()) {
     return absl::InvalidArgumentError("CopyFrom: the tensors belong to different engines");

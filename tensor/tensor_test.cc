@@ -6,8 +6,8 @@
 #include <numeric>
 #include <vector>
 
-#include "rill/engine/engine.h"
 #include "gtest/gtest.h"
+#include "rill/engine/engine.h"
 #include "rill/platform/platform.h"
 #include "rill/platform/platform_manager.h"
 
@@ -87,14 +87,16 @@ TEST_P(TensorTest, UseAfterFreeAndUndefinedAreFailedPrecondition) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(Tensor::Empty({-1}, DType::kF32, GetParam(), engine_.get()).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(Tensor::Empty({INT64_MAX / 2, 4}, DType::kF32, GetParam(), engine_.get()).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      Tensor::Empty({INT64_MAX / 2, 4}, DType::kF32, GetParam(), engine_.get()).status().code(),
+      absl::StatusCode::kInvalidArgument);
 }
 
 INSTANTIATE_TEST_SUITE_P(All, TensorTest, ::testing::ValuesIn(Contexts()),
                          [](const ::testing::TestParamInfo<Context>& i) {
                            std::string s = i.param.ToString();
-                           for (char& c : s) if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+                           for (char& c : s)
+                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
                            return s;
                          });
 

@@ -42,7 +42,8 @@ std::vector<float> Reference(const TensorDescriptor& x_desc, const std::vector<f
         for (int64_t k = 0; k < p_desc.c; ++k) {
           float m = -INFINITY;
           for (int64_t dy = 0; dy < 2; ++dy)
-            for (int64_t dx = 0; dx < 2; ++dx) m = std::max(m, y[y_desc.Offset(n, k, 2 * ph + dy, 2 * pw + dx)]);
+            for (int64_t dx = 0; dx < 2; ++dx)
+              m = std::max(m, y[y_desc.Offset(n, k, 2 * ph + dy, 2 * pw + dx)]);
           pooled[k] = m;
         }
         const double top = *std::max_element(pooled.begin(), pooled.end());
@@ -69,13 +70,15 @@ absl::StatusOr<DnnDemoResult> RunDnnForward(StreamExecutor* executor) {
   FilterDescriptor w_desc{.output_channels = 8, .input_channels = 3, .height = 3, .width = 3};
   const ConvolutionDescriptor conv{.pad_h = 1, .pad_w = 1};
   RILL_ASSIGN_OR_RETURN(TensorDescriptor y_desc, ConvolutionOutput(x_desc, w_desc, conv));
-  if (!dnn->Supports(DnnOperation::Of({x_desc, w_desc, conv, y_desc}, ConvolutionKind::kForward)).ok()) {
+  if (!dnn->Supports(DnnOperation::Of({x_desc, w_desc, conv, y_desc}, ConvolutionKind::kForward))
+           .ok()) {
     x_desc.layout = y_desc.layout = DataLayout::kNHWC;
     w_desc.layout = FilterLayout::kOHWI;
   }
   result.layout = DataLayoutName(x_desc.layout);
   std::vector<uint64_t> taken_before;
-  for (PluginInterface* p = plugin; p != nullptr; p = p->fallback()) taken_before.push_back(p->calls_taken_over());
+  for (PluginInterface* p = plugin; p != nullptr; p = p->fallback())
+    taken_before.push_back(p->calls_taken_over());
   const PoolingDescriptor pool{.window_h = 2, .window_w = 2, .stride_h = 2, .stride_w = 2};
   RILL_ASSIGN_OR_RETURN(const TensorDescriptor p_desc, PoolingOutput(y_desc, pool));
 
@@ -85,12 +88,18 @@ absl::StatusOr<DnnDemoResult> RunDnnForward(StreamExecutor* executor) {
   for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>((i * 53 % 89) / 89.0 - 0.5);
   for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.1f * static_cast<float>(i) - 0.3f;
 
-  RILL_ASSIGN_OR_RETURN(ScopedDeviceMemory<float> dx, executor->AllocateOwnedArray<float>(x.size()));
-  RILL_ASSIGN_OR_RETURN(ScopedDeviceMemory<float> dw, executor->AllocateOwnedArray<float>(w.size()));
-  RILL_ASSIGN_OR_RETURN(ScopedDeviceMemory<float> db, executor->AllocateOwnedArray<float>(bias.size()));
-  RILL_ASSIGN_OR_RETURN(ScopedDeviceMemory<float> dy, executor->AllocateOwnedArray<float>(y_desc.ElementCount()));
-  RILL_ASSIGN_OR_RETURN(ScopedDeviceMemory<float> dp, executor->AllocateOwnedArray<float>(p_desc.ElementCount()));
-  RILL_ASSIGN_OR_RETURN(ScopedDeviceMemory<float> ds, executor->AllocateOwnedArray<float>(p_desc.ElementCount()));
+  RILL_ASSIGN_OR_RETURN(ScopedDeviceMemory<float> dx,
+                        executor->AllocateOwnedArray<float>(x.size()));
+  RILL_ASSIGN_OR_RETURN(ScopedDeviceMemory<float> dw,
+                        executor->AllocateOwnedArray<float>(w.size()));
+  RILL_ASSIGN_OR_RETURN(ScopedDeviceMemory<float> db,
+                        executor->AllocateOwnedArray<float>(bias.size()));
+  RILL_ASSIGN_OR_RETURN(ScopedDeviceMemory<float> dy,
+                        executor->AllocateOwnedArray<float>(y_desc.ElementCount()));
+  RILL_ASSIGN_OR_RETURN(ScopedDeviceMemory<float> dp,
+                        executor->AllocateOwnedArray<float>(p_desc.ElementCount()));
+  RILL_ASSIGN_OR_RETURN(ScopedDeviceMemory<float> ds,
+                        executor->AllocateOwnedArray<float>(p_desc.ElementCount()));
   RILL_ASSIGN_OR_RETURN(std::unique_ptr<Stream> stream, executor->CreateStream());
   RILL_ASSIGN_OR_RETURN(std::unique_ptr<Timer> timer, Timer::Create(executor));
 
@@ -111,7 +120,8 @@ absl::StatusOr<DnnDemoResult> RunDnnForward(StreamExecutor* executor) {
   size_t i = 0;
   for (PluginInterface* p = plugin; p != nullptr; p = p->fallback(), ++i) {
     if (const uint64_t taken = p->calls_taken_over() - taken_before[i]; taken > 0) {
-      absl::StrAppend(&result.fallbacks, result.fallbacks.empty() ? "" : ", ", taken, " to ", p->Name());
+      absl::StrAppend(&result.fallbacks, result.fallbacks.empty() ? "" : ", ", taken, " to ",
+                      p->Name());
     }
   }
 
@@ -122,7 +132,8 @@ absl::StatusOr<DnnDemoResult> RunDnnForward(StreamExecutor* executor) {
   // Softmax outputs lie in [0, 1]; 1e-4 allows float accumulation orders.
   if (!(result.max_abs_error <= 1e-4)) {
     return absl::InternalError(absl::StrCat("the DNN forward pass on ", executor->DebugName(),
-                                            " differs from the reference by ", result.max_abs_error));
+                                            " differs from the reference by ",
+                                            result.max_abs_error));
   }
   return result;
 }

@@ -10,11 +10,11 @@
 namespace rill::demo {
 
 struct DnnDemoResult {
-  std::string plugin;        // The executor's DNN chain ("onednn", "xnnpack,onednn", "cudnn").
-  std::string layout;        // "NCHW", or "NHWC" when the chain's first plugin computes only that.
-  std::string fallbacks;     // Calls handed on along the chain: "2 to onednn"; empty when none.
+  std::string plugin;     // The executor's DNN chain ("onednn", "xnnpack,onednn", "cudnn").
+  std::string layout;     // "NCHW", or "NHWC" when the chain's first plugin computes only that.
+  std::string fallbacks;  // Calls handed on along the chain: "2 to onednn"; empty when none.
   absl::Duration device_time;  // Timer around the five layers.
-  double max_abs_error = 0;  // Against the naive host reference.
+  double max_abs_error = 0;    // Against the naive host reference.
 };
 
 // A small forward pass through the executor's DNN plugin chain on one stream:

@@ -46,8 +46,10 @@ absl::StatusOr<EngineDemoResult> RunEngineDemo(int iterations, int64_t n,
   affine_spec.AddHostFunction<F, F, float, float, uint64_t>(AffineHost);
   mul_spec.AddHostFunction<F, F, F, uint64_t>(MulHost);
   add_spec.AddHostFunction<F, F, uint64_t>(AddInPlaceHost);
-  RILL_ASSIGN_OR_RETURN(auto affine0, (dev0->LoadKernel<F, F, float, float, uint64_t>(affine_spec)));
-  RILL_ASSIGN_OR_RETURN(auto affine1, (dev1->LoadKernel<F, F, float, float, uint64_t>(affine_spec)));
+  RILL_ASSIGN_OR_RETURN(auto affine0,
+                        (dev0->LoadKernel<F, F, float, float, uint64_t>(affine_spec)));
+  RILL_ASSIGN_OR_RETURN(auto affine1,
+                        (dev1->LoadKernel<F, F, float, float, uint64_t>(affine_spec)));
   RILL_ASSIGN_OR_RETURN(auto mul, (dev1->LoadKernel<F, F, F, uint64_t>(mul_spec)));
   RILL_ASSIGN_OR_RETURN(auto add, (dev1->LoadKernel<F, F, uint64_t>(add_spec)));
 
@@ -79,47 +81,65 @@ absl::StatusOr<EngineDemoResult> RunEngineDemo(int iterations, int64_t n,
     return eng->PushSync(std::move(fn), ctx, reads, writes, prop, 0, name);
   };
 
-  RILL_RETURN_IF_ERROR(push([&](RunContext rc) {
-    rc.stream->ThenMemcpy(w1.ptr(), host_w.data(), bytes);
-    return absl::OkStatus();
-  }, c1, {}, {w}, FnProperty::kCopyToDevice, "init w"));
+  RILL_RETURN_IF_ERROR(push(
+      [&](RunContext rc) {
+        rc.stream->ThenMemcpy(w1.ptr(), host_w.data(), bytes);
+        return absl::OkStatus();
+      },
+      c1, {}, {w}, FnProperty::kCopyToDevice, "init w"));
   for (int it = 0; it < iterations; ++it) {
     for (int64_t i = 0; i < n; ++i) host_x[i] = 0.001f * static_cast<float>((i + it) % 997);
     // x is a per-iteration copy on the host: copy it in before the host buffer changes.
     std::shared_ptr<std::vector<float>> xin = std::make_shared<std::vector<float>>(host_x);
-    RILL_RETURN_IF_ERROR(push([&, xin](RunContext rc) {
-      rc.stream->ThenMemcpy(x0.ptr(), xin->data(), bytes).ThenDoHostCallback([xin] {});
-      return absl::OkStatus();
-    }, c0, {}, {x}, FnProperty::kCopyToDevice, "copy x in"));
-    RILL_RETURN_IF_ERROR(push([&](RunContext rc) {
-      rc.stream->ThenLaunch(threads, blocks, affine0, *x0, *y0, 2.0f, 0.0f, un);
-      return absl::OkStatus();
-    }, c0, {x}, {y}, FnProperty::kNormal, "y = 2x"));
-    RILL_RETURN_IF_ERROR(push([&](RunContext rc) {
-      rc.stream->ThenMemcpy(y1.ptr(), *y0, bytes);
-      return absl::OkStatus();
-    }, c1, {y}, {yb}, FnProperty::kCopyToDevice, "copy y to dev1"));
-    RILL_RETURN_IF_ERROR(push([&](RunContext rc) {
-      rc.stream->ThenLaunch(threads, blocks, mul, *w1, *y1, *out1, un);
-      return absl::OkStatus();
-    }, c1, {w, yb}, {out}, FnProperty::kNormal, "out = w * y"));
-    RILL_RETURN_IF_ERROR(push([&](RunContext rc) {
-      rc.stream->ThenLaunch(threads, blocks, affine1, *y1, *g1, 1.0f, 1.0f, un);
-      return absl::OkStatus();
-    }, c1, {yb}, {g}, FnProperty::kNormal, "g = y + 1"));
-    RILL_RETURN_IF_ERROR(push([&](RunContext rc) {
-      rc.stream->ThenLaunch(threads, blocks, add, *w1, *g1, un);
-      return absl::OkStatus();
-    }, c1, {g}, {w}, FnProperty::kNormal, "w += g"));
-    RILL_RETURN_IF_ERROR(push([&, it](RunContext rc) {
-      rc.stream->ThenMemcpy(host_out[it].data(), *out1, bytes);
-      return absl::OkStatus();
-    }, c1, {out}, {}, FnProperty::kCopyFromDevice, "copy out back"));
+    RILL_RETURN_IF_ERROR(push(
+        [&, xin](RunContext rc) {
+          rc.stream->ThenMemcpy(x0.ptr(), xin->data(), bytes).ThenDoHostCallback([xin] {});
+          return absl::OkStatus();
+        },
+        c0, {}, {x}, FnProperty::kCopyToDevice, "copy x in"));
+    RILL_RETURN_IF_ERROR(push(
+        [&](RunContext rc) {
+          rc.stream->ThenLaunch(threads, blocks, affine0, *x0, *y0, 2.0f, 0.0f, un);
+          return absl::OkStatus();
+        },
+        c0, {x}, {y}, FnProperty::kNormal, "y = 2x"));
+    RILL_RETURN_IF_ERROR(push(
+        [&](RunContext rc) {
+          rc.stream->ThenMemcpy(y1.ptr(), *y0, bytes);
+          return absl::OkStatus();
+        },
+        c1, {y}, {yb}, FnProperty::kCopyToDevice, "copy y to dev1"));
+    RILL_RETURN_IF_ERROR(push(
+        [&](RunContext rc) {
+          rc.stream->ThenLaunch(threads, blocks, mul, *w1, *y1, *out1, un);
+          return absl::OkStatus();
+        },
+        c1, {w, yb}, {out}, FnProperty::kNormal, "out = w * y"));
+    RILL_RETURN_IF_ERROR(push(
+        [&](RunContext rc) {
+          rc.stream->ThenLaunch(threads, blocks, affine1, *y1, *g1, 1.0f, 1.0f, un);
+          return absl::OkStatus();
+        },
+        c1, {yb}, {g}, FnProperty::kNormal, "g = y + 1"));
+    RILL_RETURN_IF_ERROR(push(
+        [&](RunContext rc) {
+          rc.stream->ThenLaunch(threads, blocks, add, *w1, *g1, un);
+          return absl::OkStatus();
+        },
+        c1, {g}, {w}, FnProperty::kNormal, "w += g"));
+    RILL_RETURN_IF_ERROR(push(
+        [&, it](RunContext rc) {
+          rc.stream->ThenMemcpy(host_out[it].data(), *out1, bytes);
+          return absl::OkStatus();
+        },
+        c1, {out}, {}, FnProperty::kCopyFromDevice, "copy out back"));
   }
-  RILL_RETURN_IF_ERROR(push([&](RunContext rc) {
-    rc.stream->ThenMemcpy(final_w.data(), *w1, bytes);
-    return absl::OkStatus();
-  }, c1, {w}, {}, FnProperty::kCopyFromDevice, "copy w back"));
+  RILL_RETURN_IF_ERROR(push(
+      [&](RunContext rc) {
+        rc.stream->ThenMemcpy(final_w.data(), *w1, bytes);
+        return absl::OkStatus();
+      },
+      c1, {w}, {}, FnProperty::kCopyFromDevice, "copy w back"));
   RILL_RETURN_IF_ERROR(eng->WaitForAll());
   eng->Shutdown(false);  // Writes the trace.
 
@@ -129,7 +149,8 @@ absl::StatusOr<EngineDemoResult> RunEngineDemo(int iterations, int64_t n,
   for (int it = 0; it < iterations; ++it) {
     for (int64_t i = 0; i < n; ++i) {
       const float yv = 2.0f * (0.001f * static_cast<float>((i + it) % 997));
-      result.max_abs_error = std::max(result.max_abs_error, std::fabs(double{host_out[it][i]} - ref_w[i] * yv));
+      result.max_abs_error =
+          std::max(result.max_abs_error, std::fabs(double{host_out[it][i]} - ref_w[i] * yv));
       ref_w[i] += yv + 1.0f;
     }
   }
@@ -140,8 +161,8 @@ absl::StatusOr<EngineDemoResult> RunEngineDemo(int iterations, int64_t n,
   result.functions = pushed;
   result.devices = absl::StrCat(c0.ToString(), " + ", c1.ToString());
   if (result.max_abs_error > 1e-3) {
-    return absl::InternalError(absl::StrCat("engine demo differs from the serial reference by ",
-                                            result.max_abs_error));
+    return absl::InternalError(
+        absl::StrCat("engine demo differs from the serial reference by ", result.max_abs_error));
   }
   return result;
 }

@@ -10,8 +10,8 @@
 namespace rill::demo {
 
 struct EngineDemoResult {
-  std::string devices;     // "host:0 + host:1"
-  int functions = 0;       // Pushed.
+  std::string devices;  // "host:0 + host:1"
+  int functions = 0;    // Pushed.
   absl::Duration wall_time;
   double max_abs_error = 0;
 };

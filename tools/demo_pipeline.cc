@@ -70,12 +70,12 @@ absl::StatusOr<PipelineResult> RunCopyKernelPipeline(StreamExecutor* executor, i
     y[i] = 1.0f - static_cast<float>(i % 7) * 0.125f;
   }
 
-  RILL_ASSIGN_OR_RETURN(auto saxpy,
-                        (executor->LoadKernel<float, DeviceMemory<float>, DeviceMemory<float>, uint64_t>(
-                            SaxpySpec())));
-  RILL_ASSIGN_OR_RETURN(auto square,
-                        (executor->LoadKernel<DeviceMemory<float>, DeviceMemory<float>, uint64_t>(
-                            SquareSpec())));
+  RILL_ASSIGN_OR_RETURN(
+      auto saxpy, (executor->LoadKernel<float, DeviceMemory<float>, DeviceMemory<float>, uint64_t>(
+                      SaxpySpec())));
+  RILL_ASSIGN_OR_RETURN(
+      auto square,
+      (executor->LoadKernel<DeviceMemory<float>, DeviceMemory<float>, uint64_t>(SquareSpec())));
   RILL_ASSIGN_OR_RETURN(ScopedDeviceMemory<float> dx, executor->AllocateOwnedArray<float>(n));
   RILL_ASSIGN_OR_RETURN(ScopedDeviceMemory<float> dy, executor->AllocateOwnedArray<float>(n));
   RILL_ASSIGN_OR_RETURN(ScopedDeviceMemory<float> dz, executor->AllocateOwnedArray<float>(n));
@@ -122,8 +122,8 @@ absl::StatusOr<PipelineResult> RunCopyKernelPipeline(StreamExecutor* executor, i
   }
   result.wall_time = absl::Now() - start;
   if (result.max_abs_error > 1e-4) {
-    return absl::InternalError(absl::StrCat("result differs from the host reference by ",
-                                            result.max_abs_error));
+    return absl::InternalError(
+        absl::StrCat("result differs from the host reference by ", result.max_abs_error));
   }
   return result;
 }

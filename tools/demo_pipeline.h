@@ -13,8 +13,8 @@ namespace rill::demo {
 
 // One timed step of a demo pipeline.
 struct Step {
-  std::string name;         // "h2d", "saxpy", ...
-  std::string where;        // The stream that ran it.
+  std::string name;   // "h2d", "saxpy", ...
+  std::string where;  // The stream that ran it.
   absl::Duration device_time;
 };
 

@@ -6,8 +6,8 @@
 #include "absl/base/config.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "rill/executor/stream_executor.h"
 #include "rill/plugins/plugin_registry.h"
 #include "tools/tool_flags.h"
@@ -44,7 +44,8 @@ InfoReport::Device CollectDevice(Platform* platform, int ordinal) {
   }
   for (::rill::Feature feature : AllFeatures()) {
     const absl::Status supported = (*executor)->Supports(feature);
-    device.features.push_back({FeatureName(feature), supported.ok(), std::string(supported.message())});
+    device.features.push_back(
+        {FeatureName(feature), supported.ok(), std::string(supported.message())});
   }
   for (PluginKind kind : kAllPluginKinds) {
     // The chain in force: "onednn", or "xnnpack,onednn" (fallbacks after the first).
@@ -94,9 +95,11 @@ std::vector<InfoReport::Plugin> CollectPlugins(Platform* platform) {
       if (executor != nullptr) {
         FillVersion(executor, kind, plugin);
       } else {
-        plugin.version_error = absl::StrCat("not loaded: no usable ", platform->Name(), " device here");
+        plugin.version_error =
+            absl::StrCat("not loaded: no usable ", platform->Name(), " device here");
       }
-      if (plugin.version.empty() && plugin.version_error.empty()) plugin.version_error = "the plugin does not say";
+      if (plugin.version.empty() && plugin.version_error.empty())
+        plugin.version_error = "the plugin does not say";
       plugins.push_back(std::move(plugin));
     }
   }
@@ -107,7 +110,8 @@ void CollectLibraries(InfoReport& report) {
   for (const InfoReport::Platform& p : report.platforms) {
     for (const InfoReport::Plugin& plugin : p.plugins) {
       if (plugin.version.empty()) continue;
-      report.libraries.push_back({plugin.name, plugin.version, absl::StrCat(p.name, " ", plugin.kind, " plugin")});
+      report.libraries.push_back(
+          {plugin.name, plugin.version, absl::StrCat(p.name, " ", plugin.kind, " plugin")});
     }
   }
   // Device runtimes (the OpenCL platform, e.g. PoCL; the CUDA runtime), once per version.
@@ -131,7 +135,8 @@ void CollectLibraries(InfoReport& report) {
     }
   }
   report.libraries.push_back(
-      {"abseil", absl::StrCat("LTS ", ABSL_LTS_RELEASE_VERSION, ".", ABSL_LTS_RELEASE_PATCH_LEVEL), "build"});
+      {"abseil", absl::StrCat("LTS ", ABSL_LTS_RELEASE_VERSION, ".", ABSL_LTS_RELEASE_PATCH_LEVEL),
+       "build"});
 }
 
 // Host virtual devices are one CPU; an OpenCL CPU device runs on its cores too.
@@ -142,7 +147,8 @@ void CollectShared(InfoReport& report) {
     for (const InfoReport::Device& d : p.devices) host_ids.push_back(d.id);
     const DeviceDescription& first = p.devices.front().description;
     if (p.devices.size() > 1) {
-      report.shared.push_back({host_ids, "cores and memory", first.compute_units, first.memory_bytes,
+      report.shared.push_back({host_ids, "cores and memory", first.compute_units,
+                               first.memory_bytes,
                                "virtual devices: RILL_HOST_DEVICES splits one CPU"});
     }
   }
@@ -183,7 +189,8 @@ InfoReport CollectInfo(PlatformManager& manager) {
     const absl::Status available = platform->Availability();
     p.available = available.ok();
     p.reason = std::string(available.message());
-    for (int i = 0; i < platform->VisibleDeviceCount(); ++i) p.devices.push_back(CollectDevice(platform, i));
+    for (int i = 0; i < platform->VisibleDeviceCount(); ++i)
+      p.devices.push_back(CollectDevice(platform, i));
     p.plugins = CollectPlugins(platform);
     report.platforms.push_back(std::move(p));
   }

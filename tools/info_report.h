@@ -14,7 +14,7 @@ namespace rill::tools {
 // What rill-info reports, gathered once and then printed as text or JSON.
 struct InfoReport {
   struct Feature {
-    std::string name;    // FeatureName(): "host callbacks", "timers", ...
+    std::string name;  // FeatureName(): "host callbacks", "timers", ...
     bool supported = false;
     std::string reason;  // Why not, when not supported.
   };
@@ -24,7 +24,8 @@ struct InfoReport {
     std::string error;  // The description or executor could not be had.
     DeviceDescription description;
     std::vector<Feature> features;
-    std::map<std::string, std::string> plugins;  // Kind -> the chain it uses ("xnnpack,onednn"), or "error: ...".
+    std::map<std::string, std::string>
+        plugins;  // Kind -> the chain it uses ("xnnpack,onednn"), or "error: ...".
   };
   struct Plugin {
     std::string kind;  // "blas"

@@ -47,11 +47,26 @@ class JsonWriter {
     out_ += "null";
   }
   // Key and value in one call.
-  void Member(std::string_view key, std::string_view value) { Key(key); String(value); }
-  void Member(std::string_view key, const char* value) { Key(key); String(value); }
-  void Member(std::string_view key, int64_t value) { Key(key); Int(value); }
-  void Member(std::string_view key, int value) { Key(key); Int(value); }
-  void Member(std::string_view key, bool value) { Key(key); Bool(value); }
+  void Member(std::string_view key, std::string_view value) {
+    Key(key);
+    String(value);
+  }
+  void Member(std::string_view key, const char* value) {
+    Key(key);
+    String(value);
+  }
+  void Member(std::string_view key, int64_t value) {
+    Key(key);
+    Int(value);
+  }
+  void Member(std::string_view key, int value) {
+    Key(key);
+    Int(value);
+  }
+  void Member(std::string_view key, bool value) {
+    Key(key);
+    Bool(value);
+  }
 
   // The document, with a final newline once everything is closed.
   std::string str() const { return out_ + "\n"; }
@@ -88,11 +103,21 @@ class JsonWriter {
     out_ += '"';
     for (unsigned char c : s) {
       switch (c) {
-        case '"': out_ += "\\\""; break;
-        case '\\': out_ += "\\\\"; break;
-        case '\n': out_ += "\\n"; break;
-        case '\t': out_ += "\\t"; break;
-        case '\r': out_ += "\\r"; break;
+        case '"':
+          out_ += "\\\"";
+          break;
+        case '\\':
+          out_ += "\\\\";
+          break;
+        case '\n':
+          out_ += "\\n";
+          break;
+        case '\t':
+          out_ += "\\t";
+          break;
+        case '\r':
+          out_ += "\\r";
+          break;
         default:
           if (c < 0x20) {
             char buf[8];

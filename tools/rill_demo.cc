@@ -5,10 +5,10 @@
 //   rill-demo [--quiet] [--n=<floats>] [--trace=<engine trace .json>]
 //   rill-demo train [--device=host:0] [--epochs=N] ...
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 #include <string>
 
 #include "absl/flags/flag.h"
@@ -24,9 +24,11 @@
 
 ABSL_FLAG(bool, quiet, false, "print only the tables");
 ABSL_FLAG(int64_t, n, 1 << 20, "floats per device in the pipeline (positive)");
-ABSL_FLAG(std::string, trace, "",
-          "write one Chrome/Perfetto trace (.json) of everything the demo runs: every stream operation with its "
-          "device time, the engine's functions with their dependency arrows (as RILL_TRACE=<file> does)");
+ABSL_FLAG(
+    std::string, trace, "",
+    "write one Chrome/Perfetto trace (.json) of everything the demo runs: every stream operation "
+    "with its "
+    "device time, the engine's functions with their dependency arrows (as RILL_TRACE=<file> does)");
 
 namespace {
 
@@ -39,15 +41,19 @@ int main(int argc, char** argv) {
 #ifdef RILL_DEMO_TRAIN
     return rill::demo::RunTrain(argc - 1, argv + 1);
 #else
-    std::fprintf(stderr, "rill-demo train: not built (train/ needs libonnx-dev, zlib1g-dev and libcairo2-dev)\n");
+    std::fprintf(
+        stderr,
+        "rill-demo train: not built (train/ needs libonnx-dev, zlib1g-dev and libcairo2-dev)\n");
     return 2;
 #endif
   }
   rill::tools::ParseToolFlags(
       argc, argv,
       {.name = "rill-demo",
-       .usage = "rill-demo: runs copy -> saxpy -> event -> square -> copy on every available device, checks it\n"
-                "and prints what ran where and how long it took; then a DNN forward pass and the engine demo.\n"
+       .usage = "rill-demo: runs copy -> saxpy -> event -> square -> copy on every available "
+                "device, checks it\n"
+                "and prints what ran where and how long it took; then a DNN forward pass and the "
+                "engine demo.\n"
                 "Usage: rill-demo [--quiet] [--n=<floats>] [--trace=<file.json>]\n"
                 "       rill-demo train --help   (the main job: Fashion-MNIST training)",
        .flag_files = {"tools/rill_demo.cc"},
@@ -57,23 +63,28 @@ int main(int argc, char** argv) {
   const int64_t n = absl::GetFlag(FLAGS_n);
   const std::string trace_path = absl::GetFlag(FLAGS_trace);
   if (n <= 0) {
-    std::fprintf(stderr, "ERROR: --n=%lld: the float count must be positive\n", static_cast<long long>(n));
+    std::fprintf(stderr, "ERROR: --n=%lld: the float count must be positive\n",
+                 static_cast<long long>(n));
     return 2;
   }
 
   if (!trace_path.empty()) {
     if (absl::Status started = rill::StartTracing(trace_path); !started.ok()) {
-      std::fprintf(stderr, "ERROR: --trace=%s: %s\n", trace_path.c_str(), started.ToString().c_str());
+      std::fprintf(stderr, "ERROR: --trace=%s: %s\n", trace_path.c_str(),
+                   started.ToString().c_str());
       return 2;
     }
   }
   rill::PlatformManager& manager = rill::PlatformManager::Default();
   if (!quiet) {
-    std::printf("rill-demo: copy -> saxpy -> event -> square -> copy over %lld floats on every device\n",
-                static_cast<long long>(n));
+    std::printf(
+        "rill-demo: copy -> saxpy -> event -> square -> copy over %lld floats on every device\n",
+        static_cast<long long>(n));
     for (rill::Platform* p : manager.AllPlatforms()) {
       absl::Status available = p->Availability();
-      if (!available.ok()) std::printf("  skipping %s: %s\n", p->Name().c_str(), std::string(available.message()).c_str());
+      if (!available.ok())
+        std::printf("  skipping %s: %s\n", p->Name().c_str(),
+                    std::string(available.message()).c_str());
     }
   }
   std::printf("\n%-10s %-3s %-24s %-24s %12s\n", "platform", "dev", "step", "where", "device ms");
@@ -94,8 +105,9 @@ int main(int argc, char** argv) {
         std::printf("%-10s %-3d %-24s %-24s %12.3f\n", platform->Name().c_str(), ordinal,
                     step.name.c_str(), step.where.c_str(), Ms(step.device_time));
       }
-      std::printf("%-10s %-3d %-24s %-24s %12.3f  verified (max error %.1e)\n", platform->Name().c_str(),
-                  ordinal, "total (wall)", "host", Ms(result->wall_time), result->max_abs_error);
+      std::printf("%-10s %-3d %-24s %-24s %12.3f  verified (max error %.1e)\n",
+                  platform->Name().c_str(), ordinal, "total (wall)", "host", Ms(result->wall_time),
+                  result->max_abs_error);
     }
   }
   if (devices == 0) {
@@ -113,16 +125,19 @@ int main(int argc, char** argv) {
       absl::StatusOr<rill::demo::DnnDemoResult> dnn =
           executor.ok() ? rill::demo::RunDnnForward(*executor) : executor.status();
       if (dnn.ok()) {
-        std::printf("%-10s %-3d %-8s %12.3f  conv3x3 -> bias -> relu -> maxpool -> softmax (%s) verified (max error %.1e)%s\n",
-                    platform->Name().c_str(), ordinal, dnn->plugin.c_str(), Ms(dnn->device_time),
-                    dnn->layout.c_str(), dnn->max_abs_error,
-                    dnn->fallbacks.empty() ? "" : ("; handed on: " + dnn->fallbacks).c_str());
+        std::printf(
+            "%-10s %-3d %-8s %12.3f  conv3x3 -> bias -> relu -> maxpool -> softmax (%s) verified "
+            "(max error %.1e)%s\n",
+            platform->Name().c_str(), ordinal, dnn->plugin.c_str(), Ms(dnn->device_time),
+            dnn->layout.c_str(), dnn->max_abs_error,
+            dnn->fallbacks.empty() ? "" : ("; handed on: " + dnn->fallbacks).c_str());
       } else if (absl::IsUnimplemented(dnn.status())) {
         std::printf("%-10s %-3d %-8s %12s  %s\n", platform->Name().c_str(), ordinal, "none", "-",
                     std::string(dnn.status().message()).c_str());
       } else {
         ++failures;
-        std::printf("%-10s %-3d dnn FAILED: %s\n", platform->Name().c_str(), ordinal, dnn.status().ToString().c_str());
+        std::printf("%-10s %-3d dnn FAILED: %s\n", platform->Name().c_str(), ordinal,
+                    dnn.status().ToString().c_str());
       }
     }
   }
@@ -135,17 +150,20 @@ int main(int argc, char** argv) {
     std::printf("\nengine: FAILED: %s\n", engine.status().ToString().c_str());
     return 1;
   }
-  std::printf("\nengine: %d functions over %d iterations on %s (copies, kernels, w += g after the reads of w): "
-              "%.3f ms wall, verified (max error %.1e)%s%s\n",
-              engine->functions, kIterations, engine->devices.c_str(), Ms(engine->wall_time),
-              engine->max_abs_error, "", "");
+  std::printf(
+      "\nengine: %d functions over %d iterations on %s (copies, kernels, w += g after the reads of "
+      "w): "
+      "%.3f ms wall, verified (max error %.1e)%s%s\n",
+      engine->functions, kIterations, engine->devices.c_str(), Ms(engine->wall_time),
+      engine->max_abs_error, "", "");
   if (!trace_path.empty()) {
     const size_t spans = rill::GlobalTrace() != nullptr ? rill::GlobalTrace()->span_count() : 0;
     if (absl::Status written = rill::StopTracing(); !written.ok()) {
       std::printf("trace: FAILED: %s\n", written.ToString().c_str());
       return 1;
     }
-    std::printf("trace: %zu spans written to %s (open it in https://ui.perfetto.dev)\n", spans, trace_path.c_str());
+    std::printf("trace: %zu spans written to %s (open it in https://ui.perfetto.dev)\n", spans,
+                trace_path.c_str());
   }
   return failures == 0 ? 0 : 1;
 }

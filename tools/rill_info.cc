@@ -14,10 +14,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "absl/time/time.h"
 #include "absl/strings/strip.h"
-#include "rill/rill.h"
+#include "absl/time/time.h"
 #include "rill/plugins/dnn/algorithm_selector.h"
+#include "rill/rill.h"
 #include "tools/info_report.h"
 #include "tools/json_writer.h"
 #include "tools/tool_flags.h"
@@ -33,7 +33,8 @@ std::string DeviceList(const std::vector<std::string>& ids) {
   std::vector<int> ordinals;
   for (const std::string& id : ids) {
     int ordinal = 0;
-    if (id.substr(0, id.find(':')) != platform || !absl::SimpleAtoi(id.substr(id.find(':') + 1), &ordinal) ||
+    if (id.substr(0, id.find(':')) != platform ||
+        !absl::SimpleAtoi(id.substr(id.find(':') + 1), &ordinal) ||
         ordinal != static_cast<int>(ordinals.size())) {
       return absl::StrJoin(ids, ", ");
     }
@@ -59,15 +60,18 @@ void PrintDevice(const InfoReport::Device& d) {
   }
   const DeviceDescription& desc = d.description;
   std::printf("  device %d: %s\n", d.ordinal, desc.name.c_str());
-  std::printf("    vendor: %s\n    platform version: %s\n    driver version: %s\n", desc.vendor.c_str(),
-              desc.platform_version.c_str(), desc.driver_version.c_str());
-  std::printf("    memory: %s\n    compute units: %d\n", HumanBytes(desc.memory_bytes).c_str(), desc.compute_units);
-  std::printf("    clock: %s\n", desc.clock_khz > 0 ? absl::StrFormat("%.2f GHz", desc.clock_khz / 1e6).c_str()
-                                                    : "unknown");
+  std::printf("    vendor: %s\n    platform version: %s\n    driver version: %s\n",
+              desc.vendor.c_str(), desc.platform_version.c_str(), desc.driver_version.c_str());
+  std::printf("    memory: %s\n    compute units: %d\n", HumanBytes(desc.memory_bytes).c_str(),
+              desc.compute_units);
+  std::printf("    clock: %s\n", desc.clock_khz > 0
+                                     ? absl::StrFormat("%.2f GHz", desc.clock_khz / 1e6).c_str()
+                                     : "unknown");
   std::printf("    max threads per block: %lld\n    max block dims: %s\n    max grid dims: %s\n",
-              static_cast<long long>(desc.max_threads_per_block), desc.max_block_dims.ToString().c_str(),
-              desc.max_grid_dims.ToString().c_str());
-  for (const auto& [key, value] : desc.extra) std::printf("    %s: %s\n", key.c_str(), HumanValue(value).c_str());
+              static_cast<long long>(desc.max_threads_per_block),
+              desc.max_block_dims.ToString().c_str(), desc.max_grid_dims.ToString().c_str());
+  for (const auto& [key, value] : desc.extra)
+    std::printf("    %s: %s\n", key.c_str(), HumanValue(value).c_str());
   std::vector<std::string> supported, lacking;
   for (const InfoReport::Feature& f : d.features) {
     if (f.supported) {
@@ -76,7 +80,8 @@ void PrintDevice(const InfoReport::Device& d) {
       lacking.push_back(absl::StrCat(f.name, " (", f.reason, ")"));
     }
   }
-  if (!d.features.empty()) std::printf("    features: %s\n", absl::StrJoin(supported, ", ").c_str());
+  if (!d.features.empty())
+    std::printf("    features: %s\n", absl::StrJoin(supported, ", ").c_str());
   if (!lacking.empty()) std::printf("    lacks: %s\n", absl::StrJoin(lacking, "; ").c_str());
   if (!d.error.empty()) std::printf("    error: %s\n", d.error.c_str());
 }
@@ -90,8 +95,9 @@ void PrintText(const InfoReport& r) {
     for (const InfoReport::SharedHardware& s : r.shared) {
       if (s.devices.front().substr(0, s.devices.front().find(':')) != p.name) continue;
       if (s.memory_bytes > 0) {
-        std::printf("  %s share the same %d cores and %s of memory (%s)\n", DeviceList(s.devices).c_str(), s.cores,
-                    HumanBytes(s.memory_bytes).c_str(), s.reason.c_str());
+        std::printf("  %s share the same %d cores and %s of memory (%s)\n",
+                    DeviceList(s.devices).c_str(), s.cores, HumanBytes(s.memory_bytes).c_str(),
+                    s.reason.c_str());
       } else {  // One device on the cores of others.
         const std::vector<std::string> others(s.devices.begin() + 1, s.devices.end());
         std::printf("  device %s runs on the same %d cores as %s (%s)\n",
@@ -107,12 +113,14 @@ void PrintText(const InfoReport& r) {
     for (PluginKind kind : kAllPluginKinds) {
       std::vector<std::string> names;
       for (const InfoReport::Plugin& plugin : p.plugins) {
-        if (plugin.kind == PluginKindName(kind)) names.push_back(plugin.name + (plugin.is_default ? " (default)" : ""));
+        if (plugin.kind == PluginKindName(kind))
+          names.push_back(plugin.name + (plugin.is_default ? " (default)" : ""));
       }
       std::string line = names.empty() ? "none" : absl::StrJoin(names, ", ");
       for (const InfoReport::Device& d : p.devices) {
         auto it = d.plugins.find(PluginKindName(kind));
-        if (it != d.plugins.end()) absl::StrAppend(&line, "; device ", d.ordinal, " uses ", it->second);
+        if (it != d.plugins.end())
+          absl::StrAppend(&line, "; device ", d.ordinal, " uses ", it->second);
       }
       std::printf("  %-8s %-5s %s\n", p.name.c_str(), PluginKindName(kind), line.c_str());
     }
@@ -120,9 +128,10 @@ void PrintText(const InfoReport& r) {
 
   {
     const AlgorithmSelector::Options dnn = AlgorithmSelector::Default().options();
-    std::printf("  dnn algorithm cache: %s; deterministic %s; tuning budget %s per shape\n",
-                dnn.cache_path.empty() ? "memory only (RILL_DNN_CACHE unset)" : dnn.cache_path.c_str(),
-                dnn.deterministic ? "on" : "off", absl::FormatDuration(dnn.budget).c_str());
+    std::printf(
+        "  dnn algorithm cache: %s; deterministic %s; tuning budget %s per shape\n",
+        dnn.cache_path.empty() ? "memory only (RILL_DNN_CACHE unset)" : dnn.cache_path.c_str(),
+        dnn.deterministic ? "on" : "off", absl::FormatDuration(dnn.budget).c_str());
   }
 
   std::printf("\n== libraries\n");
@@ -132,12 +141,13 @@ void PrintText(const InfoReport& r) {
   for (const InfoReport::Platform& p : r.platforms) {
     for (const InfoReport::Plugin& plugin : p.plugins) {
       if (!plugin.version.empty()) continue;
-      std::printf("  %-16s version unknown: %s (%s %s plugin)\n", plugin.name.c_str(), plugin.version_error.c_str(),
-                  p.name.c_str(), plugin.kind.c_str());
+      std::printf("  %-16s version unknown: %s (%s %s plugin)\n", plugin.name.c_str(),
+                  plugin.version_error.c_str(), p.name.c_str(), plugin.kind.c_str());
     }
   }
   bool any = false;
-  for (const InfoReport::Platform& p : r.platforms) any = any || (p.available && !p.devices.empty());
+  for (const InfoReport::Platform& p : r.platforms)
+    any = any || (p.available && !p.devices.empty());
   if (!any) std::printf("\nno platform has a usable device\n");
 }
 
@@ -155,7 +165,8 @@ void WriteDevice(JsonWriter& j, const InfoReport::Device& d) {
   j.Member("compute_units", desc.compute_units);
   j.Member("clock_khz", desc.clock_khz);
   j.Member("max_threads_per_block", desc.max_threads_per_block);
-  for (const auto& [key, dims] : {std::pair{"max_block_dims", desc.max_block_dims}, {"max_grid_dims", desc.max_grid_dims}}) {
+  for (const auto& [key, dims] :
+       {std::pair{"max_block_dims", desc.max_block_dims}, {"max_grid_dims", desc.max_grid_dims}}) {
     j.Key(key);
     j.BeginArray();
     j.Int(dims.x);
@@ -206,7 +217,8 @@ void WritePlatform(JsonWriter& j, const InfoReport::Platform& p) {
       auto it = d.plugins.find(plugin.kind);
       if (it == d.plugins.end()) continue;
       const std::vector<std::string> chain = absl::StrSplit(it->second, ',');
-      if (std::find(chain.begin(), chain.end(), plugin.name) != chain.end()) selected_by.push_back(d.ordinal);
+      if (std::find(chain.begin(), chain.end(), plugin.name) != chain.end())
+        selected_by.push_back(d.ordinal);
     }
     j.Key("selected_by_devices");
     j.BeginArray();
@@ -278,9 +290,11 @@ int main(int argc, char** argv) {
   rill::tools::ParseToolFlags(
       argc, argv,
       {.name = "rill-info",
-       .usage = "rill-info: every Rill platform, its devices (description, features), the plugins and library\n"
-                "versions, and which devices share hardware. Exits 0 on a machine with no accelerator.\n"
-                "Usage: rill-info [--json]",
+       .usage =
+           "rill-info: every Rill platform, its devices (description, features), the plugins and "
+           "library\n"
+           "versions, and which devices share hardware. Exits 0 on a machine with no accelerator.\n"
+           "Usage: rill-info [--json]",
        .flag_files = {"tools/rill_info.cc"},
        .other_modes_hint = "",
        .allow_positional = false});

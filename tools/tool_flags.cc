@@ -21,8 +21,9 @@ namespace rill::tools {
 namespace {
 
 bool IsHelp(absl::string_view arg) {
-  return arg == "-h" || arg == "--help" || arg == "-help" || arg == "--helpfull" || arg == "-helpfull" ||
-         arg == "--helpshort" || arg == "-helpshort" || absl::StartsWith(arg, "--help=");
+  return arg == "-h" || arg == "--help" || arg == "-help" || arg == "--helpfull" ||
+         arg == "-helpfull" || arg == "--helpshort" || arg == "-helpshort" ||
+         absl::StartsWith(arg, "--help=");
 }
 
 bool Owns(const ToolCommand& command, const absl::CommandLineFlag& flag) {
@@ -68,10 +69,12 @@ void CheckNotForeign(const ToolCommand& command, absl::string_view arg) {
   arg.remove_prefix(arg[1] == '-' ? 2 : 1);
   std::string name(arg.substr(0, arg.find('=')));
   absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
-  if (flag == nullptr && absl::StartsWith(name, "no")) flag = absl::FindCommandLineFlag(name.substr(2));
+  if (flag == nullptr && absl::StartsWith(name, "no"))
+    flag = absl::FindCommandLineFlag(name.substr(2));
   if (flag == nullptr || !Foreign(command, *flag)) return;
-  std::fprintf(stderr, "ERROR: Unknown command line flag '%s' for %s%s\n", std::string(flag->Name()).c_str(),
-               command.name.c_str(), command.other_modes_hint.empty() ? "" : command.other_modes_hint.c_str());
+  std::fprintf(stderr, "ERROR: Unknown command line flag '%s' for %s%s\n",
+               std::string(flag->Name()).c_str(), command.name.c_str(),
+               command.other_modes_hint.empty() ? "" : command.other_modes_hint.c_str());
   std::exit(1);
 }
 
@@ -82,7 +85,9 @@ const char* RillVersion() { return RILL_VERSION; }
 std::vector<char*> ParseToolFlags(int argc, char** argv, const ToolCommand& command) {
   absl::SetProgramUsageMessage(command.usage);
   absl::FlagsUsageConfig config;
-  config.version_string = [name = command.name] { return absl::StrCat(name, " (Rill ", RILL_VERSION, ")\n"); };
+  config.version_string = [name = command.name] {
+    return absl::StrCat(name, " (Rill ", RILL_VERSION, ")\n");
+  };
   absl::SetFlagsUsageConfig(config);
   for (int i = 1; i < argc && absl::string_view(argv[i]) != "--"; ++i) {
     if (IsHelp(argv[i])) PrintHelp(command);
@@ -90,7 +95,8 @@ std::vector<char*> ParseToolFlags(int argc, char** argv, const ToolCommand& comm
   }
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (!command.allow_positional && positional.size() > 1) {
-    std::fprintf(stderr, "ERROR: %s: unexpected argument '%s' (see --help)\n", command.name.c_str(), positional[1]);
+    std::fprintf(stderr, "ERROR: %s: unexpected argument '%s' (see --help)\n", command.name.c_str(),
+                 positional[1]);
     std::exit(2);
   }
   return positional;

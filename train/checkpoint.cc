@@ -12,41 +12,47 @@
 
 namespace rill::train {
 
-absl::StatusOr<graph::OnnxModel> LoadCheckpoint(const std::string& path, const ConvNetOptions& model,
-                                                engine::Context ctx, engine::Engine* engine) {
+absl::StatusOr<graph::OnnxModel> LoadCheckpoint(const std::string& path,
+                                                const ConvNetOptions& model, engine::Context ctx,
+                                                engine::Engine* engine) {
   RILL_ASSIGN_OR_RETURN(std::vector<ParamSpec> specs, ConvNetParams(model));
   graph::OnnxImportOptions io;
   io.context = ctx;
   io.engine = engine;
   RILL_ASSIGN_OR_RETURN(graph::OnnxModel m, graph::ImportOnnxFile(path, io));
-  const std::string where = absl::StrCat("checkpoint ", path, " does not match the model (", model.ToString(), "): ");
+  const std::string where =
+      absl::StrCat("checkpoint ", path, " does not match the model (", model.ToString(), "): ");
   for (const ParamSpec& p : specs) {
     auto it = m.initializers.find(p.name);
     if (it == m.initializers.end()) {
       return absl::InvalidArgumentError(absl::StrCat(where, "it has no weight '", p.name, "'"));
     }
     if (it->second.shape() != p.shape || it->second.dtype() != DType::kF32) {
-      return absl::InvalidArgumentError(absl::StrCat(where, "weight '", p.name, "' is ", it->second.ToString(),
-                                                     ", the model needs float32", p.shape.ToString()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "weight '", p.name, "' is ", it->second.ToString(),
+                       ", the model needs float32", p.shape.ToString()));
     }
   }
   if (m.initializers.size() != specs.size()) {  // Every wanted one is there: name an extra one.
     for (const auto& [name, t] : m.initializers) {
-      if (std::none_of(specs.begin(), specs.end(), [&](const ParamSpec& p) { return p.name == name; })) {
-        return absl::InvalidArgumentError(absl::StrCat(where, "it has an extra weight '", name, "'"));
+      if (std::none_of(specs.begin(), specs.end(),
+                       [&](const ParamSpec& p) { return p.name == name; })) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, "it has an extra weight '", name, "'"));
       }
     }
   }
   if (m.inputs.size() != 1 || m.outputs.size() != 1) {
-    return absl::InvalidArgumentError(absl::StrCat(where, "it has ", m.inputs.size(), " inputs and ", m.outputs.size(),
+    return absl::InvalidArgumentError(absl::StrCat(where, "it has ", m.inputs.size(),
+                                                   " inputs and ", m.outputs.size(),
                                                    " outputs, the model has one of each"));
   }
   return m;
 }
 
 absl::StatusOr<Metrics> EvaluateCheckpoint(const std::string& path, const ConvNetOptions& model,
-                                           const io::Dataset& data, engine::Context ctx, engine::Engine* engine,
-                                           int64_t eval_batch) {
+                                           const io::Dataset& data, engine::Context ctx,
+                                           engine::Engine* engine, int64_t eval_batch) {
   RILL_ASSIGN_OR_RETURN(graph::OnnxModel m, LoadCheckpoint(path, model, ctx, engine));
   io::DataIterOptions io;
   io.batch_size = eval_batch;
@@ -75,8 +81,10 @@ absl::StatusOr<Metrics> EvaluateCheckpoint(const std::string& path, const ConvNe
     RILL_RETURN_IF_ERROR(x.CopyFrom(batch->data));
     RILL_RETURN_IF_ERROR(exec->Forward(/*is_train=*/false));
     const Tensor& logits = exec->outputs()[0];
-    RILL_ASSIGN_OR_RETURN(std::vector<Tensor> l, ops::Invoke("softmax_cross_entropy", {logits, batch->label}));
-    RILL_ASSIGN_OR_RETURN(std::vector<Tensor> pred, ops::Invoke("argmax", {logits}, {{"axis", "1"}}));
+    RILL_ASSIGN_OR_RETURN(std::vector<Tensor> l,
+                          ops::Invoke("softmax_cross_entropy", {logits, batch->label}));
+    RILL_ASSIGN_OR_RETURN(std::vector<Tensor> pred,
+                          ops::Invoke("argmax", {logits}, {{"axis", "1"}}));
     RILL_ASSIGN_OR_RETURN(std::vector<float> lv, l[0].ToHost<float>());
     RILL_ASSIGN_OR_RETURN(std::vector<int64_t> pv, pred[0].ToHost<int64_t>());
     RILL_ASSIGN_OR_RETURN(std::vector<int32_t> yv, batch->label.ToHost<int32_t>());

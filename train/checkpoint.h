@@ -21,13 +21,15 @@ namespace rill::train {
 // parameters of `model` with their shapes: InvalidArgument naming the first
 // parameter that is missing, extra or of another shape, and the file. A file
 // that is not a valid ONNX model gets the importer's error (naming the file).
-absl::StatusOr<graph::OnnxModel> LoadCheckpoint(const std::string& path, const ConvNetOptions& model,
-                                                engine::Context ctx, engine::Engine* engine = nullptr);
+absl::StatusOr<graph::OnnxModel> LoadCheckpoint(const std::string& path,
+                                                const ConvNetOptions& model, engine::Context ctx,
+                                                engine::Engine* engine = nullptr);
 
 // Loss and accuracy of the checkpoint at `path` over `data`, on `ctx`.
 absl::StatusOr<Metrics> EvaluateCheckpoint(const std::string& path, const ConvNetOptions& model,
                                            const io::Dataset& data, engine::Context ctx,
-                                           engine::Engine* engine = nullptr, int64_t eval_batch = 500);
+                                           engine::Engine* engine = nullptr,
+                                           int64_t eval_batch = 500);
 
 }  // namespace rill::train
 

@@ -13,23 +13,31 @@ using graph::Entry;
 using graph::Graph;
 
 std::string ConvNetOptions::ToString() const {
-  return absl::StrCat("conv5x5x", conv1, " relu maxpool2, conv5x5x", conv2, " relu maxpool2, dense ", hidden,
-                      " relu, dropout ", dropout, ", dense ", classes);
+  return absl::StrCat("conv5x5x", conv1, " relu maxpool2, conv5x5x", conv2,
+                      " relu maxpool2, dense ", hidden, " relu, dropout ", dropout, ", dense ",
+                      classes);
 }
 
 absl::StatusOr<std::vector<ParamSpec>> ConvNetParams(const ConvNetOptions& o) {
-  for (const auto& [name, v] : {std::pair<const char*, int64_t>{"conv1", o.conv1}, {"conv2", o.conv2},
-                                {"hidden", o.hidden}, {"rows", o.rows}, {"cols", o.cols}, {"classes", o.classes}}) {
+  for (const auto& [name, v] : {std::pair<const char*, int64_t>{"conv1", o.conv1},
+                                {"conv2", o.conv2},
+                                {"hidden", o.hidden},
+                                {"rows", o.rows},
+                                {"cols", o.cols},
+                                {"classes", o.classes}}) {
     if (v <= 0 || v > (int64_t{1} << 20)) {
-      return absl::InvalidArgumentError(absl::StrCat("convnet: ", name, " = ", v, " is not in [1, 2^20]"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("convnet: ", name, " = ", v, " is not in [1, 2^20]"));
     }
   }
   if (o.rows % 4 != 0 || o.cols % 4 != 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("convnet: images of ", o.rows, "x", o.cols, " do not halve twice (rows and cols must be multiples of 4)"));
+        absl::StrCat("convnet: images of ", o.rows, "x", o.cols,
+                     " do not halve twice (rows and cols must be multiples of 4)"));
   }
   if (!(o.dropout >= 0 && o.dropout < 1)) {
-    return absl::InvalidArgumentError(absl::StrCat("convnet: dropout ", o.dropout, " is not in [0, 1)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("convnet: dropout ", o.dropout, " is not in [0, 1)"));
   }
   const int64_t flat = o.conv2 * (o.rows / 4) * (o.cols / 4);
   return std::vector<ParamSpec>{
@@ -50,10 +58,11 @@ namespace {
 // 2x2 max pooling.
 Entry ConvBlock(Graph& g, Entry x, const std::string& name, int64_t channels) {
   Entry c = g.Op1("conv2d", {x, g.Param(name + "_w")}, {{"pad", "(2, 2)"}}, name);
-  Entry b = g.Op1("reshape", {g.Param(name + "_b")}, {{"shape", absl::StrCat("(1, ", channels, ", 1, 1)")}},
-                  name + "_bias_shape");
+  Entry b = g.Op1("reshape", {g.Param(name + "_b")},
+                  {{"shape", absl::StrCat("(1, ", channels, ", 1, 1)")}}, name + "_bias_shape");
   Entry r = g.Op1("relu", {g.Op1("add", {c, b}, {}, name + "_bias")}, {}, name + "_relu");
-  return g.Op1("pooling", {r}, {{"kernel", "(2, 2)"}, {"stride", "(2, 2)"}, {"pool_type", "max"}}, name + "_pool");
+  return g.Op1("pooling", {r}, {{"kernel", "(2, 2)"}, {"stride", "(2, 2)"}, {"pool_type", "max"}},
+               name + "_pool");
 }
 
 }  // namespace
@@ -64,7 +73,8 @@ Entry ConvNetLogits(Graph& g, Entry x, const ConvNetOptions& o, bool with_dropou
   h = g.Op1("flatten", {h}, {}, "flatten");
   h = g.Op1("fully_connected", {h, g.Param("fc1_w"), g.Param("fc1_b")}, {}, "fc1");
   h = g.Op1("relu", {h}, {}, "fc1_relu");
-  if (with_dropout && o.dropout > 0) h = g.Op("dropout", {h}, {{"p", absl::StrCat(o.dropout)}}, "dropout")[0];
+  if (with_dropout && o.dropout > 0)
+    h = g.Op("dropout", {h}, {{"p", absl::StrCat(o.dropout)}}, "dropout")[0];
   return g.Op1("fully_connected", {h, g.Param("fc2_w"), g.Param("fc2_b")}, {}, "fc2");
 }
 
@@ -73,8 +83,8 @@ Graph ConvNetTrainGraph(const ConvNetOptions& o) {
   Entry x = g.Input("x"), y = g.Input("y");
   Entry logits = ConvNetLogits(g, x, o, /*with_dropout=*/true);
   g.AddOutput(g.Op1("softmax_cross_entropy", {logits, y}, {}, "loss"), "loss");
-  Entry pred = g.Op1("cast", {g.Op1("argmax", {logits}, {{"axis", "1"}}, "argmax")}, {{"dtype", "float32"}},
-                     "pred");
+  Entry pred = g.Op1("cast", {g.Op1("argmax", {logits}, {{"axis", "1"}}, "argmax")},
+                     {{"dtype", "float32"}}, "pred");
   Entry label = g.Op1("cast", {y}, {{"dtype", "float32"}}, "label");
   g.AddOutput(g.Op1("sum", {g.Op1("equal", {pred, label}, {}, "hit")}, {}, "correct"), "correct");
   return g;
@@ -86,9 +96,10 @@ Graph ConvNetInferenceGraph(const ConvNetOptions& o) {
   return g;
 }
 
-absl::StatusOr<absl::flat_hash_map<std::string, Tensor>> InitConvNetParams(const ConvNetOptions& o, uint64_t seed,
-                                                                          engine::Context ctx,
-                                                                          engine::Engine* engine) {
+absl::StatusOr<absl::flat_hash_map<std::string, Tensor>> InitConvNetParams(const ConvNetOptions& o,
+                                                                           uint64_t seed,
+                                                                           engine::Context ctx,
+                                                                           engine::Engine* engine) {
   RILL_ASSIGN_OR_RETURN(std::vector<ParamSpec> specs, ConvNetParams(o));
   RILL_RETURN_IF_ERROR(ops::Seed(ctx, seed, engine));
   ops::InvokeOptions opt;
@@ -99,8 +110,10 @@ absl::StatusOr<absl::flat_hash_map<std::string, Tensor>> InitConvNetParams(const
     const double bound = 1.0 / std::sqrt(static_cast<double>(p.fan_in));
     RILL_ASSIGN_OR_RETURN(std::vector<Tensor> t,
                           ops::Invoke("random_uniform", {},
-                                      {{"low", absl::StrCat(-bound)}, {"high", absl::StrCat(bound)},
-                                       {"shape", ops::FormatIntTuple(p.shape.span())}, {"dtype", "float32"}},
+                                      {{"low", absl::StrCat(-bound)},
+                                       {"high", absl::StrCat(bound)},
+                                       {"shape", ops::FormatIntTuple(p.shape.span())},
+                                       {"dtype", "float32"}},
                                       {}, opt));
     params.emplace(p.name, t[0]);
   }

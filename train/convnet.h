@@ -34,7 +34,7 @@ struct ConvNetOptions {
 struct ParamSpec {
   std::string name;  // "conv1_w", "conv1_b", ..., "fc2_b"
   Shape shape;
-  int64_t fan_in;    // for the initialization bound 1/sqrt(fan_in)
+  int64_t fan_in;  // for the initialization bound 1/sqrt(fan_in)
 };
 
 // The parameters in a fixed order (the order of the KVStore keys and of the
@@ -44,7 +44,8 @@ absl::StatusOr<std::vector<ParamSpec>> ConvNetParams(const ConvNetOptions& optio
 
 // The logits [n, classes] of images `x` [n, 1, rows, cols]; dropout only when
 // `with_dropout` (it is the identity under Forward(is_train=false) anyway).
-graph::Entry ConvNetLogits(graph::Graph& g, graph::Entry x, const ConvNetOptions& options, bool with_dropout);
+graph::Entry ConvNetLogits(graph::Graph& g, graph::Entry x, const ConvNetOptions& options,
+                           bool with_dropout);
 
 // The training graph: inputs "x" (float32 images) and "y" (int32 labels);
 // outputs "loss" (mean softmax cross-entropy, float32 scalar) and "correct"
@@ -59,9 +60,9 @@ graph::Graph ConvNetInferenceGraph(const ConvNetOptions& options);
 // uniform in (-1/sqrt(fan_in), 1/sqrt(fan_in)], from the Philox generator of
 // `ctx` seeded with `seed`, so the same seed gives the same model on every
 // device.
-absl::StatusOr<absl::flat_hash_map<std::string, Tensor>> InitConvNetParams(const ConvNetOptions& options,
-                                                                          uint64_t seed, engine::Context ctx,
-                                                                          engine::Engine* engine = nullptr);
+absl::StatusOr<absl::flat_hash_map<std::string, Tensor>> InitConvNetParams(
+    const ConvNetOptions& options, uint64_t seed, engine::Context ctx,
+    engine::Engine* engine = nullptr);
 
 }  // namespace rill::train
 

@@ -27,12 +27,17 @@ ProgressLine::ProgressLine(std::FILE* out, int epochs, bool terminal, double pla
 
 std::string ProgressLine::Format(const Progress& p) const {
   constexpr int kWidth = 20;
-  const double frac = p.batches > 0 ? std::min(1.0, static_cast<double>(p.batch) / static_cast<double>(p.batches)) : 1;
+  const double frac =
+      p.batches > 0 ? std::min(1.0, static_cast<double>(p.batch) / static_cast<double>(p.batches))
+                    : 1;
   const int filled = static_cast<int>(frac * kWidth);
   const double rate = p.seconds > 0 ? static_cast<double>(p.images) / p.seconds : 0;
-  const double eta = p.batch > 0 ? p.seconds * static_cast<double>(p.batches - p.batch) / static_cast<double>(p.batch) : 0;
-  return absl::StrFormat("epoch %d/%d [%s%s] %d/%d batches %6.0f img/s  loss %.4f  %s %s", p.epoch + 1, epochs_,
-                         std::string(filled, '#'), std::string(kWidth - filled, '.'), p.batch, p.batches, rate, p.loss,
+  const double eta = p.batch > 0 ? p.seconds * static_cast<double>(p.batches - p.batch) /
+                                       static_cast<double>(p.batch)
+                                 : 0;
+  return absl::StrFormat("epoch %d/%d [%s%s] %d/%d batches %6.0f img/s  loss %.4f  %s %s",
+                         p.epoch + 1, epochs_, std::string(filled, '#'),
+                         std::string(kWidth - filled, '.'), p.batch, p.batches, rate, p.loss,
                          p.done ? "time" : "ETA", Clock(p.done ? p.seconds : eta));
 }
 

@@ -15,11 +15,12 @@
 namespace rill::train {
 
 void PrintTable(std::FILE* out, const std::vector<EpochRecord>& epochs) {
-  std::fprintf(out, "%5s  %10s  %9s  %9s  %9s  %8s  %8s\n", "epoch", "train loss", "train acc", "test loss",
-               "test acc", "time s", "img/s");
+  std::fprintf(out, "%5s  %10s  %9s  %9s  %9s  %8s  %8s\n", "epoch", "train loss", "train acc",
+               "test loss", "test acc", "time s", "img/s");
   for (const EpochRecord& e : epochs) {
-    std::fprintf(out, "%5d  %10.4f  %9.4f  %9.4f  %9.4f  %8.1f  %8.0f%s\n", e.epoch, e.train_loss, e.train_accuracy,
-                 e.test_loss, e.test_accuracy, e.seconds, e.images_per_second, e.partial ? "  (stopped early)" : "");
+    std::fprintf(out, "%5d  %10.4f  %9.4f  %9.4f  %9.4f  %8.1f  %8.0f%s\n", e.epoch, e.train_loss,
+                 e.train_accuracy, e.test_loss, e.test_accuracy, e.seconds, e.images_per_second,
+                 e.partial ? "  (stopped early)" : "");
   }
 }
 
@@ -28,10 +29,12 @@ absl::Status WriteCsv(const std::string& path, const std::vector<EpochRecord>& e
   {
     std::ofstream f(tmp, std::ios::trunc);
     if (!f) return absl::ErrnoToStatus(errno, absl::StrCat("cannot write ", tmp));
-    f << "epoch,train_loss,train_accuracy,test_loss,test_accuracy,seconds,images_per_second,partial\n";
+    f << "epoch,train_loss,train_accuracy,test_loss,test_accuracy,seconds,images_per_second,"
+         "partial\n";
     for (const EpochRecord& e : epochs) {
-      f << absl::StrFormat("%d,%.6f,%.6f,%.6f,%.6f,%.3f,%.1f,%d\n", e.epoch, e.train_loss, e.train_accuracy,
-                           e.test_loss, e.test_accuracy, e.seconds, e.images_per_second, e.partial ? 1 : 0);
+      f << absl::StrFormat("%d,%.6f,%.6f,%.6f,%.6f,%.3f,%.1f,%d\n", e.epoch, e.train_loss,
+                           e.train_accuracy, e.test_loss, e.test_accuracy, e.seconds,
+                           e.images_per_second, e.partial ? 1 : 0);
     }
     if (!f.flush()) return absl::DataLossError(absl::StrCat("writing ", tmp, " failed"));
   }
@@ -53,7 +56,8 @@ struct Series {
 // One panel: axes with ticks, a grid, the series as lines with markers and
 // a legend, inside the rectangle (x0, y0, w, h).
 void DrawPanel(cairo_t* cr, double x0, double y0, double w, double h, const char* title,
-               const std::vector<EpochRecord>& epochs, const std::vector<Series>& series, bool legend_top) {
+               const std::vector<EpochRecord>& epochs, const std::vector<Series>& series,
+               bool legend_top) {
   double lo = INFINITY, hi = -INFINITY;
   for (const Series& s : series) {
     for (const EpochRecord& e : epochs) {
@@ -70,7 +74,8 @@ void DrawPanel(cairo_t* cr, double x0, double y0, double w, double h, const char
   hi += pad;
   const double left = x0 + 55, right = x0 + w - 10, top = y0 + 30, bottom = y0 + h - 40;
   const int n = static_cast<int>(epochs.size());
-  const double first = epochs.front().epoch, last = std::max<double>(epochs.back().epoch, first + 1);
+  const double first = epochs.front().epoch,
+               last = std::max<double>(epochs.back().epoch, first + 1);
   auto X = [&](double epoch) { return left + (epoch - first) / (last - first) * (right - left); };
   auto Y = [&](double v) { return bottom - (v - lo) / (hi - lo) * (bottom - top); };
 
@@ -119,7 +124,10 @@ void DrawPanel(cairo_t* cr, double x0, double y0, double w, double h, const char
     cairo_set_dash(cr, dash, s.dashed ? 2 : 0, 0);
     for (int i = 0; i < n; ++i) {
       const double px = X(epochs[i].epoch), py = Y(s.value(epochs[i]));
-      if (i == 0) cairo_move_to(cr, px, py); else cairo_line_to(cr, px, py);
+      if (i == 0)
+        cairo_move_to(cr, px, py);
+      else
+        cairo_line_to(cr, px, py);
     }
     cairo_stroke(cr);
     cairo_move_to(cr, right - 120, legend_y);
@@ -139,8 +147,10 @@ void DrawPanel(cairo_t* cr, double x0, double y0, double w, double h, const char
 
 }  // namespace
 
-absl::Status WriteCurvePng(const std::string& path, const std::vector<EpochRecord>& epochs, const std::string& title) {
-  if (epochs.empty()) return absl::FailedPreconditionError(absl::StrCat("no epochs to draw into ", path));
+absl::Status WriteCurvePng(const std::string& path, const std::vector<EpochRecord>& epochs,
+                           const std::string& title) {
+  if (epochs.empty())
+    return absl::FailedPreconditionError(absl::StrCat("no epochs to draw into ", path));
   constexpr int kW = 900, kH = 400;
   cairo_surface_t* surface = cairo_image_surface_create(CAIRO_FORMAT_RGB24, kW, kH);
   cairo_t* cr = cairo_create(surface);
@@ -155,16 +165,18 @@ absl::Status WriteCurvePng(const std::string& path, const std::vector<EpochRecor
             {{"train", 0.85, 0.2, 0.1, false, [](const EpochRecord& e) { return e.train_loss; }},
              {"test", 0.85, 0.2, 0.1, true, [](const EpochRecord& e) { return e.test_loss; }}},
             /*legend_top=*/true);
-  DrawPanel(cr, kW / 2.0, 0, kW / 2.0, kH - 10, "accuracy", epochs,
-            {{"train", 0.1, 0.35, 0.8, false, [](const EpochRecord& e) { return e.train_accuracy; }},
-             {"test", 0.1, 0.35, 0.8, true, [](const EpochRecord& e) { return e.test_accuracy; }}},
-            /*legend_top=*/false);
+  DrawPanel(
+      cr, kW / 2.0, 0, kW / 2.0, kH - 10, "accuracy", epochs,
+      {{"train", 0.1, 0.35, 0.8, false, [](const EpochRecord& e) { return e.train_accuracy; }},
+       {"test", 0.1, 0.35, 0.8, true, [](const EpochRecord& e) { return e.test_accuracy; }}},
+      /*legend_top=*/false);
   cairo_destroy(cr);
   const std::string tmp = path + ".tmp";
   const cairo_status_t st = cairo_surface_write_to_png(surface, tmp.c_str());
   cairo_surface_destroy(surface);
   if (st != CAIRO_STATUS_SUCCESS) {
-    return absl::PermissionDeniedError(absl::StrCat("cannot write ", path, ": ", cairo_status_to_string(st)));
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot write ", path, ": ", cairo_status_to_string(st)));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     return absl::ErrnoToStatus(errno, absl::StrCat("cannot rename ", tmp, " to ", path));

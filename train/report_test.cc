@@ -19,7 +19,8 @@ namespace {
 using ::testing::HasSubstr;
 
 std::vector<EpochRecord> Records() {
-  return {{1, 0.61, 0.78, 0.45, 0.84, 12.5, 4800, false}, {2, 0.38, 0.86, 0.36, 0.87, 12.1, 4950, false},
+  return {{1, 0.61, 0.78, 0.45, 0.84, 12.5, 4800, false},
+          {2, 0.38, 0.86, 0.36, 0.87, 12.1, 4950, false},
           {3, 0.33, 0.88, 0.34, 0.88, 6.0, 4900, true}};
 }
 
@@ -29,7 +30,9 @@ TEST(Report, CsvHoldsEveryEpoch) {
   std::ifstream f(path);
   std::string line;
   std::getline(f, line);
-  EXPECT_EQ(line, "epoch,train_loss,train_accuracy,test_loss,test_accuracy,seconds,images_per_second,partial");
+  EXPECT_EQ(
+      line,
+      "epoch,train_loss,train_accuracy,test_loss,test_accuracy,seconds,images_per_second,partial");
   std::getline(f, line);
   EXPECT_EQ(line, "1,0.610000,0.780000,0.450000,0.840000,12.500,4800.0,0");
   std::getline(f, line);
@@ -105,7 +108,10 @@ TEST(Progress, PlainLinesAreThrottledAndTheLastIsAlwaysPrinted) {
   for (char c : out) lines += c == '\n';
   EXPECT_EQ(lines, 3) << out;
   EXPECT_EQ(out.find('\r'), std::string::npos);
-  EXPECT_THAT(out, HasSubstr("epoch 1/3 [####################] 100/100 batches    256 img/s  loss 0.0100  time 0:25"));
+  EXPECT_THAT(
+      out,
+      HasSubstr(
+          "epoch 1/3 [####################] 100/100 batches    256 img/s  loss 0.0100  time 0:25"));
 }
 
 TEST(Progress, TerminalRewritesOneLine) {
@@ -130,7 +136,8 @@ TEST(Progress, TerminalRewritesOneLine) {
   }
   EXPECT_EQ(returns, 4);
   EXPECT_EQ(newlines, 1);
-  EXPECT_THAT(out, HasSubstr("[##########..........] 2/4 batches     10 img/s  loss 0.0000  ETA 0:02"));
+  EXPECT_THAT(out,
+              HasSubstr("[##########..........] 2/4 batches     10 img/s  loss 0.0000  ETA 0:02"));
 }
 
 }  // namespace

@@ -23,15 +23,20 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using TensorMap = absl::flat_hash_map<std::string, Tensor>;
 
-double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
-absl::StatusOr<Tensor> Zeros(const Shape& shape, DType dtype, engine::Context ctx, engine::Engine* engine) {
+absl::StatusOr<Tensor> Zeros(const Shape& shape, DType dtype, engine::Context ctx,
+                             engine::Engine* engine) {
   ops::InvokeOptions opt;
   opt.context = ctx;
   opt.engine = engine;
-  RILL_ASSIGN_OR_RETURN(std::vector<Tensor> t,
-                        ops::Invoke("zeros", {}, {{"shape", ops::FormatIntTuple(shape.span())}, {"dtype", DTypeName(dtype)}},
-                                    {}, opt));
+  RILL_ASSIGN_OR_RETURN(
+      std::vector<Tensor> t,
+      ops::Invoke("zeros", {},
+                  {{"shape", ops::FormatIntTuple(shape.span())}, {"dtype", DTypeName(dtype)}}, {},
+                  opt));
   return t[0];
 }
 
@@ -57,8 +62,8 @@ struct EvalExec {
 std::string TrainOptions::ToString() const {
   std::vector<std::string> devs;
   for (const engine::Context& c : devices) devs.push_back(c.ToString());
-  return absl::StrFormat("batch %d, Adam lr %g (beta1 %g, beta2 %g, eps %g), seed %d, devices %s", batch_size, lr,
-                         beta1, beta2, epsilon, seed, absl::StrJoin(devs, ","));
+  return absl::StrFormat("batch %d, Adam lr %g (beta1 %g, beta2 %g, eps %g), seed %d, devices %s",
+                         batch_size, lr, beta1, beta2, epsilon, seed, absl::StrJoin(devs, ","));
 }
 
 struct Trainer::Impl {
@@ -67,17 +72,18 @@ struct Trainer::Impl {
   std::vector<ParamSpec> specs;
   graph::Graph graph;
   std::vector<Replica> replicas;
-  TensorMap mean, var;                      // Adam's state, one device
-  std::unique_ptr<kvstore::KVStore> kv;     // several devices
-  TensorMap kv_mean, kv_var;                // Adam's state on the reduce context
-  int64_t step = 0;                         // Adam's t
+  TensorMap mean, var;                   // Adam's state, one device
+  std::unique_ptr<kvstore::KVStore> kv;  // several devices
+  TensorMap kv_mean, kv_var;             // Adam's state on the reduce context
+  int64_t step = 0;                      // Adam's t
   absl::flat_hash_map<int64_t, EvalExec> eval;
   // The training iterator, kept across epochs of the same dataset.
   const io::Dataset* train_data = nullptr;
   std::unique_ptr<io::DataIter> train_iter;
 
   int64_t per_device() const { return o.batch_size / static_cast<int64_t>(o.devices.size()); }
-  absl::Status Adam(const Tensor& w, const Tensor& g, const Tensor& m, const Tensor& v, double rescale) const;
+  absl::Status Adam(const Tensor& w, const Tensor& g, const Tensor& m, const Tensor& v,
+                    double rescale) const;
   absl::Status Step(const io::Batch& batch);
   absl::StatusOr<EvalExec*> EvalFor(int64_t n);
 };
@@ -140,7 +146,8 @@ absl::StatusOr<EvalExec*> Trainer::Impl::EvalFor(int64_t n) {
   if (it != eval.end()) return &it->second;
   const Replica& r0 = replicas[0];
   EvalExec e;
-  RILL_ASSIGN_OR_RETURN(e.x, Tensor::Empty(Shape{n, 1, o.model.rows, o.model.cols}, DType::kF32, r0.ctx, engine));
+  RILL_ASSIGN_OR_RETURN(
+      e.x, Tensor::Empty(Shape{n, 1, o.model.rows, o.model.cols}, DType::kF32, r0.ctx, engine));
   RILL_ASSIGN_OR_RETURN(e.y, Tensor::Empty(Shape{n}, DType::kI32, r0.ctx, engine));
   TensorMap args = r0.params;
   args["x"] = e.x;
@@ -160,18 +167,22 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(TrainOptions o) {
   if (o.devices.empty()) return absl::InvalidArgumentError("trainer: no devices");
   const int64_t n = static_cast<int64_t>(o.devices.size());
   if (o.batch_size <= 0 || o.batch_size % n != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("trainer: batch size ", o.batch_size,
-                                                   " does not split evenly over ", n, " device(s)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "trainer: batch size ", o.batch_size, " does not split evenly over ", n, " device(s)"));
   }
-  if (!(o.lr > 0) || !(o.beta1 >= 0 && o.beta1 < 1) || !(o.beta2 >= 0 && o.beta2 < 1) || !(o.epsilon > 0)) {
-    return absl::InvalidArgumentError(absl::StrCat("trainer: Adam needs lr > 0, beta1 and beta2 in [0, 1), eps > 0; got lr ",
-                                                   o.lr, ", beta1 ", o.beta1, ", beta2 ", o.beta2, ", eps ", o.epsilon));
+  if (!(o.lr > 0) || !(o.beta1 >= 0 && o.beta1 < 1) || !(o.beta2 >= 0 && o.beta2 < 1) ||
+      !(o.epsilon > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("trainer: Adam needs lr > 0, beta1 and beta2 in [0, 1), eps > 0; got lr ",
+                     o.lr, ", beta1 ", o.beta1, ", beta2 ", o.beta2, ", eps ", o.epsilon));
   }
-  if (o.eval_batch <= 0) return absl::InvalidArgumentError(absl::StrCat("trainer: eval batch ", o.eval_batch));
+  if (o.eval_batch <= 0)
+    return absl::InvalidArgumentError(absl::StrCat("trainer: eval batch ", o.eval_batch));
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t j = 0; j < i; ++j) {
       if (o.devices[i] == o.devices[j]) {
-        return absl::InvalidArgumentError(absl::StrCat("trainer: device ", o.devices[i].ToString(), " is listed twice"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("trainer: device ", o.devices[i].ToString(), " is listed twice"));
       }
     }
   }
@@ -184,12 +195,14 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(TrainOptions o) {
   Impl& s = *impl;
   const int64_t b = s.per_device();
 
-  RILL_ASSIGN_OR_RETURN(TensorMap init, InitConvNetParams(s.o.model, s.o.seed, s.o.devices[0], s.engine));
+  RILL_ASSIGN_OR_RETURN(TensorMap init,
+                        InitConvNetParams(s.o.model, s.o.seed, s.o.devices[0], s.engine));
   for (size_t k = 0; k < s.o.devices.size(); ++k) {
     Replica r;
     r.ctx = s.o.devices[k];
     RILL_RETURN_IF_ERROR(ops::Seed(r.ctx, s.o.seed + 1 + k, s.engine));  // dropout
-    RILL_ASSIGN_OR_RETURN(r.x, Tensor::Empty(Shape{b, 1, s.o.model.rows, s.o.model.cols}, DType::kF32, r.ctx, s.engine));
+    RILL_ASSIGN_OR_RETURN(r.x, Tensor::Empty(Shape{b, 1, s.o.model.rows, s.o.model.cols},
+                                             DType::kF32, r.ctx, s.engine));
     RILL_ASSIGN_OR_RETURN(r.y, Tensor::Empty(Shape{b}, DType::kI32, r.ctx, s.engine));
     for (const ParamSpec& p : s.specs) {
       if (k == 0) {
@@ -208,10 +221,12 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(TrainOptions o) {
     bo.context = r.ctx;
     bo.engine = s.engine;
     bo.bulk_size = s.o.bulk_size;
-    absl::StatusOr<std::unique_ptr<graph::Executor>> exec = graph::Executor::Bind(s.graph, args, r.grads, bo);
+    absl::StatusOr<std::unique_ptr<graph::Executor>> exec =
+        graph::Executor::Bind(s.graph, args, r.grads, bo);
     if (!exec.ok()) {
-      return absl::Status(exec.status().code(), absl::StrCat("trainer: binding the convnet on ", r.ctx.ToString(),
-                                                             ": ", exec.status().message()));
+      return absl::Status(exec.status().code(),
+                          absl::StrCat("trainer: binding the convnet on ", r.ctx.ToString(), ": ",
+                                       exec.status().message()));
     }
     r.exec = *std::move(exec);
     s.replicas.push_back(std::move(r));
@@ -229,20 +244,25 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(TrainOptions o) {
     RILL_ASSIGN_OR_RETURN(s.kv, kvstore::KVStore::Create("local", ko));
     for (const ParamSpec& p : s.specs) {
       RILL_RETURN_IF_ERROR(s.kv->Init(p.name, init[p.name]));
-      RILL_ASSIGN_OR_RETURN(s.kv_mean[p.name], Zeros(p.shape, DType::kF32, ko.reduce_context, s.engine));
-      RILL_ASSIGN_OR_RETURN(s.kv_var[p.name], Zeros(p.shape, DType::kF32, ko.reduce_context, s.engine));
+      RILL_ASSIGN_OR_RETURN(s.kv_mean[p.name],
+                            Zeros(p.shape, DType::kF32, ko.reduce_context, s.engine));
+      RILL_ASSIGN_OR_RETURN(s.kv_var[p.name],
+                            Zeros(p.shape, DType::kF32, ko.reduce_context, s.engine));
     }
     const double rescale = 1.0 / static_cast<double>(s.replicas.size());
     Impl* self = &s;
-    s.kv->SetUpdater([self, rescale](const std::string& key, const Tensor& grad, const Tensor& stored) {
-      return self->Adam(stored, grad, self->kv_mean[key], self->kv_var[key], rescale);
-    });
+    s.kv->SetUpdater(
+        [self, rescale](const std::string& key, const Tensor& grad, const Tensor& stored) {
+          return self->Adam(stored, grad, self->kv_mean[key], self->kv_var[key], rescale);
+        });
   }
   return std::unique_ptr<Trainer>(new Trainer(std::move(impl)));
 }
 
-absl::StatusOr<EpochResult> Trainer::TrainEpoch(const io::Dataset& data, int epoch, const ProgressFn& progress,
-                                                const std::atomic<bool>* stop, double progress_seconds) {
+absl::StatusOr<EpochResult> Trainer::TrainEpoch(const io::Dataset& data, int epoch,
+                                                const ProgressFn& progress,
+                                                const std::atomic<bool>* stop,
+                                                double progress_seconds) {
   Impl& s = *impl_;
   io::DataIterOptions io;
   io.batch_size = s.o.batch_size;
@@ -352,7 +372,8 @@ absl::StatusOr<Metrics> Trainer::Evaluate(const io::Dataset& data) {
     RILL_RETURN_IF_ERROR(e->x.CopyFrom(batch->data));
     RILL_RETURN_IF_ERROR(e->y.CopyFrom(batch->label));
     RILL_RETURN_IF_ERROR(e->exec->Forward(/*is_train=*/false));
-    RILL_ASSIGN_OR_RETURN(Tensor weighted, ops::MulScalar(e->exec->outputs()[0], static_cast<double>(batch->size)));
+    RILL_ASSIGN_OR_RETURN(Tensor weighted,
+                          ops::MulScalar(e->exec->outputs()[0], static_cast<double>(batch->size)));
     RILL_RETURN_IF_ERROR(ops::AddTo(loss_sum, weighted));
     RILL_RETURN_IF_ERROR(ops::AddTo(correct_sum, e->exec->outputs()[1]));
     m.examples += batch->size;
@@ -366,7 +387,9 @@ absl::StatusOr<Metrics> Trainer::Evaluate(const io::Dataset& data) {
   return m;
 }
 
-const absl::flat_hash_map<std::string, Tensor>& Trainer::params() const { return impl_->replicas[0].params; }
+const absl::flat_hash_map<std::string, Tensor>& Trainer::params() const {
+  return impl_->replicas[0].params;
+}
 const TrainOptions& Trainer::options() const { return impl_->o; }
 
 kvstore::KVStoreStats Trainer::kvstore_stats() const {

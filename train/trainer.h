@@ -55,10 +55,10 @@ struct TrainOptions {
   int64_t batch_size = 64;
   // Adam.
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
-  uint64_t seed = 42;       // parameters, shuffling and dropout
-  int prefetch = 2;         // batches loaded ahead
+  uint64_t seed = 42;  // parameters, shuffling and dropout
+  int prefetch = 2;    // batches loaded ahead
   int64_t eval_batch = 500;
-  int bulk_size = 15;       // graph::BindOptions::bulk_size
+  int bulk_size = 15;                // graph::BindOptions::bulk_size
   engine::Engine* engine = nullptr;  // null: engine::Engine::Default()
 
   std::string ToString() const;
@@ -72,11 +72,11 @@ struct Metrics {
 
 struct EpochResult {
   int epoch = 0;
-  Metrics train;        // mean loss and accuracy over the epoch's batches (dropout on)
+  Metrics train;  // mean loss and accuracy over the epoch's batches (dropout on)
   int64_t batches = 0;
-  double seconds = 0;   // wall time of the epoch, loading included
+  double seconds = 0;  // wall time of the epoch, loading included
   double images_per_second = 0;
-  bool stopped = false; // the stop flag ended it early
+  bool stopped = false;  // the stop flag ended it early
 };
 
 // What a progress display gets, at most every `progress_seconds` and once at
@@ -86,7 +86,7 @@ struct Progress {
   int64_t batch = 0, batches = 0;
   int64_t images = 0;
   double seconds = 0;
-  double loss = 0;       // running mean over the epoch so far
+  double loss = 0;  // running mean over the epoch so far
   bool done = false;
 };
 using ProgressFn = std::function<void(const Progress&)>;
@@ -103,8 +103,10 @@ class Trainer {
   // The trainer keeps its iterator (and prefetched batches) over `data`
   // between epochs: `data` must outlive the trainer, or the next TrainEpoch
   // on another dataset.
-  absl::StatusOr<EpochResult> TrainEpoch(const io::Dataset& data, int epoch, const ProgressFn& progress = nullptr,
-                                         const std::atomic<bool>* stop = nullptr, double progress_seconds = 0.5);
+  absl::StatusOr<EpochResult> TrainEpoch(const io::Dataset& data, int epoch,
+                                         const ProgressFn& progress = nullptr,
+                                         const std::atomic<bool>* stop = nullptr,
+                                         double progress_seconds = 0.5);
 
   // Loss and accuracy over `data` on the first device, dropout off.
   absl::StatusOr<Metrics> Evaluate(const io::Dataset& data);

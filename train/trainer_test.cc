@@ -35,7 +35,7 @@ const io::Dataset* Data(const char* split, int64_t limit) {
   return &it->second;
 }
 
-#define NEED_DATA()                                                                  \
+#define NEED_DATA() \
   if (!std::filesystem::exists(kDir)) GTEST_SKIP() << kDir << " is absent (dataset-fashion-mnist)"
 
 // A narrow copy of the convnet, quick on every device.
@@ -116,7 +116,8 @@ INSTANTIATE_TEST_SUITE_P(AllContexts, TrainerTest, ::testing::ValuesIn(AllContex
 
 std::vector<float> Flat(const Trainer& t) {
   std::vector<float> out;
-  for (const char* name : {"conv1_w", "conv1_b", "conv2_w", "conv2_b", "fc1_w", "fc1_b", "fc2_w", "fc2_b"}) {
+  for (const char* name :
+       {"conv1_w", "conv1_b", "conv2_w", "conv2_b", "fc1_w", "fc1_b", "fc2_w", "fc2_b"}) {
     auto v = t.params().at(name).ToHost<float>();
     EXPECT_TRUE(v.ok()) << v.status();
     if (v.ok()) out.insert(out.end(), v->begin(), v->end());
@@ -163,7 +164,8 @@ TEST(DataParallel, EqualsSingleDevice) {
       }
       ASSERT_EQ(got.size(), want.size());
       double worst = 0;
-      for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(double{got[i]} - want[i]));
+      for (size_t i = 0; i < got.size(); ++i)
+        worst = std::max(worst, std::abs(double{got[i]} - want[i]));
       EXPECT_LT(worst, 2e-4) << what;
       if (devices.size() > 1) {
         const kvstore::KVStoreStats s = (*t)->kvstore_stats();
@@ -226,7 +228,8 @@ TEST(Checkpoint, RejectsMismatchedAndCorruptFiles) {
   EXPECT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr(cut));
 
-  r = EvaluateCheckpoint(::testing::TempDir() + "/no_such.onnx", o.model, *test, engine::Context::Host(), engine.get());
+  r = EvaluateCheckpoint(::testing::TempDir() + "/no_such.onnx", o.model, *test,
+                         engine::Context::Host(), engine.get());
   EXPECT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("no_such.onnx"));
 }

@@ -13,7 +13,8 @@ namespace {
 
 absl::Status Run() {
   RILL_RETURN_IF_ERROR(RegisterNaiveBlas());
-  RILL_ASSIGN_OR_RETURN(rill::Platform * host, rill::PlatformManager::Default().PlatformWithName("host"));
+  RILL_ASSIGN_OR_RETURN(rill::Platform * host,
+                        rill::PlatformManager::Default().PlatformWithName("host"));
   RILL_ASSIGN_OR_RETURN(rill::StreamExecutor * executor, host->ExecutorForDevice(0));
   RILL_RETURN_IF_ERROR(executor->SetPlugin(rill::PluginKind::kBlas, NaiveBlas::kName));
 
@@ -28,8 +29,8 @@ absl::Status Run() {
   RILL_ASSIGN_OR_RETURN(std::unique_ptr<rill::Stream> stream, executor->CreateStream());
   stream->ThenMemcpy(da.ptr(), a.data(), a.size() * sizeof(float))
       .ThenMemcpy(db.ptr(), b.data(), b.size() * sizeof(float))
-      .ThenBlasGemm<float>(rill::Transpose::kNoTranspose, rill::Transpose::kNoTranspose, m, n, k, 1.f, *da, m,
-                           *db, k, 0.f, dc.ptr(), m)
+      .ThenBlasGemm<float>(rill::Transpose::kNoTranspose, rill::Transpose::kNoTranspose, m, n, k,
+                           1.f, *da, m, *db, k, 0.f, dc.ptr(), m)
       .ThenMemcpy(c.data(), *dc, c.size() * sizeof(float));
   RILL_RETURN_IF_ERROR(stream->BlockHostUntilDone());
 
@@ -38,20 +39,23 @@ absl::Status Run() {
       float ref = 0;
       for (int64_t l = 0; l < k; ++l) ref += a[i + l * m] * b[l + j * k];
       if (std::fabs(c[i + j * m] - ref) > 1e-5f) {
-        return absl::InternalError("c[" + std::to_string(i) + "," + std::to_string(j) + "] = " +
-                                   std::to_string(c[i + j * m]) + ", expected " + std::to_string(ref));
+        return absl::InternalError("c[" + std::to_string(i) + "," + std::to_string(j) +
+                                   "] = " + std::to_string(c[i + j * m]) + ", expected " +
+                                   std::to_string(ref));
       }
     }
   }
   auto* naive = dynamic_cast<NaiveBlas*>(executor->AsBlas());
-  if (naive == nullptr || naive->gemms_run() != 1) return absl::InternalError("the naive plugin did not run");
+  if (naive == nullptr || naive->gemms_run() != 1)
+    return absl::InternalError("the naive plugin did not run");
   RILL_ASSIGN_OR_RETURN(std::string name, executor->PluginName(rill::PluginKind::kBlas));
   std::printf("custom_blas: %s ran ThenBlasGemm (%lldx%lldx%lld) on %s: OK\n", name.c_str(),
               static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k),
               executor->DebugName().c_str());
 
   // The naive plugin lacks gemv: the stream says so, with the call and plugin.
-  stream->ThenBlasGemv<float>(rill::Transpose::kNoTranspose, m, k, 1.f, *da, m, *db, 1, 0.f, dc.ptr(), 1);
+  stream->ThenBlasGemv<float>(rill::Transpose::kNoTranspose, m, k, 1.f, *da, m, *db, 1, 0.f,
+                              dc.ptr(), 1);
   std::printf("custom_blas: gemv through it: %s\n", stream->status().ToString().c_str());
   if (stream->status().code() != absl::StatusCode::kUnimplemented) {
     return absl::InternalError("expected Unimplemented from the naive gemv");

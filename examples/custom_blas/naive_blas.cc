@@ -15,7 +15,8 @@ T* Ptr(const rill::DeviceMemoryBase& memory) {
 
 template <typename T>
 void NaiveGemm(const rill::GemmArgs& g) {
-  const bool ta = g.trans_a == rill::Transpose::kTranspose, tb = g.trans_b == rill::Transpose::kTranspose;
+  const bool ta = g.trans_a == rill::Transpose::kTranspose,
+             tb = g.trans_b == rill::Transpose::kTranspose;
   for (int64_t s = 0; s < g.batch_count; ++s) {
     const T* a = Ptr<T>(g.a) + s * g.stride_a;
     const T* b = Ptr<T>(g.b) + s * g.stride_b;
@@ -24,7 +25,8 @@ void NaiveGemm(const rill::GemmArgs& g) {
       for (int64_t i = 0; i < g.m; ++i) {
         T sum = 0;
         for (int64_t l = 0; l < g.k; ++l) {
-          sum += (ta ? a[l + i * g.lda] : a[i + l * g.lda]) * (tb ? b[j + l * g.ldb] : b[l + j * g.ldb]);
+          sum += (ta ? a[l + i * g.lda] : a[i + l * g.lda]) *
+                 (tb ? b[j + l * g.ldb] : b[l + j * g.ldb]);
         }
         T& out = c[i + j * g.ldc];
         out = static_cast<T>(g.alpha) * sum + (g.beta == 0 ? T(0) : static_cast<T>(g.beta) * out);
@@ -71,7 +73,9 @@ absl::Status NaiveBlas::Axpy(rill::Stream* stream, const rill::VectorArgs& args)
   });
 }
 
-absl::Status NaiveBlas::GemmBatched(rill::Stream*, const rill::GemmBatchedArgs&) { return Missing("gemm_batched"); }
+absl::Status NaiveBlas::GemmBatched(rill::Stream*, const rill::GemmBatchedArgs&) {
+  return Missing("gemm_batched");
+}
 absl::Status NaiveBlas::Gemv(rill::Stream*, const rill::GemvArgs&) { return Missing("gemv"); }
 absl::Status NaiveBlas::Scal(rill::Stream*, const rill::VectorArgs&) { return Missing("scal"); }
 absl::Status NaiveBlas::Copy(rill::Stream*, const rill::VectorArgs&) { return Missing("copy"); }

@@ -49,8 +49,9 @@ absl::StatusOr<Options> ParseArgs(int argc, char** argv) {
     } else if (a == "--check") {
       o.check = true;
     } else {
-      return absl::InvalidArgumentError(absl::StrCat("unknown argument '", a,
-                                                     "'; usage: mlp [--ctx=cpu|host:1|opencl:0] [--epochs=N] [--check]"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown argument '", a,
+                       "'; usage: mlp [--ctx=cpu|host:1|opencl:0] [--epochs=N] [--check]"));
     }
   }
   return o;
@@ -67,11 +68,13 @@ void MakeData(std::vector<float>* x, std::vector<float>* labels) {
   for (int64_t i = 0; i < kSamples; ++i) {
     const int64_t c = i % kClasses;
     (*labels)[i] = static_cast<float>(c);
-    for (int64_t f = 0; f < kFeatures; ++f) (*x)[i * kFeatures + f] = centres[c * kFeatures + f] + n(rng);
+    for (int64_t f = 0; f < kFeatures; ++f)
+      (*x)[i * kFeatures + f] = centres[c * kFeatures + f] + n(rng);
   }
 }
 
-absl::StatusOr<Tensor> Param(const Shape& shape, float scale, uint32_t seed, const Options& o, engine::Engine* e) {
+absl::StatusOr<Tensor> Param(const Shape& shape, float scale, uint32_t seed, const Options& o,
+                             engine::Engine* e) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> n(0, scale);
   std::vector<float> v(shape.NumElements());
@@ -102,7 +105,8 @@ absl::Status Train(const Options& o) {
     RILL_ASSIGN_OR_RETURN(Tensor logits, ops::Call("fully_connected", {a, w2, b2}));
     RILL_ASSIGN_OR_RETURN(Tensor loss, ops::Call("softmax_cross_entropy", {logits, y}));
     // Backward, by hand.
-    RILL_ASSIGN_OR_RETURN(Tensor dlogits, ops::Call("_backward_softmax_cross_entropy", {logits, y}));
+    RILL_ASSIGN_OR_RETURN(Tensor dlogits,
+                          ops::Call("_backward_softmax_cross_entropy", {logits, y}));
     RILL_ASSIGN_OR_RETURN(Tensor dw2, ops::Call("matmul", {dlogits, a}, {{"transpose_a", "true"}}));
     RILL_ASSIGN_OR_RETURN(Tensor db2, ops::Sum(dlogits, {0}));
     RILL_ASSIGN_OR_RETURN(Tensor da, ops::Call("matmul", {dlogits, w2}));
@@ -117,7 +121,8 @@ absl::Status Train(const Options& o) {
     RILL_ASSIGN_OR_RETURN(std::vector<float> l, loss.ToHost<float>());
     last = l[0];
     if (epoch == 0) first = last;
-    if (epoch % 10 == 0 || epoch == o.epochs - 1) std::printf("epoch %3d  loss %.4f\n", epoch, last);
+    if (epoch % 10 == 0 || epoch == o.epochs - 1)
+      std::printf("epoch %3d  loss %.4f\n", epoch, last);
   }
   // Training accuracy.
   RILL_ASSIGN_OR_RETURN(Tensor h, ops::Call("fully_connected", {x, w1, b1}));

@@ -24,7 +24,8 @@ namespace {
 // The IR version that first carries `opset` (7: opsets 13-14, 8: 15-17).
 int64_t IrVersionFor(int64_t opset) { return opset >= 15 ? 8 : 7; }
 
-void SetValueInfo(onnx::ValueInfoProto* v, const std::string& name, const EntryType& t, bool dynamic_batch) {
+void SetValueInfo(onnx::ValueInfoProto* v, const std::string& name, const EntryType& t,
+                  bool dynamic_batch) {
   v->set_name(name);
   onnx::TypeProto::Tensor* tt = v->mutable_type()->mutable_tensor_type();
   tt->set_elem_type(OnnxTypeOf(*t.dtype));
@@ -44,7 +45,8 @@ absl::Status CheckMappings(const Graph& g, const std::vector<int>& order) {
   for (int id : order) {
     const Node& n = g.node(id);
     if (!n.is_variable() && FindExporter(n.op->name()) == nullptr) {
-      return absl::UnimplementedError(absl::StrCat(g.Describe(id), " has no ONNX mapping (op '", n.op->name(), "')"));
+      return absl::UnimplementedError(
+          absl::StrCat(g.Describe(id), " has no ONNX mapping (op '", n.op->name(), "')"));
     }
   }
   return absl::OkStatus();
@@ -63,18 +65,21 @@ absl::Status CheckVariable(const Graph& g, const std::string& name, const char* 
 // shape from input_shapes or the declaration and the declared type (float32
 // by default). InvalidArgument naming a variable with no shape.
 absl::StatusOr<absl::flat_hash_map<std::string, EntryType>> VariableTypes(
-    const Graph& g, const std::vector<int>& order, const absl::flat_hash_map<std::string, Tensor>& initializers,
+    const Graph& g, const std::vector<int>& order,
+    const absl::flat_hash_map<std::string, Tensor>& initializers,
     const OnnxExportOptions& options) {
   for (const auto& [name, t] : initializers) {
     RILL_RETURN_IF_ERROR(CheckVariable(g, name, "initializers"));
     if (!t.defined()) {
-      return absl::InvalidArgumentError(absl::StrCat("initializer '", name, "' is an undefined tensor"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("initializer '", name, "' is an undefined tensor"));
     }
   }
   for (const auto& [name, s] : options.input_shapes) {
     RILL_RETURN_IF_ERROR(CheckVariable(g, name, "input_shapes"));
     if (initializers.contains(name)) {
-      return absl::InvalidArgumentError(absl::StrCat("'", name, "' is in both initializers and input_shapes"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", name, "' is in both initializers and input_shapes"));
     }
   }
   absl::flat_hash_map<std::string, EntryType> known;
@@ -93,7 +98,8 @@ absl::StatusOr<absl::flat_hash_map<std::string, EntryType>> VariableTypes(
         t.shape = *n.shape;
       } else {
         return absl::InvalidArgumentError(absl::StrCat(
-            g.Describe(id), " (", VarKindName(n.kind), ") has no shape: it is not in initializers, "
+            g.Describe(id), " (", VarKindName(n.kind),
+            ") has no shape: it is not in initializers, "
             "not in OnnxExportOptions::input_shapes, and the graph does not declare one"));
       }
       t.dtype = n.dtype.value_or(DType::kF32);
@@ -124,8 +130,8 @@ absl::Status NameValues(const Graph& g, const std::vector<int>& order, ExportSta
     if (s.value_names.contains(o)) {
       const int id = g.Find(o);
       if (id >= 0 && g.node(id).is_variable()) {
-        return absl::InvalidArgumentError(absl::StrCat("graph output ", k, " is named '", o,
-                                                       "', as a variable; ONNX names each value once"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "graph output ", k, " is named '", o, "', as a variable; ONNX names each value once"));
       }
       return absl::InvalidArgumentError(absl::StrCat("two graph outputs are named '", o, "'"));
     }
@@ -140,18 +146,21 @@ absl::Status NameValues(const Graph& g, const std::vector<int>& order, ExportSta
       const Entry e{id, i};
       if (!used.contains(e)) continue;
       auto it = output_name.find(e);
-      s.values[e] = it != output_name.end() ? it->second
-                                           : s.FreshValue(i == 0 ? n.name : absl::StrCat(n.name, ":", i));
+      s.values[e] = it != output_name.end()
+                        ? it->second
+                        : s.FreshValue(i == 0 ? n.name : absl::StrCat(n.name, ":", i));
     }
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<onnx::ModelProto> Export(const Graph& g, const absl::flat_hash_map<std::string, Tensor>& initializers,
-                                        const OnnxExportOptions& options) {
+absl::StatusOr<onnx::ModelProto> Export(
+    const Graph& g, const absl::flat_hash_map<std::string, Tensor>& initializers,
+    const OnnxExportOptions& options) {
   RILL_RETURN_IF_ERROR(g.status());
   if (options.opset < 13 || options.opset > 17) {
-    return absl::UnimplementedError(absl::StrCat("opset ", options.opset, " (Rill exports opsets 13 to 17)"));
+    return absl::UnimplementedError(
+        absl::StrCat("opset ", options.opset, " (Rill exports opsets 13 to 17)"));
   }
   if (g.outputs().empty()) return absl::InvalidArgumentError("the graph has no outputs");
   RILL_ASSIGN_OR_RETURN(std::vector<int> order, TopoOrder(g));
@@ -185,8 +194,8 @@ absl::StatusOr<onnx::ModelProto> Export(const Graph& g, const absl::flat_hash_ma
       for (int64_t d : t.shape().span()) p->add_dims(d);
       std::string* bytes = p->mutable_raw_data();
       bytes->resize(t.ByteSize());
-      RILL_RETURN_IF_ERROR(
-          Annotate(t.ToHostBytes(bytes->data(), bytes->size()), absl::StrCat("initializer '", n.name, "'")));
+      RILL_RETURN_IF_ERROR(Annotate(t.ToHostBytes(bytes->data(), bytes->size()),
+                                    absl::StrCat("initializer '", n.name, "'")));
     } else {
       SetValueInfo(s.proto->add_input(), n.name, s.types[id][0], options.dynamic_batch);
     }
@@ -213,36 +222,42 @@ absl::StatusOr<onnx::ModelProto> Export(const Graph& g, const absl::flat_hash_ma
 
 }  // namespace
 
-absl::StatusOr<std::string> ExportOnnxBytes(const Graph& g,
-                                            const absl::flat_hash_map<std::string, Tensor>& initializers,
-                                            const OnnxExportOptions& options) {
+absl::StatusOr<std::string> ExportOnnxBytes(
+    const Graph& g, const absl::flat_hash_map<std::string, Tensor>& initializers,
+    const OnnxExportOptions& options) {
   RILL_ASSIGN_OR_RETURN(onnx::ModelProto model, Export(g, initializers, options));
   if (model.ByteSizeLong() > static_cast<size_t>(INT_MAX)) {
-    return absl::UnimplementedError(absl::StrCat("the model is ", model.ByteSizeLong(),
-                                                 " bytes, over protobuf's 2 GiB (external data is not supported)"));
+    return absl::UnimplementedError(
+        absl::StrCat("the model is ", model.ByteSizeLong(),
+                     " bytes, over protobuf's 2 GiB (external data is not supported)"));
   }
   // The checker and ONNX's strict shape inference with type checks (what
   // Python's check_model(full_check=True) runs): a failure is our bug. The
   // inferred intermediate shapes stay in the model (value_info).
   try {
     onnx::checker::check_model(model);
-    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
-                                       onnx::ShapeInferenceOptions(/*check_type_val=*/true, /*strict_mode_val=*/1));
+    onnx::shape_inference::InferShapes(
+        model, onnx::OpSchemaRegistry::Instance(),
+        onnx::ShapeInferenceOptions(/*check_type_val=*/true, /*strict_mode_val=*/1));
   } catch (const std::exception& e) {
-    return absl::InternalError(absl::StrCat("the exported model fails the ONNX checker: ", e.what()));
+    return absl::InternalError(
+        absl::StrCat("the exported model fails the ONNX checker: ", e.what()));
   }
   std::string bytes;
-  if (!model.SerializeToString(&bytes)) return absl::InternalError("serializing the ONNX model failed");
+  if (!model.SerializeToString(&bytes))
+    return absl::InternalError("serializing the ONNX model failed");
   return bytes;
 }
 
-absl::Status ExportOnnxFile(const Graph& g, const absl::flat_hash_map<std::string, Tensor>& initializers,
+absl::Status ExportOnnxFile(const Graph& g,
+                            const absl::flat_hash_map<std::string, Tensor>& initializers,
                             const std::string& path, const OnnxExportOptions& options) {
   RILL_ASSIGN_OR_RETURN(std::string bytes, ExportOnnxBytes(g, initializers, options));
   const std::string tmp = path + ".tmp";
   const std::string what = absl::StrCat("cannot write ONNX file '", path, "'");
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) return absl::ErrnoToStatus(errno, absl::StrCat(what, " (creating '", tmp, "')"));
+  if (f == nullptr)
+    return absl::ErrnoToStatus(errno, absl::StrCat(what, " (creating '", tmp, "')"));
   bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size() && std::fflush(f) == 0 &&
             ::fsync(::fileno(f)) == 0;
   int err = errno;

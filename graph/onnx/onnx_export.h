@@ -59,13 +59,14 @@ struct OnnxExportOptions {
 };
 
 // The serialized ModelProto.
-absl::StatusOr<std::string> ExportOnnxBytes(const Graph& g,
-                                            const absl::flat_hash_map<std::string, Tensor>& initializers,
-                                            const OnnxExportOptions& options = {});
+absl::StatusOr<std::string> ExportOnnxBytes(
+    const Graph& g, const absl::flat_hash_map<std::string, Tensor>& initializers,
+    const OnnxExportOptions& options = {});
 // The same written to `path`, atomically (to `path`.tmp, then renamed). An
 // error naming the path when it cannot be written (NotFound for a missing
 // directory, PermissionDenied, ...).
-absl::Status ExportOnnxFile(const Graph& g, const absl::flat_hash_map<std::string, Tensor>& initializers,
+absl::Status ExportOnnxFile(const Graph& g,
+                            const absl::flat_hash_map<std::string, Tensor>& initializers,
                             const std::string& path, const OnnxExportOptions& options = {});
 
 }  // namespace rill::graph

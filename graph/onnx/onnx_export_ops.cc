@@ -3,6 +3,8 @@
 // ONNX counterpart are composed (square, the scalar forms, comparisons,
 // batch_norm) or left out (FindExporter returns null: Unimplemented).
 
+#include "rill/graph/onnx/onnx_export_ops.h"
+
 #include <onnx/onnx_pb.h>
 
 #include <map>
@@ -11,7 +13,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "rill/base/status_macros.h"
-#include "rill/graph/onnx/onnx_export_ops.h"
 #include "rill/graph/onnx/onnx_tensor.h"
 #include "rill/ops/elementwise/elementwise.h"
 #include "rill/ops/init/init.h"
@@ -23,13 +24,20 @@ namespace rill::graph {
 
 int32_t OnnxTypeOf(DType dtype) {
   switch (dtype) {
-    case DType::kF32: return onnx::TensorProto::FLOAT;
-    case DType::kF64: return onnx::TensorProto::DOUBLE;
-    case DType::kF16: return onnx::TensorProto::FLOAT16;
-    case DType::kI32: return onnx::TensorProto::INT32;
-    case DType::kI64: return onnx::TensorProto::INT64;
-    case DType::kU8: return onnx::TensorProto::UINT8;
-    case DType::kBool: return onnx::TensorProto::BOOL;
+    case DType::kF32:
+      return onnx::TensorProto::FLOAT;
+    case DType::kF64:
+      return onnx::TensorProto::DOUBLE;
+    case DType::kF16:
+      return onnx::TensorProto::FLOAT16;
+    case DType::kI32:
+      return onnx::TensorProto::INT32;
+    case DType::kI64:
+      return onnx::TensorProto::INT64;
+    case DType::kU8:
+      return onnx::TensorProto::UINT8;
+    case DType::kBool:
+      return onnx::TensorProto::BOOL;
   }
   return onnx::TensorProto::UNDEFINED;
 }
@@ -63,7 +71,8 @@ const EntryType& NodeExport::OutType(int i) const { return state_.types[id_][i];
 onnx::NodeProto* NodeExport::Emit(std::string_view op_type, const std::vector<std::string>& inputs,
                                   const std::vector<std::string>& outputs) {
   onnx::NodeProto* n = state_.proto->add_node();
-  n->set_name(state_.FreshNode(emitted_++ == 0 ? node().name : absl::StrCat(node().name, "/", std::string(op_type))));
+  n->set_name(state_.FreshNode(
+      emitted_++ == 0 ? node().name : absl::StrCat(node().name, "/", std::string(op_type))));
   n->set_op_type(std::string(op_type));
   for (const std::string& s : inputs) n->add_input(s);
   for (const std::string& s : outputs) n->add_output(s);
@@ -136,10 +145,11 @@ absl::Status Same(X& x) {
   x.Emit(kOnnx, in, {x.Out(0)});
   return absl::OkStatus();
 }
-constexpr char kAdd[] = "Add", kSub[] = "Sub", kMul[] = "Mul", kDiv[] = "Div", kPow[] = "Pow", kMax[] = "Max",
-               kMin[] = "Min", kNeg[] = "Neg", kAbs[] = "Abs", kExp[] = "Exp", kLog[] = "Log", kSqrt[] = "Sqrt",
-               kRelu[] = "Relu", kSigmoid[] = "Sigmoid", kTanh[] = "Tanh", kIdentity[] = "Identity",
-               kEqual[] = "Equal", kGreater[] = "Greater";
+constexpr char kAdd[] = "Add", kSub[] = "Sub", kMul[] = "Mul", kDiv[] = "Div", kPow[] = "Pow",
+               kMax[] = "Max", kMin[] = "Min", kNeg[] = "Neg", kAbs[] = "Abs", kExp[] = "Exp",
+               kLog[] = "Log", kSqrt[] = "Sqrt", kRelu[] = "Relu", kSigmoid[] = "Sigmoid",
+               kTanh[] = "Tanh", kIdentity[] = "Identity", kEqual[] = "Equal",
+               kGreater[] = "Greater";
 
 absl::Status Square(X& x) {
   x.Emit("Mul", {x.In(0), x.In(0)}, {x.Out(0)});
@@ -158,7 +168,8 @@ absl::Status Compare(X& x) {
 template <const char* kOnnx, bool kReversed>
 absl::Status WithScalar(X& x) {
   const std::string s = x.Scalar(x.Params<ops::ScalarParams>().scalar, x.InDType(0));
-  x.Emit(kOnnx, kReversed ? std::vector<std::string>{s, x.In(0)} : std::vector<std::string>{x.In(0), s},
+  x.Emit(kOnnx,
+         kReversed ? std::vector<std::string>{s, x.In(0)} : std::vector<std::string>{x.In(0), s},
          {x.Out(0)});
   return absl::OkStatus();
 }
@@ -172,14 +183,18 @@ absl::Status CompareScalar(X& x) {
 
 absl::Status Activation(X& x) {
   const std::string& t = x.Params<ops::ActivationParams>().act_type;
-  const char* op = t == "relu" ? "Relu" : t == "sigmoid" ? "Sigmoid" : t == "tanh" ? "Tanh" : nullptr;
+  const char* op = t == "relu"      ? "Relu"
+                   : t == "sigmoid" ? "Sigmoid"
+                   : t == "tanh"    ? "Tanh"
+                                    : nullptr;
   if (op == nullptr) return X::Unsupported(absl::StrCat("act_type '", t, "'"));
   x.Emit(op, {x.In(0)}, {x.Out(0)});
   return absl::OkStatus();
 }
 
 absl::Status Cast(X& x) {
-  AddIntAttr(x.Emit("Cast", {x.In(0)}, {x.Out(0)}), "to", OnnxTypeOf(x.Params<ops::CastParams>().dtype));
+  AddIntAttr(x.Emit("Cast", {x.In(0)}, {x.Out(0)}), "to",
+             OnnxTypeOf(x.Params<ops::CastParams>().dtype));
   return absl::OkStatus();
 }
 
@@ -217,7 +232,9 @@ absl::Status Pool(X& x) {
   AddIntsAttr(n, "kernel_shape", Pair(p.kernel, 1));
   AddIntsAttr(n, "strides", Pair(p.stride, 1));
   AddIntsAttr(n, "pads", {pad[0], pad[1], pad[0], pad[1]});
-  if (!max) AddIntAttr(n, "count_include_pad", p.count_include_pad ? 1 : 0);  // Rill's default is 1, ONNX's 0.
+  if (!max)
+    AddIntAttr(n, "count_include_pad",
+               p.count_include_pad ? 1 : 0);  // Rill's default is 1, ONNX's 0.
   return absl::OkStatus();
 }
 
@@ -263,8 +280,10 @@ absl::Status Matmul(X& x) {
 // axis but 1, y = (x - mean) / sqrt(var + eps) * gamma + beta.
 absl::Status BatchNorm(X& x) {
   const int r = x.InRank(0);
-  const std::vector<int64_t> axes = r == 4 ? std::vector<int64_t>{0, 2, 3} : std::vector<int64_t>{0};
-  const std::vector<int64_t> channel = r == 4 ? std::vector<int64_t>{1, -1, 1, 1} : std::vector<int64_t>{1, -1};
+  const std::vector<int64_t> axes =
+      r == 4 ? std::vector<int64_t>{0, 2, 3} : std::vector<int64_t>{0};
+  const std::vector<int64_t> channel =
+      r == 4 ? std::vector<int64_t>{1, -1, 1, 1} : std::vector<int64_t>{1, -1};
   auto reduce_mean = [&](const std::string& v) {
     onnx::NodeProto* n;
     std::string out = x.Tmp("ReduceMean", {v}, &n);
@@ -342,7 +361,8 @@ absl::Status Flatten(X& x) {
 }
 
 absl::Status Transpose(X& x) {
-  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> perm, ops::TransposeAxes(x.Params<ops::TransposeParams>(), x.InRank(0)));
+  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> perm,
+                        ops::TransposeAxes(x.Params<ops::TransposeParams>(), x.InRank(0)));
   AddIntsAttr(x.Emit("Transpose", {x.In(0)}, {x.Out(0)}), "perm", perm);
   return absl::OkStatus();
 }
@@ -350,7 +370,8 @@ absl::Status Transpose(X& x) {
 absl::Status Concat(X& x) {
   std::vector<std::string> in;
   for (int i = 0; i < x.num_inputs(); ++i) in.push_back(x.In(i));
-  AddIntAttr(x.Emit("Concat", in, {x.Out(0)}), "axis", NormAxis(x.Params<ops::ConcatParams>().axis, x.InRank(0)));
+  AddIntAttr(x.Emit("Concat", in, {x.Out(0)}), "axis",
+             NormAxis(x.Params<ops::ConcatParams>().axis, x.InRank(0)));
   return absl::OkStatus();
 }
 
@@ -363,7 +384,8 @@ absl::Status Slice(X& x) {
   }
   std::vector<int64_t> axes;
   for (size_t i = 0; i < p.begin.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  x.Emit("Slice", {x.In(0), x.Int64s(p.begin, "starts"), x.Int64s(p.end, "ends"), x.Int64s(axes, "axes")},
+  x.Emit("Slice",
+         {x.In(0), x.Int64s(p.begin, "starts"), x.Int64s(p.end, "ends"), x.Int64s(axes, "axes")},
          {x.Out(0)});
   return absl::OkStatus();
 }

@@ -79,7 +79,9 @@ class NodeExport {
   // A scalar of `dtype` holding `v`, made by a Constant node.
   std::string Scalar(double v, DType dtype);
 
-  static absl::Status Unsupported(std::string_view what) { return absl::UnimplementedError(std::string(what)); }
+  static absl::Status Unsupported(std::string_view what) {
+    return absl::UnimplementedError(std::string(what));
+  }
 
  private:
   ExportState& state_;

@@ -13,20 +13,20 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 #include "rill/base/status_macros.h"
 #include "rill/graph/executor.h"
 #include "rill/graph/onnx/onnx_import.h"
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "rill/ops/testing/op_testing.h"
 
 namespace rill::graph {
 namespace {
 
-using ::testing::AllOf;
-using ::testing::HasSubstr;
 using ops::testing::AllContexts;
 using ops::testing::RandomData;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
 using Tensors = absl::flat_hash_map<std::string, Tensor>;
 
 // A tensor's elements as doubles, whatever its type.
@@ -36,13 +36,19 @@ absl::StatusOr<std::vector<double>> Values(const Tensor& t) {
     return std::vector<double>(v->begin(), v->end());
   };
   switch (t.dtype()) {
-    case DType::kF32: return conv(t.ToHost<float>());
-    case DType::kF64: return conv(t.ToHost<double>());
-    case DType::kI32: return conv(t.ToHost<int32_t>());
-    case DType::kI64: return conv(t.ToHost<int64_t>());
+    case DType::kF32:
+      return conv(t.ToHost<float>());
+    case DType::kF64:
+      return conv(t.ToHost<double>());
+    case DType::kI32:
+      return conv(t.ToHost<int32_t>());
+    case DType::kI64:
+      return conv(t.ToHost<int64_t>());
     case DType::kU8:
-    case DType::kBool: return conv(t.ToHost<uint8_t>());
-    default: return absl::UnimplementedError(DTypeName(t.dtype()));
+    case DType::kBool:
+      return conv(t.ToHost<uint8_t>());
+    default:
+      return absl::UnimplementedError(DTypeName(t.dtype()));
   }
 }
 
@@ -53,7 +59,8 @@ struct Result {
 };
 
 // Executor::Bind and Forward(false), canary on; the outputs on the host.
-absl::StatusOr<Result> RunGraph(const Graph& g, const Tensors& args, engine::Context ctx, engine::Engine* engine) {
+absl::StatusOr<Result> RunGraph(const Graph& g, const Tensors& args, engine::Context ctx,
+                                engine::Engine* engine) {
   BindOptions bo;
   bo.context = ctx;
   bo.engine = engine;
@@ -75,7 +82,8 @@ void ExpectSame(const Result& got, const Result& want, const std::string& what) 
   for (size_t i = 0; i < want.values.size(); ++i) {
     EXPECT_EQ(got.shapes[i], want.shapes[i]) << what << " output " << i;
     EXPECT_EQ(got.dtypes[i], want.dtypes[i]) << what << " output " << i;
-    ops::testing::ExpectNear(got.values[i], want.values[i], 1e-5, absl::StrCat(what, " output ", i));
+    ops::testing::ExpectNear(got.values[i], want.values[i], 1e-5,
+                             absl::StrCat(what, " output ", i));
   }
 }
 
@@ -91,7 +99,9 @@ std::vector<std::string> OpTypes(const onnx::ModelProto& m) {
   return v;
 }
 
-std::string TempPath(const std::string& name) { return absl::StrCat(::testing::TempDir(), "/", name); }
+std::string TempPath(const std::string& name) {
+  return absl::StrCat(::testing::TempDir(), "/", name);
+}
 
 // Runs python3's full ONNX check on `paths`; false (skip) when python3
 // cannot import onnx.
@@ -101,8 +111,10 @@ bool PythonHasOnnx() {
 }
 int PythonCheck(const std::vector<std::string>& paths) {
   const std::string cmd = absl::StrCat(
-      "/usr/bin/python3 -c \"import onnx,sys; [onnx.checker.check_model(onnx.load(p), full_check=True) "
-      "for p in sys.argv[1:]]\" ", absl::StrJoin(paths, " "));
+      "/usr/bin/python3 -c \"import onnx,sys; [onnx.checker.check_model(onnx.load(p), "
+      "full_check=True) "
+      "for p in sys.argv[1:]]\" ",
+      absl::StrJoin(paths, " "));
   return std::system(cmd.c_str());
 }
 
@@ -113,8 +125,8 @@ int PythonCheck(const std::vector<std::string>& paths) {
 struct Cnn {
   Graph g;
   std::vector<std::pair<std::string, Shape>> params = {
-      {"k1", {8, 1, 5, 5}}, {"c1", {8}}, {"k2", {16, 8, 5, 5}}, {"c2", {16}},
-      {"w3", {32, 16 * 7 * 7}}, {"b3", {32}}, {"w4", {10, 32}}, {"b4", {10}}};
+      {"k1", {8, 1, 5, 5}},     {"c1", {8}},  {"k2", {16, 8, 5, 5}}, {"c2", {16}},
+      {"w3", {32, 16 * 7 * 7}}, {"b3", {32}}, {"w4", {10, 32}},      {"b4", {10}}};
   Cnn() {
     const ops::Attrs pool{{"kernel", "(2, 2)"}, {"stride", "(2, 2)"}, {"pool_type", "max"}};
     auto conv = [&](Entry x, const std::string& k, const std::string& c, const std::string& id) {
@@ -126,7 +138,8 @@ struct Cnn {
     Entry h = conv(g.Input("x"), "k1", "c1", "1");
     h = conv(h, "k2", "c2", "2");
     h = g.Op1("flatten", {h}, {}, "flat");
-    h = g.Op1("relu", {g.Op1("fully_connected", {h, g.Param("w3"), g.Param("b3")}, {}, "fc3")}, {}, "relu3");
+    h = g.Op1("relu", {g.Op1("fully_connected", {h, g.Param("w3"), g.Param("b3")}, {}, "fc3")}, {},
+              "relu3");
     h = g.Op1("dropout", {h}, {{"p", "0.5"}}, "drop3");
     g.AddOutput(g.Op1("fully_connected", {h, g.Param("w4"), g.Param("b4")}, {}, "fc4"), "logits");
   }
@@ -134,7 +147,8 @@ struct Cnn {
     Tensors w;
     uint64_t seed = 1;
     for (const auto& [name, shape] : params) {
-      w[name] = *Tensor::FromHost<float>(RandomData<float>(shape.NumElements(), seed++, -0.3, 0.3), shape, ctx, engine);
+      w[name] = *Tensor::FromHost<float>(RandomData<float>(shape.NumElements(), seed++, -0.3, 0.3),
+                                         shape, ctx, engine);
     }
     return w;
   }
@@ -150,8 +164,8 @@ class OnnxExportTest : public ops::testing::OpTest {
   }
   // Runs `g` on `args` and the exported-then-imported model on the same
   // inputs (`args` less the initializers); expects the same outputs.
-  void ExpectRoundTrip(const Graph& g, const Tensors& weights, const Tensors& inputs, const std::string& bytes,
-                       const std::string& what) {
+  void ExpectRoundTrip(const Graph& g, const Tensors& weights, const Tensors& inputs,
+                       const std::string& bytes, const std::string& what) {
     Tensors args = weights;
     for (const auto& [k, v] : inputs) args[k] = v;
     absl::StatusOr<Result> want = RunGraph(g, args, ctx(), engine_.get());
@@ -182,9 +196,9 @@ TEST_P(OnnxExportTest, CnnRoundTrips) {
   EXPECT_EQ(m.graph().input(0).name(), "x");
   ASSERT_EQ(m.graph().output_size(), 1);
   EXPECT_EQ(m.graph().output(0).name(), "logits");
-  EXPECT_THAT(OpTypes(m), ::testing::ElementsAre("Conv", "Reshape", "Add", "Relu", "MaxPool", "Conv", "Reshape",
-                                                 "Add", "Relu", "MaxPool", "Flatten", "Gemm", "Relu", "Identity",
-                                                 "Gemm"));
+  EXPECT_THAT(OpTypes(m), ::testing::ElementsAre("Conv", "Reshape", "Add", "Relu", "MaxPool",
+                                                 "Conv", "Reshape", "Add", "Relu", "MaxPool",
+                                                 "Flatten", "Gemm", "Relu", "Identity", "Gemm"));
   ExpectRoundTrip(net.g, w, in, *bytes, "cnn");
   // The imported graph (Gemm as a transposed matmul and an add, declared
   // input shape, aux constants) exports again, to the same outputs.
@@ -234,7 +248,8 @@ TEST_P(OnnxExportTest, DynamicBatch) {
   const onnx::ModelProto m = Parse(*bytes);
   EXPECT_EQ(m.graph().input(0).type().tensor_type().shape().dim(0).dim_param(), "N");
   EXPECT_EQ(m.graph().output(0).type().tensor_type().shape().dim(0).dim_param(), "N");
-  ExpectRoundTrip(net.g, w, {{"x", Make(RandomData<float>(3 * 28 * 28, 5), {3, 1, 28, 28})}}, *bytes, "batch 3");
+  ExpectRoundTrip(net.g, w, {{"x", Make(RandomData<float>(3 * 28 * 28, 5), {3, 1, 28, 28})}},
+                  *bytes, "batch 3");
 }
 
 // --- Every exported op, one at a time.
@@ -262,10 +277,16 @@ struct OpCase {
 std::vector<OpCase> OpCases() {
   const Shape s4{2, 3, 4, 5};
   return {
-      {"conv", "conv2d", {{"pad", "(1, 1)"}, {"stride", "(2, 2)"}}, {In("x", {2, 3, 7, 7}), W("w", {4, 3, 3, 3})},
+      {"conv",
+       "conv2d",
+       {{"pad", "(1, 1)"}, {"stride", "(2, 2)"}},
+       {In("x", {2, 3, 7, 7}), W("w", {4, 3, 3, 3})},
        "Conv"},
-      {"conv_group", "conv2d", {{"pad", "2"}, {"stride", "(1, 2)"}, {"dilation", "2"}, {"num_group", "2"}},
-       {In("x", {1, 4, 8, 8}), W("w", {6, 2, 3, 3})}, "Conv"},
+      {"conv_group",
+       "conv2d",
+       {{"pad", "2"}, {"stride", "(1, 2)"}, {"dilation", "2"}, {"num_group", "2"}},
+       {In("x", {1, 4, 8, 8}), W("w", {6, 2, 3, 3})},
+       "Conv"},
       {"add", "add", {}, {In("a", s4), In("b", {1, 3, 1, 1})}, "Add"},
       {"sub", "sub", {}, {In("a", s4), In("b", {5})}, "Sub"},
       {"mul", "mul", {}, {In("a", {3, 1}), In("b", {1, 4})}, "Mul"},
@@ -292,33 +313,68 @@ std::vector<OpCase> OpCases() {
       {"maximum_scalar", "maximum_scalar", {{"scalar", "0.1"}}, {In("x", s4)}, "Max"},
       {"equal", "equal", {}, {Whole("a", s4), Whole("b", s4)}, "Equal"},
       {"greater_scalar", "greater_scalar", {{"scalar", "0.5"}}, {Whole("x", s4)}, "Greater"},
-      {"max_pool", "pooling", {{"kernel", "(3, 3)"}, {"stride", "(2, 2)"}, {"pad", "(1, 1)"}, {"pool_type", "max"}},
-       {In("x", {2, 3, 9, 8})}, "MaxPool"},
-      {"avg_pool_include_pad", "pooling", {{"kernel", "3"}, {"stride", "2"}, {"pad", "1"}, {"pool_type", "avg"}},
-       {In("x", {2, 3, 9, 8})}, "AveragePool"},
-      {"avg_pool_exclude_pad", "pooling",
-       {{"kernel", "(2, 3)"}, {"pad", "(1, 1)"}, {"pool_type", "avg"}, {"count_include_pad", "false"}},
-       {In("x", {2, 3, 6, 7})}, "AveragePool"},
+      {"max_pool",
+       "pooling",
+       {{"kernel", "(3, 3)"}, {"stride", "(2, 2)"}, {"pad", "(1, 1)"}, {"pool_type", "max"}},
+       {In("x", {2, 3, 9, 8})},
+       "MaxPool"},
+      {"avg_pool_include_pad",
+       "pooling",
+       {{"kernel", "3"}, {"stride", "2"}, {"pad", "1"}, {"pool_type", "avg"}},
+       {In("x", {2, 3, 9, 8})},
+       "AveragePool"},
+      {"avg_pool_exclude_pad",
+       "pooling",
+       {{"kernel", "(2, 3)"},
+        {"pad", "(1, 1)"},
+        {"pool_type", "avg"},
+        {"count_include_pad", "false"}},
+       {In("x", {2, 3, 6, 7})},
+       "AveragePool"},
       {"flatten", "flatten", {}, {In("x", s4)}, "Flatten"},
       {"reshape", "reshape", {{"shape", "(0, -1, 2)"}}, {In("x", s4)}, "Reshape"},
-      {"fully_connected", "fully_connected", {}, {In("x", {4, 6}), W("w", {5, 6}), W("b", {5})}, "Gemm"},
-      {"fully_connected_no_bias", "fully_connected", {{"no_bias", "true"}}, {In("x", {4, 6}), W("w", {5, 6})},
+      {"fully_connected",
+       "fully_connected",
+       {},
+       {In("x", {4, 6}), W("w", {5, 6}), W("b", {5})},
+       "Gemm"},
+      {"fully_connected_no_bias",
+       "fully_connected",
+       {{"no_bias", "true"}},
+       {In("x", {4, 6}), W("w", {5, 6})},
        "Gemm"},
       {"matmul", "matmul", {}, {In("a", {2, 3, 4}), In("b", {2, 4, 5})}, "MatMul"},
-      {"matmul_2d_transposed", "matmul", {{"transpose_a", "true"}, {"transpose_b", "true"}},
-       {In("a", {4, 3}), W("b", {5, 4})}, "Gemm"},
-      {"matmul_batched_transposed", "matmul", {{"transpose_b", "true"}}, {In("a", {2, 3, 4}), In("b", {2, 5, 4})},
+      {"matmul_2d_transposed",
+       "matmul",
+       {{"transpose_a", "true"}, {"transpose_b", "true"}},
+       {In("a", {4, 3}), W("b", {5, 4})},
+       "Gemm"},
+      {"matmul_batched_transposed",
+       "matmul",
+       {{"transpose_b", "true"}},
+       {In("a", {2, 3, 4}), In("b", {2, 5, 4})},
        "Transpose"},
       {"softmax", "softmax", {{"axis", "1"}}, {In("x", {2, 3, 4})}, "Softmax"},
       {"log_softmax", "log_softmax", {}, {In("x", {2, 3, 4})}, "LogSoftmax"},
       {"dropout", "dropout", {{"p", "0.3"}}, {In("x", s4)}, "Identity"},
       {"transpose", "transpose", {{"axes", "(2, 0, -2)"}}, {In("x", {2, 3, 4})}, "Transpose"},
       {"transpose_reversed", "transpose", {}, {In("x", s4)}, "Transpose"},
-      {"concat", "concat", {{"axis", "1"}}, {In("a", {2, 1, 3}), In("b", {2, 4, 3}), W("c", {2, 2, 3})}, "Concat"},
+      {"concat",
+       "concat",
+       {{"axis", "1"}},
+       {In("a", {2, 1, 3}), In("b", {2, 4, 3}), W("c", {2, 2, 3})},
+       "Concat"},
       {"concat_last", "concat", {{"axis", "-1"}}, {In("a", {2, 3}), In("b", {2, 1})}, "Concat"},
-      {"batch_norm", "batch_norm", {{"eps", "0.001"}}, {In("x", {4, 3, 5, 5}), W("gamma", {3}), W("beta", {3})},
+      {"batch_norm",
+       "batch_norm",
+       {{"eps", "0.001"}},
+       {In("x", {4, 3, 5, 5}), W("gamma", {3}), W("beta", {3})},
        "ReduceMean"},
-      {"batch_norm_2d", "batch_norm", {}, {In("x", {6, 3}), W("gamma", {3}), W("beta", {3})}, "ReduceMean"},
+      {"batch_norm_2d",
+       "batch_norm",
+       {},
+       {In("x", {6, 3}), W("gamma", {3}), W("beta", {3})},
+       "ReduceMean"},
       {"sum", "sum", {{"axes", "(1, -1)"}}, {In("x", s4)}, "ReduceSum"},
       {"sum_all", "sum", {}, {In("x", s4)}, "ReduceSum"},
       {"mean", "mean", {{"axes", "(2)"}, {"keepdims", "true"}}, {In("x", s4)}, "ReduceMean"},
@@ -384,7 +440,8 @@ TEST_P(OnnxExportTest, OutputsKeepNamesAndOrder) {
   ExpectRoundTrip(g, {}, {{"x", Make(RandomData<float>(12, 3), {3, 4})}}, *bytes, "outputs");
 }
 
-INSTANTIATE_TEST_SUITE_P(Contexts, OnnxExportTest, ::testing::ValuesIn(AllContexts()), ops::testing::ContextName);
+INSTANTIATE_TEST_SUITE_P(Contexts, OnnxExportTest, ::testing::ValuesIn(AllContexts()),
+                         ops::testing::ContextName);
 
 // --- Python's checker with full_check (ONNX shape inference) on the files.
 
@@ -395,10 +452,12 @@ TEST(OnnxExportPython, FullCheckAcceptsExportedModels) {
   OnnxExportOptions opt;
   opt.input_shapes = {{"x", Shape{2, 1, 28, 28}}};
   const std::string cnn = TempPath("rill_export_python_cnn.onnx");
-  ASSERT_TRUE(ExportOnnxFile(net.g, net.Weights(engine::Context::Host(), engine.get()), cnn, opt).ok());
-  const std::string one =
-      absl::StrCat("/usr/bin/python3 -c \"import onnx,sys; m=onnx.load(sys.argv[1]); "
-                   "onnx.checker.check_model(m, full_check=True)\" ", cnn);
+  ASSERT_TRUE(
+      ExportOnnxFile(net.g, net.Weights(engine::Context::Host(), engine.get()), cnn, opt).ok());
+  const std::string one = absl::StrCat(
+      "/usr/bin/python3 -c \"import onnx,sys; m=onnx.load(sys.argv[1]); "
+      "onnx.checker.check_model(m, full_check=True)\" ",
+      cnn);
   EXPECT_EQ(std::system(one.c_str()), 0) << cnn;
   std::remove(cnn.c_str());
   std::vector<std::string> paths;
@@ -422,14 +481,16 @@ TEST(OnnxExportErrors, OpWithoutMappingIsUnimplementedNamingTheNode) {
   Cnn net;
   Graph train;
   std::vector<Entry> y = train.Compose(net.g, {}, "");
-  train.AddOutput(train.Op1("softmax_cross_entropy", {y[0], train.Input("labels", Shape{2})}, {}, "the_loss"));
+  train.AddOutput(
+      train.Op1("softmax_cross_entropy", {y[0], train.Input("labels", Shape{2})}, {}, "the_loss"));
   OnnxExportOptions opt;
   opt.input_shapes = {{"x", Shape{2, 1, 28, 28}}};
   absl::Status s = ExportOnnxBytes(train, {}, opt).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
   EXPECT_THAT(s.message(), AllOf(HasSubstr("the_loss"), HasSubstr("softmax_cross_entropy")));
   Graph sgd;
-  sgd.AddOutput(sgd.Op1("sgd_update", {sgd.Param("w", Shape{3}), sgd.Input("g", Shape{3})}, {{"lr", "0.1"}}, "step"));
+  sgd.AddOutput(sgd.Op1("sgd_update", {sgd.Param("w", Shape{3}), sgd.Input("g", Shape{3})},
+                        {{"lr", "0.1"}}, "step"));
   s = ExportOnnxBytes(sgd, {}).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
   EXPECT_THAT(s.message(), AllOf(HasSubstr("step"), HasSubstr("sgd_update")));
@@ -465,7 +526,8 @@ TEST(OnnxExportErrors, BadInitializersAndShapesAreInvalidArgument) {
   auto engine = ops::testing::MakeEngine();
   const engine::Context host = engine::Context::Host();
   Graph g;
-  g.AddOutput(g.Op1("fully_connected", {g.Input("x", Shape{2, 3}), g.Param("w", Shape{4, 3}), g.Param("b")}, {},
+  g.AddOutput(g.Op1("fully_connected",
+                    {g.Input("x", Shape{2, 3}), g.Param("w", Shape{4, 3}), g.Param("b")}, {},
                     "fc"));
   Tensors w = {{"w", *Tensor::FromHost<float>(std::vector<float>(12), {4, 3}, host, engine.get())},
                {"b", *Tensor::FromHost<float>(std::vector<float>(4), {4}, host, engine.get())}};

@@ -1,11 +1,10 @@
 #include "rill/graph/onnx/onnx_import.h"
 
-#include <algorithm>
-
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <algorithm>
 #include <deque>
 #include <exception>
 #include <fstream>
@@ -25,7 +24,8 @@ namespace rill::graph {
 std::string ImportState::UniqueName(std::string_view base) {
   std::string b = base.empty() ? std::string("node") : std::string(base);
   std::string name = b;
-  for (int k = 1; graph.Find(name) >= 0 || reserved.contains(name); ++k) name = absl::StrCat(b, "_", k);
+  for (int k = 1; graph.Find(name) >= 0 || reserved.contains(name); ++k)
+    name = absl::StrCat(b, "_", k);
   return name;
 }
 
@@ -49,7 +49,9 @@ NodeLowering::NodeLowering(ImportState& state, const onnx::NodeProto& node, int6
     : state_(state), node_(node), opset_(opset) {}
 
 int NodeLowering::num_inputs() const { return node_.input_size(); }
-bool NodeLowering::has_input(int i) const { return i < node_.input_size() && !node_.input(i).empty(); }
+bool NodeLowering::has_input(int i) const {
+  return i < node_.input_size() && !node_.input(i).empty();
+}
 
 const ValueState& NodeLowering::Value(const std::string& name) const {
   static const ValueState* const kNone = new ValueState;
@@ -70,7 +72,8 @@ absl::StatusOr<Entry> NodeLowering::In(int i) {
 absl::StatusOr<std::vector<int64_t>> NodeLowering::ConstInts(int i, std::string_view what) const {
   const ValueState& v = info(i);
   if (!v.constant) {
-    return Unsupported(absl::StrCat(AsAbsl(what), " (input ", i, ") must be an initializer or a Constant"));
+    return Unsupported(
+        absl::StrCat(AsAbsl(what), " (input ", i, ") must be an initializer or a Constant"));
   }
   return v.constant->Int64s();
 }
@@ -78,7 +81,8 @@ absl::StatusOr<std::vector<int64_t>> NodeLowering::ConstInts(int i, std::string_
 absl::StatusOr<std::vector<double>> NodeLowering::ConstDoubles(int i, std::string_view what) const {
   const ValueState& v = info(i);
   if (!v.constant) {
-    return Unsupported(absl::StrCat(AsAbsl(what), " (input ", i, ") must be an initializer or a Constant"));
+    return Unsupported(
+        absl::StrCat(AsAbsl(what), " (input ", i, ") must be an initializer or a Constant"));
   }
   return v.constant->Doubles();
 }
@@ -107,7 +111,9 @@ std::optional<std::vector<int64_t>> NodeLowering::StaticDims(int i) const {
 }
 
 int NodeLowering::num_outputs() const { return node_.output_size(); }
-bool NodeLowering::wants_output(int i) const { return i < node_.output_size() && !node_.output(i).empty(); }
+bool NodeLowering::wants_output(int i) const {
+  return i < node_.output_size() && !node_.output(i).empty();
+}
 std::optional<DType> NodeLowering::OutType(int i) const {
   return wants_output(i) ? Value(node_.output(i)).dtype : std::nullopt;
 }
@@ -152,9 +158,11 @@ std::vector<int64_t> NodeLowering::Ints(std::string_view name) const {
   return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : std::vector<int64_t>{};
 }
 
-std::vector<Entry> NodeLowering::OpN(std::string_view op, std::vector<Entry> inputs, const ops::Attrs& attrs) {
-  const std::string base = node_.name().empty() ? (node_.output_size() ? node_.output(0) : node_.op_type())
-                                                : node_.name();
+std::vector<Entry> NodeLowering::OpN(std::string_view op, std::vector<Entry> inputs,
+                                     const ops::Attrs& attrs) {
+  const std::string base = node_.name().empty()
+                               ? (node_.output_size() ? node_.output(0) : node_.op_type())
+                               : node_.name();
   return state_.graph.Op(op, std::move(inputs), attrs, state_.UniqueName(base));
 }
 
@@ -164,8 +172,9 @@ Entry NodeLowering::Op(std::string_view op, std::vector<Entry> inputs, const ops
 }
 
 absl::StatusOr<Entry> NodeLowering::Const(OnnxHostTensor t) {
-  const std::string base = node_.name().empty() ? (node_.output_size() ? node_.output(0) : node_.op_type())
-                                                : node_.name();
+  const std::string base = node_.name().empty()
+                               ? (node_.output_size() ? node_.output(0) : node_.op_type())
+                               : node_.name();
   const std::string name = state_.UniqueName(absl::StrCat(base, "_const"));
   RILL_ASSIGN_OR_RETURN(Tensor tensor, TensorFromHost(t, state_.context, state_.engine));
   Entry e = state_.graph.Aux(name, t.shape, t.dtype);
@@ -174,9 +183,13 @@ absl::StatusOr<Entry> NodeLowering::Const(OnnxHostTensor t) {
   return e;
 }
 
-absl::Status NodeLowering::Unsupported(std::string_view what) { return absl::UnimplementedError(AsAbsl(what)); }
+absl::Status NodeLowering::Unsupported(std::string_view what) {
+  return absl::UnimplementedError(AsAbsl(what));
+}
 
-std::string IntsAttr(const std::vector<int64_t>& v) { return absl::StrCat("(", absl::StrJoin(v, ", "), ")"); }
+std::string IntsAttr(const std::vector<int64_t>& v) {
+  return absl::StrCat("(", absl::StrJoin(v, ", "), ")");
+}
 std::string FloatAttr(double v) { return absl::StrFormat("%.17g", v); }
 
 // ------------------------------------------------------------------- Importer
@@ -184,19 +197,27 @@ std::string FloatAttr(double v) { return absl::StrFormat("%.17g", v); }
 namespace {
 
 std::string DescribeNode(const onnx::NodeProto& n, int index, int64_t opset) {
-  const std::string name = n.name().empty() ? absl::StrCat("#", index) : absl::StrCat("'", n.name(), "'");
-  const std::string domain = n.domain().empty() || n.domain() == "ai.onnx" ? "" : absl::StrCat(n.domain(), ".");
+  const std::string name =
+      n.name().empty() ? absl::StrCat("#", index) : absl::StrCat("'", n.name(), "'");
+  const std::string domain =
+      n.domain().empty() || n.domain() == "ai.onnx" ? "" : absl::StrCat(n.domain(), ".");
   return absl::StrCat("node ", name, " (", domain, n.op_type(), ", opset ", opset, ")");
 }
 
 const char* ValueKind(const onnx::TypeProto& t) {
   switch (t.value_case()) {
-    case onnx::TypeProto::kTensorType: return "a tensor";
-    case onnx::TypeProto::kSequenceType: return "a sequence";
-    case onnx::TypeProto::kMapType: return "a map";
-    case onnx::TypeProto::kOptionalType: return "an optional";
-    case onnx::TypeProto::kSparseTensorType: return "a sparse tensor";
-    default: return "untyped";
+    case onnx::TypeProto::kTensorType:
+      return "a tensor";
+    case onnx::TypeProto::kSequenceType:
+      return "a sequence";
+    case onnx::TypeProto::kMapType:
+      return "a map";
+    case onnx::TypeProto::kOptionalType:
+      return "an optional";
+    case onnx::TypeProto::kSparseTensorType:
+      return "a sparse tensor";
+    default:
+      return "untyped";
   }
 }
 
@@ -228,10 +249,9 @@ absl::StatusOr<std::vector<int>> SortNodes(const onnx::GraphProto& g, int64_t op
       if (o.empty()) continue;
       auto [it, fresh] = producer.emplace(o, i);
       if (!fresh) {
-        return absl::InvalidArgumentError(absl::StrCat(DescribeNode(g.node(i), i, opset), " defines '", o,
-                                                       "', which is already ",
-                                                       it->second < 0 ? "a graph input or initializer"
-                                                                      : "another node's output"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            DescribeNode(g.node(i), i, opset), " defines '", o, "', which is already ",
+            it->second < 0 ? "a graph input or initializer" : "another node's output"));
       }
     }
   }
@@ -242,8 +262,9 @@ absl::StatusOr<std::vector<int>> SortNodes(const onnx::GraphProto& g, int64_t op
       if (in.empty()) continue;
       auto it = producer.find(in);
       if (it == producer.end()) {
-        return absl::InvalidArgumentError(absl::StrCat(DescribeNode(g.node(i), i, opset), " reads '", in,
-                                                       "', which is no graph input, initializer or node output"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(DescribeNode(g.node(i), i, opset), " reads '", in,
+                         "', which is no graph input, initializer or node output"));
       }
       if (it->second >= 0) {
         ++waiting[i];
@@ -270,9 +291,10 @@ absl::StatusOr<std::vector<int>> SortNodes(const onnx::GraphProto& g, int64_t op
       for (const std::string& in : g.node(i).input()) {
         auto it = producer.find(in);
         if (it != producer.end() && it->second >= 0 && waiting[it->second] > 0) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "the graph has a cycle: ", DescribeNode(g.node(i), i, opset), " reads '", in, "' from ",
-              DescribeNode(g.node(it->second), it->second, opset), ", which depends on it"));
+          return absl::InvalidArgumentError(
+              absl::StrCat("the graph has a cycle: ", DescribeNode(g.node(i), i, opset), " reads '",
+                           in, "' from ", DescribeNode(g.node(it->second), it->second, opset),
+                           ", which depends on it"));
         }
       }
     }
@@ -292,25 +314,28 @@ absl::Status CheckInputType(const onnx::NodeProto& n, const Converter& c, const 
   for (DType t : kAllDTypes) {
     if (c.dtypes & DTypeBit(t)) names.push_back(DTypeName(t));
   }
-  return absl::UnimplementedError(absl::StrCat("input '", n.input(0), "' of type ", DTypeName(*it->second.dtype),
-                                               " is not supported (takes ", absl::StrJoin(names, ", "), ")"));
+  return absl::UnimplementedError(
+      absl::StrCat("input '", n.input(0), "' of type ", DTypeName(*it->second.dtype),
+                   " is not supported (takes ", absl::StrJoin(names, ", "), ")"));
 }
 
 // Unimplemented naming a value whose declared element type Rill lacks or
 // which is not a tensor.
-absl::Status CheckValueTypes(const onnx::NodeProto& n,
-                             const absl::flat_hash_map<std::string, const onnx::TypeProto*>& types) {
+absl::Status CheckValueTypes(
+    const onnx::NodeProto& n,
+    const absl::flat_hash_map<std::string, const onnx::TypeProto*>& types) {
   auto check = [&](const std::string& name) -> absl::Status {
     if (name.empty()) return absl::OkStatus();
     auto it = types.find(name);
     if (it == types.end()) return absl::OkStatus();
     const onnx::TypeProto& t = *it->second;
     if (!t.has_tensor_type()) {
-      return absl::UnimplementedError(absl::StrCat("value '", name, "' is ", ValueKind(t),
-                                                   "; only tensors are supported"));
+      return absl::UnimplementedError(
+          absl::StrCat("value '", name, "' is ", ValueKind(t), "; only tensors are supported"));
     }
     if (t.tensor_type().elem_type() == 0) return absl::OkStatus();
-    return Annotate(DTypeFromOnnx(t.tensor_type().elem_type()).status(), absl::StrCat("value '", name, "'"));
+    return Annotate(DTypeFromOnnx(t.tensor_type().elem_type()).status(),
+                    absl::StrCat("value '", name, "'"));
   };
   for (const std::string& in : n.input()) RILL_RETURN_IF_ERROR(check(in));
   for (const std::string& out : n.output()) RILL_RETURN_IF_ERROR(check(out));
@@ -333,7 +358,8 @@ absl::Status ImportNode(ImportState& s, const onnx::NodeProto& n, int64_t opset,
     if (n.output(i).empty()) continue;
     const ValueState& v = s.values[n.output(i)];
     if (!v.entry.valid() && !v.constant) {
-      return absl::UnimplementedError(absl::StrCat("output ", i, " ('", n.output(i), "') is not supported"));
+      return absl::UnimplementedError(
+          absl::StrCat("output ", i, " ('", n.output(i), "') is not supported"));
     }
   }
   return absl::OkStatus();
@@ -350,7 +376,8 @@ absl::Status AddInputs(const onnx::GraphProto& g, ImportState& s, OnnxModel& mod
   for (const onnx::ValueInfoProto& in : g.input()) {
     if (s.values[in.name()].constant) continue;  // An initializer listed as an input (IR < 4).
     if (!in.type().has_tensor_type()) {
-      return absl::UnimplementedError(absl::StrCat("graph input '", in.name(), "' is ", ValueKind(in.type()),
+      return absl::UnimplementedError(absl::StrCat("graph input '", in.name(), "' is ",
+                                                   ValueKind(in.type()),
                                                    "; only tensors are supported"));
     }
     absl::StatusOr<DType> dtype = DTypeFromOnnx(in.type().tensor_type().elem_type());
@@ -375,8 +402,10 @@ absl::Status AddInputs(const onnx::GraphProto& g, ImportState& s, OnnxModel& mod
 
 absl::Status AddOutputs(const onnx::GraphProto& g, ImportState& s, OnnxModel& model) {
   for (const onnx::ValueInfoProto& out : g.output()) {
-    if (out.type().value_case() != onnx::TypeProto::VALUE_NOT_SET && !out.type().has_tensor_type()) {
-      return absl::UnimplementedError(absl::StrCat("graph output '", out.name(), "' is ", ValueKind(out.type()),
+    if (out.type().value_case() != onnx::TypeProto::VALUE_NOT_SET &&
+        !out.type().has_tensor_type()) {
+      return absl::UnimplementedError(absl::StrCat("graph output '", out.name(), "' is ",
+                                                   ValueKind(out.type()),
                                                    "; only tensors are supported"));
     }
     RILL_ASSIGN_OR_RETURN(Entry e, s.Materialize(out.name()));
@@ -384,7 +413,8 @@ absl::Status AddOutputs(const onnx::GraphProto& g, ImportState& s, OnnxModel& mo
       // Outputs are op results: a copy of an input or a constant.
       const auto& dtype = s.graph.node(e.node).dtype;
       e = dtype && *dtype == DType::kF16
-              ? s.graph.Op1("cast", {e}, {{"dtype", "float16"}}, s.UniqueName(absl::StrCat(out.name(), "_copy")))
+              ? s.graph.Op1("cast", {e}, {{"dtype", "float16"}},
+                            s.UniqueName(absl::StrCat(out.name(), "_copy")))
               : s.graph.Op1("identity", {e}, {}, s.UniqueName(absl::StrCat(out.name(), "_copy")));
     }
     s.graph.AddOutput(e, out.name());
@@ -397,7 +427,8 @@ absl::Status AddOutputs(const onnx::GraphProto& g, ImportState& s, OnnxModel& mo
 absl::StatusOr<OnnxModel> Import(const onnx::ModelProto& m, const OnnxImportOptions& options) {
   RILL_ASSIGN_OR_RETURN(const int64_t opset, DefaultOpset(m));
   if (opset < 11 || opset > 17) {
-    return absl::UnimplementedError(absl::StrCat("opset ", opset, " is not supported (Rill imports 11 to 17)"));
+    return absl::UnimplementedError(
+        absl::StrCat("opset ", opset, " is not supported (Rill imports 11 to 17)"));
   }
   const onnx::GraphProto& g = m.graph();
   RILL_ASSIGN_OR_RETURN(std::vector<int> order, SortNodes(g, opset));
@@ -409,13 +440,15 @@ absl::StatusOr<OnnxModel> Import(const onnx::ModelProto& m, const OnnxImportOpti
     constants.emplace_back(t.name(), *std::move(h));
   }
   for (const auto& [name, t] : options.constant_inputs) {
-    const bool is_input = std::any_of(g.input().begin(), g.input().end(),
-                                      [&](const onnx::ValueInfoProto& v) { return v.name() == name; });
+    const bool is_input =
+        std::any_of(g.input().begin(), g.input().end(),
+                    [&](const onnx::ValueInfoProto& v) { return v.name() == name; });
     const bool is_initializer = std::any_of(constants.begin(), constants.end(),
                                             [&](const auto& c) { return c.first == name; });
     if (!is_input || is_initializer) {
-      return absl::InvalidArgumentError(absl::StrCat("constant input '", name, "' is no graph input",
-                                                     is_initializer ? " (it is an initializer)" : ""));
+      return absl::InvalidArgumentError(
+          absl::StrCat("constant input '", name, "' is no graph input",
+                       is_initializer ? " (it is an initializer)" : ""));
     }
     OnnxHostTensor h;
     h.dtype = t.dtype();
@@ -428,9 +461,9 @@ absl::StatusOr<OnnxModel> Import(const onnx::ModelProto& m, const OnnxImportOpti
   for (const auto* list : {&g.input(), &g.output()}) {
     for (const onnx::ValueInfoProto& v : *list) {
       if (v.type().value_case() != onnx::TypeProto::VALUE_NOT_SET && !v.type().has_tensor_type()) {
-        return absl::UnimplementedError(absl::StrCat("graph ", list == &g.input() ? "input" : "output", " '",
-                                                     v.name(), "' is ", ValueKind(v.type()),
-                                                     "; only tensors are supported"));
+        return absl::UnimplementedError(
+            absl::StrCat("graph ", list == &g.input() ? "input" : "output", " '", v.name(), "' is ",
+                         ValueKind(v.type()), "; only tensors are supported"));
       }
     }
   }
@@ -489,15 +522,16 @@ absl::StatusOr<OnnxModel> ImportOnnxBytes(std::string_view bytes, const OnnxImpo
   onnx::ModelProto m;
   if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
       !m.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return absl::InvalidArgumentError(absl::StrCat(AsAbsl(what), ": not an ONNX model (protobuf parse failed on ",
-                                                   bytes.size(), " bytes)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        AsAbsl(what), ": not an ONNX model (protobuf parse failed on ", bytes.size(), " bytes)"));
   }
   absl::StatusOr<OnnxModel> r = Import(m, options);
   if (!r.ok()) return Annotate(r.status(), what);
   return r;
 }
 
-absl::StatusOr<OnnxModel> ImportOnnxFile(const std::string& path, const OnnxImportOptions& options) {
+absl::StatusOr<OnnxModel> ImportOnnxFile(const std::string& path,
+                                         const OnnxImportOptions& options) {
   std::ifstream f(path, std::ios::binary);
   if (!f) return absl::NotFoundError(absl::StrCat("cannot open ONNX file '", path, "'"));
   std::ostringstream ss;

@@ -9,8 +9,8 @@
 //   RILL_ASSIGN_OR_RETURN(OnnxModel m, ImportOnnxFile("net.onnx", opt));
 //   absl::flat_hash_map<std::string, Tensor> args = m.initializers;
 //   args[m.inputs[0]] = x;
-//   RILL_ASSIGN_OR_RETURN(auto exec, graph::Executor::Bind(m.graph, args, {}, {.context = opt.context}));
-//   RILL_RETURN_IF_ERROR(exec->Forward(/*is_train=*/false));
+//   RILL_ASSIGN_OR_RETURN(auto exec, graph::Executor::Bind(m.graph, args, {}, {.context =
+//   opt.context})); RILL_RETURN_IF_ERROR(exec->Forward(/*is_train=*/false));
 //
 // What maps to what is in graph/onnx/README.md. Errors never crash:
 // InvalidArgument for a malformed model (unparsable bytes naming the file,
@@ -64,9 +64,11 @@ struct OnnxModel {
   int64_t opset = 0;
 };
 
-absl::StatusOr<OnnxModel> ImportOnnxFile(const std::string& path, const OnnxImportOptions& options = {});
+absl::StatusOr<OnnxModel> ImportOnnxFile(const std::string& path,
+                                         const OnnxImportOptions& options = {});
 // `what` names the bytes in errors (a file name).
-absl::StatusOr<OnnxModel> ImportOnnxBytes(std::string_view bytes, const OnnxImportOptions& options = {},
+absl::StatusOr<OnnxModel> ImportOnnxBytes(std::string_view bytes,
+                                          const OnnxImportOptions& options = {},
                                           std::string_view what = "ONNX model");
 
 }  // namespace rill::graph

@@ -10,20 +10,20 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 #include "rill/graph/executor.h"
 #include "rill/graph/onnx/onnx_lowering.h"
 #include "rill/graph/testing/graph_testing.h"
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "rill/ops/testing/op_testing.h"
 
 namespace rill::graph {
 namespace {
 
-using ::testing::AllOf;
-using ::testing::HasSubstr;
 using ops::testing::AllContexts;
 using ops::testing::RandomData;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
 
 // --- Building models with the protobuf API.
 
@@ -38,8 +38,9 @@ onnx::ModelProto NewModel(int64_t opset = 13) {
   return m;
 }
 
-void AddValue(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* list, const std::string& name,
-              const std::vector<int64_t>& dims, int elem = onnx::TensorProto::FLOAT) {
+void AddValue(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* list,
+              const std::string& name, const std::vector<int64_t>& dims,
+              int elem = onnx::TensorProto::FLOAT) {
   onnx::ValueInfoProto* v = list->Add();
   v->set_name(name);
   auto* t = v->mutable_type()->mutable_tensor_type();
@@ -61,8 +62,9 @@ void AddInitializer(onnx::ModelProto& m, const std::string& name, const std::vec
   }
 }
 
-onnx::NodeProto* AddNode(onnx::ModelProto& m, const std::string& op, const std::vector<std::string>& in,
-                         const std::vector<std::string>& out, const std::string& name) {
+onnx::NodeProto* AddNode(onnx::ModelProto& m, const std::string& op,
+                         const std::vector<std::string>& in, const std::vector<std::string>& out,
+                         const std::string& name) {
   onnx::NodeProto* n = m.mutable_graph()->add_node();
   n->set_op_type(op);
   n->set_name(name);
@@ -169,7 +171,8 @@ TEST_P(OnnxImportTest, ConvReluGemmMatchesLoops) {
   const std::vector<float> x = RandomData<float>(2 * 3 * 6 * 6, 5);
   absl::flat_hash_map<std::string, Tensor> args = m->initializers;
   args["x"] = Make(x, {2, 3, 6, 6});
-  absl::StatusOr<std::vector<Tensor>> out = testing::EvaluateImperatively(m->graph, args, ctx(), engine_.get());
+  absl::StatusOr<std::vector<Tensor>> out =
+      testing::EvaluateImperatively(m->graph, args, ctx(), engine_.get());
   ASSERT_TRUE(out.ok()) << out.status();
   ASSERT_EQ(out->size(), 1u);
   EXPECT_EQ((*out)[0].shape(), (Shape{2, 5}));
@@ -181,7 +184,8 @@ TEST_P(OnnxImportTest, ConvReluGemmMatchesLoops) {
   absl::StatusOr<std::unique_ptr<Executor>> exec = Executor::Bind(m->graph, args, {}, bo);
   ASSERT_TRUE(exec.ok()) << exec.status();
   ASSERT_TRUE((*exec)->Forward(/*is_train=*/false).ok());
-  ops::testing::ExpectNear(*(*exec)->outputs()[0].ToHost<float>(), net.Reference(x), 1e-4, "y (executor)");
+  ops::testing::ExpectNear(*(*exec)->outputs()[0].ToHost<float>(), net.Reference(x), 1e-4,
+                           "y (executor)");
 }
 
 // An ONNX file trains: imported, composed under a loss built in C++, run
@@ -312,7 +316,8 @@ TEST(OnnxImport, ConstantInputsFoldLikeInitializers) {
   EXPECT_EQ(ok->inputs, std::vector<std::string>{"x"});
   const Tensor shape = opt.constant_inputs.at("shape");  // A copy: inserting may rehash.
   opt.constant_inputs["nope"] = shape;
-  EXPECT_THAT(ImportOnnxBytes(Bytes(m), opt).status().ToString(), HasSubstr("'nope' is no graph input"));
+  EXPECT_THAT(ImportOnnxBytes(Bytes(m), opt).status().ToString(),
+              HasSubstr("'nope' is no graph input"));
 }
 
 TEST(OnnxImportErrors, TruncatedFileIsInvalidArgumentNamingTheFile) {
@@ -362,9 +367,12 @@ TEST(OnnxImportErrors, MissingFileIsNotFound) {
 TEST(OnnxImportErrors, InitializerSizeMismatchNamesIt) {
   for (bool raw : {true, false}) {
     onnx::ModelProto m = Net().Model();
-    onnx::TensorProto* w = m.mutable_graph()->mutable_initializer(raw ? 0 : 1);  // "w" raw, "b" float_data.
-    if (raw) w->mutable_raw_data()->resize(10);
-    else w->add_float_data(1.f);
+    onnx::TensorProto* w =
+        m.mutable_graph()->mutable_initializer(raw ? 0 : 1);  // "w" raw, "b" float_data.
+    if (raw)
+      w->mutable_raw_data()->resize(10);
+    else
+      w->add_float_data(1.f);
     absl::StatusOr<OnnxModel> im = ImportOnnxBytes(Bytes(m));
     ASSERT_FALSE(im.ok());
     EXPECT_EQ(im.status().code(), absl::StatusCode::kInvalidArgument) << im.status();
@@ -395,7 +403,8 @@ TEST(OnnxImportErrors, UnsupportedOpNamesNodeOpAndOpset) {
   absl::StatusOr<OnnxModel> im = ImportOnnxBytes(Bytes(m));
   ASSERT_FALSE(im.ok());
   EXPECT_EQ(im.status().code(), absl::StatusCode::kUnimplemented) << im.status();
-  EXPECT_THAT(im.status().message(), AllOf(HasSubstr("my_erf"), HasSubstr("Erf"), HasSubstr("opset 13")));
+  EXPECT_THAT(im.status().message(),
+              AllOf(HasSubstr("my_erf"), HasSubstr("Erf"), HasSubstr("opset 13")));
 }
 
 TEST(OnnxImportErrors, UnsupportedAttributeValueNamesTheNode) {
@@ -405,7 +414,8 @@ TEST(OnnxImportErrors, UnsupportedAttributeValueNamesTheNode) {
   absl::StatusOr<OnnxModel> im = ImportOnnxBytes(Bytes(m));
   ASSERT_FALSE(im.ok());
   EXPECT_EQ(im.status().code(), absl::StatusCode::kUnimplemented) << im.status();
-  EXPECT_THAT(im.status().message(), AllOf(HasSubstr("conv1"), HasSubstr("Conv"), HasSubstr("asymmetric")));
+  EXPECT_THAT(im.status().message(),
+              AllOf(HasSubstr("conv1"), HasSubstr("Conv"), HasSubstr("asymmetric")));
 }
 
 TEST(OnnxImportErrors, UnsupportedElementTypeAndOpset) {
@@ -462,8 +472,11 @@ TEST(OnnxImportErrors, SequenceInputIsUnimplemented) {
   onnx::ModelProto m = NewModel();
   onnx::ValueInfoProto* in = m.mutable_graph()->add_input();
   in->set_name("seq");
-  in->mutable_type()->mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type()->set_elem_type(
-      onnx::TensorProto::FLOAT);
+  in->mutable_type()
+      ->mutable_sequence_type()
+      ->mutable_elem_type()
+      ->mutable_tensor_type()
+      ->set_elem_type(onnx::TensorProto::FLOAT);
   AddValue(m.mutable_graph()->mutable_output(), "y", {});
   AddNode(m, "SequenceLength", {"seq"}, {"y"}, "len");
   m.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
@@ -475,7 +488,8 @@ TEST(OnnxImportErrors, SequenceInputIsUnimplemented) {
 
 TEST(OnnxImport, SupportedOpsListed) {
   const std::vector<std::string> ops = SupportedOnnxOps();
-  for (const char* op : {"Conv", "Gemm", "BatchNormalization", "Softmax", "Reshape", "ReduceSum", "Cast"}) {
+  for (const char* op :
+       {"Conv", "Gemm", "BatchNormalization", "Softmax", "Reshape", "ReduceSum", "Cast"}) {
     EXPECT_THAT(ops, ::testing::Contains(std::string(op)));
   }
 }

@@ -101,7 +101,8 @@ class NodeLowering {
   // --- Emitting ops: a node named after this ONNX node. Errors are kept
   // in the graph's status and surface after the converter returns.
   Entry Op(std::string_view op, std::vector<Entry> inputs, const ops::Attrs& attrs = {});
-  std::vector<Entry> OpN(std::string_view op, std::vector<Entry> inputs, const ops::Attrs& attrs = {});
+  std::vector<Entry> OpN(std::string_view op, std::vector<Entry> inputs,
+                         const ops::Attrs& attrs = {});
   // A constant made an entry (an aux variable).
   absl::StatusOr<Entry> Const(OnnxHostTensor t);
 
@@ -120,7 +121,7 @@ class NodeLowering {
 
 // Attribute value text for ops::Attrs.
 std::string IntsAttr(const std::vector<int64_t>& v);  // "(1, 2)"
-std::string FloatAttr(double v);                       // round-trips
+std::string FloatAttr(double v);                      // round-trips
 
 using ConvertFn = absl::Status (*)(NodeLowering& l);
 struct Converter {

@@ -32,7 +32,8 @@ absl::StatusOr<Window> WindowOf(L& l, std::vector<int64_t> kernel) {
   Window w;
   w.kernel = std::move(kernel);
   if (w.kernel.size() != 2) {
-    return L::Unsupported(absl::StrCat("only 2-D windows (kernel_shape has ", w.kernel.size(), " axes)"));
+    return L::Unsupported(
+        absl::StrCat("only 2-D windows (kernel_shape has ", w.kernel.size(), " axes)"));
   }
   w.stride = l.Ints("strides");
   if (w.stride.empty()) w.stride = {1, 1};
@@ -55,8 +56,10 @@ absl::StatusOr<Window> WindowOf(L& l, std::vector<int64_t> kernel) {
     for (int i = 0; i < 2; ++i) {
       const int64_t in = dims[2 + i], s = w.stride[i];
       const int64_t out = (in + s - 1) / s;
-      const int64_t total = std::max<int64_t>(0, (out - 1) * s + (w.kernel[i] - 1) * w.dilation[i] + 1 - in);
-      if (total % 2 != 0) return L::Unsupported(absl::StrCat("auto_pad ", auto_pad, " with odd total padding"));
+      const int64_t total =
+          std::max<int64_t>(0, (out - 1) * s + (w.kernel[i] - 1) * w.dilation[i] + 1 - in);
+      if (total % 2 != 0)
+        return L::Unsupported(absl::StrCat("auto_pad ", auto_pad, " with odd total padding"));
       w.pad.push_back(total / 2);
     }
   } else {
@@ -72,13 +75,16 @@ absl::Status Conv(L& l) {
     if (!wd || wd->size() < 2) return L::Unsupported("needs kernel_shape or the weight's rank");
     kernel.assign(wd->begin() + 2, wd->end());
   }
-  if (auto r = l.Rank(0); r && *r != 4) return L::Unsupported(absl::StrCat("only 2-D convolution (input rank ", *r, ")"));
+  if (auto r = l.Rank(0); r && *r != 4)
+    return L::Unsupported(absl::StrCat("only 2-D convolution (input rank ", *r, ")"));
   RILL_ASSIGN_OR_RETURN(Window w, WindowOf(l, kernel));
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
   RILL_ASSIGN_OR_RETURN(Entry wt, l.In(1));
-  Entry y = l.Op("conv2d", {x, wt}, {{"stride", IntsAttr(w.stride)}, {"pad", IntsAttr(w.pad)},
-                                     {"dilation", IntsAttr(w.dilation)},
-                                     {"num_group", absl::StrCat(l.Int("group", 1))}});
+  Entry y = l.Op("conv2d", {x, wt},
+                 {{"stride", IntsAttr(w.stride)},
+                  {"pad", IntsAttr(w.pad)},
+                  {"dilation", IntsAttr(w.dilation)},
+                  {"num_group", absl::StrCat(l.Int("group", 1))}});
   if (l.has_input(2)) {
     RILL_ASSIGN_OR_RETURN(Entry b, l.In(2));
     y = l.Op("add", {y, l.Op("reshape", {b}, {{"shape", "(1, -1, 1, 1)"}})});
@@ -89,7 +95,8 @@ absl::Status Conv(L& l) {
 template <bool kMax>
 absl::Status Pool(L& l) {
   if (l.wants_output(1)) return L::Unsupported("the Indices output");
-  if (auto r = l.Rank(0); r && *r != 4) return L::Unsupported(absl::StrCat("only 2-D pooling (input rank ", *r, ")"));
+  if (auto r = l.Rank(0); r && *r != 4)
+    return L::Unsupported(absl::StrCat("only 2-D pooling (input rank ", *r, ")"));
   RILL_ASSIGN_OR_RETURN(Window w, WindowOf(l, l.Ints("kernel_shape")));
   if (w.dilation != std::vector<int64_t>{1, 1}) return L::Unsupported("dilations other than 1");
   if (l.Int("ceil_mode", 0) != 0) {
@@ -99,7 +106,9 @@ absl::Status Pool(L& l) {
       if (span % w.stride[i] != 0) return L::Unsupported("ceil_mode=1 where it rounds up");
     }
   }
-  ops::Attrs a = {{"kernel", IntsAttr(w.kernel)}, {"stride", IntsAttr(w.stride)}, {"pad", IntsAttr(w.pad)},
+  ops::Attrs a = {{"kernel", IntsAttr(w.kernel)},
+                  {"stride", IntsAttr(w.stride)},
+                  {"pad", IntsAttr(w.pad)},
                   {"pool_type", kMax ? "max" : "avg"}};
   if (!kMax) a.push_back({"count_include_pad", l.Int("count_include_pad", 0) ? "true" : "false"});
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
@@ -123,7 +132,8 @@ Entry PerChannel(L& l, Entry v, int r) {
 }
 
 absl::Status BatchNormalization(L& l) {
-  if (l.Int("training_mode", 0) != 0) return L::Unsupported("training_mode=1 (Rill imports inference graphs)");
+  if (l.Int("training_mode", 0) != 0)
+    return L::Unsupported("training_mode=1 (Rill imports inference graphs)");
   for (int i = 1; i < l.num_outputs(); ++i) {
     if (l.wants_output(i)) return L::Unsupported("running mean/var outputs (training mode)");
   }
@@ -135,7 +145,8 @@ absl::Status BatchNormalization(L& l) {
     in.push_back(e);
   }
   // y = (x - mean) * (scale / sqrt(var + eps)) + bias.
-  Entry sd = l.Op("sqrt", {l.Op("add_scalar", {in[4]}, {{"scalar", FloatAttr(l.Float("epsilon", 1e-5f))}})});
+  Entry sd = l.Op(
+      "sqrt", {l.Op("add_scalar", {in[4]}, {{"scalar", FloatAttr(l.Float("epsilon", 1e-5f))}})});
   Entry k = l.Op("div", {in[1], sd});
   Entry y = l.Op("sub", {in[0], PerChannel(l, in[3], r)});
   y = l.Op("mul", {y, PerChannel(l, k, r)});
@@ -152,8 +163,9 @@ Normalized Normalize(L& l, Entry x, const std::vector<int64_t>& axes, double eps
   n.mean = l.Op("mean", {x}, red);
   Entry d = l.Op("sub", {x, n.mean});
   Entry var = l.Op("mean", {l.Op("square", {d})}, red);
-  n.inv_std = l.Op("rdiv_scalar", {l.Op("sqrt", {l.Op("add_scalar", {var}, {{"scalar", FloatAttr(eps)}})})},
-                   {{"scalar", "1"}});
+  n.inv_std =
+      l.Op("rdiv_scalar", {l.Op("sqrt", {l.Op("add_scalar", {var}, {{"scalar", FloatAttr(eps)}})})},
+           {{"scalar", "1"}});
   n.y = l.Op("mul", {d, n.inv_std});
   return n;
 }
@@ -193,8 +205,9 @@ absl::Status LayerNormalization(L& l) {
 absl::Status Gemm(L& l) {
   RILL_ASSIGN_OR_RETURN(Entry a, l.In(0));
   RILL_ASSIGN_OR_RETURN(Entry b, l.In(1));
-  Entry y = l.Op("matmul", {a, b}, {{"transpose_a", l.Int("transA", 0) ? "true" : "false"},
-                                    {"transpose_b", l.Int("transB", 0) ? "true" : "false"}});
+  Entry y = l.Op("matmul", {a, b},
+                 {{"transpose_a", l.Int("transA", 0) ? "true" : "false"},
+                  {"transpose_b", l.Int("transB", 0) ? "true" : "false"}});
   const double alpha = l.Float("alpha", 1.f), beta = l.Float("beta", 1.f);
   if (alpha != 1) y = l.Op("mul_scalar", {y}, {{"scalar", FloatAttr(alpha)}});
   if (l.has_input(2)) {

@@ -18,14 +18,14 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "gtest/gtest.h"
 #include "rill/graph/onnx/onnx_import.h"
 #include "rill/graph/onnx/onnx_lowering.h"
 #include "rill/graph/onnx/onnx_tensor.h"
 #include "rill/graph/testing/graph_testing.h"
-#include "gtest/gtest.h"
 #include "rill/ops/testing/op_testing.h"
 #ifndef RILL_ONNX_IMPERATIVE
 #include "rill/graph/executor.h"
@@ -54,8 +54,9 @@ fs::path SuiteDir(std::string* why) {
     return {};
   }
   const fs::path tmp = absl::StrCat(out.string(), ".tmp.", ::getpid());
-  const std::string cmd = absl::StrCat("/usr/bin/python3 '", RILL_ONNX_GEN_SCRIPT, "' generate-data -o '",
-                                       tmp.string(), "' >'", tmp.string(), ".log' 2>&1");
+  const std::string cmd =
+      absl::StrCat("/usr/bin/python3 '", RILL_ONNX_GEN_SCRIPT, "' generate-data -o '", tmp.string(),
+                   "' >'", tmp.string(), ".log' 2>&1");
   if (std::system(cmd.c_str()) != 0) {
     *why = absl::StrCat("generating the ONNX node tests failed: ", cmd);
     return {};
@@ -76,8 +77,8 @@ struct CaseResult {
 
 bool ValuesClose(const OnnxHostTensor& got, const OnnxHostTensor& want, std::string* why) {
   if (got.shape != want.shape || got.dtype != want.dtype) {
-    *why = absl::StrCat("got ", DTypeName(got.dtype), got.shape.ToString(), ", want ", DTypeName(want.dtype),
-                        want.shape.ToString());
+    *why = absl::StrCat("got ", DTypeName(got.dtype), got.shape.ToString(), ", want ",
+                        DTypeName(want.dtype), want.shape.ToString());
     return false;
   }
   if (IsFloat(want.dtype)) {
@@ -105,7 +106,8 @@ bool ValuesClose(const OnnxHostTensor& got, const OnnxHostTensor& want, std::str
   return true;
 }
 
-absl::StatusOr<std::vector<Tensor>> Run(const OnnxModel& m, const absl::flat_hash_map<std::string, Tensor>& args,
+absl::StatusOr<std::vector<Tensor>> Run(const OnnxModel& m,
+                                        const absl::flat_hash_map<std::string, Tensor>& args,
                                         engine::Context ctx, engine::Engine* engine) {
 #ifdef RILL_ONNX_IMPERATIVE
   return testing::EvaluateImperatively(m.graph, args, ctx, engine);
@@ -126,7 +128,8 @@ CaseResult RunCase(const fs::path& dir, engine::Context ctx, engine::Engine* eng
   if (!proto.ParseFromString(bytes)) return {Outcome::kFail, "model.onnx does not parse"};
   for (const auto* list : {&proto.graph().input(), &proto.graph().output()}) {
     for (const auto& v : *list) {
-      if (!v.type().has_tensor_type()) return {Outcome::kUnsupported, "sequence/optional/map values"};
+      if (!v.type().has_tensor_type())
+        return {Outcome::kUnsupported, "sequence/optional/map values"};
     }
   }
   OnnxImportOptions opt;
@@ -149,7 +152,8 @@ CaseResult RunCase(const fs::path& dir, engine::Context ctx, engine::Engine* eng
     for (size_t i = 0; i < fed.size(); ++i) {
       onnx::TensorProto t;
       if (!t.ParseFromString(ReadFile(data / absl::StrCat("input_", i, ".pb")))) continue;
-      if (t.data_type() != onnx::TensorProto::INT64 && t.data_type() != onnx::TensorProto::INT32) continue;
+      if (t.data_type() != onnx::TensorProto::INT64 && t.data_type() != onnx::TensorProto::INT32)
+        continue;
       absl::StatusOr<Tensor> x = TensorFromProto(t, engine::Context::Host(), engine);
       if (x.ok()) opt.constant_inputs[fed[i]] = *x;
     }
@@ -164,7 +168,8 @@ CaseResult RunCase(const fs::path& dir, engine::Context ctx, engine::Engine* eng
   }
   absl::flat_hash_map<std::string, Tensor> args = m->initializers;
   for (size_t i = 0; i < fed.size(); ++i) {
-    if (std::find(m->inputs.begin(), m->inputs.end(), fed[i]) == m->inputs.end()) continue;  // Fixed.
+    if (std::find(m->inputs.begin(), m->inputs.end(), fed[i]) == m->inputs.end())
+      continue;  // Fixed.
     onnx::TensorProto t;
     if (!t.ParseFromString(ReadFile(data / absl::StrCat("input_", i, ".pb")))) {
       return {Outcome::kFail, absl::StrCat("input_", i, ".pb does not parse")};
@@ -255,16 +260,19 @@ TEST_P(OnnxNodeTest, Suite) {
   }
   std::vector<std::string> missing;
   for (const auto& [t, n] : missing_ops) missing.push_back(absl::StrCat(t, "(", n, ")"));
-  std::printf("ONNX node tests on %s: %zu cases, %d use only supported op types, %d supported (imported), "
-              "%d pass (%d of them with integer inputs fixed at import), %zu fail\n",
-              GetParam().c_str(), cases.size(), only_supported_ops, imported, passed, fixed, failures.size());
+  std::printf(
+      "ONNX node tests on %s: %zu cases, %d use only supported op types, %d supported (imported), "
+      "%d pass (%d of them with integer inputs fixed at import), %zu fail\n",
+      GetParam().c_str(), cases.size(), only_supported_ops, imported, passed, fixed,
+      failures.size());
   std::printf("unsupported op types (cases): %s\n", absl::StrJoin(missing, " ").c_str());
   std::printf("supported op types refused by attribute/type/shape (cases):\n");
   for (const auto& [reason, n] : unsupported_reasons) std::printf("  %d x %s\n", n, reason.c_str());
   for (const std::string& f : failures) ADD_FAILURE() << f;
 }
 
-INSTANTIATE_TEST_SUITE_P(Contexts, OnnxNodeTest, ::testing::Values("cpu", "host:0", "opencl:0", "cuda:0"),
+INSTANTIATE_TEST_SUITE_P(Contexts, OnnxNodeTest,
+                         ::testing::Values("cpu", "host:0", "opencl:0", "cuda:0"),
                          [](const auto& info) {
                            std::string s = info.param;
                            std::replace(s.begin(), s.end(), ':', '_');

@@ -25,27 +25,32 @@ absl::Status Out(NodeLowering& l, Entry e) {
 // reshape to `dims` (-1: unknown; at most one).
 absl::StatusOr<Entry> ReshapeTo(NodeLowering& l, Entry x, const std::vector<int64_t>& dims) {
   if (std::count(dims.begin(), dims.end(), -1) > 1) {
-    return NodeLowering::Unsupported(absl::StrCat("needs a static input shape (the result would be [",
-                                       absl::StrJoin(dims, ", "), "])"));
+    return NodeLowering::Unsupported(absl::StrCat(
+        "needs a static input shape (the result would be [", absl::StrJoin(dims, ", "), "])"));
   }
   return l.Op("reshape", {x}, {{"shape", IntsAttr(dims)}});
 }
 
 absl::StatusOr<int> NeedRank(const NodeLowering& l, int i, std::string_view why) {
   std::optional<int> r = l.Rank(i);
-  if (!r) return NodeLowering::Unsupported(absl::StrCat("needs the rank of input ", i, " (", AsAbsl(why), ")"));
+  if (!r)
+    return NodeLowering::Unsupported(
+        absl::StrCat("needs the rank of input ", i, " (", AsAbsl(why), ")"));
   return *r;
 }
 
 absl::StatusOr<std::vector<int64_t>> NeedDims(const NodeLowering& l, int i, std::string_view why) {
   auto d = l.StaticDims(i);
-  if (!d) return NodeLowering::Unsupported(absl::StrCat("needs the static shape of input ", i, " (", AsAbsl(why), ")"));
+  if (!d)
+    return NodeLowering::Unsupported(
+        absl::StrCat("needs the static shape of input ", i, " (", AsAbsl(why), ")"));
   return *d;
 }
 
 absl::StatusOr<int64_t> NormAxis(int64_t axis, int rank) {
   if (axis < -rank || axis >= rank) {
-    return absl::InvalidArgumentError(absl::StrCat("axis ", axis, " is out of range for rank ", rank));
+    return absl::InvalidArgumentError(
+        absl::StrCat("axis ", axis, " is out of range for rank ", rank));
   }
   return axis < 0 ? axis + rank : axis;
 }
@@ -63,7 +68,8 @@ absl::Status CheckConstShape(const std::vector<int64_t>& dims, DType dtype) {
   const Shape s(dims);
   RILL_RETURN_IF_ERROR(s.Validate(DTypeSize(dtype)));
   if (s.NumElements() * DTypeSize(dtype) > (int64_t{256} << 20)) {
-    return NodeLowering::Unsupported(absl::StrCat("a constant of ", s.ToString(), " (over 256 MiB)"));
+    return NodeLowering::Unsupported(
+        absl::StrCat("a constant of ", s.ToString(), " (over 256 MiB)"));
   }
   return absl::OkStatus();
 }
@@ -81,9 +87,9 @@ absl::Status Binary(L& l) {
   RILL_ASSIGN_OR_RETURN(Entry b, l.In(1));
   return Out(l, l.Op(kOp, {a, b}));
 }
-constexpr char kAdd[] = "add", kSub[] = "sub", kMul[] = "mul", kDiv[] = "div", kNeg[] = "neg", kAbs[] = "abs",
-               kExp[] = "exp", kLog[] = "log", kSqrt[] = "sqrt", kRelu[] = "relu", kSigmoid[] = "sigmoid",
-               kTanh[] = "tanh";
+constexpr char kAdd[] = "add", kSub[] = "sub", kMul[] = "mul", kDiv[] = "div", kNeg[] = "neg",
+               kAbs[] = "abs", kExp[] = "exp", kLog[] = "log", kSqrt[] = "sqrt", kRelu[] = "relu",
+               kSigmoid[] = "sigmoid", kTanh[] = "tanh";
 
 absl::Status Pow(L& l) {
   RILL_ASSIGN_OR_RETURN(Entry a, l.In(0));
@@ -225,7 +231,8 @@ absl::Status Cast(L& l) {
 absl::Status Dropout(L& l) {
   if (l.has_input(2)) {
     RILL_ASSIGN_OR_RETURN(std::vector<int64_t> t, l.ConstInts(2, "training_mode"));
-    if (!t.empty() && t[0] != 0) return L::Unsupported("training_mode=true (Rill imports inference graphs)");
+    if (!t.empty() && t[0] != 0)
+      return L::Unsupported("training_mode=true (Rill imports inference graphs)");
   }
   if (l.wants_output(1)) {
     RILL_ASSIGN_OR_RETURN(std::vector<int64_t> dims, NeedDims(l, 0, "the mask output"));
@@ -250,7 +257,8 @@ absl::Status Constant(L& l) {
   } else if (const auto* a = l.Attr("value_int")) {
     l.SetConstOutput(0, OnnxHostTensor::FromInt64s({a->i()}, Shape{}));
   } else if (const auto* a = l.Attr("value_ints")) {
-    l.SetConstOutput(0, OnnxHostTensor::FromInt64s({a->ints().begin(), a->ints().end()}, Shape{a->ints_size()}));
+    l.SetConstOutput(
+        0, OnnxHostTensor::FromInt64s({a->ints().begin(), a->ints().end()}, Shape{a->ints_size()}));
   } else {
     return L::Unsupported("only value, value_float(s) and value_int(s) are supported");
   }
@@ -258,9 +266,11 @@ absl::Status Constant(L& l) {
 }
 
 absl::Status ShapeOp(L& l) {
-  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> dims, NeedDims(l, 0, "Shape is computed at import time"));
+  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> dims,
+                        NeedDims(l, 0, "Shape is computed at import time"));
   const int r = static_cast<int>(dims.size());
-  int64_t start = std::clamp<int64_t>(l.Int("start", 0), -r, r), end = std::clamp<int64_t>(l.Int("end", r), -r, r);
+  int64_t start = std::clamp<int64_t>(l.Int("start", 0), -r, r),
+          end = std::clamp<int64_t>(l.Int("end", r), -r, r);
   if (start < 0) start += r;
   if (end < 0) end += r;
   std::vector<int64_t> v(dims.begin() + start, dims.begin() + std::max(start, end));
@@ -270,7 +280,8 @@ absl::Status ShapeOp(L& l) {
 }
 
 absl::Status Size(L& l) {
-  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> dims, NeedDims(l, 0, "Size is computed at import time"));
+  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> dims,
+                        NeedDims(l, 0, "Size is computed at import time"));
   int64_t n = 1;
   for (int64_t d : dims) n *= d;
   l.SetConstOutput(0, OnnxHostTensor::FromInt64s({n}, Shape{}));
@@ -282,7 +293,8 @@ absl::Status ConstantOfShape(L& l) {
   OnnxHostTensor value = OnnxHostTensor::Fill(DType::kF32, Shape{1}, 0);
   if (const auto* a = l.Attr("value")) {
     RILL_ASSIGN_OR_RETURN(value, HostTensorFromProto(a->t()));
-    if (value.size() != 1) return absl::InvalidArgumentError("ConstantOfShape value must have one element");
+    if (value.size() != 1)
+      return absl::InvalidArgumentError("ConstantOfShape value must have one element");
   }
   RILL_RETURN_IF_ERROR(CheckConstShape(dims, value.dtype));
   l.SetConstOutput(0, OnnxHostTensor::Fill(value.dtype, Shape(dims), value.Doubles()[0]));
@@ -306,7 +318,8 @@ absl::Status Flatten(L& l) {
   if (axis == 1) return Out(l, l.Op("flatten", {x}));
   if (axis == 0) return Out(l, l.Op("reshape", {x}, {{"shape", "(1, -1)"}}));
   RILL_ASSIGN_OR_RETURN(int r, NeedRank(l, 0, "Flatten axis other than 0 or 1"));
-  if (axis < -r || axis > r) return absl::InvalidArgumentError(absl::StrCat("axis ", axis, " for rank ", r));
+  if (axis < -r || axis > r)
+    return absl::InvalidArgumentError(absl::StrCat("axis ", axis, " for rank ", r));
   if (axis < 0) axis += r;
   std::vector<int64_t> dims = *l.Dims(0);
   int64_t outer = 1, inner = 1;
@@ -371,7 +384,8 @@ absl::Status Squeeze(L& l) {
   }
   std::vector<int64_t> out;
   for (int i = 0; i < r; ++i) {
-    if (axes.empty() && (*dims)[i] < 0) return L::Unsupported("Squeeze without axes needs a static shape");
+    if (axes.empty() && (*dims)[i] < 0)
+      return L::Unsupported("Squeeze without axes needs a static shape");
     if (axes.empty() ? (*dims)[i] == 1 : drop[i]) continue;
     out.push_back((*dims)[i]);
   }
@@ -381,7 +395,8 @@ absl::Status Squeeze(L& l) {
 }
 
 absl::Status Slice(L& l) {
-  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> dims, NeedDims(l, 0, "Slice bounds are resolved at import time"));
+  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> dims,
+                        NeedDims(l, 0, "Slice bounds are resolved at import time"));
   const int r = static_cast<int>(dims.size());
   RILL_ASSIGN_OR_RETURN(std::vector<int64_t> starts, l.ConstInts(1, "starts"));
   RILL_ASSIGN_OR_RETURN(std::vector<int64_t> ends, l.ConstInts(2, "ends"));
@@ -395,7 +410,8 @@ absl::Status Slice(L& l) {
   if (l.has_input(4)) {
     RILL_ASSIGN_OR_RETURN(steps, l.ConstInts(4, "steps"));
   }
-  if (starts.size() != ends.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
+  if (starts.size() != ends.size() || axes.size() != starts.size() ||
+      steps.size() != starts.size()) {
     return absl::InvalidArgumentError("Slice starts, ends, axes and steps differ in length");
   }
   std::vector<int64_t> begin(r, 0), end(dims.begin(), dims.end());
@@ -434,7 +450,8 @@ absl::Status Expand(L& l) {
 // y = f(x) reduced by `op`, then g(y). Axes from the attribute (or, for
 // ReduceSum since 13, input 1).
 absl::Status Reduce(L& l, const char* pre, const char* op, const char* post) {
-  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> axes, AxesOf(l, l.node().op_type() == "ReduceSum" ? 1 : -1));
+  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> axes,
+                        AxesOf(l, l.node().op_type() == "ReduceSum" ? 1 : -1));
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
   if (axes.empty() && l.Int("noop_with_empty_axes", 0) != 0) return Out(l, l.Op("identity", {x}));
   const bool keep = l.Int("keepdims", 1) != 0;
@@ -458,8 +475,9 @@ absl::Status ArgMax(L& l) {
   if (l.Int("select_last_index", 0) != 0) return L::Unsupported("select_last_index=1");
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
   if (kMin) x = l.Op("neg", {x});
-  return Out(l, l.Op("argmax", {x}, {{"axis", absl::StrCat(l.Int("axis", 0))},
-                                      {"keepdims", l.Int("keepdims", 1) ? "true" : "false"}}));
+  return Out(l, l.Op("argmax", {x},
+                     {{"axis", absl::StrCat(l.Int("axis", 0))},
+                      {"keepdims", l.Int("keepdims", 1) ? "true" : "false"}}));
 }
 
 template <bool kLog>
@@ -473,7 +491,8 @@ absl::Status Softmax(L& l) {
     return Out(l, l.Op(op, {x}, {{"axis", absl::StrCat(axis)}}));
   }
   // Before opset 13: softmax of the input flattened to 2-D at `axis`.
-  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> dims, NeedDims(l, 0, "softmax before opset 13 flattens at axis"));
+  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> dims,
+                        NeedDims(l, 0, "softmax before opset 13 flattens at axis"));
   RILL_ASSIGN_OR_RETURN(axis, NormAxis(axis, static_cast<int>(dims.size())));
   int64_t outer = 1;
   for (int64_t i = 0; i < axis; ++i) outer *= dims[i];
@@ -485,66 +504,66 @@ absl::Status Softmax(L& l) {
 const ConverterTable& Table() {
   static const ConverterTable* t = [] {
     auto* t = new ConverterTable{
-      {"Abs", {Unary<kAbs>, kNumeric}},
-      {"Add", {Binary<kAdd>, kNumeric}},
-      {"ArgMax", {ArgMax<false>, kFloat}},
-      {"ArgMin", {ArgMax<true>, kFloat}},
-      {"Cast", {Cast, 0}},
-      {"Celu", {Celu, kFloat}},
-      {"Clip", {Clip, kNumeric}},
-      {"Concat", {Concat, 0}},
-      {"Constant", {Constant, 0}},
-      {"ConstantOfShape", {ConstantOfShape, 0}},
-      {"Div", {Binary<kDiv>, kNumeric}},
-      {"Dropout", {Dropout, 0}},
-      {"Elu", {Elu, kFloat}},
-      {"Equal", {Compare<kEqual, false>, kNumeric}},
-      {"Exp", {Unary<kExp>, kFloat}},
-      {"Expand", {Expand, kNumeric}},
-      {"Flatten", {Flatten, 0}},
-      {"Greater", {Compare<kGreater, false>, kNumeric}},
-      {"HardSigmoid", {HardSigmoid, kFloat}},
-      {"HardSwish", {HardSwish, kFloat}},
-      {"Identity", {Identity, 0}},
-      {"LeakyRelu", {LeakyRelu, kFloat}},
-      {"Less", {Compare<kGreater, true>, kNumeric}},
-      {"Log", {Unary<kLog>, kFloat}},
-      {"LogSoftmax", {Softmax<true>, kFloat}},
-      {"Max", {Variadic<kMaximum, false>, kNumeric}},
-      {"Mean", {Variadic<kAdd, true>, kFloat}},
-      {"Min", {Variadic<kMinimum, false>, kNumeric}},
-      {"Mul", {Binary<kMul>, kNumeric}},
-      {"Neg", {Unary<kNeg>, kNumeric}},
-      {"Pow", {Pow, kFloat}},
-      {"PRelu", {PRelu, kFloat}},
-      {"Reciprocal", {Reciprocal, kFloat}},
-      {"ReduceL1", {ReduceL1, kSum}},
-      {"ReduceL2", {ReduceL2, kFloat}},
-      {"ReduceLogSum", {ReduceLogSum, kFloat}},
-      {"ReduceLogSumExp", {ReduceLogSumExp, kFloat}},
-      {"ReduceMax", {ReduceMax, kFloat}},
-      {"ReduceMean", {ReduceMean, kFloat}},
-      {"ReduceMin", {ReduceMin, kFloat}},
-      {"ReduceSum", {ReduceSum, kSum}},
-      {"ReduceSumSquare", {ReduceSumSquare, kSum}},
-      {"Relu", {Unary<kRelu>, kNumeric}},
-      {"Reshape", {Reshape, 0}},
-      {"Selu", {Selu, kFloat}},
-      {"Shape", {ShapeOp, 0}},
-      {"Sigmoid", {Unary<kSigmoid>, kFloat}},
-      {"Sign", {Sign, kNumeric}},
-      {"Size", {Size, 0}},
-      {"Slice", {Slice, 0}},
-      {"Softmax", {Softmax<false>, kFloat}},
-      {"Softsign", {Softsign, kFloat}},
-      {"Sqrt", {Unary<kSqrt>, kFloat}},
-      {"Squeeze", {Squeeze, 0}},
-      {"Sub", {Binary<kSub>, kNumeric}},
-      {"Sum", {Variadic<kAdd, false>, kNumeric}},
-      {"Tanh", {Unary<kTanh>, kFloat}},
-      {"ThresholdedRelu", {ThresholdedRelu, kFloat}},
-      {"Transpose", {Transpose, 0}},
-      {"Unsqueeze", {Unsqueeze, 0}},
+        {"Abs", {Unary<kAbs>, kNumeric}},
+        {"Add", {Binary<kAdd>, kNumeric}},
+        {"ArgMax", {ArgMax<false>, kFloat}},
+        {"ArgMin", {ArgMax<true>, kFloat}},
+        {"Cast", {Cast, 0}},
+        {"Celu", {Celu, kFloat}},
+        {"Clip", {Clip, kNumeric}},
+        {"Concat", {Concat, 0}},
+        {"Constant", {Constant, 0}},
+        {"ConstantOfShape", {ConstantOfShape, 0}},
+        {"Div", {Binary<kDiv>, kNumeric}},
+        {"Dropout", {Dropout, 0}},
+        {"Elu", {Elu, kFloat}},
+        {"Equal", {Compare<kEqual, false>, kNumeric}},
+        {"Exp", {Unary<kExp>, kFloat}},
+        {"Expand", {Expand, kNumeric}},
+        {"Flatten", {Flatten, 0}},
+        {"Greater", {Compare<kGreater, false>, kNumeric}},
+        {"HardSigmoid", {HardSigmoid, kFloat}},
+        {"HardSwish", {HardSwish, kFloat}},
+        {"Identity", {Identity, 0}},
+        {"LeakyRelu", {LeakyRelu, kFloat}},
+        {"Less", {Compare<kGreater, true>, kNumeric}},
+        {"Log", {Unary<kLog>, kFloat}},
+        {"LogSoftmax", {Softmax<true>, kFloat}},
+        {"Max", {Variadic<kMaximum, false>, kNumeric}},
+        {"Mean", {Variadic<kAdd, true>, kFloat}},
+        {"Min", {Variadic<kMinimum, false>, kNumeric}},
+        {"Mul", {Binary<kMul>, kNumeric}},
+        {"Neg", {Unary<kNeg>, kNumeric}},
+        {"Pow", {Pow, kFloat}},
+        {"PRelu", {PRelu, kFloat}},
+        {"Reciprocal", {Reciprocal, kFloat}},
+        {"ReduceL1", {ReduceL1, kSum}},
+        {"ReduceL2", {ReduceL2, kFloat}},
+        {"ReduceLogSum", {ReduceLogSum, kFloat}},
+        {"ReduceLogSumExp", {ReduceLogSumExp, kFloat}},
+        {"ReduceMax", {ReduceMax, kFloat}},
+        {"ReduceMean", {ReduceMean, kFloat}},
+        {"ReduceMin", {ReduceMin, kFloat}},
+        {"ReduceSum", {ReduceSum, kSum}},
+        {"ReduceSumSquare", {ReduceSumSquare, kSum}},
+        {"Relu", {Unary<kRelu>, kNumeric}},
+        {"Reshape", {Reshape, 0}},
+        {"Selu", {Selu, kFloat}},
+        {"Shape", {ShapeOp, 0}},
+        {"Sigmoid", {Unary<kSigmoid>, kFloat}},
+        {"Sign", {Sign, kNumeric}},
+        {"Size", {Size, 0}},
+        {"Slice", {Slice, 0}},
+        {"Softmax", {Softmax<false>, kFloat}},
+        {"Softsign", {Softsign, kFloat}},
+        {"Sqrt", {Unary<kSqrt>, kFloat}},
+        {"Squeeze", {Squeeze, 0}},
+        {"Sub", {Binary<kSub>, kNumeric}},
+        {"Sum", {Variadic<kAdd, false>, kNumeric}},
+        {"Tanh", {Unary<kTanh>, kFloat}},
+        {"ThresholdedRelu", {ThresholdedRelu, kFloat}},
+        {"Transpose", {Transpose, 0}},
+        {"Unsqueeze", {Unsqueeze, 0}},
     };
     AddNnConverters(*t);
     return t;

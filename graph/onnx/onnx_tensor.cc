@@ -29,13 +29,25 @@ std::vector<Out> Convert(const OnnxHostTensor& t) {
   std::vector<Out> out(n);
   for (int64_t i = 0; i < n; ++i) {
     switch (t.dtype) {
-      case DType::kF32: out[i] = static_cast<Out>(Load<float>(t.bytes, i)); break;
-      case DType::kF64: out[i] = static_cast<Out>(Load<double>(t.bytes, i)); break;
-      case DType::kF16: out[i] = static_cast<Out>(ops::HalfToFloat(Load<uint16_t>(t.bytes, i))); break;
-      case DType::kI32: out[i] = static_cast<Out>(Load<int32_t>(t.bytes, i)); break;
-      case DType::kI64: out[i] = static_cast<Out>(Load<int64_t>(t.bytes, i)); break;
+      case DType::kF32:
+        out[i] = static_cast<Out>(Load<float>(t.bytes, i));
+        break;
+      case DType::kF64:
+        out[i] = static_cast<Out>(Load<double>(t.bytes, i));
+        break;
+      case DType::kF16:
+        out[i] = static_cast<Out>(ops::HalfToFloat(Load<uint16_t>(t.bytes, i)));
+        break;
+      case DType::kI32:
+        out[i] = static_cast<Out>(Load<int32_t>(t.bytes, i));
+        break;
+      case DType::kI64:
+        out[i] = static_cast<Out>(Load<int64_t>(t.bytes, i));
+        break;
       case DType::kU8:
-      case DType::kBool: out[i] = static_cast<Out>(Load<uint8_t>(t.bytes, i)); break;
+      case DType::kBool:
+        out[i] = static_cast<Out>(Load<uint8_t>(t.bytes, i));
+        break;
     }
   }
   return out;
@@ -46,14 +58,28 @@ template <typename Field>
 void CopyTyped(const Field& f, DType dtype, std::string& out) {
   for (int i = 0; i < f.size(); ++i) {
     switch (dtype) {
-      case DType::kF32: Store<float>(out, i, static_cast<float>(f.Get(i))); break;
-      case DType::kF64: Store<double>(out, i, static_cast<double>(f.Get(i))); break;
+      case DType::kF32:
+        Store<float>(out, i, static_cast<float>(f.Get(i)));
+        break;
+      case DType::kF64:
+        Store<double>(out, i, static_cast<double>(f.Get(i)));
+        break;
       // FLOAT16 in int32_data holds the raw 16 bits.
-      case DType::kF16: Store<uint16_t>(out, i, static_cast<uint16_t>(f.Get(i))); break;
-      case DType::kI32: Store<int32_t>(out, i, static_cast<int32_t>(f.Get(i))); break;
-      case DType::kI64: Store<int64_t>(out, i, static_cast<int64_t>(f.Get(i))); break;
-      case DType::kU8: Store<uint8_t>(out, i, static_cast<uint8_t>(f.Get(i))); break;
-      case DType::kBool: Store<uint8_t>(out, i, f.Get(i) != 0 ? 1 : 0); break;
+      case DType::kF16:
+        Store<uint16_t>(out, i, static_cast<uint16_t>(f.Get(i)));
+        break;
+      case DType::kI32:
+        Store<int32_t>(out, i, static_cast<int32_t>(f.Get(i)));
+        break;
+      case DType::kI64:
+        Store<int64_t>(out, i, static_cast<int64_t>(f.Get(i)));
+        break;
+      case DType::kU8:
+        Store<uint8_t>(out, i, static_cast<uint8_t>(f.Get(i)));
+        break;
+      case DType::kBool:
+        Store<uint8_t>(out, i, f.Get(i) != 0 ? 1 : 0);
+        break;
     }
   }
 }
@@ -79,13 +105,27 @@ OnnxHostTensor OnnxHostTensor::Fill(DType dtype, const Shape& shape, double valu
   t.bytes.resize(n * DTypeSize(dtype));
   for (int64_t i = 0; i < n; ++i) {
     switch (dtype) {
-      case DType::kF32: Store<float>(t.bytes, i, static_cast<float>(value)); break;
-      case DType::kF64: Store<double>(t.bytes, i, value); break;
-      case DType::kF16: Store<uint16_t>(t.bytes, i, ops::FloatToHalf(static_cast<float>(value))); break;
-      case DType::kI32: Store<int32_t>(t.bytes, i, static_cast<int32_t>(value)); break;
-      case DType::kI64: Store<int64_t>(t.bytes, i, static_cast<int64_t>(value)); break;
-      case DType::kU8: Store<uint8_t>(t.bytes, i, static_cast<uint8_t>(value)); break;
-      case DType::kBool: Store<uint8_t>(t.bytes, i, value != 0 ? 1 : 0); break;
+      case DType::kF32:
+        Store<float>(t.bytes, i, static_cast<float>(value));
+        break;
+      case DType::kF64:
+        Store<double>(t.bytes, i, value);
+        break;
+      case DType::kF16:
+        Store<uint16_t>(t.bytes, i, ops::FloatToHalf(static_cast<float>(value)));
+        break;
+      case DType::kI32:
+        Store<int32_t>(t.bytes, i, static_cast<int32_t>(value));
+        break;
+      case DType::kI64:
+        Store<int64_t>(t.bytes, i, static_cast<int64_t>(value));
+        break;
+      case DType::kU8:
+        Store<uint8_t>(t.bytes, i, static_cast<uint8_t>(value));
+        break;
+      case DType::kBool:
+        Store<uint8_t>(t.bytes, i, value != 0 ? 1 : 0);
+        break;
     }
   }
   return t;
@@ -93,13 +133,20 @@ OnnxHostTensor OnnxHostTensor::Fill(DType dtype, const Shape& shape, double valu
 
 absl::StatusOr<DType> DTypeFromOnnx(int32_t elem_type) {
   switch (elem_type) {
-    case onnx::TensorProto::FLOAT: return DType::kF32;
-    case onnx::TensorProto::DOUBLE: return DType::kF64;
-    case onnx::TensorProto::FLOAT16: return DType::kF16;
-    case onnx::TensorProto::INT32: return DType::kI32;
-    case onnx::TensorProto::INT64: return DType::kI64;
-    case onnx::TensorProto::UINT8: return DType::kU8;
-    case onnx::TensorProto::BOOL: return DType::kBool;
+    case onnx::TensorProto::FLOAT:
+      return DType::kF32;
+    case onnx::TensorProto::DOUBLE:
+      return DType::kF64;
+    case onnx::TensorProto::FLOAT16:
+      return DType::kF16;
+    case onnx::TensorProto::INT32:
+      return DType::kI32;
+    case onnx::TensorProto::INT64:
+      return DType::kI64;
+    case onnx::TensorProto::UINT8:
+      return DType::kU8;
+    case onnx::TensorProto::BOOL:
+      return DType::kBool;
     default:
       return absl::UnimplementedError(absl::StrCat("element type ", OnnxTypeName(elem_type),
                                                    " is not supported (Rill has float32, float64, "
@@ -117,7 +164,8 @@ std::string OnnxTypeName(int32_t elem_type) {
 absl::StatusOr<OnnxHostTensor> HostTensorFromProto(const onnx::TensorProto& t) {
   const std::string what = absl::StrCat("tensor '", t.name(), "'");
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
-    return absl::UnimplementedError(absl::StrCat(what, " has external data; load it into the model first"));
+    return absl::UnimplementedError(
+        absl::StrCat(what, " has external data; load it into the model first"));
   }
   if (t.has_segment()) return absl::UnimplementedError(absl::StrCat(what, " is segmented"));
   absl::StatusOr<DType> dtype = DTypeFromOnnx(t.data_type());
@@ -125,7 +173,8 @@ absl::StatusOr<OnnxHostTensor> HostTensorFromProto(const onnx::TensorProto& t) {
   OnnxHostTensor h;
   h.dtype = *dtype;
   for (int64_t d : t.dims()) {
-    if (d < 0) return absl::InvalidArgumentError(absl::StrCat(what, " has a negative dimension ", d));
+    if (d < 0)
+      return absl::InvalidArgumentError(absl::StrCat(what, " has a negative dimension ", d));
     h.shape.mutable_dims().push_back(d);
   }
   RILL_RETURN_IF_ERROR(Annotate(h.shape.Validate(DTypeSize(h.dtype)), what));
@@ -133,9 +182,9 @@ absl::StatusOr<OnnxHostTensor> HostTensorFromProto(const onnx::TensorProto& t) {
   const uint64_t want = static_cast<uint64_t>(n) * DTypeSize(h.dtype);
   if (t.has_raw_data()) {
     if (t.raw_data().size() != want) {
-      return absl::InvalidArgumentError(absl::StrCat(what, " of ", OnnxTypeName(t.data_type()), " ",
-                                                     h.shape.ToString(), " needs ", want,
-                                                     " bytes of raw data, has ", t.raw_data().size()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " of ", OnnxTypeName(t.data_type()), " ", h.shape.ToString(),
+                       " needs ", want, " bytes of raw data, has ", t.raw_data().size()));
     }
     h.bytes = t.raw_data();
     if (h.dtype == DType::kBool) {
@@ -165,16 +214,19 @@ absl::StatusOr<OnnxHostTensor> HostTensorFromProto(const onnx::TensorProto& t) {
   }
   if (have != n) {
     return absl::InvalidArgumentError(absl::StrCat(what, " of ", OnnxTypeName(t.data_type()), " ",
-                                                   h.shape.ToString(), " needs ", n, " elements, has ", have));
+                                                   h.shape.ToString(), " needs ", n,
+                                                   " elements, has ", have));
   }
   return h;
 }
 
-absl::StatusOr<Tensor> TensorFromHost(const OnnxHostTensor& t, engine::Context ctx, engine::Engine* engine) {
+absl::StatusOr<Tensor> TensorFromHost(const OnnxHostTensor& t, engine::Context ctx,
+                                      engine::Engine* engine) {
   return Tensor::FromHostBytes(t.bytes.data(), t.bytes.size(), t.shape, t.dtype, ctx, engine);
 }
 
-absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& t, engine::Context ctx, engine::Engine* engine) {
+absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& t, engine::Context ctx,
+                                       engine::Engine* engine) {
   RILL_ASSIGN_OR_RETURN(OnnxHostTensor h, HostTensorFromProto(t));
   return TensorFromHost(h, ctx, engine);
 }

@@ -30,7 +30,8 @@ inline absl::StatusOr<std::vector<Tensor>> EvaluateImperatively(
     const Node& n = g.node(i);
     if (n.is_variable()) {
       auto it = args.find(n.name);
-      if (it == args.end()) return absl::InvalidArgumentError(absl::StrCat("unbound variable '", n.name, "'"));
+      if (it == args.end())
+        return absl::InvalidArgumentError(absl::StrCat("unbound variable '", n.name, "'"));
       values[i] = {it->second};
       continue;
     }

@@ -43,7 +43,8 @@ class TempDir {
 };
 
 // An IDX file's bytes: magic {0, 0, type, dims.size()}, big-endian dims, payload.
-inline Bytes IdxBytes(const std::vector<uint32_t>& dims, const Bytes& payload, uint8_t type = 0x08) {
+inline Bytes IdxBytes(const std::vector<uint32_t>& dims, const Bytes& payload,
+                      uint8_t type = 0x08) {
   Bytes out{0, 0, type, static_cast<uint8_t>(dims.size())};
   for (uint32_t d : dims) {
     out.push_back(static_cast<uint8_t>(d >> 24));
@@ -65,7 +66,8 @@ inline void WriteGzip(const std::string& path, const Bytes& bytes) {
   gzFile f = gzopen(path.c_str(), "wb");
   ASSERT_NE(f, nullptr) << "gzopen " << path;
   if (!bytes.empty()) {
-    ASSERT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())), static_cast<int>(bytes.size()));
+    ASSERT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())),
+              static_cast<int>(bytes.size()));
   }
   ASSERT_EQ(gzclose(f), Z_OK);
 }

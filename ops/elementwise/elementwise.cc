@@ -1,7 +1,6 @@
 #include "rill/ops/elementwise/elementwise.h"
 
 #include <cmath>
-
 #include <string>
 #include <utility>
 #include <vector>
@@ -55,9 +54,9 @@ absl::StatusOr<BroadcastPlan> MakeBroadcastPlan(const Shape& a, const Shape& b, 
     sb.push_back(db[i]);
   }
   if (dims.size() > static_cast<size_t>(kMaxRank)) {
-    return absl::UnimplementedError(absl::StrCat("broadcast of ", a.ToString(), " and ", b.ToString(),
-                                                 " needs ", dims.size(), " axes; kernels handle ",
-                                                 kMaxRank));
+    return absl::UnimplementedError(absl::StrCat("broadcast of ", a.ToString(), " and ",
+                                                 b.ToString(), " needs ", dims.size(),
+                                                 " axes; kernels handle ", kMaxRank));
   }
   BroadcastPlan p;
   p.rank = static_cast<int64_t>(dims.size());
@@ -79,8 +78,8 @@ absl::Status BroadcastShape(const InferContext& ctx, std::vector<Shape>* out) {
 absl::Status SameShapes(const InferContext& ctx, std::vector<Shape>* out) {
   for (size_t i = 1; i < ctx.in_shapes.size(); ++i) {
     if (ctx.in_shapes[i] != ctx.in_shapes[0]) {
-      return absl::InvalidArgumentError(absl::StrCat("shapes ", ctx.in_shapes[0].ToString(), " and ",
-                                                     ctx.in_shapes[i].ToString(), " differ"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "shapes ", ctx.in_shapes[0].ToString(), " and ", ctx.in_shapes[i].ToString(), " differ"));
     }
   }
   (*out)[0] = ctx.in_shapes[0];
@@ -94,7 +93,8 @@ absl::StatusOr<Tensor> SumTo(const Tensor& g, const Shape& shape) {
   return r[0];
 }
 
-absl::StatusOr<Tensor> One(std::string_view op, absl::Span<const Tensor> in, const Attrs& attrs = {}) {
+absl::StatusOr<Tensor> One(std::string_view op, absl::Span<const Tensor> in,
+                           const Attrs& attrs = {}) {
   RILL_ASSIGN_OR_RETURN(auto r, Invoke(op, in, attrs));
   return r[0];
 }
@@ -131,17 +131,28 @@ template <UnaryCode kCode>
 absl::StatusOr<std::vector<Tensor>> UnaryGrad(const GradientContext& c) {
   static const std::string name = [] {
     switch (kCode) {
-      case UnaryCode::kNeg: return std::string("_backward_neg");
-      case UnaryCode::kAbs: return std::string("_backward_abs");
-      case UnaryCode::kExp: return std::string("_backward_exp");
-      case UnaryCode::kLog: return std::string("_backward_log");
-      case UnaryCode::kSqrt: return std::string("_backward_sqrt");
-      case UnaryCode::kRelu: return std::string("_backward_relu");
-      case UnaryCode::kSigmoid: return std::string("_backward_sigmoid");
-      case UnaryCode::kTanh: return std::string("_backward_tanh");
-      case UnaryCode::kGelu: return std::string("_backward_gelu");
-      case UnaryCode::kSquare: return std::string("_backward_square");
-      default: return std::string("_backward_copy");
+      case UnaryCode::kNeg:
+        return std::string("_backward_neg");
+      case UnaryCode::kAbs:
+        return std::string("_backward_abs");
+      case UnaryCode::kExp:
+        return std::string("_backward_exp");
+      case UnaryCode::kLog:
+        return std::string("_backward_log");
+      case UnaryCode::kSqrt:
+        return std::string("_backward_sqrt");
+      case UnaryCode::kRelu:
+        return std::string("_backward_relu");
+      case UnaryCode::kSigmoid:
+        return std::string("_backward_sigmoid");
+      case UnaryCode::kTanh:
+        return std::string("_backward_tanh");
+      case UnaryCode::kGelu:
+        return std::string("_backward_gelu");
+      case UnaryCode::kSquare:
+        return std::string("_backward_square");
+      default:
+        return std::string("_backward_copy");
     }
   }();
   // relu'(x) is 1 exactly where relu(x) > 0: reading the output instead of
@@ -197,10 +208,11 @@ absl::StatusOr<std::vector<Tensor>> ScalarGradOf(const GradientContext& c) {
   return ScalarGrad(c, kName);
 }
 
-constexpr char kAddScalar[] = "add_scalar", kSubScalar[] = "sub_scalar", kRsubScalar[] = "rsub_scalar",
-               kMulScalar[] = "mul_scalar", kDivScalar[] = "div_scalar", kRdivScalar[] = "rdiv_scalar",
-               kPowScalar[] = "pow_scalar", kRpowScalar[] = "rpow_scalar", kMaxScalar[] = "maximum_scalar",
-               kMinScalar[] = "minimum_scalar";
+constexpr char kAddScalar[] = "add_scalar", kSubScalar[] = "sub_scalar",
+               kRsubScalar[] = "rsub_scalar", kMulScalar[] = "mul_scalar",
+               kDivScalar[] = "div_scalar", kRdivScalar[] = "rdiv_scalar",
+               kPowScalar[] = "pow_scalar", kRpowScalar[] = "rpow_scalar",
+               kMaxScalar[] = "maximum_scalar", kMinScalar[] = "minimum_scalar";
 
 struct UnaryInfo {
   const char* name;
@@ -212,36 +224,55 @@ struct UnaryInfo {
 }  // namespace
 
 void RegisterElementwiseOps(OpRegistry& r) {
-  const struct { const char* name; GradientFn grad; uint32_t dtypes; } binaries[] = {
-      {"add", AddGrad, kNumericTypes},     {"sub", SubGrad, kNumericTypes},
-      {"mul", MulGrad, kNumericTypes},     {"div", DivGrad, kNumericTypes},
-      {"pow", nullptr, kFloatTypes},       {"maximum", nullptr, kNumericTypes},
-      {"minimum", nullptr, kNumericTypes}, {"equal", NoGradient, kNumericTypes},
+  const struct {
+    const char* name;
+    GradientFn grad;
+    uint32_t dtypes;
+  } binaries[] = {
+      {"add", AddGrad, kNumericTypes},        {"sub", SubGrad, kNumericTypes},
+      {"mul", MulGrad, kNumericTypes},        {"div", DivGrad, kNumericTypes},
+      {"pow", nullptr, kFloatTypes},          {"maximum", nullptr, kNumericTypes},
+      {"minimum", nullptr, kNumericTypes},    {"equal", NoGradient, kNumericTypes},
       {"greater", NoGradient, kNumericTypes},
   };
   for (const auto& b : binaries) {
     OpDef def(b.name);
-    def.set_inputs({"a", "b"}).set_infer_shape(BroadcastShape).set_dtypes(b.dtypes)
-        .set_inplace({{0, 0}, {1, 0}}).set_gradient(b.grad)
+    def.set_inputs({"a", "b"})
+        .set_infer_shape(BroadcastShape)
+        .set_dtypes(b.dtypes)
+        .set_inplace({{0, 0}, {1, 0}})
+        .set_gradient(b.grad)
         .set_doc("elementwise with NumPy broadcasting");
     (void)r.Register(std::move(def));
   }
   // out += src: the framework's kAddTo for kernels that cannot add themselves.
-  (void)r.Register(OpDef("_accumulate").set_inputs({"dst", "src"}).set_infer_shape(SameShapes)
-                       .set_dtypes(kNumericTypes).set_inplace({{0, 0}}));
-  const struct { const char* name; GradientFn grad; } scalars[] = {
-      {kAddScalar, ScalarGradOf<kAddScalar>},   {kSubScalar, ScalarGradOf<kSubScalar>},
-      {kRsubScalar, ScalarGradOf<kRsubScalar>}, {kMulScalar, ScalarGradOf<kMulScalar>},
-      {kDivScalar, ScalarGradOf<kDivScalar>},   {kRdivScalar, ScalarGradOf<kRdivScalar>},
-      {kPowScalar, ScalarGradOf<kPowScalar>},   {kRpowScalar, ScalarGradOf<kRpowScalar>},
-      {kMaxScalar, ScalarGradOf<kMaxScalar>},   {kMinScalar, ScalarGradOf<kMinScalar>},
-      {"equal_scalar", nullptr},                {"greater_scalar", nullptr}};
+  (void)r.Register(OpDef("_accumulate")
+                       .set_inputs({"dst", "src"})
+                       .set_infer_shape(SameShapes)
+                       .set_dtypes(kNumericTypes)
+                       .set_inplace({{0, 0}}));
+  const struct {
+    const char* name;
+    GradientFn grad;
+  } scalars[] = {{kAddScalar, ScalarGradOf<kAddScalar>},
+                 {kSubScalar, ScalarGradOf<kSubScalar>},
+                 {kRsubScalar, ScalarGradOf<kRsubScalar>},
+                 {kMulScalar, ScalarGradOf<kMulScalar>},
+                 {kDivScalar, ScalarGradOf<kDivScalar>},
+                 {kRdivScalar, ScalarGradOf<kRdivScalar>},
+                 {kPowScalar, ScalarGradOf<kPowScalar>},
+                 {kRpowScalar, ScalarGradOf<kRpowScalar>},
+                 {kMaxScalar, ScalarGradOf<kMaxScalar>},
+                 {kMinScalar, ScalarGradOf<kMinScalar>},
+                 {"equal_scalar", nullptr},
+                 {"greater_scalar", nullptr}};
   for (const auto& sc : scalars) {
     const bool fl = std::string(sc.name).find("pow") != std::string::npos;
     (void)r.Register(OpDef(sc.name)
                          .set_params(ParamSchema::For<ScalarParams>().Required(
                              "scalar", &ScalarParams::scalar, "the scalar operand"))
-                         .set_dtypes(fl ? kFloatTypes : kNumericTypes).set_inplace({{0, 0}})
+                         .set_dtypes(fl ? kFloatTypes : kNumericTypes)
+                         .set_inplace({{0, 0}})
                          .set_gradient(sc.grad));
   }
   const UnaryInfo unaries[] = {
@@ -255,14 +286,18 @@ void RegisterElementwiseOps(OpRegistry& r) {
       {"tanh", UnaryCode::kTanh, kFloatTypes, UnaryGrad<UnaryCode::kTanh>},
       {"gelu", UnaryCode::kGelu, kFloatTypes, UnaryGrad<UnaryCode::kGelu>},
       {"square", UnaryCode::kSquare, kNumericTypes, UnaryGrad<UnaryCode::kSquare>},
-      {"identity", UnaryCode::kCopy, kAllTypesMask & ~DTypeBit(DType::kF16), UnaryGrad<UnaryCode::kCopy>},
+      {"identity", UnaryCode::kCopy, kAllTypesMask & ~DTypeBit(DType::kF16),
+       UnaryGrad<UnaryCode::kCopy>},
   };
   for (const UnaryInfo& u : unaries) {
     (void)r.Register(OpDef(u.name).set_dtypes(u.dtypes).set_inplace({{0, 0}}).set_gradient(u.grad));
     // dx = dy * f'(x): inputs (dy, x).
-    (void)r.Register(OpDef(absl::StrCat("_backward_", u.name == std::string("identity") ? "copy" : u.name))
-                         .set_inputs({"dy", "x"}).set_infer_shape(SameShapes).set_dtypes(u.dtypes)
-                         .set_inplace({{0, 0}}));
+    (void)r.Register(
+        OpDef(absl::StrCat("_backward_", u.name == std::string("identity") ? "copy" : u.name))
+            .set_inputs({"dy", "x"})
+            .set_infer_shape(SameShapes)
+            .set_dtypes(u.dtypes)
+            .set_inplace({{0, 0}}));
   }
   RegisterElementwiseHostKernels(r);
   RegisterElementwiseOpenClKernels(r);

@@ -12,33 +12,58 @@ struct BroadcastPlan {
   int64_t b_strides[6];
 };
 
-template <typename T> struct IsFloat { static constexpr bool value = false; };
-template <> struct IsFloat<float> { static constexpr bool value = true; };
-template <> struct IsFloat<double> { static constexpr bool value = true; };
+template <typename T>
+struct IsFloat {
+  static constexpr bool value = false;
+};
+template <>
+struct IsFloat<float> {
+  static constexpr bool value = true;
+};
+template <>
+struct IsFloat<double> {
+  static constexpr bool value = true;
+};
 
 template <typename T>
 __device__ T ApplyBinary(int op, T a, T b) {
   switch (op) {
-    case 0: return a + b;
-    case 1: return a - b;
-    case 2: return a * b;
+    case 0:
+      return a + b;
+    case 1:
+      return a - b;
+    case 2:
+      return a * b;
     case 3:
-      if constexpr (IsFloat<T>::value) return a / b;
-      else return b == 0 ? T(0) : T(a / b);
+      if constexpr (IsFloat<T>::value)
+        return a / b;
+      else
+        return b == 0 ? T(0) : T(a / b);
     case 4:
-      if constexpr (IsFloat<T>::value) return pow(a, b);
-      else return T(0);
-    case 5: return a > b ? a : b;
-    case 6: return a < b ? a : b;
-    case 7: return a == b ? T(1) : T(0);
-    case 8: return a > b ? T(1) : T(0);
-    case 9: return b - a;
+      if constexpr (IsFloat<T>::value)
+        return pow(a, b);
+      else
+        return T(0);
+    case 5:
+      return a > b ? a : b;
+    case 6:
+      return a < b ? a : b;
+    case 7:
+      return a == b ? T(1) : T(0);
+    case 8:
+      return a > b ? T(1) : T(0);
+    case 9:
+      return b - a;
     case 10:
-      if constexpr (IsFloat<T>::value) return b / a;
-      else return a == 0 ? T(0) : T(b / a);
+      if constexpr (IsFloat<T>::value)
+        return b / a;
+      else
+        return a == 0 ? T(0) : T(b / a);
     case 11:
-      if constexpr (IsFloat<T>::value) return pow(b, a);
-      else return T(0);
+      if constexpr (IsFloat<T>::value)
+        return pow(b, a);
+      else
+        return T(0);
   }
   return T(0);
 }
@@ -46,19 +71,29 @@ __device__ T ApplyBinary(int op, T a, T b) {
 template <typename T>
 __device__ T ApplyUnary(int op, T x) {
   switch (op) {
-    case 0: return T(-x);
-    case 1: return x < T(0) ? T(-x) : x;
-    case 5: return x > T(0) ? x : T(0);
-    case 9: return T(x * x);
+    case 0:
+      return T(-x);
+    case 1:
+      return x < T(0) ? T(-x) : x;
+    case 5:
+      return x > T(0) ? x : T(0);
+    case 9:
+      return T(x * x);
   }
   if constexpr (IsFloat<T>::value) {
     switch (op) {
-      case 2: return exp(x);
-      case 3: return log(x);
-      case 4: return sqrt(x);
-      case 6: return T(1) / (T(1) + exp(-x));
-      case 7: return tanh(x);
-      case 8: return T(0.5) * x * (T(1) + erf(x * T(0.70710678118654752440)));
+      case 2:
+        return exp(x);
+      case 3:
+        return log(x);
+      case 4:
+        return sqrt(x);
+      case 6:
+        return T(1) / (T(1) + exp(-x));
+      case 7:
+        return tanh(x);
+      case 8:
+        return T(0.5) * x * (T(1) + erf(x * T(0.70710678118654752440)));
     }
   }
   return x;
@@ -67,18 +102,31 @@ __device__ T ApplyUnary(int op, T x) {
 template <typename T>
 __device__ T ApplyUnaryBackward(int op, T dy, T x) {
   switch (op) {
-    case 0: return T(-dy);
-    case 1: return x > T(0) ? dy : (x < T(0) ? T(-dy) : T(0));
-    case 5: return x > T(0) ? dy : T(0);
-    case 9: return T(dy * T(2) * x);
+    case 0:
+      return T(-dy);
+    case 1:
+      return x > T(0) ? dy : (x < T(0) ? T(-dy) : T(0));
+    case 5:
+      return x > T(0) ? dy : T(0);
+    case 9:
+      return T(dy * T(2) * x);
   }
   if constexpr (IsFloat<T>::value) {
     switch (op) {
-      case 2: return dy * exp(x);
-      case 3: return dy / x;
-      case 4: return dy / (T(2) * sqrt(x));
-      case 6: { T s = T(1) / (T(1) + exp(-x)); return dy * s * (T(1) - s); }
-      case 7: { T t = tanh(x); return dy * (T(1) - t * t); }
+      case 2:
+        return dy * exp(x);
+      case 3:
+        return dy / x;
+      case 4:
+        return dy / (T(2) * sqrt(x));
+      case 6: {
+        T s = T(1) / (T(1) + exp(-x));
+        return dy * s * (T(1) - s);
+      }
+      case 7: {
+        T t = tanh(x);
+        return dy * (T(1) - t * t);
+      }
       case 8: {
         T cdf = T(0.5) * (T(1) + erf(x * T(0.70710678118654752440)));
         T pdf = exp(T(-0.5) * x * x) * T(0.39894228040143267794);
@@ -108,8 +156,8 @@ __device__ void Binary(int op, const T* a, uint64_t a_off, const T* b, uint64_t 
 }
 
 template <typename T>
-__device__ void Scalar(int op, const T* x, uint64_t x_off, T s, T* out, uint64_t out_off, uint64_t n,
-                       int add) {
+__device__ void Scalar(int op, const T* x, uint64_t x_off, T s, T* out, uint64_t out_off,
+                       uint64_t n, int add) {
   uint64_t i = GlobalId();
   if (i >= n) return;
   T v = ApplyBinary<T>(op, x[x_off + i], s);
@@ -117,7 +165,8 @@ __device__ void Scalar(int op, const T* x, uint64_t x_off, T s, T* out, uint64_t
 }
 
 template <typename T>
-__device__ void Unary(int op, const T* x, uint64_t x_off, T* out, uint64_t out_off, uint64_t n, int add) {
+__device__ void Unary(int op, const T* x, uint64_t x_off, T* out, uint64_t out_off, uint64_t n,
+                      int add) {
   uint64_t i = GlobalId();
   if (i >= n) return;
   T v = ApplyUnary<T>(op, x[x_off + i]);
@@ -125,8 +174,8 @@ __device__ void Unary(int op, const T* x, uint64_t x_off, T* out, uint64_t out_o
 }
 
 template <typename T>
-__device__ void UnaryBackward(int op, const T* dy, uint64_t dy_off, const T* x, uint64_t x_off, T* out,
-                              uint64_t out_off, uint64_t n, int add) {
+__device__ void UnaryBackward(int op, const T* dy, uint64_t dy_off, const T* x, uint64_t x_off,
+                              T* out, uint64_t out_off, uint64_t n, int add) {
   uint64_t i = GlobalId();
   if (i >= n) return;
   T v = ApplyUnaryBackward<T>(op, dy[dy_off + i], x[x_off + i]);
@@ -135,24 +184,24 @@ __device__ void UnaryBackward(int op, const T* dy, uint64_t dy_off, const T* x, 
 
 }  // namespace
 
-#define RILL_ELEMENTWISE_ENTRIES(T, S)                                                                \
-  extern "C" __global__ void binary_##S(int op, const T* a, uint64_t a_off, const T* b,              \
-                                        uint64_t b_off, T* out, uint64_t out_off, uint64_t n,        \
-                                        BroadcastPlan p, int add) {                                  \
-    Binary<T>(op, a, a_off, b, b_off, out, out_off, n, p, add);                                      \
-  }                                                                                                   \
-  extern "C" __global__ void scalar_##S(int op, const T* x, uint64_t x_off, T s, T* out,             \
-                                        uint64_t out_off, uint64_t n, int add) {                     \
-    Scalar<T>(op, x, x_off, s, out, out_off, n, add);                                                \
-  }                                                                                                   \
-  extern "C" __global__ void unary_##S(int op, const T* x, uint64_t x_off, T* out, uint64_t out_off, \
-                                       uint64_t n, int add) {                                        \
-    Unary<T>(op, x, x_off, out, out_off, n, add);                                                    \
-  }                                                                                                   \
-  extern "C" __global__ void unary_backward_##S(int op, const T* dy, uint64_t dy_off, const T* x,    \
-                                                uint64_t x_off, T* out, uint64_t out_off,            \
-                                                uint64_t n, int add) {                               \
-    UnaryBackward<T>(op, dy, dy_off, x, x_off, out, out_off, n, add);                                \
+#define RILL_ELEMENTWISE_ENTRIES(T, S)                                                            \
+  extern "C" __global__ void binary_##S(int op, const T* a, uint64_t a_off, const T* b,           \
+                                        uint64_t b_off, T* out, uint64_t out_off, uint64_t n,     \
+                                        BroadcastPlan p, int add) {                               \
+    Binary<T>(op, a, a_off, b, b_off, out, out_off, n, p, add);                                   \
+  }                                                                                               \
+  extern "C" __global__ void scalar_##S(int op, const T* x, uint64_t x_off, T s, T* out,          \
+                                        uint64_t out_off, uint64_t n, int add) {                  \
+    Scalar<T>(op, x, x_off, s, out, out_off, n, add);                                             \
+  }                                                                                               \
+  extern "C" __global__ void unary_##S(int op, const T* x, uint64_t x_off, T* out,                \
+                                       uint64_t out_off, uint64_t n, int add) {                   \
+    Unary<T>(op, x, x_off, out, out_off, n, add);                                                 \
+  }                                                                                               \
+  extern "C" __global__ void unary_backward_##S(int op, const T* dy, uint64_t dy_off, const T* x, \
+                                                uint64_t x_off, T* out, uint64_t out_off,         \
+                                                uint64_t n, int add) {                            \
+    UnaryBackward<T>(op, dy, dy_off, x, x_off, out, out_off, n, add);                             \
   }
 
 RILL_ELEMENTWISE_ENTRIES(float, f32)

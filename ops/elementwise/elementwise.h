@@ -19,8 +19,33 @@ class OpRegistry;
 
 // Op codes shared by every platform's kernels (the device kernels switch on
 // them).
-enum class BinaryCode : int32_t { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kEqual, kGreater, kRsub, kRdiv, kRpow };
-enum class UnaryCode : int32_t { kNeg, kAbs, kExp, kLog, kSqrt, kRelu, kSigmoid, kTanh, kGelu, kSquare, kCopy };
+enum class BinaryCode : int32_t {
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kPow,
+  kMax,
+  kMin,
+  kEqual,
+  kGreater,
+  kRsub,
+  kRdiv,
+  kRpow
+};
+enum class UnaryCode : int32_t {
+  kNeg,
+  kAbs,
+  kExp,
+  kLog,
+  kSqrt,
+  kRelu,
+  kSigmoid,
+  kTanh,
+  kGelu,
+  kSquare,
+  kCopy
+};
 
 struct ScalarParams {
   double scalar = 0;

@@ -7,9 +7,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "rill/base/status_macros.h"
+#include "rill/executor/stream_executor.h"
 #include "rill/ops/device_kernel.h"
 #include "rill/ops/elementwise/elementwise.h"
-#include "rill/executor/stream_executor.h"
 #include "rill/ops/op_registry.h"
 #include "rill/platform/platform.h"
 
@@ -128,14 +128,14 @@ __kernel void unary_backward(int op, __global const T* dy, ulong dy_off, __globa
 
 absl::StatusOr<const Kernel*> Get(OpContext& ctx, DType dtype, const char* entry) {
   const std::string key = absl::StrCat("elementwise.", entry, ".", DTypeSuffix(dtype));
-  return DeviceKernel(ctx, key, RILL_OPS_FATBIN(elementwise), absl::StrCat(entry, "_", DTypeSuffix(dtype)),
-                      entry, [&] {
-                        const bool fl = dtype == DType::kF32 || dtype == DType::kF64;
-                        return absl::StrCat(
-                            dtype == DType::kF64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "",
-                            "#define T ", OpenClTypeName(dtype), "\n#define IS_FLOAT ", fl ? 1 : 0, "\n",
-                            kSource);
-                      });
+  return DeviceKernel(
+      ctx, key, RILL_OPS_FATBIN(elementwise), absl::StrCat(entry, "_", DTypeSuffix(dtype)), entry,
+      [&] {
+        const bool fl = dtype == DType::kF32 || dtype == DType::kF64;
+        return absl::StrCat(
+            dtype == DType::kF64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "",
+            "#define T ", OpenClTypeName(dtype), "\n#define IS_FLOAT ", fl ? 1 : 0, "\n", kSource);
+      });
 }
 
 int AddFlag(OpContext& ctx) { return ctx.req(0) == OpReqType::kAddTo ? 1 : 0; }
@@ -147,8 +147,13 @@ absl::Status ClBinary(OpContext& ctx) {
   RILL_ASSIGN_OR_RETURN(BroadcastPlan plan, MakeBroadcastPlan(a.shape, b.shape, out.shape));
   RILL_ASSIGN_OR_RETURN(const Kernel* k, Get(ctx, a.dtype, "binary"));
   LaunchArgs args;
-  args.Value<int32_t>(static_cast<int32_t>(C)).Tensor(a).Tensor(b).Tensor(out)
-      .Value<uint64_t>(out.size()).Value(plan).Value<int32_t>(AddFlag(ctx));
+  args.Value<int32_t>(static_cast<int32_t>(C))
+      .Tensor(a)
+      .Tensor(b)
+      .Tensor(out)
+      .Value<uint64_t>(out.size())
+      .Value(plan)
+      .Value<int32_t>(AddFlag(ctx));
   return Launch1D(ctx, *k, out.size(), args.Take());
 }
 
@@ -171,7 +176,10 @@ absl::Status ClUnary(OpContext& ctx) {
   if (out.size() == 0) return absl::OkStatus();
   RILL_ASSIGN_OR_RETURN(const Kernel* k, Get(ctx, x.dtype, "unary"));
   LaunchArgs args;
-  args.Value<int32_t>(static_cast<int32_t>(C)).Tensor(x).Tensor(out).Value<uint64_t>(out.size())
+  args.Value<int32_t>(static_cast<int32_t>(C))
+      .Tensor(x)
+      .Tensor(out)
+      .Value<uint64_t>(out.size())
       .Value<int32_t>(AddFlag(ctx));
   return Launch1D(ctx, *k, out.size(), args.Take());
 }
@@ -182,8 +190,12 @@ absl::Status ClUnaryBackward(OpContext& ctx) {
   if (out.size() == 0) return absl::OkStatus();
   RILL_ASSIGN_OR_RETURN(const Kernel* k, Get(ctx, x.dtype, "unary_backward"));
   LaunchArgs args;
-  args.Value<int32_t>(static_cast<int32_t>(C)).Tensor(dy).Tensor(x).Tensor(out)
-      .Value<uint64_t>(out.size()).Value<int32_t>(AddFlag(ctx));
+  args.Value<int32_t>(static_cast<int32_t>(C))
+      .Tensor(dy)
+      .Tensor(x)
+      .Tensor(out)
+      .Value<uint64_t>(out.size())
+      .Value<int32_t>(AddFlag(ctx));
   return Launch1D(ctx, *k, out.size(), args.Take());
 }
 
@@ -215,8 +227,8 @@ void RegisterDeviceKernels(OpRegistry& r, const char* p) {
   (void)r.RegisterKernel("minimum_scalar", p, {ClScalar<BinaryCode::kMin>, kReqs});
   (void)r.RegisterKernel("equal_scalar", p, {ClScalar<BinaryCode::kEqual>, kReqs});
   (void)r.RegisterKernel("greater_scalar", p, {ClScalar<BinaryCode::kGreater>, kReqs});
-#define RILL_CL_UNARY(code, name)                                                   \
-  (void)r.RegisterKernel(name, p, {ClUnary<UnaryCode::code>, kReqs});               \
+#define RILL_CL_UNARY(code, name)                                     \
+  (void)r.RegisterKernel(name, p, {ClUnary<UnaryCode::code>, kReqs}); \
   (void)r.RegisterKernel("_backward_" name, p, {ClUnaryBackward<UnaryCode::code>, kReqs})
   RILL_CL_UNARY(kNeg, "neg");
   RILL_CL_UNARY(kAbs, "abs");

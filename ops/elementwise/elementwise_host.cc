@@ -47,10 +47,14 @@ void BinaryLoop(const T* a, const T* b, T* out, const BroadcastPlan& p, bool add
       ib += idx[d] * p.b_strides[d];
     }
     T* dst = out + o * n;
-    if (sa == 1 && sb == 1) Inner<C, T, true, true>(a + ia, b + ib, dst, n, add);
-    else if (sa == 1) Inner<C, T, true, false>(a + ia, b + ib, dst, n, add);
-    else if (sb == 1) Inner<C, T, false, true>(a + ia, b + ib, dst, n, add);
-    else Inner<C, T, false, false>(a + ia, b + ib, dst, n, add);
+    if (sa == 1 && sb == 1)
+      Inner<C, T, true, true>(a + ia, b + ib, dst, n, add);
+    else if (sa == 1)
+      Inner<C, T, true, false>(a + ia, b + ib, dst, n, add);
+    else if (sb == 1)
+      Inner<C, T, false, true>(a + ia, b + ib, dst, n, add);
+    else
+      Inner<C, T, false, false>(a + ia, b + ib, dst, n, add);
     for (int d = inner - 1; d >= 0; --d) {  // Odometer over the outer axes.
       if (++idx[d] < p.dims[d]) break;
       idx[d] = 0;

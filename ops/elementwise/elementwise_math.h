@@ -18,12 +18,16 @@ inline T ApplyBinary(T a, T b) {
   if constexpr (C == BinaryCode::kRsub) return b - a;
   if constexpr (C == BinaryCode::kMul) return a * b;
   if constexpr (C == BinaryCode::kDiv) {
-    if constexpr (std::is_integral_v<T>) return b == 0 ? T(0) : T(a / b);
-    else return a / b;
+    if constexpr (std::is_integral_v<T>)
+      return b == 0 ? T(0) : T(a / b);
+    else
+      return a / b;
   }
   if constexpr (C == BinaryCode::kRdiv) {
-    if constexpr (std::is_integral_v<T>) return a == 0 ? T(0) : T(b / a);
-    else return b / a;
+    if constexpr (std::is_integral_v<T>)
+      return a == 0 ? T(0) : T(b / a);
+    else
+      return b / a;
   }
   if constexpr (C == BinaryCode::kPow) return static_cast<T>(std::pow(a, b));
   if constexpr (C == BinaryCode::kRpow) return static_cast<T>(std::pow(b, a));
@@ -35,16 +39,22 @@ inline T ApplyBinary(T a, T b) {
 }
 
 template <typename T>
-inline T Sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
+inline T Sigmoid(T x) {
+  return T(1) / (T(1) + std::exp(-x));
+}
 template <typename T>
-inline T Gelu(T x) { return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440))); }
+inline T Gelu(T x) {
+  return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440)));
+}
 
 template <UnaryCode C, typename T>
 inline T ApplyUnary(T x) {
   if constexpr (C == UnaryCode::kNeg) return static_cast<T>(-x);
   if constexpr (C == UnaryCode::kAbs) {
-    if constexpr (std::is_unsigned_v<T>) return x;
-    else return x < 0 ? static_cast<T>(-x) : x;
+    if constexpr (std::is_unsigned_v<T>)
+      return x;
+    else
+      return x < 0 ? static_cast<T>(-x) : x;
   }
   if constexpr (C == UnaryCode::kExp) return std::exp(x);
   if constexpr (C == UnaryCode::kLog) return std::log(x);

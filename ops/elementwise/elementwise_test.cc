@@ -31,8 +31,14 @@ std::vector<T> NaiveBinary(const std::vector<T>& a, const Shape& sa, const std::
       const int64_t k = rem % so[d];
       rem /= so[d];
       const int da = sa.rank() - so.rank() + d, db = sb.rank() - so.rank() + d;
-      if (da >= 0) { ia += (sa[da] == 1 ? 0 : k) * ma; ma *= sa[da]; }
-      if (db >= 0) { ib += (sb[db] == 1 ? 0 : k) * mb; mb *= sb[db]; }
+      if (da >= 0) {
+        ia += (sa[da] == 1 ? 0 : k) * ma;
+        ma *= sa[da];
+      }
+      if (db >= 0) {
+        ib += (sb[db] == 1 ? 0 : k) * mb;
+        mb *= sb[db];
+      }
     }
     out[i] = f(a[ia], b[ib]);
   }
@@ -40,8 +46,8 @@ std::vector<T> NaiveBinary(const std::vector<T>& a, const Shape& sa, const std::
 }
 
 template <typename T>
-void CheckBinary(engine::Engine* eng, Context ctx, const std::string& op, const std::function<T(T, T)>& f,
-                 const Shape& sa, const Shape& sb) {
+void CheckBinary(engine::Engine* eng, Context ctx, const std::string& op,
+                 const std::function<T(T, T)>& f, const Shape& sa, const Shape& sb) {
   const Shape so = *BroadcastShapes(sa, sb);
   const auto a = RandomData<T>(sa.NumElements(), 1, 1, 5);
   const auto b = RandomData<T>(sb.NumElements(), 2, 1, 5);
@@ -78,25 +84,45 @@ void CheckBinary(engine::Engine* eng, Context ctx, const std::string& op, const 
 }
 
 TEST_P(ElementwiseTest, BinaryOpsMatchNaiveLoopsUnderEveryRequest) {
-  const Shape shapes[][2] = {{{2, 3, 4}, {3, 1}}, {{5}, {5}}, {{4, 1}, {1, 6}}, {{}, {3}}, {{0, 3}, {3}}};
+  const Shape shapes[][2] = {
+      {{2, 3, 4}, {3, 1}}, {{5}, {5}}, {{4, 1}, {1, 6}}, {{}, {3}}, {{0, 3}, {3}}};
   for (const auto& s : shapes) {
-    CheckBinary<float>(engine_.get(), ctx(), "add", [](float a, float b) { return a + b; }, s[0], s[1]);
-    CheckBinary<double>(engine_.get(), ctx(), "sub", [](double a, double b) { return a - b; }, s[0], s[1]);
-    CheckBinary<float>(engine_.get(), ctx(), "mul", [](float a, float b) { return a * b; }, s[0], s[1]);
-    CheckBinary<float>(engine_.get(), ctx(), "div", [](float a, float b) { return a / b; }, s[0], s[1]);
-    CheckBinary<float>(engine_.get(), ctx(), "pow", [](float a, float b) { return std::pow(a, b); }, s[0], s[1]);
-    CheckBinary<int32_t>(engine_.get(), ctx(), "maximum", [](int32_t a, int32_t b) { return std::max(a, b); }, s[0], s[1]);
-    CheckBinary<int64_t>(engine_.get(), ctx(), "minimum", [](int64_t a, int64_t b) { return std::min(a, b); }, s[0], s[1]);
-    CheckBinary<int32_t>(engine_.get(), ctx(), "equal", [](int32_t a, int32_t b) { return a == b ? 1 : 0; }, s[0], s[1]);
-    CheckBinary<float>(engine_.get(), ctx(), "greater", [](float a, float b) { return a > b ? 1.f : 0.f; }, s[0], s[1]);
-    CheckBinary<uint8_t>(engine_.get(), ctx(), "add", [](uint8_t a, uint8_t b) { return uint8_t(a + b); }, s[0], s[1]);
+    CheckBinary<float>(
+        engine_.get(), ctx(), "add", [](float a, float b) { return a + b; }, s[0], s[1]);
+    CheckBinary<double>(
+        engine_.get(), ctx(), "sub", [](double a, double b) { return a - b; }, s[0], s[1]);
+    CheckBinary<float>(
+        engine_.get(), ctx(), "mul", [](float a, float b) { return a * b; }, s[0], s[1]);
+    CheckBinary<float>(
+        engine_.get(), ctx(), "div", [](float a, float b) { return a / b; }, s[0], s[1]);
+    CheckBinary<float>(
+        engine_.get(), ctx(), "pow", [](float a, float b) { return std::pow(a, b); }, s[0], s[1]);
+    CheckBinary<int32_t>(
+        engine_.get(), ctx(), "maximum", [](int32_t a, int32_t b) { return std::max(a, b); }, s[0],
+        s[1]);
+    CheckBinary<int64_t>(
+        engine_.get(), ctx(), "minimum", [](int64_t a, int64_t b) { return std::min(a, b); }, s[0],
+        s[1]);
+    CheckBinary<int32_t>(
+        engine_.get(), ctx(), "equal", [](int32_t a, int32_t b) { return a == b ? 1 : 0; }, s[0],
+        s[1]);
+    CheckBinary<float>(
+        engine_.get(), ctx(), "greater", [](float a, float b) { return a > b ? 1.f : 0.f; }, s[0],
+        s[1]);
+    CheckBinary<uint8_t>(
+        engine_.get(), ctx(), "add", [](uint8_t a, uint8_t b) { return uint8_t(a + b); }, s[0],
+        s[1]);
   }
 }
 
 TEST_P(ElementwiseTest, ScalarAndUnaryOpsMatchNaiveLoops) {
   const auto x = RandomData<float>(37, 4, 0.1, 3);
   auto t = *Tensor::FromHost<float>(x, {37}, ctx(), engine_.get());
-  struct Case { const char* op; std::function<float(float)> f; Attrs attrs; };
+  struct Case {
+    const char* op;
+    std::function<float(float)> f;
+    Attrs attrs;
+  };
   const Case cases[] = {
       {"add_scalar", [](float v) { return v + 2.5f; }, {{"scalar", "2.5"}}},
       {"rsub_scalar", [](float v) { return 2.5f - v; }, {{"scalar", "2.5"}}},
@@ -132,15 +158,18 @@ TEST_P(ElementwiseTest, UnaryBackwardOpsMatchFiniteDifferences) {
   const auto dy = RandomData<double>(16, 6, -1, 1);
   auto tx = *Tensor::FromHost<double>(x, {16}, ctx(), engine_.get());
   auto tdy = *Tensor::FromHost<double>(dy, {16}, ctx(), engine_.get());
-  for (const char* op : {"neg", "abs", "exp", "log", "sqrt", "relu", "sigmoid", "tanh", "gelu", "square"}) {
+  for (const char* op :
+       {"neg", "abs", "exp", "log", "sqrt", "relu", "sigmoid", "tanh", "gelu", "square"}) {
     auto g = Invoke(std::string("_backward_") + op, {tdy, tx});
     ASSERT_TRUE(g.ok()) << g.status();
     const double h = 1e-6;
     std::vector<double> xp(x), xm(x);
     for (auto& v : xp) v += h;
     for (auto& v : xm) v -= h;
-    auto fp = *(*Invoke(op, {*Tensor::FromHost<double>(xp, {16}, ctx(), engine_.get())}))[0].ToHost<double>();
-    auto fm = *(*Invoke(op, {*Tensor::FromHost<double>(xm, {16}, ctx(), engine_.get())}))[0].ToHost<double>();
+    auto fp = *(*Invoke(op, {*Tensor::FromHost<double>(xp, {16}, ctx(), engine_.get())}))[0]
+                   .ToHost<double>();
+    auto fm = *(*Invoke(op, {*Tensor::FromHost<double>(xm, {16}, ctx(), engine_.get())}))[0]
+                   .ToHost<double>();
     std::vector<double> want(16);
     for (int i = 0; i < 16; ++i) want[i] = dy[i] * (fp[i] - fm[i]) / (2 * h);
     ExpectNear(*(*g)[0].ToHost<double>(), want, 1e-5, std::string("_backward_") + op);

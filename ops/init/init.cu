@@ -18,8 +18,9 @@ __device__ void Arange(T* out, uint64_t out_off, uint64_t n, double start, doubl
 }
 
 template <typename T>
-__device__ void Dropout(const T* x, uint64_t x_off, const T* u, uint64_t u_off, T* y, uint64_t y_off,
-                        T* mask, uint64_t mask_off, uint64_t n, T p, T scale, int train) {
+__device__ void Dropout(const T* x, uint64_t x_off, const T* u, uint64_t u_off, T* y,
+                        uint64_t y_off, T* mask, uint64_t mask_off, uint64_t n, T p, T scale,
+                        int train) {
   uint64_t i = GlobalId();
   if (i >= n) return;
   T xv = x[x_off + i];
@@ -35,20 +36,20 @@ __device__ void Dropout(const T* x, uint64_t x_off, const T* u, uint64_t u_off, 
 
 }  // namespace
 
-#define RILL_INIT_FILL(B, S)                                                                  \
-  extern "C" __global__ void fill_##S(B* out, uint64_t out_off, uint64_t n, B v) {            \
-    uint64_t i = GlobalId();                                                                  \
-    if (i < n) out[out_off + i] = v;                                                          \
+#define RILL_INIT_FILL(B, S)                                                       \
+  extern "C" __global__ void fill_##S(B* out, uint64_t out_off, uint64_t n, B v) { \
+    uint64_t i = GlobalId();                                                       \
+    if (i < n) out[out_off + i] = v;                                               \
   }
 RILL_INIT_FILL(uint8_t, b8)
 RILL_INIT_FILL(uint16_t, b16)
 RILL_INIT_FILL(uint32_t, b32)
 RILL_INIT_FILL(uint64_t, b64)
 
-#define RILL_INIT_ARANGE(T, S)                                                                    \
-  extern "C" __global__ void arange_##S(T* out, uint64_t out_off, uint64_t n, double start,     \
-                                        double step) {                                          \
-    Arange<T>(out, out_off, n, start, step);                                                    \
+#define RILL_INIT_ARANGE(T, S)                                                              \
+  extern "C" __global__ void arange_##S(T* out, uint64_t out_off, uint64_t n, double start, \
+                                        double step) {                                      \
+    Arange<T>(out, out_off, n, start, step);                                                \
   }
 RILL_INIT_ARANGE(float, f32)
 RILL_INIT_ARANGE(double, f64)
@@ -58,21 +59,21 @@ RILL_INIT_ARANGE(uint8_t, u8)
 
 #define RILL_INIT_FLOAT(T, S)                                                                     \
   extern "C" __global__ void uniform_affine_##S(T* out, uint64_t out_off, uint64_t n, T a, T b) { \
-    uint64_t i = GlobalId();                                                                    \
-    if (i < n) out[out_off + i] = a + b * out[out_off + i];                                     \
-  }                                                                                             \
-  extern "C" __global__ void dropout_##S(const T* x, uint64_t x_off, const T* u, uint64_t u_off, \
-                                         T* y, uint64_t y_off, T* mask, uint64_t mask_off,      \
-                                         uint64_t n, T p, T scale, int train) {                 \
-    Dropout<T>(x, x_off, u, u_off, y, y_off, mask, mask_off, n, p, scale, train);               \
-  }                                                                                             \
-  extern "C" __global__ void dropout_backward_##S(const T* dy, uint64_t dy_off, const T* mask,   \
-                                                  uint64_t mask_off, T* dx, uint64_t dx_off,    \
-                                                  uint64_t n, T scale, int add) {               \
-    uint64_t i = GlobalId();                                                                    \
-    if (i >= n) return;                                                                         \
-    T v = dy[dy_off + i] * mask[mask_off + i] * scale;                                          \
-    dx[dx_off + i] = add ? dx[dx_off + i] + v : v;                                              \
+    uint64_t i = GlobalId();                                                                      \
+    if (i < n) out[out_off + i] = a + b * out[out_off + i];                                       \
+  }                                                                                               \
+  extern "C" __global__ void dropout_##S(const T* x, uint64_t x_off, const T* u, uint64_t u_off,  \
+                                         T* y, uint64_t y_off, T* mask, uint64_t mask_off,        \
+                                         uint64_t n, T p, T scale, int train) {                   \
+    Dropout<T>(x, x_off, u, u_off, y, y_off, mask, mask_off, n, p, scale, train);                 \
+  }                                                                                               \
+  extern "C" __global__ void dropout_backward_##S(const T* dy, uint64_t dy_off, const T* mask,    \
+                                                  uint64_t mask_off, T* dx, uint64_t dx_off,      \
+                                                  uint64_t n, T scale, int add) {                 \
+    uint64_t i = GlobalId();                                                                      \
+    if (i >= n) return;                                                                           \
+    T v = dy[dy_off + i] * mask[mask_off + i] * scale;                                            \
+    dx[dx_off + i] = add ? dx[dx_off + i] + v : v;                                                \
   }
 RILL_INIT_FLOAT(float, f32)
 RILL_INIT_FLOAT(double, f64)

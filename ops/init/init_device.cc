@@ -74,24 +74,28 @@ __kernel void dropout_backward(__global const T* dy, ulong dy_off, __global cons
 
 absl::StatusOr<const Kernel*> GetBits(OpContext& ctx, int size, const char* entry) {
   const std::string key = absl::StrCat("init.", entry, ".b", size * 8);
-  return DeviceKernel(ctx, key, RILL_OPS_FATBIN(init), absl::StrCat(entry, "_b", size * 8), entry, [&] {
-    return absl::StrCat("#define B ", OpenClBitsTypeName(size), "\n", kBitsSource);
-  });
+  return DeviceKernel(
+      ctx, key, RILL_OPS_FATBIN(init), absl::StrCat(entry, "_b", size * 8), entry,
+      [&] { return absl::StrCat("#define B ", OpenClBitsTypeName(size), "\n", kBitsSource); });
 }
 
 absl::StatusOr<const Kernel*> GetTyped(OpContext& ctx, DType dtype, const char* entry) {
   const std::string key = absl::StrCat("init.", entry, ".", DTypeSuffix(dtype));
-  return DeviceKernel(ctx, key, RILL_OPS_FATBIN(init), absl::StrCat(entry, "_", DTypeSuffix(dtype)), entry, [&] {
-    const bool fl = dtype == DType::kF32 || dtype == DType::kF64;
-    return absl::StrCat("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#define T ", OpenClTypeName(dtype),
-                        "\n#define IS_F32 ", dtype == DType::kF32 ? 1 : 0, "\n#define IS_FLOAT ", fl ? 1 : 0,
-                        "\n", kTypedSource);
-  });
+  return DeviceKernel(
+      ctx, key, RILL_OPS_FATBIN(init), absl::StrCat(entry, "_", DTypeSuffix(dtype)), entry, [&] {
+        const bool fl = dtype == DType::kF32 || dtype == DType::kF64;
+        return absl::StrCat("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#define T ",
+                            OpenClTypeName(dtype), "\n#define IS_F32 ",
+                            dtype == DType::kF32 ? 1 : 0, "\n#define IS_FLOAT ", fl ? 1 : 0, "\n",
+                            kTypedSource);
+      });
 }
 
 void FloatValue(LaunchArgs& args, DType dtype, double v) {
-  if (dtype == DType::kF64) args.Value<double>(v);
-  else args.Value<float>(static_cast<float>(v));
+  if (dtype == DType::kF64)
+    args.Value<double>(v);
+  else
+    args.Value<float>(static_cast<float>(v));
 }
 
 template <typename P>
@@ -104,10 +108,18 @@ absl::Status DevFill(OpContext& ctx) {
   LaunchArgs args;
   args.Tensor(out).Value<uint64_t>(out.size());
   switch (size) {
-    case 1: args.Value<uint8_t>(static_cast<uint8_t>(bits)); break;
-    case 2: args.Value<uint16_t>(static_cast<uint16_t>(bits)); break;
-    case 4: args.Value<uint32_t>(static_cast<uint32_t>(bits)); break;
-    default: args.Value<uint64_t>(bits); break;
+    case 1:
+      args.Value<uint8_t>(static_cast<uint8_t>(bits));
+      break;
+    case 2:
+      args.Value<uint16_t>(static_cast<uint16_t>(bits));
+      break;
+    case 4:
+      args.Value<uint32_t>(static_cast<uint32_t>(bits));
+      break;
+    default:
+      args.Value<uint64_t>(bits);
+      break;
   }
   return Launch1D(ctx, *k, out.size(), args.Take());
 }

@@ -15,18 +15,28 @@ namespace {
 
 template <typename Fn>
 void DispatchFloat(DType dtype, Fn&& fn) {
-  if (dtype == DType::kF64) fn(double{});
-  else fn(float{});
+  if (dtype == DType::kF64)
+    fn(double{});
+  else
+    fn(float{});
 }
 
 // Calls fn(U{}) with the unsigned integer type of the element size.
 template <typename Fn>
 void DispatchBits(int size, Fn&& fn) {
   switch (size) {
-    case 1: fn(uint8_t{}); break;
-    case 2: fn(uint16_t{}); break;
-    case 4: fn(uint32_t{}); break;
-    default: fn(uint64_t{}); break;
+    case 1:
+      fn(uint8_t{});
+      break;
+    case 2:
+      fn(uint16_t{});
+      break;
+    case 4:
+      fn(uint32_t{});
+      break;
+    default:
+      fn(uint64_t{});
+      break;
   }
 }
 
@@ -68,7 +78,8 @@ absl::Status HostArange(OpContext& ctx) {
         const float s = static_cast<float>(p.start), d = static_cast<float>(p.step);
         for (int64_t i = 0; i < n; ++i) o[i] = s + static_cast<float>(i) * d;
       } else {
-        for (int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(p.start + static_cast<double>(i) * p.step);
+        for (int64_t i = 0; i < n; ++i)
+          o[i] = static_cast<T>(p.start + static_cast<double>(i) * p.step);
       }
     });
     return absl::OkStatus();

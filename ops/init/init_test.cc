@@ -32,7 +32,9 @@ class InitTest : public testing::OpTest {
     if (!r.ok()) return r.status();
     return (*r)[0];
   }
-  absl::StatusOr<Tensor> Run(const std::string& op, const Attrs& attrs) { return Run(op, attrs, On()); }
+  absl::StatusOr<Tensor> Run(const std::string& op, const Attrs& attrs) {
+    return Run(op, attrs, On());
+  }
   absl::Status SeedOn(Context c, uint64_t seed) { return Seed(c, seed, engine_.get()); }
 };
 
@@ -66,11 +68,13 @@ TEST_P(InitTest, FillsMatchForEveryTypeAndRequest) {
   CheckFill<double>(this, engine_.get(), ctx(), "fill",
                     {{"shape", "(5,)"}, {"value", "-1.25"}, {"dtype", "float64"}},
                     std::vector<double>(5, -1.25), {5});
-  CheckFill<int32_t>(this, engine_.get(), ctx(), "fill", {{"shape", "(7)"}, {"value", "-3"}, {"dtype", "int32"}},
+  CheckFill<int32_t>(this, engine_.get(), ctx(), "fill",
+                     {{"shape", "(7)"}, {"value", "-3"}, {"dtype", "int32"}},
                      std::vector<int32_t>(7, -3), {7});
   CheckFill<int64_t>(this, engine_.get(), ctx(), "ones", {{"shape", "(3, 1)"}, {"dtype", "int64"}},
                      std::vector<int64_t>(3, 1), {3, 1});
-  CheckFill<uint8_t>(this, engine_.get(), ctx(), "fill", {{"shape", "(9)"}, {"value", "200"}, {"dtype", "uint8"}},
+  CheckFill<uint8_t>(this, engine_.get(), ctx(), "fill",
+                     {{"shape", "(9)"}, {"value", "200"}, {"dtype", "uint8"}},
                      std::vector<uint8_t>(9, 200), {9});
   CheckFill<float>(this, engine_.get(), ctx(), "zeros", {{"shape", "(4, 0)"}}, {}, {4, 0});
   CheckFill<float>(this, engine_.get(), ctx(), "zeros", {{"shape", "()"}}, {0.f}, {});
@@ -86,11 +90,15 @@ TEST_P(InitTest, FillsMatchForEveryTypeAndRequest) {
 }
 
 TEST_P(InitTest, ArangeMatchesNaiveLoops) {
-  struct Case { double start, stop, step; };
+  struct Case {
+    double start, stop, step;
+  };
   for (const Case& c : {Case{0, 10, 1}, Case{2, -3, -0.5}, Case{1, 1, 1}, Case{0.5, 7, 0.75}}) {
-    const Attrs attrs = {{"start", std::to_string(c.start)}, {"stop", std::to_string(c.stop)},
+    const Attrs attrs = {{"start", std::to_string(c.start)},
+                         {"stop", std::to_string(c.stop)},
                          {"step", std::to_string(c.step)}};
-    const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((c.stop - c.start) / c.step)));
+    const int64_t n =
+        std::max<int64_t>(0, static_cast<int64_t>(std::ceil((c.stop - c.start) / c.step)));
     std::vector<float> wf(n);
     std::vector<double> wd(n);
     std::vector<int64_t> wi(n);
@@ -134,8 +142,10 @@ TEST_P(InitTest, RandomOpsAreReproducibleAcrossContexts) {
         got[side].push_back(v);
       }
     }
-    ExpectNear(got[1][0], got[0][0], 1e-6, std::string("uniform ") + dtype + " on " + ctx().ToString());
-    ExpectNear(got[1][1], got[0][1], 1e-5, std::string("normal ") + dtype + " on " + ctx().ToString());
+    ExpectNear(got[1][0], got[0][0], 1e-6,
+               std::string("uniform ") + dtype + " on " + ctx().ToString());
+    ExpectNear(got[1][1], got[0][1], 1e-5,
+               std::string("normal ") + dtype + " on " + ctx().ToString());
     double mean = 0;
     for (double v : got[1][0]) {
       EXPECT_GT(v, -2);
@@ -145,7 +155,10 @@ TEST_P(InitTest, RandomOpsAreReproducibleAcrossContexts) {
     EXPECT_NEAR(mean / got[1][0].size(), 0.5, 0.5);
     mean = 0;
     double sq = 0;
-    for (double v : got[1][1]) { mean += v; sq += v * v; }
+    for (double v : got[1][1]) {
+      mean += v;
+      sq += v * v;
+    }
     mean /= 1001;
     EXPECT_NEAR(mean, 1, 0.3);
     EXPECT_NEAR(std::sqrt(sq / 1001 - mean * mean), 2, 0.3);
@@ -191,7 +204,8 @@ TEST_P(InitTest, DropoutBackwardMatchesFiniteDifferences) {
   auto forward = [&](const std::vector<double>& xv) {
     absl::Status st = SeedOn(ctx(), 5);
     EXPECT_TRUE(st.ok()) << st;
-    auto r = *Invoke("dropout", {*Tensor::FromHost<double>(xv, {n}, ctx(), engine_.get())}, {{"p", "0.4"}});
+    auto r = *Invoke("dropout", {*Tensor::FromHost<double>(xv, {n}, ctx(), engine_.get())},
+                     {{"p", "0.4"}});
     return std::make_pair(*r[0].ToHost<double>(), r[1]);
   };
   auto [y, mask] = forward(x);
@@ -256,7 +270,8 @@ TEST_P(InitTest, BadInputsGetClearErrors) {
   EXPECT_NE(r.status().message().find("int32"), std::string::npos) << r.status();
 }
 
-INSTANTIATE_TEST_SUITE_P(AllContexts, InitTest, ::testing::ValuesIn(AllContexts()), testing::ContextName);
+INSTANTIATE_TEST_SUITE_P(AllContexts, InitTest, ::testing::ValuesIn(AllContexts()),
+                         testing::ContextName);
 
 }  // namespace
 }  // namespace rill::ops

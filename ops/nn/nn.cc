@@ -15,27 +15,33 @@
 namespace rill::ops {
 namespace {
 
-std::string TupleString(const std::vector<int64_t>& v) { return absl::StrCat("(", absl::StrJoin(v, ", "), ")"); }
+std::string TupleString(const std::vector<int64_t>& v) {
+  return absl::StrCat("(", absl::StrJoin(v, ", "), ")");
+}
 
 // A 1- or 2-value tuple parameter as (h, w); `def` when empty.
-absl::StatusOr<std::pair<int64_t, int64_t>> Pair(const char* name, const std::vector<int64_t>& v, int64_t def,
-                                                 int64_t min) {
+absl::StatusOr<std::pair<int64_t, int64_t>> Pair(const char* name, const std::vector<int64_t>& v,
+                                                 int64_t def, int64_t min) {
   std::pair<int64_t, int64_t> out{def, def};
-  if (v.size() == 1) out = {v[0], v[0]};
-  else if (v.size() == 2) out = {v[0], v[1]};
+  if (v.size() == 1)
+    out = {v[0], v[0]};
+  else if (v.size() == 2)
+    out = {v[0], v[1]};
   else if (!v.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(name, " must hold 1 or 2 values (h, w), got ", TupleString(v)));
   }
   if (out.first < min || out.second < min) {
-    return absl::InvalidArgumentError(absl::StrCat(name, " must be >= ", min, ", got ", TupleString(v)));
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, " must be >= ", min, ", got ", TupleString(v)));
   }
   return out;
 }
 
 absl::Status NeedRank(const char* what, const Shape& s, int rank) {
   if (s.rank() == rank) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(what, " must have rank ", rank, ", got ", s.ToString()));
+  return absl::InvalidArgumentError(
+      absl::StrCat(what, " must have rank ", rank, ", got ", s.ToString()));
 }
 
 Shape DescShape(const TensorDescriptor& d) { return Shape{d.n, d.c, d.h, d.w}; }
@@ -44,20 +50,22 @@ Shape DescShape(const TensorDescriptor& d) { return Shape{d.n, d.c, d.h, d.w}; }
 
 absl::StatusOr<MatmulGeometry> MatmulGeom(const MatmulParams& p, const Shape& a, const Shape& b) {
   if (a.rank() < 2 || b.rank() < 2) {
-    return absl::InvalidArgumentError(absl::StrCat("matmul needs inputs of rank >= 2, got a ", a.ToString(),
-                                                   " and b ", b.ToString()));
+    return absl::InvalidArgumentError(absl::StrCat("matmul needs inputs of rank >= 2, got a ",
+                                                   a.ToString(), " and b ", b.ToString()));
   }
   if (a.rank() != b.rank()) {
-    return absl::InvalidArgumentError(absl::StrCat("matmul inputs differ in rank: a ", a.ToString(), " and b ",
-                                                   b.ToString(), " (batch dimensions must be equal)"));
+    return absl::InvalidArgumentError(absl::StrCat("matmul inputs differ in rank: a ", a.ToString(),
+                                                   " and b ", b.ToString(),
+                                                   " (batch dimensions must be equal)"));
   }
   const int r = a.rank();
   MatmulGeometry g;
   Shape out;
   for (int i = 0; i < r - 2; ++i) {
     if (a[i] != b[i]) {
-      return absl::InvalidArgumentError(absl::StrCat("matmul batch dimensions differ: a ", a.ToString(),
-                                                     " and b ", b.ToString(), " at axis ", i));
+      return absl::InvalidArgumentError(absl::StrCat("matmul batch dimensions differ: a ",
+                                                     a.ToString(), " and b ", b.ToString(),
+                                                     " at axis ", i));
     }
     g.batch *= a[i];
     out.mutable_dims().push_back(a[i]);
@@ -68,8 +76,8 @@ absl::StatusOr<MatmulGeometry> MatmulGeom(const MatmulParams& p, const Shape& a,
   g.n = p.transpose_b ? b[r - 2] : b[r - 1];
   if (ka != kb) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "matmul inner dimensions differ: a ", a.ToString(), p.transpose_a ? " (transposed)" : "", " has ", ka,
-        ", b ", b.ToString(), p.transpose_b ? " (transposed)" : "", " has ", kb));
+        "matmul inner dimensions differ: a ", a.ToString(), p.transpose_a ? " (transposed)" : "",
+        " has ", ka, ", b ", b.ToString(), p.transpose_b ? " (transposed)" : "", " has ", kb));
   }
   g.k = ka;
   out.mutable_dims().push_back(g.m);
@@ -84,26 +92,34 @@ absl::StatusOr<ConvGeometry> ConvGeom(const ConvParams& p, const Shape& x, const
   RILL_ASSIGN_OR_RETURN(auto stride, Pair("stride", p.stride, 1, 1));
   RILL_ASSIGN_OR_RETURN(auto pad, Pair("pad", p.pad, 0, 0));
   RILL_ASSIGN_OR_RETURN(auto dil, Pair("dilation", p.dilation, 1, 1));
-  if (p.num_group < 1) return absl::InvalidArgumentError(absl::StrCat("num_group must be >= 1, got ", p.num_group));
+  if (p.num_group < 1)
+    return absl::InvalidArgumentError(absl::StrCat("num_group must be >= 1, got ", p.num_group));
   if (x[1] != w[1] * p.num_group) {
-    return absl::InvalidArgumentError(absl::StrCat("conv2d data ", x.ToString(), " has ", x[1],
-                                                   " channels but weight ", w.ToString(), " with num_group ",
-                                                   p.num_group, " takes ", w[1] * p.num_group));
+    return absl::InvalidArgumentError(
+        absl::StrCat("conv2d data ", x.ToString(), " has ", x[1], " channels but weight ",
+                     w.ToString(), " with num_group ", p.num_group, " takes ", w[1] * p.num_group));
   }
   if (w[0] % p.num_group != 0) {
     return absl::InvalidArgumentError(absl::StrCat("conv2d weight ", w.ToString(), " has ", w[0],
-                                                   " output channels, not divisible by num_group ", p.num_group));
+                                                   " output channels, not divisible by num_group ",
+                                                   p.num_group));
   }
   ConvGeometry g;
   g.x = TensorDescriptor{.n = x[0], .c = x[1], .h = x[2], .w = x[3]};
-  g.w = FilterDescriptor{.output_channels = w[0], .input_channels = w[1], .height = w[2], .width = w[3]};
-  g.conv = ConvolutionDescriptor{.pad_h = pad.first, .pad_w = pad.second, .stride_h = stride.first,
-                                 .stride_w = stride.second, .dilation_h = dil.first, .dilation_w = dil.second,
+  g.w = FilterDescriptor{
+      .output_channels = w[0], .input_channels = w[1], .height = w[2], .width = w[3]};
+  g.conv = ConvolutionDescriptor{.pad_h = pad.first,
+                                 .pad_w = pad.second,
+                                 .stride_h = stride.first,
+                                 .stride_w = stride.second,
+                                 .dilation_h = dil.first,
+                                 .dilation_w = dil.second,
                                  .group_count = p.num_group};
   absl::StatusOr<TensorDescriptor> y = ConvolutionOutput(g.x, g.w, g.conv);
   if (!y.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("conv2d of data ", x.ToString(), " with weight ", w.ToString(),
-                                                   " (", g.conv.ToString(), "): ", y.status().message()));
+    return absl::InvalidArgumentError(absl::StrCat("conv2d of data ", x.ToString(), " with weight ",
+                                                   w.ToString(), " (", g.conv.ToString(),
+                                                   "): ", y.status().message()));
   }
   g.y = *y;
   return g;
@@ -116,15 +132,19 @@ absl::StatusOr<PoolGeometry> PoolGeom(const PoolParams& p, const Shape& x) {
   RILL_ASSIGN_OR_RETURN(auto stride, Pair("stride", p.stride, 1, 1));
   RILL_ASSIGN_OR_RETURN(auto pad, Pair("pad", p.pad, 0, 0));
   PoolGeometry g;
-  if (p.pool_type == "max") g.pool.mode = PoolingMode::kMax;
+  if (p.pool_type == "max")
+    g.pool.mode = PoolingMode::kMax;
   else if (p.pool_type == "avg") {
-    g.pool.mode = p.count_include_pad ? PoolingMode::kAverageIncludePadding : PoolingMode::kAverageExcludePadding;
+    g.pool.mode = p.count_include_pad ? PoolingMode::kAverageIncludePadding
+                                      : PoolingMode::kAverageExcludePadding;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat("pool_type must be 'max' or 'avg', got '", p.pool_type, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("pool_type must be 'max' or 'avg', got '", p.pool_type, "'"));
   }
   if (pad.first >= kernel.first || pad.second >= kernel.second) {
     return absl::InvalidArgumentError(absl::StrCat("pooling pad ", TupleString(p.pad),
-                                                   " must be smaller than the kernel ", TupleString(p.kernel)));
+                                                   " must be smaller than the kernel ",
+                                                   TupleString(p.kernel)));
   }
   g.pool.window_h = kernel.first;
   g.pool.window_w = kernel.second;
@@ -135,12 +155,13 @@ absl::StatusOr<PoolGeometry> PoolGeom(const PoolParams& p, const Shape& x) {
   g.x = TensorDescriptor{.n = x[0], .c = x[1], .h = x[2], .w = x[3]};
   if (x[2] + 2 * pad.first < kernel.first || x[3] + 2 * pad.second < kernel.second) {
     return absl::InvalidArgumentError(absl::StrCat("pooling kernel ", TupleString(p.kernel),
-                                                   " is larger than the padded data ", x.ToString()));
+                                                   " is larger than the padded data ",
+                                                   x.ToString()));
   }
   absl::StatusOr<TensorDescriptor> y = PoolingOutput(g.x, g.pool);
   if (!y.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("pooling of data ", x.ToString(), " (", g.pool.ToString(),
-                                                   "): ", y.status().message()));
+    return absl::InvalidArgumentError(absl::StrCat("pooling of data ", x.ToString(), " (",
+                                                   g.pool.ToString(), "): ", y.status().message()));
   }
   g.y = *y;
   return g;
@@ -148,18 +169,22 @@ absl::StatusOr<PoolGeometry> PoolGeom(const PoolParams& p, const Shape& x) {
 
 absl::StatusOr<TensorDescriptor> BatchNormDesc(const Shape& x) {
   for (int i = 0; i < x.rank(); ++i) {
-    if (x[i] <= 0) return absl::InvalidArgumentError(absl::StrCat("batch_norm data ", x.ToString(), " is empty"));
+    if (x[i] <= 0)
+      return absl::InvalidArgumentError(
+          absl::StrCat("batch_norm data ", x.ToString(), " is empty"));
   }
   if (x.rank() == 2) return TensorDescriptor{.n = x[0], .c = x[1], .h = 1, .w = 1};
   if (x.rank() == 4) return TensorDescriptor{.n = x[0], .c = x[1], .h = x[2], .w = x[3]};
-  return absl::InvalidArgumentError(absl::StrCat("batch_norm data must be [N, C] or NCHW, got ", x.ToString()));
+  return absl::InvalidArgumentError(
+      absl::StrCat("batch_norm data must be [N, C] or NCHW, got ", x.ToString()));
 }
 
 absl::StatusOr<ActivationMode> ParseActType(const std::string& t) {
   if (t == "relu") return ActivationMode::kRelu;
   if (t == "sigmoid") return ActivationMode::kSigmoid;
   if (t == "tanh") return ActivationMode::kTanh;
-  return absl::InvalidArgumentError(absl::StrCat("act_type must be 'relu', 'sigmoid' or 'tanh', got '", t, "'"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("act_type must be 'relu', 'sigmoid' or 'tanh', got '", t, "'"));
 }
 
 namespace {
@@ -167,7 +192,8 @@ namespace {
 // --- Shape inference.
 
 absl::Status MatmulShape(const InferContext& c, std::vector<Shape>* out) {
-  RILL_ASSIGN_OR_RETURN(MatmulGeometry g, MatmulGeom(c.p<MatmulParams>(), c.in_shapes[0], c.in_shapes[1]));
+  RILL_ASSIGN_OR_RETURN(MatmulGeometry g,
+                        MatmulGeom(c.p<MatmulParams>(), c.in_shapes[0], c.in_shapes[1]));
   (*out)[0] = g.out;
   return absl::OkStatus();
 }
@@ -176,41 +202,46 @@ absl::Status FullyConnectedShape(const InferContext& c, std::vector<Shape>* out)
   const auto& p = c.p<FullyConnectedParams>();
   const size_t want = p.no_bias ? 2 : 3;
   if (c.in_shapes.size() != want) {
-    return absl::InvalidArgumentError(absl::StrCat("fully_connected with no_bias=", p.no_bias ? "true" : "false",
-                                                   " takes ", want, " inputs (x, weight", p.no_bias ? "" : ", bias",
-                                                   "), got ", c.in_shapes.size()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "fully_connected with no_bias=", p.no_bias ? "true" : "false", " takes ", want,
+        " inputs (x, weight", p.no_bias ? "" : ", bias", "), got ", c.in_shapes.size()));
   }
   const Shape &x = c.in_shapes[0], &w = c.in_shapes[1];
   RILL_RETURN_IF_ERROR(NeedRank("fully_connected x ([N, K])", x, 2));
   RILL_RETURN_IF_ERROR(NeedRank("fully_connected weight ([H, K])", w, 2));
   if (x[1] != w[1]) {
-    return absl::InvalidArgumentError(absl::StrCat("fully_connected x ", x.ToString(), " has ", x[1],
-                                                   " features but weight ", w.ToString(), " takes ", w[1]));
+    return absl::InvalidArgumentError(absl::StrCat("fully_connected x ", x.ToString(), " has ",
+                                                   x[1], " features but weight ", w.ToString(),
+                                                   " takes ", w[1]));
   }
   if (p.num_hidden != 0 && p.num_hidden != w[0]) {
-    return absl::InvalidArgumentError(absl::StrCat("fully_connected num_hidden ", p.num_hidden, " but weight ",
-                                                   w.ToString(), " has ", w[0], " rows"));
+    return absl::InvalidArgumentError(absl::StrCat("fully_connected num_hidden ", p.num_hidden,
+                                                   " but weight ", w.ToString(), " has ", w[0],
+                                                   " rows"));
   }
   if (!p.no_bias && c.in_shapes[2] != Shape{w[0]}) {
-    return absl::InvalidArgumentError(absl::StrCat("fully_connected bias must be [", w[0], "], got ",
-                                                   c.in_shapes[2].ToString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("fully_connected bias must be [", w[0], "], got ", c.in_shapes[2].ToString()));
   }
   (*out)[0] = Shape{x[0], w[0]};
   return absl::OkStatus();
 }
 
 absl::Status ConvShape(const InferContext& c, std::vector<Shape>* out) {
-  RILL_ASSIGN_OR_RETURN(ConvGeometry g, ConvGeom(c.p<ConvParams>(), c.in_shapes[0], c.in_shapes[1]));
+  RILL_ASSIGN_OR_RETURN(ConvGeometry g,
+                        ConvGeom(c.p<ConvParams>(), c.in_shapes[0], c.in_shapes[1]));
   (*out)[0] = DescShape(g.y);
   return absl::OkStatus();
 }
 
 // Backward conv inputs (dy, x, w): dy must be the forward's output shape.
 absl::Status CheckConvBackward(const InferContext& c) {
-  RILL_ASSIGN_OR_RETURN(ConvGeometry g, ConvGeom(c.p<ConvParams>(), c.in_shapes[1], c.in_shapes[2]));
+  RILL_ASSIGN_OR_RETURN(ConvGeometry g,
+                        ConvGeom(c.p<ConvParams>(), c.in_shapes[1], c.in_shapes[2]));
   if (c.in_shapes[0] != DescShape(g.y)) {
     return absl::InvalidArgumentError(absl::StrCat("output gradient ", c.in_shapes[0].ToString(),
-                                                   " is not the conv2d output shape ", DescShape(g.y).ToString()));
+                                                   " is not the conv2d output shape ",
+                                                   DescShape(g.y).ToString()));
   }
   return absl::OkStatus();
 }
@@ -235,9 +266,9 @@ absl::Status PoolShape(const InferContext& c, std::vector<Shape>* out) {
 absl::Status PoolBackwardShape(const InferContext& c, std::vector<Shape>* out) {
   RILL_ASSIGN_OR_RETURN(PoolGeometry g, PoolGeom(c.p<PoolParams>(), c.in_shapes[1]));
   if (c.in_shapes[0] != DescShape(g.y) || c.in_shapes[2] != DescShape(g.y)) {
-    return absl::InvalidArgumentError(absl::StrCat("pooling output gradient ", c.in_shapes[0].ToString(),
-                                                   " and output ", c.in_shapes[2].ToString(),
-                                                   " must both be ", DescShape(g.y).ToString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("pooling output gradient ", c.in_shapes[0].ToString(), " and output ",
+                     c.in_shapes[2].ToString(), " must both be ", DescShape(g.y).ToString()));
   }
   (*out)[0] = c.in_shapes[1];
   return absl::OkStatus();
@@ -245,7 +276,8 @@ absl::Status PoolBackwardShape(const InferContext& c, std::vector<Shape>* out) {
 
 absl::Status CheckChannelVector(const char* what, const Shape& s, int64_t c) {
   if (s == Shape{c}) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat("batch_norm ", what, " must be [", c, "], got ", s.ToString()));
+  return absl::InvalidArgumentError(
+      absl::StrCat("batch_norm ", what, " must be [", c, "], got ", s.ToString()));
 }
 
 // (x, gamma, beta) -> (y, saved_mean, saved_inv_std).
@@ -263,8 +295,9 @@ absl::Status BatchNormShape(const InferContext& c, std::vector<Shape>* out) {
 absl::Status BatchNormBackwardShape(const InferContext& c, std::vector<Shape>* out) {
   RILL_ASSIGN_OR_RETURN(TensorDescriptor d, BatchNormDesc(c.in_shapes[1]));
   if (c.in_shapes[0] != c.in_shapes[1]) {
-    return absl::InvalidArgumentError(absl::StrCat("batch_norm output gradient ", c.in_shapes[0].ToString(),
-                                                   " differs from data ", c.in_shapes[1].ToString()));
+    return absl::InvalidArgumentError(absl::StrCat("batch_norm output gradient ",
+                                                   c.in_shapes[0].ToString(), " differs from data ",
+                                                   c.in_shapes[1].ToString()));
   }
   RILL_RETURN_IF_ERROR(CheckChannelVector("gamma", c.in_shapes[2], d.c));
   RILL_RETURN_IF_ERROR(CheckChannelVector("saved_mean", c.in_shapes[3], d.c));
@@ -279,7 +312,8 @@ absl::Status ActivationShape(const InferContext& c, std::vector<Shape>* out) {
   RILL_RETURN_IF_ERROR(ParseActType(c.p<ActivationParams>().act_type).status());
   for (size_t i = 1; i < c.in_shapes.size(); ++i) {
     if (c.in_shapes[i] != c.in_shapes[0]) {
-      return absl::InvalidArgumentError(absl::StrCat("activation shapes ", c.in_shapes[0].ToString(), " and ",
+      return absl::InvalidArgumentError(absl::StrCat("activation shapes ",
+                                                     c.in_shapes[0].ToString(), " and ",
                                                      c.in_shapes[i].ToString(), " differ"));
     }
   }
@@ -290,7 +324,8 @@ absl::Status ActivationShape(const InferContext& c, std::vector<Shape>* out) {
 // --- Gradients.
 
 absl::StatusOr<Tensor> Matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
-  RILL_ASSIGN_OR_RETURN(auto r, Invoke(BuiltinOp("matmul"), {a, b}, MakeParams(MatmulParams{ta, tb})));
+  RILL_ASSIGN_OR_RETURN(auto r,
+                        Invoke(BuiltinOp("matmul"), {a, b}, MakeParams(MatmulParams{ta, tb})));
   return r[0];
 }
 
@@ -324,9 +359,11 @@ absl::StatusOr<Tensor> SumRows(const Tensor& g) {
   const int64_t n = g.shape()[0], h = g.shape()[1];
   Tensor ones;
   if (g.dtype() == DType::kF64) {
-    RILL_ASSIGN_OR_RETURN(ones, Tensor::FromHost<double>(std::vector<double>(n, 1.0), {1, n}, g.context(), g.engine()));
+    RILL_ASSIGN_OR_RETURN(ones, Tensor::FromHost<double>(std::vector<double>(n, 1.0), {1, n},
+                                                         g.context(), g.engine()));
   } else {
-    RILL_ASSIGN_OR_RETURN(ones, Tensor::FromHost<float>(std::vector<float>(n, 1.0f), {1, n}, g.context(), g.engine()));
+    RILL_ASSIGN_OR_RETURN(ones, Tensor::FromHost<float>(std::vector<float>(n, 1.0f), {1, n},
+                                                        g.context(), g.engine()));
   }
   RILL_ASSIGN_OR_RETURN(Tensor s, Matmul(ones, g, false, false));
   return s.Reshape(Shape{h});
@@ -353,8 +390,9 @@ absl::StatusOr<std::vector<Tensor>> ConvGrad(const GradientContext& c) {
 }
 
 absl::StatusOr<std::vector<Tensor>> PoolGrad(const GradientContext& c) {
-  RILL_ASSIGN_OR_RETURN(auto dx, Invoke(BuiltinOp("_backward_pooling"), {c.out_grads[0], c.inputs[0], c.outputs[0]},
-                                        MakeParams(c.p<PoolParams>())));
+  RILL_ASSIGN_OR_RETURN(
+      auto dx, Invoke(BuiltinOp("_backward_pooling"), {c.out_grads[0], c.inputs[0], c.outputs[0]},
+                      MakeParams(c.p<PoolParams>())));
   return dx;
 }
 
@@ -383,7 +421,8 @@ ParamSchema PoolSchema() {
       .Field("stride", &PoolParams::stride, "(h, w) or one value; default (1, 1)")
       .Field("pad", &PoolParams::pad, "(h, w) or one value; default (0, 0)")
       .Field("pool_type", &PoolParams::pool_type, "'max' or 'avg'")
-      .Field("count_include_pad", &PoolParams::count_include_pad, "avg: count padding in the divisor");
+      .Field("count_include_pad", &PoolParams::count_include_pad,
+             "avg: count padding in the divisor");
 }
 
 constexpr uint32_t kF32 = DTypeBit(DType::kF32);
@@ -391,22 +430,27 @@ constexpr uint32_t kF32 = DTypeBit(DType::kF32);
 }  // namespace
 
 void RegisterNnOps(OpRegistry& r) {
-  (void)r.Register(OpDef("matmul")
-                       .set_inputs({"a", "b"})
-                       .set_params(ParamSchema::For<MatmulParams>()
-                                       .Field("transpose_a", &MatmulParams::transpose_a, "use a's last two axes swapped")
-                                       .Field("transpose_b", &MatmulParams::transpose_b, "use b's last two axes swapped"))
-                       .set_infer_shape(MatmulShape)
-                       .set_gradient(MatmulGrad)
-                       .set_doc("batched matrix product: a [..., M, K] x b [..., K, N] -> [..., M, N]"));
-  (void)r.Register(OpDef("fully_connected")
-                       .set_variadic_inputs()
-                       .set_params(ParamSchema::For<FullyConnectedParams>()
-                                       .Field("no_bias", &FullyConnectedParams::no_bias, "no bias input")
-                                       .Field("num_hidden", &FullyConnectedParams::num_hidden, "H; 0: the weight's"))
-                       .set_infer_shape(FullyConnectedShape)
-                       .set_gradient(FullyConnectedGrad)
-                       .set_doc("x [N, K], weight [H, K], bias [H] -> x weight^T + bias [N, H]"));
+  (void)r.Register(
+      OpDef("matmul")
+          .set_inputs({"a", "b"})
+          .set_params(
+              ParamSchema::For<MatmulParams>()
+                  .Field("transpose_a", &MatmulParams::transpose_a, "use a's last two axes swapped")
+                  .Field("transpose_b", &MatmulParams::transpose_b,
+                         "use b's last two axes swapped"))
+          .set_infer_shape(MatmulShape)
+          .set_gradient(MatmulGrad)
+          .set_doc("batched matrix product: a [..., M, K] x b [..., K, N] -> [..., M, N]"));
+  (void)r.Register(
+      OpDef("fully_connected")
+          .set_variadic_inputs()
+          .set_params(
+              ParamSchema::For<FullyConnectedParams>()
+                  .Field("no_bias", &FullyConnectedParams::no_bias, "no bias input")
+                  .Field("num_hidden", &FullyConnectedParams::num_hidden, "H; 0: the weight's"))
+          .set_infer_shape(FullyConnectedShape)
+          .set_gradient(FullyConnectedGrad)
+          .set_doc("x [N, K], weight [H, K], bias [H] -> x weight^T + bias [N, H]"));
   (void)r.Register(OpDef("conv2d")
                        .set_inputs({"data", "weight"})
                        .set_params(ConvSchema())
@@ -437,20 +481,21 @@ void RegisterNnOps(OpRegistry& r) {
                        .set_params(PoolSchema())
                        .set_dtypes(kF32)
                        .set_infer_shape(PoolBackwardShape));
-  (void)r.Register(OpDef("batch_norm")
-                       .set_inputs({"data", "gamma", "beta"})
-                       .set_num_outputs(3)
-                       .set_params(ParamSchema::For<BatchNormParams>().Field("eps", &BatchNormParams::eps,
-                                                                             "added to the variance"))
-                       .set_dtypes(kF32)
-                       .set_infer_shape(BatchNormShape)
-                       .set_gradient(BatchNormGrad)
-                       .set_doc("training batch normalization per channel: y, saved_mean, saved_inv_std"));
+  (void)r.Register(
+      OpDef("batch_norm")
+          .set_inputs({"data", "gamma", "beta"})
+          .set_num_outputs(3)
+          .set_params(ParamSchema::For<BatchNormParams>().Field("eps", &BatchNormParams::eps,
+                                                                "added to the variance"))
+          .set_dtypes(kF32)
+          .set_infer_shape(BatchNormShape)
+          .set_gradient(BatchNormGrad)
+          .set_doc("training batch normalization per channel: y, saved_mean, saved_inv_std"));
   (void)r.Register(OpDef("_backward_batch_norm")
                        .set_inputs({"dy", "data", "gamma", "saved_mean", "saved_inv_std"})
                        .set_num_outputs(3)
-                       .set_params(ParamSchema::For<BatchNormParams>().Field("eps", &BatchNormParams::eps,
-                                                                             "added to the variance"))
+                       .set_params(ParamSchema::For<BatchNormParams>().Field(
+                           "eps", &BatchNormParams::eps, "added to the variance"))
                        .set_dtypes(kF32)
                        .set_infer_shape(BatchNormBackwardShape));
   (void)r.Register(OpDef("activation")

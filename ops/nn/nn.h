@@ -43,9 +43,9 @@ struct ConvParams {
 
 // pooling, _backward_pooling.
 struct PoolParams {
-  std::vector<int64_t> kernel;  // Required.
-  std::vector<int64_t> stride;  // Default (1, 1).
-  std::vector<int64_t> pad;     // Default (0, 0).
+  std::vector<int64_t> kernel;    // Required.
+  std::vector<int64_t> stride;    // Default (1, 1).
+  std::vector<int64_t> pad;       // Default (0, 0).
   std::string pool_type = "max";  // "max" or "avg".
   bool count_include_pad = true;  // avg: divide by the whole window.
 };

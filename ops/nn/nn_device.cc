@@ -17,12 +17,13 @@ namespace {
 // Geometry handed to the kernels by value; the same layout (all 64-bit) in
 // OpenCL C.
 struct ConvInfo {
-  int64_t n, c, h, w;    // Data.
-  int64_t k, oh, ow;     // Output channels and size.
+  int64_t n, c, h, w;  // Data.
+  int64_t k, oh, ow;   // Output channels and size.
   int64_t kh, kw, ph, pw, sh, sw, dh, dw, groups;
 };
 struct PoolInfo {
-  int64_t n, c, h, w, oh, ow, kh, kw, ph, pw, sh, sw, mode;  // mode: 0 max, 1 avg incl. pad, 2 avg excl.
+  int64_t n, c, h, w, oh, ow, kh, kw, ph, pw, sh, sw,
+      mode;  // mode: 0 max, 1 avg incl. pad, 2 avg excl.
 };
 
 constexpr char kSource[] = R"CLC(
@@ -242,19 +243,37 @@ absl::StatusOr<const Kernel*> Get(OpContext& ctx, const char* entry) {
 }
 
 ConvInfo MakeConvInfo(const ConvGeometry& g) {
-  return ConvInfo{g.x.n, g.x.c, g.x.h, g.x.w, g.y.c, g.y.h, g.y.w, g.w.height, g.w.width, g.conv.pad_h,
-                  g.conv.pad_w, g.conv.stride_h, g.conv.stride_w, g.conv.dilation_h, g.conv.dilation_w,
+  return ConvInfo{g.x.n,
+                  g.x.c,
+                  g.x.h,
+                  g.x.w,
+                  g.y.c,
+                  g.y.h,
+                  g.y.w,
+                  g.w.height,
+                  g.w.width,
+                  g.conv.pad_h,
+                  g.conv.pad_w,
+                  g.conv.stride_h,
+                  g.conv.stride_w,
+                  g.conv.dilation_h,
+                  g.conv.dilation_w,
                   g.conv.group_count};
 }
 
 PoolInfo MakePoolInfo(const PoolGeometry& g) {
-  const int64_t mode = g.pool.mode == PoolingMode::kMax ? 0 : g.pool.mode == PoolingMode::kAverageIncludePadding ? 1 : 2;
-  return PoolInfo{g.x.n, g.x.c, g.x.h, g.x.w, g.y.h, g.y.w, g.pool.window_h, g.pool.window_w, g.pool.pad_h,
-                  g.pool.pad_w, g.pool.stride_h, g.pool.stride_w, mode};
+  const int64_t mode = g.pool.mode == PoolingMode::kMax                     ? 0
+                       : g.pool.mode == PoolingMode::kAverageIncludePadding ? 1
+                                                                            : 2;
+  return PoolInfo{g.x.n,        g.x.c,        g.x.h,           g.x.w,
+                  g.y.h,        g.y.w,        g.pool.window_h, g.pool.window_w,
+                  g.pool.pad_h, g.pool.pad_w, g.pool.stride_h, g.pool.stride_w,
+                  mode};
 }
 
 absl::Status ClConv(OpContext& ctx) {
-  RILL_ASSIGN_OR_RETURN(ConvGeometry g, ConvGeom(ctx.params<ConvParams>(), ctx.in(0).shape, ctx.in(1).shape));
+  RILL_ASSIGN_OR_RETURN(ConvGeometry g,
+                        ConvGeom(ctx.params<ConvParams>(), ctx.in(0).shape, ctx.in(1).shape));
   RILL_ASSIGN_OR_RETURN(const Kernel* k, Get(ctx, "conv_forward"));
   const TensorArg& y = ctx.out(0);
   LaunchArgs a;
@@ -263,20 +282,30 @@ absl::Status ClConv(OpContext& ctx) {
 }
 
 absl::Status ClConvBackwardData(OpContext& ctx) {
-  RILL_ASSIGN_OR_RETURN(ConvGeometry g, ConvGeom(ctx.params<ConvParams>(), ctx.in(1).shape, ctx.in(2).shape));
+  RILL_ASSIGN_OR_RETURN(ConvGeometry g,
+                        ConvGeom(ctx.params<ConvParams>(), ctx.in(1).shape, ctx.in(2).shape));
   RILL_ASSIGN_OR_RETURN(const Kernel* k, Get(ctx, "conv_backward_data"));
   const TensorArg& dx = ctx.out(0);
   LaunchArgs a;
-  a.Tensor(ctx.in(0)).Tensor(ctx.in(2)).Tensor(dx).Value(MakeConvInfo(g)).Value<uint64_t>(dx.size());
+  a.Tensor(ctx.in(0))
+      .Tensor(ctx.in(2))
+      .Tensor(dx)
+      .Value(MakeConvInfo(g))
+      .Value<uint64_t>(dx.size());
   return Launch1D(ctx, *k, dx.size(), a.Take());
 }
 
 absl::Status ClConvBackwardFilter(OpContext& ctx) {
-  RILL_ASSIGN_OR_RETURN(ConvGeometry g, ConvGeom(ctx.params<ConvParams>(), ctx.in(1).shape, ctx.in(2).shape));
+  RILL_ASSIGN_OR_RETURN(ConvGeometry g,
+                        ConvGeom(ctx.params<ConvParams>(), ctx.in(1).shape, ctx.in(2).shape));
   RILL_ASSIGN_OR_RETURN(const Kernel* k, Get(ctx, "conv_backward_filter"));
   const TensorArg& dw = ctx.out(0);
   LaunchArgs a;
-  a.Tensor(ctx.in(0)).Tensor(ctx.in(1)).Tensor(dw).Value(MakeConvInfo(g)).Value<uint64_t>(dw.size());
+  a.Tensor(ctx.in(0))
+      .Tensor(ctx.in(1))
+      .Tensor(dw)
+      .Value(MakeConvInfo(g))
+      .Value<uint64_t>(dw.size());
   return Launch1D(ctx, *k, dw.size(), a.Take());
 }
 
@@ -295,7 +324,11 @@ absl::Status ClPoolBackward(OpContext& ctx) {
   RILL_ASSIGN_OR_RETURN(const Kernel* k, Get(ctx, "pool_backward"));
   const TensorArg& dx = ctx.out(0);
   LaunchArgs a;
-  a.Tensor(ctx.in(0)).Tensor(ctx.in(1)).Tensor(dx).Value(MakePoolInfo(g)).Value<uint64_t>(dx.size());
+  a.Tensor(ctx.in(0))
+      .Tensor(ctx.in(1))
+      .Tensor(dx)
+      .Value(MakePoolInfo(g))
+      .Value<uint64_t>(dx.size());
   return Launch1D(ctx, *k, dx.size(), a.Take());
 }
 
@@ -306,13 +339,25 @@ absl::Status ClBatchNorm(OpContext& ctx) {
   const int64_t hw = d.h * d.w;
   const float eps = static_cast<float>(ctx.params<BatchNormParams>().eps);
   LaunchArgs s;
-  s.Tensor(ctx.in(0)).Tensor(ctx.out(1)).Tensor(ctx.out(2)).Value<int64_t>(d.n).Value<int64_t>(d.c)
-      .Value<int64_t>(hw).Value(eps);
+  s.Tensor(ctx.in(0))
+      .Tensor(ctx.out(1))
+      .Tensor(ctx.out(2))
+      .Value<int64_t>(d.n)
+      .Value<int64_t>(d.c)
+      .Value<int64_t>(hw)
+      .Value(eps);
   RILL_RETURN_IF_ERROR(Launch1D(ctx, *stats, d.c, s.Take()));
   const TensorArg& y = ctx.out(0);
   LaunchArgs f;
-  f.Tensor(ctx.in(0)).Tensor(ctx.in(1)).Tensor(ctx.in(2)).Tensor(ctx.out(1)).Tensor(ctx.out(2)).Tensor(y)
-      .Value<int64_t>(d.c).Value<int64_t>(hw).Value<uint64_t>(y.size());
+  f.Tensor(ctx.in(0))
+      .Tensor(ctx.in(1))
+      .Tensor(ctx.in(2))
+      .Tensor(ctx.out(1))
+      .Tensor(ctx.out(2))
+      .Tensor(y)
+      .Value<int64_t>(d.c)
+      .Value<int64_t>(hw)
+      .Value<uint64_t>(y.size());
   return Launch1D(ctx, *fwd, y.size(), f.Take());
 }
 
@@ -323,13 +368,29 @@ absl::Status ClBatchNormBackward(OpContext& ctx) {
   RILL_ASSIGN_OR_RETURN(const Kernel* data, Get(ctx, "bn_backward_data"));
   const int64_t hw = d.h * d.w;
   LaunchArgs r;
-  r.Tensor(ctx.in(0)).Tensor(ctx.in(1)).Tensor(ctx.in(3)).Tensor(ctx.in(4)).Tensor(ctx.out(1)).Tensor(ctx.out(2))
-      .Value<int64_t>(d.n).Value<int64_t>(d.c).Value<int64_t>(hw);
+  r.Tensor(ctx.in(0))
+      .Tensor(ctx.in(1))
+      .Tensor(ctx.in(3))
+      .Tensor(ctx.in(4))
+      .Tensor(ctx.out(1))
+      .Tensor(ctx.out(2))
+      .Value<int64_t>(d.n)
+      .Value<int64_t>(d.c)
+      .Value<int64_t>(hw);
   RILL_RETURN_IF_ERROR(Launch1D(ctx, *reduce, d.c, r.Take()));
   const TensorArg& dx = ctx.out(0);
   LaunchArgs a;
-  a.Tensor(ctx.in(0)).Tensor(ctx.in(1)).Tensor(ctx.in(2)).Tensor(ctx.in(3)).Tensor(ctx.in(4)).Tensor(ctx.out(1))
-      .Tensor(ctx.out(2)).Tensor(dx).Value<int64_t>(d.n).Value<int64_t>(d.c).Value<int64_t>(hw)
+  a.Tensor(ctx.in(0))
+      .Tensor(ctx.in(1))
+      .Tensor(ctx.in(2))
+      .Tensor(ctx.in(3))
+      .Tensor(ctx.in(4))
+      .Tensor(ctx.out(1))
+      .Tensor(ctx.out(2))
+      .Tensor(dx)
+      .Value<int64_t>(d.n)
+      .Value<int64_t>(d.c)
+      .Value<int64_t>(hw)
       .Value<uint64_t>(dx.size());
   return Launch1D(ctx, *data, dx.size(), a.Take());
 }
@@ -340,7 +401,10 @@ absl::Status ClActivation(OpContext& ctx) {
   if (y.size() == 0) return absl::OkStatus();
   RILL_ASSIGN_OR_RETURN(const Kernel* k, Get(ctx, "act_forward"));
   LaunchArgs a;
-  a.Value<int32_t>(static_cast<int32_t>(mode)).Tensor(ctx.in(0)).Tensor(y).Value<uint64_t>(y.size());
+  a.Value<int32_t>(static_cast<int32_t>(mode))
+      .Tensor(ctx.in(0))
+      .Tensor(y)
+      .Value<uint64_t>(y.size());
   return Launch1D(ctx, *k, y.size(), a.Take());
 }
 
@@ -351,7 +415,11 @@ absl::Status ClActivationBackward(OpContext& ctx) {
   if (dx.size() == 0) return absl::OkStatus();
   RILL_ASSIGN_OR_RETURN(const Kernel* k, Get(ctx, "act_backward"));
   LaunchArgs a;
-  a.Value<int32_t>(static_cast<int32_t>(mode)).Tensor(ctx.in(0)).Tensor(ctx.in(1)).Tensor(ctx.in(2)).Tensor(dx)
+  a.Value<int32_t>(static_cast<int32_t>(mode))
+      .Tensor(ctx.in(0))
+      .Tensor(ctx.in(1))
+      .Tensor(ctx.in(2))
+      .Tensor(dx)
       .Value<uint64_t>(dx.size());
   return Launch1D(ctx, *k, dx.size(), a.Take());
 }

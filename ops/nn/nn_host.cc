@@ -82,7 +82,8 @@ absl::StatusOr<TensorArg> Ones(OpContext& ctx, Stream* s, int64_t n, DType dtype
   const uint64_t es = DTypeSize(dtype);
   const int64_t first = n < kChunk ? n : kChunk;
   DeviceMemoryBase all = ones.view();
-  s->ThenMemcpy(&all, dtype == DType::kF64 ? static_cast<const void*>(f64->data()) : f32->data(), first * es);
+  s->ThenMemcpy(&all, dtype == DType::kF64 ? static_cast<const void*>(f64->data()) : f32->data(),
+                first * es);
   for (int64_t have = first; have < n;) {
     const int64_t len = have < n - have ? have : n - have;
     DeviceMemoryBase dst(all.opaque(), len * es, all.offset() + have * es);
@@ -146,26 +147,30 @@ absl::Status FullyConnectedKernel(OpContext& ctx) {
 // --- DNN.
 
 absl::Status ConvForwardKernel(OpContext& ctx) {
-  RILL_ASSIGN_OR_RETURN(ConvGeometry g, ConvGeom(ctx.params<ConvParams>(), ctx.in(0).shape, ctx.in(1).shape));
+  RILL_ASSIGN_OR_RETURN(ConvGeometry g,
+                        ConvGeom(ctx.params<ConvParams>(), ctx.in(0).shape, ctx.in(1).shape));
   RILL_ASSIGN_OR_RETURN(Stream * s, ctx.stream());
-  s->ThenConvolve(ConvolutionArgs{{g.x, g.w, g.conv, g.y}, ctx.in(0).view(), ctx.in(1).view(), ctx.out(0).view()});
+  s->ThenConvolve(ConvolutionArgs{
+      {g.x, g.w, g.conv, g.y}, ctx.in(0).view(), ctx.in(1).view(), ctx.out(0).view()});
   return Done(s);
 }
 
 // Inputs (dy, x, w).
 absl::Status ConvBackwardDataKernel(OpContext& ctx) {
-  RILL_ASSIGN_OR_RETURN(ConvGeometry g, ConvGeom(ctx.params<ConvParams>(), ctx.in(1).shape, ctx.in(2).shape));
+  RILL_ASSIGN_OR_RETURN(ConvGeometry g,
+                        ConvGeom(ctx.params<ConvParams>(), ctx.in(1).shape, ctx.in(2).shape));
   RILL_ASSIGN_OR_RETURN(Stream * s, ctx.stream());
-  s->ThenConvolveBackwardData(
-      ConvolutionArgs{{g.x, g.w, g.conv, g.y}, ctx.out(0).view(), ctx.in(2).view(), ctx.in(0).view()});
+  s->ThenConvolveBackwardData(ConvolutionArgs{
+      {g.x, g.w, g.conv, g.y}, ctx.out(0).view(), ctx.in(2).view(), ctx.in(0).view()});
   return Done(s);
 }
 
 absl::Status ConvBackwardFilterKernel(OpContext& ctx) {
-  RILL_ASSIGN_OR_RETURN(ConvGeometry g, ConvGeom(ctx.params<ConvParams>(), ctx.in(1).shape, ctx.in(2).shape));
+  RILL_ASSIGN_OR_RETURN(ConvGeometry g,
+                        ConvGeom(ctx.params<ConvParams>(), ctx.in(1).shape, ctx.in(2).shape));
   RILL_ASSIGN_OR_RETURN(Stream * s, ctx.stream());
-  s->ThenConvolveBackwardFilter(
-      ConvolutionArgs{{g.x, g.w, g.conv, g.y}, ctx.in(1).view(), ctx.out(0).view(), ctx.in(0).view()});
+  s->ThenConvolveBackwardFilter(ConvolutionArgs{
+      {g.x, g.w, g.conv, g.y}, ctx.in(1).view(), ctx.out(0).view(), ctx.in(0).view()});
   return Done(s);
 }
 
@@ -180,8 +185,8 @@ absl::Status PoolForwardKernel(OpContext& ctx) {
 absl::Status PoolBackwardKernel(OpContext& ctx) {
   RILL_ASSIGN_OR_RETURN(PoolGeometry g, PoolGeom(ctx.params<PoolParams>(), ctx.in(1).shape));
   RILL_ASSIGN_OR_RETURN(Stream * s, ctx.stream());
-  s->ThenPoolBackward(PoolBackwardArgs{g.pool, g.x, g.y, ctx.in(1).view(), ctx.in(2).view(), ctx.in(0).view(),
-                                       ctx.out(0).view()});
+  s->ThenPoolBackward(PoolBackwardArgs{g.pool, g.x, g.y, ctx.in(1).view(), ctx.in(2).view(),
+                                       ctx.in(0).view(), ctx.out(0).view()});
   return Done(s);
 }
 
@@ -227,7 +232,8 @@ absl::Status ActivationKernel(OpContext& ctx) {
   const TensorArg &x = ctx.in(0), &y = ctx.out(0);
   if (x.size() == 0) return absl::OkStatus();
   RILL_ASSIGN_OR_RETURN(Stream * s, ctx.stream());
-  s->ThenActivate(ActivationArgs{ActivationDescriptor{mode}, FlatDesc(x.size()), x.view(), y.view()});
+  s->ThenActivate(
+      ActivationArgs{ActivationDescriptor{mode}, FlatDesc(x.size()), x.view(), y.view()});
   return Done(s);
 }
 
@@ -238,8 +244,8 @@ absl::Status ActivationBackwardKernel(OpContext& ctx) {
   if (dx.size() == 0) return absl::OkStatus();
   RILL_ASSIGN_OR_RETURN(Stream * s, ctx.stream());
   s->ThenActivateBackward(ActivationBackwardArgs{ActivationDescriptor{mode}, FlatDesc(dx.size()),
-                                                 ctx.in(1).view(), ctx.in(2).view(), ctx.in(0).view(),
-                                                 dx.view()});
+                                                 ctx.in(1).view(), ctx.in(2).view(),
+                                                 ctx.in(0).view(), dx.view()});
   return Done(s);
 }
 
@@ -253,12 +259,14 @@ void RegisterDnn(OpRegistry& r, const char* platform) {
   // DNN calls overwrite their outputs: the framework adds for kAddTo.
   (void)r.RegisterKernel("conv2d", platform, {ConvForwardKernel, kWriteReqs});
   (void)r.RegisterKernel("_backward_conv2d_data", platform, {ConvBackwardDataKernel, kWriteReqs});
-  (void)r.RegisterKernel("_backward_conv2d_filter", platform, {ConvBackwardFilterKernel, kWriteReqs});
+  (void)r.RegisterKernel("_backward_conv2d_filter", platform,
+                         {ConvBackwardFilterKernel, kWriteReqs});
   // On the host, pooling is a plain loop (pool_host.h: several times faster
   // than oneDNN's reference pooling for NCHW, and no second forward pass for
   // the max-pooling gradient).
   const bool host = std::strcmp(platform, "host") == 0;
-  (void)r.RegisterKernel("pooling", platform, {host ? HostPoolForwardKernel : PoolForwardKernel, kWriteReqs});
+  (void)r.RegisterKernel("pooling", platform,
+                         {host ? HostPoolForwardKernel : PoolForwardKernel, kWriteReqs});
   (void)r.RegisterKernel("_backward_pooling", platform,
                          {host ? HostPoolBackwardKernel : PoolBackwardKernel, kWriteReqs});
   (void)r.RegisterKernel("batch_norm", platform, {BatchNormKernel, kWriteReqs});

@@ -24,26 +24,28 @@ using Vecs = std::vector<std::vector<T>>;
 
 class NnTest : public testing::OpTest {
  protected:
-
   template <typename T>
   std::vector<Tensor> Make(const Vecs<T>& data, const std::vector<Shape>& shapes) {
     std::vector<Tensor> out;
-    for (size_t i = 0; i < data.size(); ++i) out.push_back(*Tensor::FromHost<T>(data[i], shapes[i], ctx(), engine_.get()));
+    for (size_t i = 0; i < data.size(); ++i)
+      out.push_back(*Tensor::FromHost<T>(data[i], shapes[i], ctx(), engine_.get()));
     return out;
   }
 
   // Runs `op` under kWriteTo, kAddTo, kNullOp (and kWriteInplace over input
   // `inplace` when >= 0), checking every output against `want`.
   template <typename T>
-  void CheckRequests(const std::string& op, const Attrs& attrs, const Vecs<T>& in, const std::vector<Shape>& shapes,
-                     const Vecs<T>& want, double tol, int inplace = -1) {
+  void CheckRequests(const std::string& op, const Attrs& attrs, const Vecs<T>& in,
+                     const std::vector<Shape>& shapes, const Vecs<T>& want, double tol,
+                     int inplace = -1) {
     const std::string what = op + " on " + ctx().ToString();
     auto inputs = Make<T>(in, shapes);
     auto r = Invoke(op, inputs, attrs);
     ASSERT_TRUE(r.ok()) << what << ": " << r.status();
     ASSERT_EQ(r->size(), want.size());
     for (size_t i = 0; i < want.size(); ++i) {
-      ExpectNear(*(*r)[i].template ToHost<T>(), want[i], tol, what + " write, output " + std::to_string(i));
+      ExpectNear(*(*r)[i].template ToHost<T>(), want[i], tol,
+                 what + " write, output " + std::to_string(i));
     }
     // kAddTo over random contents, then kNullOp leaves them alone.
     std::vector<Tensor> outs;
@@ -59,13 +61,15 @@ class NnTest : public testing::OpTest {
     auto ra = Invoke(op, inputs, attrs, outs, add);
     ASSERT_TRUE(ra.ok()) << what << ": " << ra.status();
     for (size_t i = 0; i < want.size(); ++i) {
-      ExpectNear(*outs[i].template ToHost<T>(), sums[i], tol, what + " add, output " + std::to_string(i));
+      ExpectNear(*outs[i].template ToHost<T>(), sums[i], tol,
+                 what + " add, output " + std::to_string(i));
     }
     InvokeOptions null;
     null.reqs.assign(want.size(), OpReqType::kNullOp);
     ASSERT_TRUE(Invoke(op, inputs, attrs, outs, null).ok());
     for (size_t i = 0; i < want.size(); ++i) {
-      ExpectNear(*outs[i].template ToHost<T>(), sums[i], tol, what + " null, output " + std::to_string(i));
+      ExpectNear(*outs[i].template ToHost<T>(), sums[i], tol,
+                 what + " null, output " + std::to_string(i));
     }
     if (want.size() > 1) {  // Mixed requests: add, null, write, add, ...
       std::vector<Tensor> mixed;
@@ -74,7 +78,9 @@ class NnTest : public testing::OpTest {
       for (size_t i = 0; i < want.size(); ++i) {
         const auto base = RandomData<T>(want[i].size(), 90 + i, -2, 2);
         mixed.push_back(*Tensor::FromHost<T>(base, (*r)[i].shape(), ctx(), engine_.get()));
-        const OpReqType req = i % 3 == 0 ? OpReqType::kAddTo : i % 3 == 1 ? OpReqType::kNullOp : OpReqType::kWriteTo;
+        const OpReqType req = i % 3 == 0   ? OpReqType::kAddTo
+                              : i % 3 == 1 ? OpReqType::kNullOp
+                                           : OpReqType::kWriteTo;
         opts.reqs.push_back(req);
         expect.push_back(base);
         for (size_t j = 0; j < base.size(); ++j) {
@@ -84,7 +90,8 @@ class NnTest : public testing::OpTest {
       }
       ASSERT_TRUE(Invoke(op, inputs, attrs, mixed, opts).ok());
       for (size_t i = 0; i < want.size(); ++i) {
-        ExpectNear(*mixed[i].template ToHost<T>(), expect[i], tol, what + " mixed, output " + std::to_string(i));
+        ExpectNear(*mixed[i].template ToHost<T>(), expect[i], tol,
+                   what + " mixed, output " + std::to_string(i));
       }
     }
     if (inplace >= 0) {
@@ -101,8 +108,9 @@ class NnTest : public testing::OpTest {
   // central differences of L = sum_j w_j y_j over output 0, for every
   // element of the inputs in `check`.
   template <typename T>
-  void CheckGradient(const std::string& op, const Attrs& attrs, const Vecs<T>& in, const std::vector<Shape>& shapes,
-                     double h, double tol, std::vector<int> check) {
+  void CheckGradient(const std::string& op, const Attrs& attrs, const Vecs<T>& in,
+                     const std::vector<Shape>& shapes, double h, double tol,
+                     std::vector<int> check) {
     const std::string what = op + " gradient on " + ctx().ToString();
     const OpDef* def = *OpRegistry::Global().Find(op);
     auto params = def->params().Parse(op, attrs);
@@ -136,7 +144,8 @@ class NnTest : public testing::OpTest {
         m[i][j] -= static_cast<T>(h);
         const double num = (loss(p) - loss(m)) / (static_cast<double>(p[i][j]) - m[i][j]);
         ASSERT_LE(std::abs((*got)[j] - num), tol * (1 + std::abs(num)))
-            << what << ", input " << i << " element " << j << ": got " << (*got)[j] << ", finite difference " << num;
+            << what << ", input " << i << " element " << j << ": got " << (*got)[j]
+            << ", finite difference " << num;
       }
     }
   }
@@ -145,8 +154,8 @@ class NnTest : public testing::OpTest {
 // --- Naive references.
 
 template <typename T>
-std::vector<T> NaiveMatmul(const std::vector<T>& a, const std::vector<T>& b, int64_t batch, int64_t m, int64_t n,
-                           int64_t k, bool ta, bool tb) {
+std::vector<T> NaiveMatmul(const std::vector<T>& a, const std::vector<T>& b, int64_t batch,
+                           int64_t m, int64_t n, int64_t k, bool ta, bool tb) {
   std::vector<T> c(batch * m * n);
   for (int64_t q = 0; q < batch; ++q)
     for (int64_t i = 0; i < m; ++i)
@@ -206,7 +215,8 @@ struct Pool {
             {"pool_type", max ? "max" : "avg"}};
   }
   // y = pool(x); dx from dy when dy is given.
-  void Run(const std::vector<float>& x, std::vector<float>* y, const std::vector<float>* dy, std::vector<float>* dx) const {
+  void Run(const std::vector<float>& x, std::vector<float>* y, const std::vector<float>* dy,
+           std::vector<float>* dx) const {
     y->assign(n * c * oh() * ow(), 0);
     if (dx) dx->assign(x.size(), 0);
     for (int64_t nc = 0; nc < n * c; ++nc)
@@ -232,9 +242,14 @@ struct Pool {
 // --- matmul.
 
 TEST_P(NnTest, MatmulMatchesNaiveLoopsUnderEveryRequest) {
-  struct Case { std::vector<int64_t> batch; int64_t m, n, k; bool ta, tb; };
-  const Case cases[] = {{{}, 3, 4, 5, false, false}, {{}, 3, 4, 5, true, false}, {{}, 3, 4, 5, false, true},
-                        {{}, 2, 7, 3, true, true},   {{2}, 3, 4, 5, false, false}, {{2, 3}, 2, 3, 4, true, true},
+  struct Case {
+    std::vector<int64_t> batch;
+    int64_t m, n, k;
+    bool ta, tb;
+  };
+  const Case cases[] = {{{}, 3, 4, 5, false, false},  {{}, 3, 4, 5, true, false},
+                        {{}, 3, 4, 5, false, true},   {{}, 2, 7, 3, true, true},
+                        {{2}, 3, 4, 5, false, false}, {{2, 3}, 2, 3, 4, true, true},
                         {{}, 1, 1, 1, false, false}};
   for (const Case& c : cases) {
     int64_t batch = 1;
@@ -244,11 +259,15 @@ TEST_P(NnTest, MatmulMatchesNaiveLoopsUnderEveryRequest) {
     sa.mutable_dims().push_back(c.ta ? c.m : c.k);
     sb.mutable_dims().push_back(c.tb ? c.n : c.k);
     sb.mutable_dims().push_back(c.tb ? c.k : c.n);
-    const Attrs attrs{{"transpose_a", c.ta ? "true" : "false"}, {"transpose_b", c.tb ? "true" : "false"}};
-    const auto a = RandomData<double>(sa.NumElements(), 1), b = RandomData<double>(sb.NumElements(), 2);
-    CheckRequests<double>("matmul", attrs, {a, b}, {sa, sb}, {NaiveMatmul(a, b, batch, c.m, c.n, c.k, c.ta, c.tb)}, 1e-12);
+    const Attrs attrs{{"transpose_a", c.ta ? "true" : "false"},
+                      {"transpose_b", c.tb ? "true" : "false"}};
+    const auto a = RandomData<double>(sa.NumElements(), 1),
+               b = RandomData<double>(sb.NumElements(), 2);
+    CheckRequests<double>("matmul", attrs, {a, b}, {sa, sb},
+                          {NaiveMatmul(a, b, batch, c.m, c.n, c.k, c.ta, c.tb)}, 1e-12);
     const std::vector<float> af(a.begin(), a.end()), bf(b.begin(), b.end());
-    CheckRequests<float>("matmul", attrs, {af, bf}, {sa, sb}, {NaiveMatmul(af, bf, batch, c.m, c.n, c.k, c.ta, c.tb)}, 1e-5);
+    CheckRequests<float>("matmul", attrs, {af, bf}, {sa, sb},
+                         {NaiveMatmul(af, bf, batch, c.m, c.n, c.k, c.ta, c.tb)}, 1e-5);
   }
 }
 
@@ -261,9 +280,11 @@ TEST_P(NnTest, MatmulWithEmptyInnerDimensionIsZero) {
 TEST_P(NnTest, MatmulGradientMatchesFiniteDifferences) {
   for (bool ta : {false, true}) {
     for (bool tb : {false, true}) {
-      const Shape sa = ta ? Shape{2, 4, 3} : Shape{2, 3, 4}, sb = tb ? Shape{2, 5, 4} : Shape{2, 4, 5};
-      CheckGradient<double>("matmul", {{"transpose_a", ta ? "1" : "0"}, {"transpose_b", tb ? "1" : "0"}},
-                            {RandomData<double>(24, 3), RandomData<double>(40, 4)}, {sa, sb}, 1e-6, 1e-6, {0, 1});
+      const Shape sa = ta ? Shape{2, 4, 3} : Shape{2, 3, 4},
+                  sb = tb ? Shape{2, 5, 4} : Shape{2, 4, 5};
+      CheckGradient<double>(
+          "matmul", {{"transpose_a", ta ? "1" : "0"}, {"transpose_b", tb ? "1" : "0"}},
+          {RandomData<double>(24, 3), RandomData<double>(40, 4)}, {sa, sb}, 1e-6, 1e-6, {0, 1});
     }
   }
 }
@@ -273,7 +294,8 @@ TEST_P(NnTest, MatmulGradientMatchesFiniteDifferences) {
 TEST_P(NnTest, FullyConnectedMatchesNaiveLoopsUnderEveryRequest) {
   for (int64_t n : {1, 5, 1500}) {  // 1500 rows: the ones vector is doubled on the device.
     const int64_t k = 3, h = 4;
-    const auto x = RandomData<double>(n * k, 5), w = RandomData<double>(h * k, 6), b = RandomData<double>(h, 7);
+    const auto x = RandomData<double>(n * k, 5), w = RandomData<double>(h * k, 6),
+               b = RandomData<double>(h, 7);
     std::vector<double> want(n * h), want_nb(n * h);
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < h; ++j) {
@@ -283,31 +305,60 @@ TEST_P(NnTest, FullyConnectedMatchesNaiveLoopsUnderEveryRequest) {
         want[i * h + j] = s + b[j];
       }
     CheckRequests<double>("fully_connected", {}, {x, w, b}, {{n, k}, {h, k}, {h}}, {want}, 1e-12);
-    CheckRequests<double>("fully_connected", {{"no_bias", "true"}}, {x, w}, {{n, k}, {h, k}}, {want_nb}, 1e-12);
+    CheckRequests<double>("fully_connected", {{"no_bias", "true"}}, {x, w}, {{n, k}, {h, k}},
+                          {want_nb}, 1e-12);
     const std::vector<float> xf(x.begin(), x.end()), wf(w.begin(), w.end()), bf(b.begin(), b.end());
-    CheckRequests<float>("fully_connected", {{"num_hidden", "4"}}, {xf, wf, bf}, {{n, k}, {h, k}, {h}},
-                         {std::vector<float>(want.begin(), want.end())}, 1e-5);
+    CheckRequests<float>("fully_connected", {{"num_hidden", "4"}}, {xf, wf, bf},
+                         {{n, k}, {h, k}, {h}}, {std::vector<float>(want.begin(), want.end())},
+                         1e-5);
   }
 }
 
 TEST_P(NnTest, FullyConnectedGradientMatchesFiniteDifferences) {
-  CheckGradient<double>("fully_connected", {}, {RandomData<double>(15, 8), RandomData<double>(12, 9), RandomData<double>(4, 10)},
-                        {{5, 3}, {4, 3}, {4}}, 1e-6, 1e-6, {0, 1, 2});
-  CheckGradient<double>("fully_connected", {{"no_bias", "true"}}, {RandomData<double>(6, 8), RandomData<double>(6, 9)},
-                        {{2, 3}, {2, 3}}, 1e-6, 1e-6, {0, 1});
+  CheckGradient<double>(
+      "fully_connected", {},
+      {RandomData<double>(15, 8), RandomData<double>(12, 9), RandomData<double>(4, 10)},
+      {{5, 3}, {4, 3}, {4}}, 1e-6, 1e-6, {0, 1, 2});
+  CheckGradient<double>("fully_connected", {{"no_bias", "true"}},
+                        {RandomData<double>(6, 8), RandomData<double>(6, 9)}, {{2, 3}, {2, 3}},
+                        1e-6, 1e-6, {0, 1});
 }
 
 // --- conv2d.
 
 const Conv kConvs[] = {
     {.n = 2, .c = 3, .h = 5, .w = 6, .k = 4, .kh = 3, .kw = 3},
-    {.n = 1, .c = 4, .h = 7, .w = 6, .k = 6, .kh = 3, .kw = 2, .sh = 2, .sw = 1, .ph = 1, .pw = 1, .g = 2},
-    {.n = 2, .c = 2, .h = 6, .w = 6, .k = 2, .kh = 2, .kw = 2, .sh = 1, .sw = 2, .ph = 0, .pw = 1, .dh = 2, .dw = 2},
+    {.n = 1,
+     .c = 4,
+     .h = 7,
+     .w = 6,
+     .k = 6,
+     .kh = 3,
+     .kw = 2,
+     .sh = 2,
+     .sw = 1,
+     .ph = 1,
+     .pw = 1,
+     .g = 2},
+    {.n = 2,
+     .c = 2,
+     .h = 6,
+     .w = 6,
+     .k = 2,
+     .kh = 2,
+     .kw = 2,
+     .sh = 1,
+     .sw = 2,
+     .ph = 0,
+     .pw = 1,
+     .dh = 2,
+     .dw = 2},
 };
 
 TEST_P(NnTest, Conv2dAndBackwardMatchNaiveLoopsUnderEveryRequest) {
   for (const Conv& c : kConvs) {
-    const auto x = RandomData<float>(c.x().NumElements(), 11), w = RandomData<float>(c.wt().NumElements(), 12);
+    const auto x = RandomData<float>(c.x().NumElements(), 11),
+               w = RandomData<float>(c.wt().NumElements(), 12);
     const auto dy = RandomData<float>(c.y().NumElements(), 13);
     std::vector<double> y(c.y().NumElements()), dx(x.size()), dw(w.size());
     c.ForEach([&](int64_t xi, int64_t wi, int64_t yi) {
@@ -317,24 +368,38 @@ TEST_P(NnTest, Conv2dAndBackwardMatchNaiveLoopsUnderEveryRequest) {
     });
     auto f = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
     CheckRequests<float>("conv2d", c.attrs(), {x, w}, {c.x(), c.wt()}, {f(y)}, 1e-5);
-    CheckRequests<float>("_backward_conv2d_data", c.attrs(), {dy, x, w}, {c.y(), c.x(), c.wt()}, {f(dx)}, 1e-5);
-    CheckRequests<float>("_backward_conv2d_filter", c.attrs(), {dy, x, w}, {c.y(), c.x(), c.wt()}, {f(dw)}, 1e-5);
+    CheckRequests<float>("_backward_conv2d_data", c.attrs(), {dy, x, w}, {c.y(), c.x(), c.wt()},
+                         {f(dx)}, 1e-5);
+    CheckRequests<float>("_backward_conv2d_filter", c.attrs(), {dy, x, w}, {c.y(), c.x(), c.wt()},
+                         {f(dw)}, 1e-5);
   }
 }
 
 TEST_P(NnTest, Conv2dGradientMatchesFiniteDifferences) {
-  const Conv c{.n = 1, .c = 2, .h = 4, .w = 4, .k = 2, .kh = 3, .kw = 3, .sh = 2, .sw = 1, .ph = 1, .pw = 1};
-  CheckGradient<float>("conv2d", c.attrs(), {RandomData<float>(32, 14), RandomData<float>(36, 15)}, {c.x(), c.wt()},
-                       1e-2, 2e-3, {0, 1});
+  const Conv c{
+      .n = 1, .c = 2, .h = 4, .w = 4, .k = 2, .kh = 3, .kw = 3, .sh = 2, .sw = 1, .ph = 1, .pw = 1};
+  CheckGradient<float>("conv2d", c.attrs(), {RandomData<float>(32, 14), RandomData<float>(36, 15)},
+                       {c.x(), c.wt()}, 1e-2, 2e-3, {0, 1});
 }
 
 // --- pooling.
 
 TEST_P(NnTest, PoolingAndBackwardMatchNaiveLoopsUnderEveryRequest) {
-  const Pool pools[] = {{.n = 2, .c = 3, .h = 6, .w = 5, .kh = 2, .kw = 2, .sh = 2, .sw = 2},
-                        {.n = 1, .c = 2, .h = 5, .w = 5, .kh = 3, .kw = 3, .sh = 2, .sw = 1, .ph = 1, .pw = 1},
-                        {.n = 2, .c = 2, .h = 6, .w = 5, .kh = 2, .kw = 3, .sh = 2, .sw = 2, .max = false},
-                        {.n = 1, .c = 3, .h = 5, .w = 5, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .ph = 1, .pw = 1, .max = false}};
+  const Pool pools[] = {
+      {.n = 2, .c = 3, .h = 6, .w = 5, .kh = 2, .kw = 2, .sh = 2, .sw = 2},
+      {.n = 1, .c = 2, .h = 5, .w = 5, .kh = 3, .kw = 3, .sh = 2, .sw = 1, .ph = 1, .pw = 1},
+      {.n = 2, .c = 2, .h = 6, .w = 5, .kh = 2, .kw = 3, .sh = 2, .sw = 2, .max = false},
+      {.n = 1,
+       .c = 3,
+       .h = 5,
+       .w = 5,
+       .kh = 3,
+       .kw = 3,
+       .sh = 2,
+       .sw = 2,
+       .ph = 1,
+       .pw = 1,
+       .max = false}};
   for (const Pool& p : pools) {
     const Shape sx{p.n, p.c, p.h, p.w}, sy{p.n, p.c, p.oh(), p.ow()};
     const auto x = RandomData<float>(sx.NumElements(), 16);
@@ -348,8 +413,19 @@ TEST_P(NnTest, PoolingAndBackwardMatchNaiveLoopsUnderEveryRequest) {
 
 TEST_P(NnTest, PoolingGradientMatchesFiniteDifferences) {
   for (bool max : {true, false}) {
-    const Pool p{.n = 1, .c = 2, .h = 5, .w = 4, .kh = 2, .kw = 2, .sh = 2, .sw = 1, .ph = 1, .pw = 0, .max = max};
-    CheckGradient<float>("pooling", p.attrs(), {RandomData<float>(40, 18)}, {{1, 2, 5, 4}}, 1e-3, 5e-3, {0});
+    const Pool p{.n = 1,
+                 .c = 2,
+                 .h = 5,
+                 .w = 4,
+                 .kh = 2,
+                 .kw = 2,
+                 .sh = 2,
+                 .sw = 1,
+                 .ph = 1,
+                 .pw = 0,
+                 .max = max};
+    CheckGradient<float>("pooling", p.attrs(), {RandomData<float>(40, 18)}, {{1, 2, 5, 4}}, 1e-3,
+                         5e-3, {0});
   }
 }
 
@@ -359,8 +435,9 @@ TEST_P(NnTest, BatchNormAndBackwardMatchNaiveLoopsUnderEveryRequest) {
   for (const Shape& s : {Shape{2, 3, 4, 5}, Shape{6, 4}}) {
     const int64_t n = s[0], c = s[1], hw = s.NumElements() / (n * c), m = n * hw;
     const double eps = 1e-3;
-    const auto x = RandomData<float>(s.NumElements(), 19, -2, 3), gamma = RandomData<float>(c, 20, 0.5, 2),
-               beta = RandomData<float>(c, 21), dy = RandomData<float>(s.NumElements(), 22);
+    const auto x = RandomData<float>(s.NumElements(), 19, -2, 3),
+               gamma = RandomData<float>(c, 20, 0.5, 2), beta = RandomData<float>(c, 21),
+               dy = RandomData<float>(s.NumElements(), 22);
     std::vector<float> y(x.size()), mean(c), inv(c), dx(x.size()), dg(c), db(c);
     for (int64_t ch = 0; ch < c; ++ch) {
       double sum = 0, var = 0;
@@ -389,13 +466,17 @@ TEST_P(NnTest, BatchNormAndBackwardMatchNaiveLoopsUnderEveryRequest) {
         }
     }
     const Attrs attrs{{"eps", "0.001"}};
-    CheckRequests<float>("batch_norm", attrs, {x, gamma, beta}, {s, {c}, {c}}, {y, mean, inv}, 1e-4);
-    CheckRequests<float>("_backward_batch_norm", attrs, {dy, x, gamma, mean, inv}, {s, s, {c}, {c}, {c}}, {dx, dg, db}, 1e-4);
+    CheckRequests<float>("batch_norm", attrs, {x, gamma, beta}, {s, {c}, {c}}, {y, mean, inv},
+                         1e-4);
+    CheckRequests<float>("_backward_batch_norm", attrs, {dy, x, gamma, mean, inv},
+                         {s, s, {c}, {c}, {c}}, {dx, dg, db}, 1e-4);
   }
 }
 
 TEST_P(NnTest, BatchNormGradientMatchesFiniteDifferences) {
-  CheckGradient<float>("batch_norm", {}, {RandomData<float>(24, 23, -2, 2), RandomData<float>(3, 24, 0.5, 2), RandomData<float>(3, 25)},
+  CheckGradient<float>("batch_norm", {},
+                       {RandomData<float>(24, 23, -2, 2), RandomData<float>(3, 24, 0.5, 2),
+                        RandomData<float>(3, 25)},
                        {{2, 3, 2, 2}, {3}, {3}}, 1e-2, 1e-2, {0, 1, 2});
 }
 
@@ -426,7 +507,8 @@ TEST_P(NnTest, ActivationAndBackwardMatchNaiveLoopsUnderEveryRequest) {
     const Attrs attrs{{"act_type", act}};
     CheckRequests<float>("activation", attrs, {x}, {{3, 4, 5}}, {y}, 1e-5, /*inplace=*/0);
     CheckRequests<float>("_backward_activation", attrs, {dy, x, y}, {{60}, {60}, {60}}, {dx}, 1e-5);
-    CheckGradient<float>("activation", attrs, {std::vector<float>(x.begin(), x.begin() + 12)}, {{12}}, 1e-2, 1e-2, {0});
+    CheckGradient<float>("activation", attrs, {std::vector<float>(x.begin(), x.begin() + 12)},
+                         {{12}}, 1e-2, 1e-2, {0});
   }
 }
 
@@ -472,7 +554,8 @@ TEST_P(NnTest, BadInputsGetErrorsNamingTheValues) {
   expect(Invoke("activation", {d}, {{"act_type", "relu"}}), "float64");
 }
 
-INSTANTIATE_TEST_SUITE_P(AllContexts, NnTest, ::testing::ValuesIn(AllContexts()), testing::ContextName);
+INSTANTIATE_TEST_SUITE_P(AllContexts, NnTest, ::testing::ValuesIn(AllContexts()),
+                         testing::ContextName);
 
 }  // namespace
 }  // namespace rill::ops

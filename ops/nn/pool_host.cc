@@ -35,24 +35,26 @@ inline Span Window(int64_t o, int64_t stride, int64_t pad, int64_t window, int64
 }
 
 bool Is2x2Stride2(const PoolingDescriptor& p) {
-  return p.mode == PoolingMode::kMax && p.window_h == 2 && p.window_w == 2 && p.stride_h == 2 && p.stride_w == 2 &&
-         p.pad_h == 0 && p.pad_w == 0;
+  return p.mode == PoolingMode::kMax && p.window_h == 2 && p.window_w == 2 && p.stride_h == 2 &&
+         p.stride_w == 2 && p.pad_h == 0 && p.pad_w == 0;
 }
 
 // Four windows of a row pair at a time (SSE2, the x86-64 baseline: the
 // build's -O2 does not vectorize these strided loops): the 2x2 maxima into
 // out[0, 4 k) and, with `grad`, dy at each window's first maximum and 0
 // elsewhere into d0/d1. Returns 4 k, the windows done.
-int64_t Max2x2Simd(const float* r0, const float* r1, int64_t ow, float* out, const float* grad, float* d0,
-                   float* d1) {
+int64_t Max2x2Simd(const float* r0, const float* r1, int64_t ow, float* out, const float* grad,
+                   float* d0, float* d1) {
   int64_t ox = 0;
 #if defined(__SSE2__)
   const __m128 ones = _mm_castsi128_ps(_mm_set1_epi32(-1));
   for (; ox + 4 <= ow; ox += 4) {
     const __m128 t0 = _mm_loadu_ps(r0 + 2 * ox), t1 = _mm_loadu_ps(r0 + 2 * ox + 4);
     const __m128 u0 = _mm_loadu_ps(r1 + 2 * ox), u1 = _mm_loadu_ps(r1 + 2 * ox + 4);
-    const __m128 a = _mm_shuffle_ps(t0, t1, _MM_SHUFFLE(2, 0, 2, 0)), b = _mm_shuffle_ps(t0, t1, _MM_SHUFFLE(3, 1, 3, 1));
-    const __m128 c = _mm_shuffle_ps(u0, u1, _MM_SHUFFLE(2, 0, 2, 0)), d = _mm_shuffle_ps(u0, u1, _MM_SHUFFLE(3, 1, 3, 1));
+    const __m128 a = _mm_shuffle_ps(t0, t1, _MM_SHUFFLE(2, 0, 2, 0)),
+                 b = _mm_shuffle_ps(t0, t1, _MM_SHUFFLE(3, 1, 3, 1));
+    const __m128 c = _mm_shuffle_ps(u0, u1, _MM_SHUFFLE(2, 0, 2, 0)),
+                 d = _mm_shuffle_ps(u0, u1, _MM_SHUFFLE(3, 1, 3, 1));
     const __m128 m = _mm_max_ps(_mm_max_ps(a, b), _mm_max_ps(c, d));
     if (grad == nullptr) {
       _mm_storeu_ps(out + ox, m);
@@ -62,7 +64,8 @@ int64_t Max2x2Simd(const float* r0, const float* r1, int64_t ow, float* out, con
     const __m128 kc = _mm_andnot_ps(_mm_or_ps(ka, kb), _mm_cmpeq_ps(c, m));
     const __m128 kd = _mm_andnot_ps(_mm_or_ps(_mm_or_ps(ka, kb), kc), ones);
     const __m128 v = _mm_loadu_ps(grad + ox);
-    const __m128 ga = _mm_and_ps(ka, v), gb = _mm_and_ps(kb, v), gc = _mm_and_ps(kc, v), gd = _mm_and_ps(kd, v);
+    const __m128 ga = _mm_and_ps(ka, v), gb = _mm_and_ps(kb, v), gc = _mm_and_ps(kc, v),
+                 gd = _mm_and_ps(kd, v);
     _mm_storeu_ps(d0 + 2 * ox, _mm_unpacklo_ps(ga, gb));
     _mm_storeu_ps(d0 + 2 * ox + 4, _mm_unpackhi_ps(ga, gb));
     _mm_storeu_ps(d1 + 2 * ox, _mm_unpacklo_ps(gc, gd));
@@ -78,7 +81,8 @@ void MaxForward2x2(const Plane& g, const float* x, float* y) {
     const float* r1 = r0 + g.w;
     float* out = y + oy * g.ow;
     for (int64_t ox = Max2x2Simd(r0, r1, g.ow, out, nullptr, nullptr, nullptr); ox < g.ow; ++ox) {
-      out[ox] = std::max(std::max(r0[2 * ox], r0[2 * ox + 1]), std::max(r1[2 * ox], r1[2 * ox + 1]));
+      out[ox] =
+          std::max(std::max(r0[2 * ox], r0[2 * ox + 1]), std::max(r1[2 * ox], r1[2 * ox + 1]));
     }
   }
 }
@@ -97,7 +101,8 @@ void MaxBackward2x2(const Plane& g, const float* x, const float* dy, float* dx) 
     for (int64_t ox = Max2x2Simd(r0, r1, g.ow, nullptr, grad, d0, d1); ox < g.ow; ++ox) {
       const float a = r0[2 * ox], b = r0[2 * ox + 1], c = r1[2 * ox], d = r1[2 * ox + 1];
       const float m = std::max(std::max(a, b), std::max(c, d));
-      const uint32_t ka = a == m, kb = (b == m) & (ka ^ 1), kc = (c == m) & ((ka | kb) ^ 1), kd = (ka | kb | kc) ^ 1;
+      const uint32_t ka = a == m, kb = (b == m) & (ka ^ 1), kc = (c == m) & ((ka | kb) ^ 1),
+                     kd = (ka | kb | kc) ^ 1;
       const uint32_t v = std::bit_cast<uint32_t>(grad[ox]);
       d0[2 * ox] = std::bit_cast<float>(v & (0u - ka));
       d0[2 * ox + 1] = std::bit_cast<float>(v & (0u - kb));
@@ -119,7 +124,8 @@ void ForwardPlane(const PoolingDescriptor& p, const Plane& g, const float* x, fl
       float acc = max ? -std::numeric_limits<float>::infinity() : 0.f;
       for (int64_t r = rows.lo; r < rows.hi; ++r) {
         const float* row = x + r * g.w;
-        for (int64_t c = cols.lo; c < cols.hi; ++c) acc = max ? (row[c] > acc ? row[c] : acc) : acc + row[c];
+        for (int64_t c = cols.lo; c < cols.hi; ++c)
+          acc = max ? (row[c] > acc ? row[c] : acc) : acc + row[c];
       }
       if (!max) {
         const float count = static_cast<float>((rows.hi - rows.lo) * (cols.hi - cols.lo));
@@ -130,7 +136,8 @@ void ForwardPlane(const PoolingDescriptor& p, const Plane& g, const float* x, fl
   }
 }
 
-void BackwardPlane(const PoolingDescriptor& p, const Plane& g, const float* x, const float* dy, float* dx) {
+void BackwardPlane(const PoolingDescriptor& p, const Plane& g, const float* x, const float* dy,
+                   float* dx) {
   std::fill(dx, dx + g.h * g.w, 0.f);
   const bool max = p.mode == PoolingMode::kMax;
   const float full = static_cast<float>(p.window_h * p.window_w);
@@ -160,8 +167,8 @@ void BackwardPlane(const PoolingDescriptor& p, const Plane& g, const float* x, c
 
 }  // namespace
 
-void PoolForwardNchw(const PoolingDescriptor& p, const TensorDescriptor& xd, const TensorDescriptor& yd,
-                     const float* x, float* y) {
+void PoolForwardNchw(const PoolingDescriptor& p, const TensorDescriptor& xd,
+                     const TensorDescriptor& yd, const float* x, float* y) {
   const Plane g{xd.h, xd.w, yd.h, yd.w};
   const int64_t planes = xd.n * xd.c, in = g.h * g.w, out = g.oh * g.ow;
   const bool fast = Is2x2Stride2(p);
@@ -174,8 +181,8 @@ void PoolForwardNchw(const PoolingDescriptor& p, const TensorDescriptor& xd, con
   }
 }
 
-void PoolBackwardNchw(const PoolingDescriptor& p, const TensorDescriptor& xd, const TensorDescriptor& yd,
-                      const float* x, const float* dy, float* dx) {
+void PoolBackwardNchw(const PoolingDescriptor& p, const TensorDescriptor& xd,
+                      const TensorDescriptor& yd, const float* x, const float* dy, float* dx) {
   const Plane g{xd.h, xd.w, yd.h, yd.w};
   const int64_t planes = xd.n * xd.c, in = g.h * g.w, out = g.oh * g.ow;
   const bool fast = Is2x2Stride2(p);

@@ -24,12 +24,12 @@ namespace rill::ops {
 class OpContext;
 
 // y = pool(x) for NCHW x (x_desc) and y (y_desc = PoolingOutput(x_desc, p)).
-void PoolForwardNchw(const PoolingDescriptor& p, const TensorDescriptor& x_desc, const TensorDescriptor& y_desc,
-                     const float* x, float* y);
+void PoolForwardNchw(const PoolingDescriptor& p, const TensorDescriptor& x_desc,
+                     const TensorDescriptor& y_desc, const float* x, float* y);
 
 // dx (overwritten) from dy and x.
-void PoolBackwardNchw(const PoolingDescriptor& p, const TensorDescriptor& x_desc, const TensorDescriptor& y_desc,
-                      const float* x, const float* dy, float* dx);
+void PoolBackwardNchw(const PoolingDescriptor& p, const TensorDescriptor& x_desc,
+                      const TensorDescriptor& y_desc, const float* x, const float* dy, float* dx);
 
 // Kernels: pooling (x) -> y; _backward_pooling (dy, x, y) -> dx.
 absl::Status HostPoolForwardKernel(OpContext& ctx);

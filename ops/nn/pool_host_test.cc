@@ -25,7 +25,8 @@ struct Case {
 
 std::vector<Case> Cases() {
   auto pool = [](int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw) {
-    return PoolingDescriptor{.window_h = kh, .window_w = kw, .pad_h = ph, .pad_w = pw, .stride_h = sh, .stride_w = sw};
+    return PoolingDescriptor{
+        .window_h = kh, .window_w = kw, .pad_h = ph, .pad_w = pw, .stride_h = sh, .stride_w = sw};
   };
   return {
       {2, 3, 6, 8, pool(2, 2, 2, 2, 0, 0)},   // The CNN case (fast path for max).
@@ -41,8 +42,8 @@ std::vector<Case> Cases() {
 }
 
 // y = pool(x) and dx from dy, with the DNN interface's semantics.
-void Naive(const Case& k, const TensorDescriptor& yd, const std::vector<float>& x, const std::vector<float>& dy,
-           std::vector<double>& y, std::vector<double>& dx) {
+void Naive(const Case& k, const TensorDescriptor& yd, const std::vector<float>& x,
+           const std::vector<float>& dy, std::vector<double>& y, std::vector<double>& dx) {
   const PoolingDescriptor& p = k.p;
   y.assign(yd.ElementCount(), 0);
   dx.assign(x.size(), 0);
@@ -53,7 +54,8 @@ void Naive(const Case& k, const TensorDescriptor& yd, const std::vector<float>& 
         for (int64_t r = 0; r < p.window_h; ++r) {
           for (int64_t s = 0; s < p.window_w; ++s) {
             const int64_t ih = oy * p.stride_h - p.pad_h + r, iw = ox * p.stride_w - p.pad_w + s;
-            if (ih >= 0 && ih < k.h && iw >= 0 && iw < k.w) taps.push_back((nc * k.h + ih) * k.w + iw);
+            if (ih >= 0 && ih < k.h && iw >= 0 && iw < k.w)
+              taps.push_back((nc * k.h + ih) * k.w + iw);
           }
         }
         const int64_t o = (nc * yd.h + oy) * yd.w + ox;
@@ -78,7 +80,8 @@ void Naive(const Case& k, const TensorDescriptor& yd, const std::vector<float>& 
   }
 }
 
-void ExpectClose(const std::vector<float>& got, const std::vector<double>& want, const std::string& what) {
+void ExpectClose(const std::vector<float>& got, const std::vector<double>& want,
+                 const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   for (size_t i = 0; i < got.size(); ++i) {
     ASSERT_NEAR(got[i], want[i], 1e-5 * (1 + std::fabs(want[i]))) << what << " at " << i;
@@ -92,8 +95,8 @@ std::string Name(const Case& k) {
 
 TEST(PoolHostTest, LoopsMatchNaivePoolingInEveryMode) {
   for (Case k : Cases()) {
-    for (PoolingMode mode :
-         {PoolingMode::kMax, PoolingMode::kAverageIncludePadding, PoolingMode::kAverageExcludePadding}) {
+    for (PoolingMode mode : {PoolingMode::kMax, PoolingMode::kAverageIncludePadding,
+                             PoolingMode::kAverageExcludePadding}) {
       k.p.mode = mode;
       const TensorDescriptor xd{.n = k.n, .c = k.c, .h = k.h, .w = k.w};
       const TensorDescriptor yd = *PoolingOutput(xd, k.p);
@@ -122,18 +125,20 @@ TEST_P(PoolOpsTest, OpsMatchNaivePooling) {
     for (const char* type : {"max", "avg_include", "avg_exclude"}) {
       const std::string t = type;
       Case m = k;
-      m.p.mode = t == "max" ? PoolingMode::kMax
+      m.p.mode = t == "max"           ? PoolingMode::kMax
                  : t == "avg_include" ? PoolingMode::kAverageIncludePadding
                                       : PoolingMode::kAverageExcludePadding;
-      const Attrs attrs = {{"kernel", "(" + std::to_string(k.p.window_h) + "," + std::to_string(k.p.window_w) + ")"},
-                           {"stride", "(" + std::to_string(k.p.stride_h) + "," + std::to_string(k.p.stride_w) + ")"},
-                           {"pad", "(" + std::to_string(k.p.pad_h) + "," + std::to_string(k.p.pad_w) + ")"},
-                           {"pool_type", t == "max" ? "max" : "avg"},
-                           {"count_include_pad", t == "avg_exclude" ? "false" : "true"}};
+      const Attrs attrs = {
+          {"kernel", "(" + std::to_string(k.p.window_h) + "," + std::to_string(k.p.window_w) + ")"},
+          {"stride", "(" + std::to_string(k.p.stride_h) + "," + std::to_string(k.p.stride_w) + ")"},
+          {"pad", "(" + std::to_string(k.p.pad_h) + "," + std::to_string(k.p.pad_w) + ")"},
+          {"pool_type", t == "max" ? "max" : "avg"},
+          {"count_include_pad", t == "avg_exclude" ? "false" : "true"}};
       const TensorDescriptor xd{.n = k.n, .c = k.c, .h = k.h, .w = k.w};
       const TensorDescriptor yd = *PoolingOutput(xd, m.p);
       const Shape sx{k.n, k.c, k.h, k.w}, sy{yd.n, yd.c, yd.h, yd.w};
-      const std::vector<float> x = RandomData<float>(sx.NumElements(), 3), dy = RandomData<float>(sy.NumElements(), 4);
+      const std::vector<float> x = RandomData<float>(sx.NumElements(), 3),
+                               dy = RandomData<float>(sy.NumElements(), 4);
       std::vector<double> want_y, want_dx;
       Naive(m, yd, x, dy, want_y, want_dx);
       const std::string what = t + " " + Name(k) + " on " + ctx().ToString();

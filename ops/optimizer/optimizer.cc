@@ -22,21 +22,26 @@ namespace {
 absl::Status SameShapes(const InferContext& ctx) {
   for (size_t i = 1; i < ctx.in_shapes.size(); ++i) {
     if (ctx.in_shapes[i] != ctx.in_shapes[0]) {
-      return absl::InvalidArgumentError(absl::StrCat("input ", i, " has shape ", ctx.in_shapes[i].ToString(),
-                                                     " but the weight has ", ctx.in_shapes[0].ToString()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("input ", i, " has shape ", ctx.in_shapes[i].ToString(),
+                       " but the weight has ", ctx.in_shapes[0].ToString()));
     }
   }
   return absl::OkStatus();
 }
 
 absl::Status CheckFinite(const char* name, double v) {
-  if (!std::isfinite(v)) return absl::InvalidArgumentError(absl::StrCat(name, "=", v, " is not finite"));
+  if (!std::isfinite(v))
+    return absl::InvalidArgumentError(absl::StrCat(name, "=", v, " is not finite"));
   return absl::OkStatus();
 }
 
 absl::Status CheckSgd(const SgdParams& p) {
-  for (auto [n, v] : {std::pair<const char*, double>{"lr", p.lr}, {"momentum", p.momentum}, {"wd", p.wd},
-                      {"rescale_grad", p.rescale_grad}, {"clip_gradient", p.clip_gradient}}) {
+  for (auto [n, v] : {std::pair<const char*, double>{"lr", p.lr},
+                      {"momentum", p.momentum},
+                      {"wd", p.wd},
+                      {"rescale_grad", p.rescale_grad},
+                      {"clip_gradient", p.clip_gradient}}) {
     if (absl::Status s = CheckFinite(n, v); !s.ok()) return s;
   }
   if (p.lr < 0) return absl::InvalidArgumentError(absl::StrCat("lr=", p.lr, " is negative"));
@@ -47,8 +52,9 @@ absl::Status SgdShape(const InferContext& ctx, std::vector<Shape>* out) {
   const SgdParams& p = ctx.p<SgdParams>();
   if (absl::Status s = CheckSgd(p); !s.ok()) return s;
   if (p.momentum != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("sgd_update with momentum=", p.momentum,
-                                                   ": use sgd_mom_update, which keeps the momentum state"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("sgd_update with momentum=", p.momentum,
+                     ": use sgd_mom_update, which keeps the momentum state"));
   }
   if (absl::Status s = SameShapes(ctx); !s.ok()) return s;
   for (Shape& s : *out) s = ctx.in_shapes[0];
@@ -68,15 +74,22 @@ absl::Status SgdMomShape(const InferContext& ctx, std::vector<Shape>* out) {
 
 absl::Status AdamShape(const InferContext& ctx, std::vector<Shape>* out) {
   const AdamParams& p = ctx.p<AdamParams>();
-  for (auto [n, v] : {std::pair<const char*, double>{"lr", p.lr}, {"beta1", p.beta1}, {"beta2", p.beta2},
-                      {"epsilon", p.epsilon}, {"wd", p.wd}, {"rescale_grad", p.rescale_grad},
+  for (auto [n, v] : {std::pair<const char*, double>{"lr", p.lr},
+                      {"beta1", p.beta1},
+                      {"beta2", p.beta2},
+                      {"epsilon", p.epsilon},
+                      {"wd", p.wd},
+                      {"rescale_grad", p.rescale_grad},
                       {"clip_gradient", p.clip_gradient}}) {
     if (absl::Status s = CheckFinite(n, v); !s.ok()) return s;
   }
   if (p.lr < 0) return absl::InvalidArgumentError(absl::StrCat("lr=", p.lr, " is negative"));
-  if (p.beta1 < 0 || p.beta1 >= 1) return absl::InvalidArgumentError(absl::StrCat("beta1=", p.beta1, " is outside [0, 1)"));
-  if (p.beta2 < 0 || p.beta2 >= 1) return absl::InvalidArgumentError(absl::StrCat("beta2=", p.beta2, " is outside [0, 1)"));
-  if (p.epsilon <= 0) return absl::InvalidArgumentError(absl::StrCat("epsilon=", p.epsilon, " is not positive"));
+  if (p.beta1 < 0 || p.beta1 >= 1)
+    return absl::InvalidArgumentError(absl::StrCat("beta1=", p.beta1, " is outside [0, 1)"));
+  if (p.beta2 < 0 || p.beta2 >= 1)
+    return absl::InvalidArgumentError(absl::StrCat("beta2=", p.beta2, " is outside [0, 1)"));
+  if (p.epsilon <= 0)
+    return absl::InvalidArgumentError(absl::StrCat("epsilon=", p.epsilon, " is not positive"));
   if (p.t < 0) return absl::InvalidArgumentError(absl::StrCat("t=", p.t, " is negative"));
   if (absl::Status s = SameShapes(ctx); !s.ok()) return s;
   for (Shape& s : *out) s = ctx.in_shapes[0];
@@ -90,32 +103,43 @@ ParamSchema SgdSchema(bool with_momentum) {
              with_momentum ? "momentum in [0, 1)" : "must be 0 (use sgd_mom_update)")
       .Field("wd", &SgdParams::wd, "weight decay")
       .Field("rescale_grad", &SgdParams::rescale_grad, "gradient scale")
-      .Field("clip_gradient", &SgdParams::clip_gradient, "clip the scaled gradient to +-this; < 0: no clip");
+      .Field("clip_gradient", &SgdParams::clip_gradient,
+             "clip the scaled gradient to +-this; < 0: no clip");
   return s;
 }
 
 }  // namespace
 
 void RegisterOptimizerOps(OpRegistry& r) {
-  (void)r.Register(OpDef("sgd_update").set_inputs({"weight", "grad"}).set_params(SgdSchema(false))
-                       .set_infer_shape(SgdShape).set_inplace({{0, 0}})
+  (void)r.Register(OpDef("sgd_update")
+                       .set_inputs({"weight", "grad"})
+                       .set_params(SgdSchema(false))
+                       .set_infer_shape(SgdShape)
+                       .set_inplace({{0, 0}})
                        .set_doc("weight -= lr * (rescale_grad * grad + wd * weight), in place"));
-  (void)r.Register(OpDef("sgd_mom_update").set_inputs({"weight", "grad", "mom"}).set_num_outputs(2)
-                       .set_params(SgdSchema(true)).set_infer_shape(SgdMomShape)
+  (void)r.Register(OpDef("sgd_mom_update")
+                       .set_inputs({"weight", "grad", "mom"})
+                       .set_num_outputs(2)
+                       .set_params(SgdSchema(true))
+                       .set_infer_shape(SgdMomShape)
                        .set_inplace({{0, 0}, {2, 1}})
                        .set_doc("SGD with momentum; outputs (weight, mom), in place"));
-  (void)r.Register(OpDef("adam_update").set_inputs({"weight", "grad", "mean", "var"}).set_num_outputs(3)
-                       .set_params(ParamSchema::For<AdamParams>()
-                                       .Required("lr", &AdamParams::lr, "learning rate")
-                                       .Field("beta1", &AdamParams::beta1, "first moment decay")
-                                       .Field("beta2", &AdamParams::beta2, "second moment decay")
-                                       .Field("epsilon", &AdamParams::epsilon, "denominator term")
-                                       .Field("wd", &AdamParams::wd, "weight decay")
-                                       .Field("rescale_grad", &AdamParams::rescale_grad, "gradient scale")
-                                       .Field("clip_gradient", &AdamParams::clip_gradient, "< 0: no clip")
-                                       .Field("t", &AdamParams::t, "step (from 1) for bias correction; 0: none"))
-                       .set_infer_shape(AdamShape).set_inplace({{0, 0}, {2, 1}, {3, 2}})
-                       .set_doc("Adam; outputs (weight, mean, var), in place"));
+  (void)r.Register(
+      OpDef("adam_update")
+          .set_inputs({"weight", "grad", "mean", "var"})
+          .set_num_outputs(3)
+          .set_params(ParamSchema::For<AdamParams>()
+                          .Required("lr", &AdamParams::lr, "learning rate")
+                          .Field("beta1", &AdamParams::beta1, "first moment decay")
+                          .Field("beta2", &AdamParams::beta2, "second moment decay")
+                          .Field("epsilon", &AdamParams::epsilon, "denominator term")
+                          .Field("wd", &AdamParams::wd, "weight decay")
+                          .Field("rescale_grad", &AdamParams::rescale_grad, "gradient scale")
+                          .Field("clip_gradient", &AdamParams::clip_gradient, "< 0: no clip")
+                          .Field("t", &AdamParams::t, "step (from 1) for bias correction; 0: none"))
+          .set_infer_shape(AdamShape)
+          .set_inplace({{0, 0}, {2, 1}, {3, 2}})
+          .set_doc("Adam; outputs (weight, mean, var), in place"));
   RegisterOptimizerHostKernels(r);
   RegisterOptimizerDeviceKernels(r);
 }

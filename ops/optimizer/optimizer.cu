@@ -14,8 +14,8 @@ __device__ T GradOf(T g, T w, T rs, T clip, T wd) {
 }
 
 template <typename T>
-__device__ void Sgd(const T* w, uint64_t w_off, const T* g, uint64_t g_off, T* out, uint64_t out_off,
-                    uint64_t n, T lr, T wd, T rs, T clip) {
+__device__ void Sgd(const T* w, uint64_t w_off, const T* g, uint64_t g_off, T* out,
+                    uint64_t out_off, uint64_t n, T lr, T wd, T rs, T clip) {
   uint64_t i = GlobalId();
   if (i >= n) return;
   T wv = w[w_off + i];
@@ -52,25 +52,23 @@ __device__ void Adam(const T* w, uint64_t w_off, const T* g, uint64_t g_off, con
 
 }  // namespace
 
-#define RILL_OPTIMIZER_ENTRIES(T, S)                                                              \
-  extern "C" __global__ void sgd_##S(const T* w, uint64_t w_off, const T* g, uint64_t g_off,     \
-                                     T* out, uint64_t out_off, uint64_t n, T lr, T wd, T rs,     \
-                                     T clip) {                                                    \
-    Sgd<T>(w, w_off, g, g_off, out, out_off, n, lr, wd, rs, clip);                                \
-  }                                                                                               \
-  extern "C" __global__ void sgd_mom_##S(const T* w, uint64_t w_off, const T* g, uint64_t g_off, \
-                                         const T* m, uint64_t m_off, T* wo, uint64_t wo_off,     \
-                                         T* mo, uint64_t mo_off, uint64_t n, T lr, T mom, T wd,  \
-                                         T rs, T clip) {                                          \
-    SgdMom<T>(w, w_off, g, g_off, m, m_off, wo, wo_off, mo, mo_off, n, lr, mom, wd, rs, clip);    \
-  }                                                                                               \
-  extern "C" __global__ void adam_##S(const T* w, uint64_t w_off, const T* g, uint64_t g_off,    \
-                                      const T* m, uint64_t m_off, const T* v, uint64_t v_off,    \
-                                      T* wo, uint64_t wo_off, T* mo, uint64_t mo_off, T* vo,     \
-                                      uint64_t vo_off, uint64_t n, T lr, T b1, T b2, T eps, T wd, \
-                                      T rs, T clip) {                                             \
+#define RILL_OPTIMIZER_ENTRIES(T, S)                                                               \
+  extern "C" __global__ void sgd_##S(const T* w, uint64_t w_off, const T* g, uint64_t g_off,       \
+                                     T* out, uint64_t out_off, uint64_t n, T lr, T wd, T rs,       \
+                                     T clip) {                                                     \
+    Sgd<T>(w, w_off, g, g_off, out, out_off, n, lr, wd, rs, clip);                                 \
+  }                                                                                                \
+  extern "C" __global__ void sgd_mom_##S(                                                          \
+      const T* w, uint64_t w_off, const T* g, uint64_t g_off, const T* m, uint64_t m_off, T* wo,   \
+      uint64_t wo_off, T* mo, uint64_t mo_off, uint64_t n, T lr, T mom, T wd, T rs, T clip) {      \
+    SgdMom<T>(w, w_off, g, g_off, m, m_off, wo, wo_off, mo, mo_off, n, lr, mom, wd, rs, clip);     \
+  }                                                                                                \
+  extern "C" __global__ void adam_##S(                                                             \
+      const T* w, uint64_t w_off, const T* g, uint64_t g_off, const T* m, uint64_t m_off,          \
+      const T* v, uint64_t v_off, T* wo, uint64_t wo_off, T* mo, uint64_t mo_off, T* vo,           \
+      uint64_t vo_off, uint64_t n, T lr, T b1, T b2, T eps, T wd, T rs, T clip) {                  \
     Adam<T>(w, w_off, g, g_off, m, m_off, v, v_off, wo, wo_off, mo, mo_off, vo, vo_off, n, lr, b1, \
-            b2, eps, wd, rs, clip);                                                               \
+            b2, eps, wd, rs, clip);                                                                \
   }
 
 RILL_OPTIMIZER_ENTRIES(float, f32)

@@ -61,19 +61,22 @@ __kernel void adam(__global const T* w, ulong w_off, __global const T* g, ulong 
 
 absl::StatusOr<const Kernel*> Get(OpContext& ctx, DType dtype, const char* entry) {
   const std::string key = absl::StrCat("optimizer.", entry, ".", DTypeSuffix(dtype));
-  return DeviceKernel(ctx, key, RILL_OPS_FATBIN(optimizer), absl::StrCat(entry, "_", DTypeSuffix(dtype)),
-                      entry, [&] {
-                        return absl::StrCat(
-                            dtype == DType::kF64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "",
-                            "#define T ", OpenClTypeName(dtype), "\n", kSource);
+  return DeviceKernel(ctx, key, RILL_OPS_FATBIN(optimizer),
+                      absl::StrCat(entry, "_", DTypeSuffix(dtype)), entry, [&] {
+                        return absl::StrCat(dtype == DType::kF64
+                                                ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+                                                : "",
+                                            "#define T ", OpenClTypeName(dtype), "\n", kSource);
                       });
 }
 
 // Appends the doubles as the kernel's element type.
 void Scalars(LaunchArgs& args, DType dtype, std::initializer_list<double> values) {
   for (double v : values) {
-    if (dtype == DType::kF64) args.Value<double>(v);
-    else args.Value<float>(static_cast<float>(v));
+    if (dtype == DType::kF64)
+      args.Value<double>(v);
+    else
+      args.Value<float>(static_cast<float>(v));
   }
 }
 
@@ -94,7 +97,11 @@ absl::Status DevSgdMom(OpContext& ctx) {
   const SgdParams& p = ctx.params<SgdParams>();
   RILL_ASSIGN_OR_RETURN(const Kernel* k, Get(ctx, w.dtype, "sgd_mom"));
   LaunchArgs args;
-  args.Tensor(w).Tensor(ctx.in(1)).Tensor(ctx.in(2)).Tensor(out).Tensor(ctx.out(1))
+  args.Tensor(w)
+      .Tensor(ctx.in(1))
+      .Tensor(ctx.in(2))
+      .Tensor(out)
+      .Tensor(ctx.out(1))
       .Value<uint64_t>(out.size());
   Scalars(args, w.dtype, {p.lr, p.momentum, p.wd, p.rescale_grad, p.clip_gradient});
   return Launch1D(ctx, *k, out.size(), args.Take());
@@ -106,10 +113,16 @@ absl::Status DevAdam(OpContext& ctx) {
   const AdamParams& p = ctx.params<AdamParams>();
   RILL_ASSIGN_OR_RETURN(const Kernel* k, Get(ctx, w.dtype, "adam"));
   LaunchArgs args;
-  args.Tensor(w).Tensor(ctx.in(1)).Tensor(ctx.in(2)).Tensor(ctx.in(3)).Tensor(out)
-      .Tensor(ctx.out(1)).Tensor(ctx.out(2)).Value<uint64_t>(out.size());
-  Scalars(args, w.dtype, {p.EffectiveLr(), p.beta1, p.beta2, p.epsilon, p.wd, p.rescale_grad,
-                          p.clip_gradient});
+  args.Tensor(w)
+      .Tensor(ctx.in(1))
+      .Tensor(ctx.in(2))
+      .Tensor(ctx.in(3))
+      .Tensor(out)
+      .Tensor(ctx.out(1))
+      .Tensor(ctx.out(2))
+      .Value<uint64_t>(out.size());
+  Scalars(args, w.dtype,
+          {p.EffectiveLr(), p.beta1, p.beta2, p.epsilon, p.wd, p.rescale_grad, p.clip_gradient});
   return Launch1D(ctx, *k, out.size(), args.Take());
 }
 

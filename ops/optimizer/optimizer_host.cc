@@ -13,8 +13,10 @@ namespace {
 // f32 or f64 (the ops take only those).
 template <typename Fn>
 void DispatchFloat(DType dtype, Fn&& fn) {
-  if (dtype == DType::kF64) fn(double{});
-  else fn(float{});
+  if (dtype == DType::kF64)
+    fn(double{});
+  else
+    fn(float{});
 }
 
 template <typename T>

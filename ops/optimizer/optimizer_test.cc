@@ -29,7 +29,8 @@ double G(double g, double w, double rs, double clip, double wd) {
 template <typename T>
 void CheckAllRequests(engine::Engine* eng, Context ctx, const std::string& op, const Attrs& attrs,
                       const std::vector<std::vector<T>>& in, const Shape& shape,
-                      const std::vector<std::vector<T>>& want, const std::vector<int>& inplace_inputs) {
+                      const std::vector<std::vector<T>>& want,
+                      const std::vector<int>& inplace_inputs) {
   const double tol = std::is_same_v<T, float> ? 2e-5 : 1e-11;
   const std::string what = op + " " + DTypeName(DTypeOf<T>()) + " on " + ctx.ToString();
   auto make_inputs = [&] {
@@ -42,7 +43,8 @@ void CheckAllRequests(engine::Engine* eng, Context ctx, const std::string& op, c
     auto ins = make_inputs();
     auto r = Invoke(op, ins, attrs);
     ASSERT_TRUE(r.ok()) << what << ": " << r.status();
-    for (size_t o = 0; o < want.size(); ++o) ExpectNear(*(*r)[o].template ToHost<T>(), want[o], tol, what + " write");
+    for (size_t o = 0; o < want.size(); ++o)
+      ExpectNear(*(*r)[o].template ToHost<T>(), want[o], tol, what + " write");
     ExpectNear(*ins[0].template ToHost<T>(), in[0], 0, what + " input kept");
   }
   // In place: outputs are the state inputs (kWriteInplace by sharing).
@@ -52,7 +54,8 @@ void CheckAllRequests(engine::Engine* eng, Context ctx, const std::string& op, c
     for (int i : inplace_inputs) outs.push_back(ins[i]);
     auto r = Invoke(op, ins, attrs, outs);
     ASSERT_TRUE(r.ok()) << what << ": " << r.status();
-    for (size_t o = 0; o < want.size(); ++o) ExpectNear(*outs[o].template ToHost<T>(), want[o], tol, what + " inplace");
+    for (size_t o = 0; o < want.size(); ++o)
+      ExpectNear(*outs[o].template ToHost<T>(), want[o], tol, what + " inplace");
   }
   // kAddTo then kNullOp into separate outputs.
   {
@@ -69,14 +72,16 @@ void CheckAllRequests(engine::Engine* eng, Context ctx, const std::string& op, c
     add.reqs.assign(want.size(), OpReqType::kAddTo);
     auto r = Invoke(op, ins, attrs, outs, add);
     ASSERT_TRUE(r.ok()) << what << ": " << r.status();
-    for (size_t o = 0; o < want.size(); ++o) ExpectNear(*outs[o].template ToHost<T>(), sum[o], tol, what + " add");
+    for (size_t o = 0; o < want.size(); ++o)
+      ExpectNear(*outs[o].template ToHost<T>(), sum[o], tol, what + " add");
     InvokeOptions null;
     null.reqs.assign(want.size(), OpReqType::kNullOp);
     null.reqs[0] = OpReqType::kWriteTo;  // One output written, the rest left alone.
     r = Invoke(op, ins, attrs, outs, null);
     ASSERT_TRUE(r.ok()) << what << ": " << r.status();
     ExpectNear(*outs[0].template ToHost<T>(), want[0], tol, what + " write among nulls");
-    for (size_t o = 1; o < want.size(); ++o) ExpectNear(*outs[o].template ToHost<T>(), sum[o], tol, what + " null");
+    for (size_t o = 1; o < want.size(); ++o)
+      ExpectNear(*outs[o].template ToHost<T>(), sum[o], tol, what + " null");
   }
 }
 
@@ -87,9 +92,10 @@ void CheckSgd(engine::Engine* eng, Context ctx, const Shape& shape) {
   const double lr = 0.1, wd = 0.01, rs = 0.5, clip = 1.0;
   std::vector<T> want(n);
   for (int64_t i = 0; i < n; ++i) want[i] = T(w[i] - lr * G(g[i], w[i], rs, clip, wd));
-  CheckAllRequests<T>(eng, ctx, "sgd_update",
-                      {{"lr", "0.1"}, {"wd", "0.01"}, {"rescale_grad", "0.5"}, {"clip_gradient", "1"}},
-                      {w, g}, shape, {want}, {0});
+  CheckAllRequests<T>(
+      eng, ctx, "sgd_update",
+      {{"lr", "0.1"}, {"wd", "0.01"}, {"rescale_grad", "0.5"}, {"clip_gradient", "1"}}, {w, g},
+      shape, {want}, {0});
 }
 
 template <typename T>
@@ -102,8 +108,9 @@ void CheckSgdMom(engine::Engine* eng, Context ctx, const Shape& shape) {
     wm[i] = T(mom * m[i] - lr * G(g[i], w[i], 1, -1, wd));
     ww[i] = T(w[i] + wm[i]);
   }
-  CheckAllRequests<T>(eng, ctx, "sgd_mom_update", {{"lr", "0.05"}, {"momentum", "0.9"}, {"wd", "0.001"}},
-                      {w, g, m}, shape, {ww, wm}, {0, 2});
+  CheckAllRequests<T>(eng, ctx, "sgd_mom_update",
+                      {{"lr", "0.05"}, {"momentum", "0.9"}, {"wd", "0.001"}}, {w, g, m}, shape,
+                      {ww, wm}, {0, 2});
 }
 
 template <typename T>
@@ -121,7 +128,10 @@ void CheckAdam(engine::Engine* eng, Context ctx, const Shape& shape, int t) {
     ww[i] = T(w[i] - lr_t * double(wm[i]) / (std::sqrt(double(wv[i])) + eps));
   }
   CheckAllRequests<T>(eng, ctx, "adam_update",
-                      {{"lr", "0.01"}, {"beta2", "0.99"}, {"epsilon", "1e-6"}, {"wd", "0.1"},
+                      {{"lr", "0.01"},
+                       {"beta2", "0.99"},
+                       {"epsilon", "1e-6"},
+                       {"wd", "0.1"},
                        {"t", std::to_string(t)}},
                       {w, g, m, v}, shape, {ww, wm, wv}, {0, 2, 3});
 }
@@ -153,7 +163,8 @@ TEST_P(OptimizerTest, RepeatedInPlaceStepsDescend) {
   auto m = Make<float>({0, 0, 0}, {3});
   for (int i = 0; i < 50; ++i) {
     Tensor g = (*Invoke("identity", {w}))[0];
-    ASSERT_TRUE(Invoke("sgd_mom_update", {w, g, m}, {{"lr", "0.1"}, {"momentum", "0.5"}}, {w, m}).ok());
+    ASSERT_TRUE(
+        Invoke("sgd_mom_update", {w, g, m}, {{"lr", "0.1"}, {"momentum", "0.5"}}, {w, m}).ok());
   }
   const std::vector<float> got = *w.ToHost<float>();
   for (float v : got) EXPECT_LT(std::abs(v), 1e-2);

@@ -26,7 +26,10 @@ absl::StatusOr<ReducePlan> MakeReducePlan(const Shape& in, const std::vector<boo
     strides[i] = s;
     s *= in[i];
   }
-  struct Axis { int64_t dim, stride; bool red; };
+  struct Axis {
+    int64_t dim, stride;
+    bool red;
+  };
   std::vector<Axis> axes;
   ReducePlan p;
   for (int i = 0; i < r; ++i) {
@@ -42,9 +45,9 @@ absl::StatusOr<ReducePlan> MakeReducePlan(const Shape& in, const std::vector<boo
   for (const Axis& a : axes) {
     int64_t& rank = a.red ? p.red_rank : p.out_rank;
     if (rank == kMaxReduceRank) {
-      return absl::UnimplementedError(absl::StrCat("reduction of ", in.ToString(), " needs more than ",
-                                                   kMaxReduceRank, " collapsed ",
-                                                   a.red ? "reduced" : "kept", " axes"));
+      return absl::UnimplementedError(
+          absl::StrCat("reduction of ", in.ToString(), " needs more than ", kMaxReduceRank,
+                       " collapsed ", a.red ? "reduced" : "kept", " axes"));
     }
     (a.red ? p.red_dims : p.out_dims)[rank] = a.dim;
     (a.red ? p.red_strides : p.out_strides)[rank] = a.stride;
@@ -57,9 +60,12 @@ absl::StatusOr<ReducePlan> MakeReducePlan(const Shape& in, const std::vector<boo
 AxisSplit SplitAt(const Shape& shape, int axis) {
   AxisSplit s;
   for (int i = 0; i < shape.rank(); ++i) {
-    if (i < axis) s.outer *= shape[i];
-    else if (i == axis) s.n = shape[i];
-    else s.inner *= shape[i];
+    if (i < axis)
+      s.outer *= shape[i];
+    else if (i == axis)
+      s.n = shape[i];
+    else
+      s.inner *= shape[i];
   }
   return s;
 }
@@ -70,13 +76,13 @@ absl::StatusOr<std::vector<bool>> ReduceMask(const Shape& in, const ReduceParams
     RILL_ASSIGN_OR_RETURN(int axis, NormalizeAxis(a, in.rank()));
     if (mask[axis]) {
       return absl::InvalidArgumentError(absl::StrCat("axis ", a, " is given twice (axes (",
-                                                     absl::StrJoin(p.axes, ", "), ") of ", in.ToString(), ")"));
+                                                     absl::StrJoin(p.axes, ", "), ") of ",
+                                                     in.ToString(), ")"));
     }
     mask[axis] = true;
   }
   return mask;
 }
-
 
 absl::StatusOr<std::vector<bool>> SumToMask(const Shape& in, const std::vector<int64_t>& target) {
   const Shape t{absl::MakeConstSpan(target)};
@@ -131,8 +137,10 @@ namespace {
 Shape ReducedShape(const Shape& in, const std::vector<bool>& mask, bool keepdims) {
   Shape out;
   for (int i = 0; i < in.rank(); ++i) {
-    if (!mask[i]) out.mutable_dims().push_back(in[i]);
-    else if (keepdims) out.mutable_dims().push_back(1);
+    if (!mask[i])
+      out.mutable_dims().push_back(in[i]);
+    else if (keepdims)
+      out.mutable_dims().push_back(1);
   }
   return out;
 }
@@ -148,7 +156,8 @@ absl::Status ReduceShape(const InferContext& ctx, std::vector<Shape>* out) {
 absl::Status MaxShape(const InferContext& ctx, std::vector<Shape>* out) {
   RILL_RETURN_IF_ERROR(ReduceShape(ctx, out));
   if (ctx.in_shapes[0].NumElements() == 0 && (*out)[0].NumElements() != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("max over an empty extent of ", ctx.in_shapes[0].ToString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("max over an empty extent of ", ctx.in_shapes[0].ToString()));
   }
   return absl::OkStatus();
 }
@@ -158,8 +167,8 @@ absl::Status ArgmaxShape(const InferContext& ctx, std::vector<Shape>* out) {
   RILL_ASSIGN_OR_RETURN(auto mask, ArgmaxMask(ctx.in_shapes[0], p.axis));
   (*out)[0] = ReducedShape(ctx.in_shapes[0], mask, p.keepdims);
   if (ctx.in_shapes[0].NumElements() == 0 && (*out)[0].NumElements() != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("argmax over an empty axis ", p.axis, " of ",
-                                                   ctx.in_shapes[0].ToString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("argmax over an empty axis ", p.axis, " of ", ctx.in_shapes[0].ToString()));
   }
   return absl::OkStatus();
 }
@@ -179,12 +188,13 @@ absl::Status SumToShape(const InferContext& ctx, std::vector<Shape>* out) {
 absl::Status SoftmaxShape(const InferContext& ctx, std::vector<Shape>* out) {
   const Shape& s = ctx.in_shapes[0];
   const int64_t axis = ctx.p<SoftmaxParams>().axis;
-  if (s.rank() == 0) return absl::InvalidArgumentError(absl::StrCat("softmax axis ", axis, " of a scalar"));
+  if (s.rank() == 0)
+    return absl::InvalidArgumentError(absl::StrCat("softmax axis ", axis, " of a scalar"));
   RILL_RETURN_IF_ERROR(NormalizeAxis(axis, s.rank()).status());
   for (size_t i = 1; i < ctx.in_shapes.size(); ++i) {
     if (ctx.in_shapes[i] != s) {
-      return absl::InvalidArgumentError(absl::StrCat("shapes ", s.ToString(), " and ",
-                                                     ctx.in_shapes[i].ToString(), " differ"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("shapes ", s.ToString(), " and ", ctx.in_shapes[i].ToString(), " differ"));
     }
   }
   (*out)[0] = s;
@@ -195,8 +205,8 @@ constexpr uint32_t kLabelTypes = kFloatTypes | DTypeBit(DType::kI32) | DTypeBit(
 
 absl::Status CrossEntropyType(const InferContext& ctx, std::vector<DType>* out) {
   if (!IsFloat(ctx.in_types[0])) {
-    return absl::InvalidArgumentError(absl::StrCat("logits must be float32 or float64, got ",
-                                                   DTypeName(ctx.in_types[0])));
+    return absl::InvalidArgumentError(
+        absl::StrCat("logits must be float32 or float64, got ", DTypeName(ctx.in_types[0])));
   }
   (*out)[0] = ctx.in_types[0];
   return absl::OkStatus();
@@ -228,7 +238,8 @@ absl::Status CrossEntropyBackwardShape(const InferContext& ctx, std::vector<Shap
 
 // --- Gradients.
 
-absl::StatusOr<Tensor> One(std::string_view op, absl::Span<const Tensor> in, const Attrs& attrs = {}) {
+absl::StatusOr<Tensor> One(std::string_view op, absl::Span<const Tensor> in,
+                           const Attrs& attrs = {}) {
   RILL_ASSIGN_OR_RETURN(auto r, Invoke(op, in, attrs));
   return r[0];
 }
@@ -246,7 +257,8 @@ absl::StatusOr<Tensor> BroadcastLike(const Tensor& g, const Shape& keep, const T
 absl::StatusOr<std::vector<Tensor>> SumGrad(const GradientContext& c) {
   const Tensor& x = c.inputs[0];
   RILL_ASSIGN_OR_RETURN(auto mask, ReduceMask(x.shape(), c.p<ReduceParams>()));
-  RILL_ASSIGN_OR_RETURN(Tensor g, BroadcastLike(c.out_grads[0], ReducedShape(x.shape(), mask, true), x));
+  RILL_ASSIGN_OR_RETURN(Tensor g,
+                        BroadcastLike(c.out_grads[0], ReducedShape(x.shape(), mask, true), x));
   return std::vector<Tensor>{g};
 }
 
@@ -257,7 +269,8 @@ absl::StatusOr<std::vector<Tensor>> MeanGrad(const GradientContext& c) {
   for (int i = 0; i < x.shape().rank(); ++i) {
     if (mask[i]) count *= x.shape()[i];
   }
-  RILL_ASSIGN_OR_RETURN(Tensor scaled, One("div_scalar", {c.out_grads[0]}, {{"scalar", absl::StrCat(count)}}));
+  RILL_ASSIGN_OR_RETURN(Tensor scaled,
+                        One("div_scalar", {c.out_grads[0]}, {{"scalar", absl::StrCat(count)}}));
   RILL_ASSIGN_OR_RETURN(Tensor g, BroadcastLike(scaled, ReducedShape(x.shape(), mask, true), x));
   return std::vector<Tensor>{g};
 }
@@ -265,20 +278,22 @@ absl::StatusOr<std::vector<Tensor>> MeanGrad(const GradientContext& c) {
 absl::StatusOr<std::vector<Tensor>> SumToGrad(const GradientContext& c) {
   const Tensor& x = c.inputs[0];
   RILL_ASSIGN_OR_RETURN(auto mask, SumToMask(x.shape(), c.p<SumToParams>().shape));
-  RILL_ASSIGN_OR_RETURN(Tensor g, BroadcastLike(c.out_grads[0], ReducedShape(x.shape(), mask, true), x));
+  RILL_ASSIGN_OR_RETURN(Tensor g,
+                        BroadcastLike(c.out_grads[0], ReducedShape(x.shape(), mask, true), x));
   return std::vector<Tensor>{g};
 }
 
 template <bool kLog>
 absl::StatusOr<std::vector<Tensor>> SoftmaxGrad(const GradientContext& c) {
   static const OpDef& backward = BuiltinOp(kLog ? "_backward_log_softmax" : "_backward_softmax");
-  RILL_ASSIGN_OR_RETURN(auto r, Invoke(backward, {c.out_grads[0], c.outputs[0]},
-                                       MakeParams(c.p<SoftmaxParams>())));
+  RILL_ASSIGN_OR_RETURN(
+      auto r, Invoke(backward, {c.out_grads[0], c.outputs[0]}, MakeParams(c.p<SoftmaxParams>())));
   return r;
 }
 
 absl::StatusOr<std::vector<Tensor>> CrossEntropyGrad(const GradientContext& c) {
-  RILL_ASSIGN_OR_RETURN(Tensor d, One("_backward_softmax_cross_entropy", {c.inputs[0], c.inputs[1]}));
+  RILL_ASSIGN_OR_RETURN(Tensor d,
+                        One("_backward_softmax_cross_entropy", {c.inputs[0], c.inputs[1]}));
   RILL_ASSIGN_OR_RETURN(Tensor g, One("mul", {d, c.out_grads[0]}));
   return std::vector<Tensor>{g, Tensor()};
 }
@@ -290,47 +305,80 @@ ParamSchema ReduceSchema() {
 }
 
 ParamSchema SoftmaxSchema() {
-  return ParamSchema::For<SoftmaxParams>().Field("axis", &SoftmaxParams::axis,
-                                                 "the axis to normalize over (negative from the end)");
+  return ParamSchema::For<SoftmaxParams>().Field(
+      "axis", &SoftmaxParams::axis, "the axis to normalize over (negative from the end)");
 }
 
 }  // namespace
 
 void RegisterReduceOps(OpRegistry& r) {
   constexpr uint32_t kSumTypes = kFloatTypes | DTypeBit(DType::kI32) | DTypeBit(DType::kI64);
-  (void)r.Register(OpDef("sum").set_params(ReduceSchema()).set_infer_shape(ReduceShape)
-                       .set_dtypes(kSumTypes).set_gradient(SumGrad).set_doc("sum over axes"));
-  (void)r.Register(OpDef("mean").set_params(ReduceSchema()).set_infer_shape(ReduceShape)
-                       .set_gradient(MeanGrad).set_doc("mean over axes"));
-  (void)r.Register(OpDef("max").set_params(ReduceSchema()).set_infer_shape(MaxShape)
+  (void)r.Register(OpDef("sum")
+                       .set_params(ReduceSchema())
+                       .set_infer_shape(ReduceShape)
+                       .set_dtypes(kSumTypes)
+                       .set_gradient(SumGrad)
+                       .set_doc("sum over axes"));
+  (void)r.Register(OpDef("mean")
+                       .set_params(ReduceSchema())
+                       .set_infer_shape(ReduceShape)
+                       .set_gradient(MeanGrad)
+                       .set_doc("mean over axes"));
+  (void)r.Register(OpDef("max")
+                       .set_params(ReduceSchema())
+                       .set_infer_shape(MaxShape)
                        .set_doc("maximum over axes (NaN propagates)"));
-  (void)r.Register(OpDef("argmax")
-                       .set_params(ParamSchema::For<ArgmaxParams>()
-                                       .Field("axis", &ArgmaxParams::axis, "the axis (negative from the end)")
-                                       .Field("keepdims", &ArgmaxParams::keepdims, "keep the axis as size 1"))
-                       .set_infer_shape(ArgmaxShape).set_infer_type(Int64Type).set_gradient(NoGradient)
-                       .set_doc("index (int64) of the first maximum along an axis"));
-  (void)r.Register(OpDef("sum_to")
-                       .set_params(ParamSchema::For<SumToParams>().Required(
-                           "shape", &SumToParams::shape, "the target shape, broadcastable to the input's"))
-                       .set_infer_shape(SumToShape).set_dtypes(kSumTypes).set_gradient(SumToGrad)
-                       .set_doc("sums down to a shape the input broadcasts from (NumPy broadcasting's inverse)"));
-  (void)r.Register(OpDef("softmax").set_params(SoftmaxSchema()).set_infer_shape(SoftmaxShape)
-                       .set_inplace({{0, 0}}).set_gradient(SoftmaxGrad<false>));
-  (void)r.Register(OpDef("log_softmax").set_params(SoftmaxSchema()).set_infer_shape(SoftmaxShape)
-                       .set_inplace({{0, 0}}).set_gradient(SoftmaxGrad<true>));
+  (void)r.Register(
+      OpDef("argmax")
+          .set_params(ParamSchema::For<ArgmaxParams>()
+                          .Field("axis", &ArgmaxParams::axis, "the axis (negative from the end)")
+                          .Field("keepdims", &ArgmaxParams::keepdims, "keep the axis as size 1"))
+          .set_infer_shape(ArgmaxShape)
+          .set_infer_type(Int64Type)
+          .set_gradient(NoGradient)
+          .set_doc("index (int64) of the first maximum along an axis"));
+  (void)r.Register(
+      OpDef("sum_to")
+          .set_params(ParamSchema::For<SumToParams>().Required(
+              "shape", &SumToParams::shape, "the target shape, broadcastable to the input's"))
+          .set_infer_shape(SumToShape)
+          .set_dtypes(kSumTypes)
+          .set_gradient(SumToGrad)
+          .set_doc(
+              "sums down to a shape the input broadcasts from (NumPy broadcasting's inverse)"));
+  (void)r.Register(OpDef("softmax")
+                       .set_params(SoftmaxSchema())
+                       .set_infer_shape(SoftmaxShape)
+                       .set_inplace({{0, 0}})
+                       .set_gradient(SoftmaxGrad<false>));
+  (void)r.Register(OpDef("log_softmax")
+                       .set_params(SoftmaxSchema())
+                       .set_infer_shape(SoftmaxShape)
+                       .set_inplace({{0, 0}})
+                       .set_gradient(SoftmaxGrad<true>));
   // dx from (dy, y): y * (dy - sum(dy * y)); dy - exp(y) * sum(dy).
-  (void)r.Register(OpDef("_backward_softmax").set_inputs({"dy", "y"}).set_params(SoftmaxSchema())
-                       .set_infer_shape(SoftmaxShape).set_inplace({{0, 0}}));
-  (void)r.Register(OpDef("_backward_log_softmax").set_inputs({"dy", "y"}).set_params(SoftmaxSchema())
-                       .set_infer_shape(SoftmaxShape).set_inplace({{0, 0}}));
-  (void)r.Register(OpDef("softmax_cross_entropy").set_inputs({"logits", "labels"})
-                       .set_dtypes(kLabelTypes).set_infer_type(CrossEntropyType)
-                       .set_infer_shape(CrossEntropyShape).set_gradient(CrossEntropyGrad)
+  (void)r.Register(OpDef("_backward_softmax")
+                       .set_inputs({"dy", "y"})
+                       .set_params(SoftmaxSchema())
+                       .set_infer_shape(SoftmaxShape)
+                       .set_inplace({{0, 0}}));
+  (void)r.Register(OpDef("_backward_log_softmax")
+                       .set_inputs({"dy", "y"})
+                       .set_params(SoftmaxSchema())
+                       .set_infer_shape(SoftmaxShape)
+                       .set_inplace({{0, 0}}));
+  (void)r.Register(OpDef("softmax_cross_entropy")
+                       .set_inputs({"logits", "labels"})
+                       .set_dtypes(kLabelTypes)
+                       .set_infer_type(CrossEntropyType)
+                       .set_infer_shape(CrossEntropyShape)
+                       .set_gradient(CrossEntropyGrad)
                        .set_doc("mean over rows of -log softmax(logits)[label]; labels are class "
                                 "indices (int32, int64 or integral floats)"));
-  (void)r.Register(OpDef("_backward_softmax_cross_entropy").set_inputs({"logits", "labels"})
-                       .set_dtypes(kLabelTypes).set_infer_type(CrossEntropyType)
+  (void)r.Register(OpDef("_backward_softmax_cross_entropy")
+                       .set_inputs({"logits", "labels"})
+                       .set_dtypes(kLabelTypes)
+                       .set_infer_type(CrossEntropyType)
                        .set_infer_shape(CrossEntropyBackwardShape)
                        .set_doc("(softmax(logits) - onehot(labels)) / N"));
   RegisterReduceHostKernels(r);

@@ -17,14 +17,25 @@ struct ReducePlan {
   int64_t inner_reduced;
 };
 
-template <typename T> struct IsFloat { static constexpr bool value = false; };
-template <> struct IsFloat<float> { static constexpr bool value = true; };
-template <> struct IsFloat<double> { static constexpr bool value = true; };
+template <typename T>
+struct IsFloat {
+  static constexpr bool value = false;
+};
+template <>
+struct IsFloat<float> {
+  static constexpr bool value = true;
+};
+template <>
+struct IsFloat<double> {
+  static constexpr bool value = true;
+};
 
 template <typename T>
 __device__ T Lowest() {
-  if constexpr (IsFloat<T>::value) return T(-INFINITY);
-  else return T(0);
+  if constexpr (IsFloat<T>::value)
+    return T(-INFINITY);
+  else
+    return T(0);
 }
 
 template <typename T>
@@ -87,8 +98,8 @@ __device__ void Argmax(const T* x, uint64_t x_off, int64_t* out, uint64_t out_of
 }
 
 template <typename T>
-__device__ void Softmax(int is_log, const T* x, uint64_t x_off, T* out, uint64_t out_off, uint64_t lines,
-                        int64_t n, int64_t inner, int add) {
+__device__ void Softmax(int is_log, const T* x, uint64_t x_off, T* out, uint64_t out_off,
+                        uint64_t lines, int64_t n, int64_t inner, int add) {
   const uint64_t i = GlobalId();
   if (i >= lines) return;
   const int64_t start = (int64_t(i) / inner) * n * inner + int64_t(i) % inner;
@@ -106,8 +117,9 @@ __device__ void Softmax(int is_log, const T* x, uint64_t x_off, T* out, uint64_t
 }
 
 template <typename T>
-__device__ void SoftmaxBackward(int is_log, const T* dy, uint64_t dy_off, const T* y, uint64_t y_off, T* out,
-                                uint64_t out_off, uint64_t lines, int64_t n, int64_t inner, int add) {
+__device__ void SoftmaxBackward(int is_log, const T* dy, uint64_t dy_off, const T* y,
+                                uint64_t y_off, T* out, uint64_t out_off, uint64_t lines, int64_t n,
+                                int64_t inner, int add) {
   const uint64_t i = GlobalId();
   if (i >= lines) return;
   const int64_t start = (int64_t(i) / inner) * n * inner + int64_t(i) % inner;
@@ -148,8 +160,9 @@ __device__ void CrossEntropy(const T* x, uint64_t x_off, const L* labels, uint64
 }
 
 template <typename T, typename L>
-__device__ void CrossEntropyBackward(const T* x, uint64_t x_off, const L* labels, uint64_t l_off, T* out,
-                                     uint64_t out_off, int64_t rows, int64_t classes, int add) {
+__device__ void CrossEntropyBackward(const T* x, uint64_t x_off, const L* labels, uint64_t l_off,
+                                     T* out, uint64_t out_off, int64_t rows, int64_t classes,
+                                     int add) {
   const int64_t i = int64_t(GlobalId());
   if (i >= rows) return;
   const int64_t c = ClassOf(labels[l_off + i], classes);
@@ -168,37 +181,38 @@ __device__ void CrossEntropyBackward(const T* x, uint64_t x_off, const L* labels
 
 }  // namespace
 
-#define RILL_REDUCE_ENTRIES(T, S)                                                                  \
-  extern "C" __global__ void reduce_##S(int op, const T* x, uint64_t x_off, T* out, uint64_t out_off, \
-                                        uint64_t n, ReducePlan p, int add) {                        \
-    Reduce<T>(op, x, x_off, out, out_off, n, p, add);                                               \
+#define RILL_REDUCE_ENTRIES(T, S)                                                              \
+  extern "C" __global__ void reduce_##S(int op, const T* x, uint64_t x_off, T* out,            \
+                                        uint64_t out_off, uint64_t n, ReducePlan p, int add) { \
+    Reduce<T>(op, x, x_off, out, out_off, n, p, add);                                          \
   }
 
-#define RILL_FLOAT_ENTRIES(T, S)                                                                        \
-  extern "C" __global__ void argmax_##S(const T* x, uint64_t x_off, int64_t* out, uint64_t out_off,     \
-                                        uint64_t n, ReducePlan p, int add) {                            \
-    Argmax<T>(x, x_off, out, out_off, n, p, add);                                                       \
-  }                                                                                                      \
-  extern "C" __global__ void softmax_##S(int is_log, const T* x, uint64_t x_off, T* out, uint64_t out_off, \
-                                         uint64_t lines, int64_t n, int64_t inner, int add) {           \
-    Softmax<T>(is_log, x, x_off, out, out_off, lines, n, inner, add);                                   \
-  }                                                                                                      \
-  extern "C" __global__ void softmax_backward_##S(int is_log, const T* dy, uint64_t dy_off, const T* y, \
-                                                  uint64_t y_off, T* out, uint64_t out_off,             \
-                                                  uint64_t lines, int64_t n, int64_t inner, int add) {  \
-    SoftmaxBackward<T>(is_log, dy, dy_off, y, y_off, out, out_off, lines, n, inner, add);               \
+#define RILL_FLOAT_ENTRIES(T, S)                                                               \
+  extern "C" __global__ void argmax_##S(const T* x, uint64_t x_off, int64_t* out,              \
+                                        uint64_t out_off, uint64_t n, ReducePlan p, int add) { \
+    Argmax<T>(x, x_off, out, out_off, n, p, add);                                              \
+  }                                                                                            \
+  extern "C" __global__ void softmax_##S(int is_log, const T* x, uint64_t x_off, T* out,       \
+                                         uint64_t out_off, uint64_t lines, int64_t n,          \
+                                         int64_t inner, int add) {                             \
+    Softmax<T>(is_log, x, x_off, out, out_off, lines, n, inner, add);                          \
+  }                                                                                            \
+  extern "C" __global__ void softmax_backward_##S(                                             \
+      int is_log, const T* dy, uint64_t dy_off, const T* y, uint64_t y_off, T* out,            \
+      uint64_t out_off, uint64_t lines, int64_t n, int64_t inner, int add) {                   \
+    SoftmaxBackward<T>(is_log, dy, dy_off, y, y_off, out, out_off, lines, n, inner, add);      \
   }
 
-#define RILL_CROSS_ENTROPY_ENTRIES(T, S, L, LS)                                                          \
-  extern "C" __global__ void cross_entropy_##S##_##LS(const T* x, uint64_t x_off, const L* labels,      \
-                                                      uint64_t l_off, T* out, uint64_t out_off,         \
-                                                      int64_t rows, int64_t classes, int add) {         \
-    CrossEntropy<T, L>(x, x_off, labels, l_off, out, out_off, rows, classes, add);                      \
-  }                                                                                                      \
-  extern "C" __global__ void cross_entropy_backward_##S##_##LS(                                          \
-      const T* x, uint64_t x_off, const L* labels, uint64_t l_off, T* out, uint64_t out_off,            \
-      int64_t rows, int64_t classes, int add) {                                                         \
-    CrossEntropyBackward<T, L>(x, x_off, labels, l_off, out, out_off, rows, classes, add);              \
+#define RILL_CROSS_ENTROPY_ENTRIES(T, S, L, LS)                                                    \
+  extern "C" __global__ void cross_entropy_##S##_##LS(const T* x, uint64_t x_off, const L* labels, \
+                                                      uint64_t l_off, T* out, uint64_t out_off,    \
+                                                      int64_t rows, int64_t classes, int add) {    \
+    CrossEntropy<T, L>(x, x_off, labels, l_off, out, out_off, rows, classes, add);                 \
+  }                                                                                                \
+  extern "C" __global__ void cross_entropy_backward_##S##_##LS(                                    \
+      const T* x, uint64_t x_off, const L* labels, uint64_t l_off, T* out, uint64_t out_off,       \
+      int64_t rows, int64_t classes, int add) {                                                    \
+    CrossEntropyBackward<T, L>(x, x_off, labels, l_off, out, out_off, rows, classes, add);         \
   }
 
 RILL_REDUCE_ENTRIES(float, f32)

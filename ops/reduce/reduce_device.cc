@@ -168,16 +168,19 @@ __kernel void cross_entropy_backward(__global const T* x, ulong x_off, __global 
 // `entry` for `dtype` (and `labels`' type for cross-entropy).
 absl::StatusOr<const Kernel*> Get(OpContext& ctx, DType dtype, const char* entry,
                                   DType labels = DType::kI32, bool with_labels = false) {
-  const std::string suffix = with_labels ? absl::StrCat(DTypeSuffix(dtype), "_", DTypeSuffix(labels))
-                                         : std::string(DTypeSuffix(dtype));
+  const std::string suffix = with_labels
+                                 ? absl::StrCat(DTypeSuffix(dtype), "_", DTypeSuffix(labels))
+                                 : std::string(DTypeSuffix(dtype));
   const std::string key = absl::StrCat("reduce.", entry, ".", suffix);
-  return DeviceKernel(ctx, key, RILL_OPS_FATBIN(reduce), absl::StrCat(entry, "_", suffix), entry, [&] {
-    const bool fl = dtype == DType::kF32 || dtype == DType::kF64;
-    const bool f64 = dtype == DType::kF64 || (with_labels && labels == DType::kF64);
-    return absl::StrCat(f64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "", "#define T ",
-                        OpenClTypeName(dtype), "\n#define L ", OpenClTypeName(labels), "\n#define IS_FLOAT ",
-                        fl ? 1 : 0, "\n", kSource);
-  });
+  return DeviceKernel(
+      ctx, key, RILL_OPS_FATBIN(reduce), absl::StrCat(entry, "_", suffix), entry, [&] {
+        const bool fl = dtype == DType::kF32 || dtype == DType::kF64;
+        const bool f64 = dtype == DType::kF64 || (with_labels && labels == DType::kF64);
+        return absl::StrCat(f64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "",
+                            "#define T ", OpenClTypeName(dtype), "\n#define L ",
+                            OpenClTypeName(labels), "\n#define IS_FLOAT ", fl ? 1 : 0, "\n",
+                            kSource);
+      });
 }
 
 int AddFlag(OpContext& ctx) { return ctx.req(0) == OpReqType::kAddTo ? 1 : 0; }
@@ -190,8 +193,12 @@ absl::Status DeviceReduce(OpContext& ctx) {
   RILL_ASSIGN_OR_RETURN(const Kernel* k, Get(ctx, x.dtype, "reduce"));
   LaunchArgs args;
   // An empty input has no block; the kernel reads none of it (red_size 0).
-  args.Value<int32_t>(static_cast<int32_t>(C)).Tensor(x.size() == 0 ? out : x).Tensor(out).Value<uint64_t>(out.size())
-      .Value(plan).Value<int32_t>(AddFlag(ctx));
+  args.Value<int32_t>(static_cast<int32_t>(C))
+      .Tensor(x.size() == 0 ? out : x)
+      .Tensor(out)
+      .Value<uint64_t>(out.size())
+      .Value(plan)
+      .Value<int32_t>(AddFlag(ctx));
   return Launch1D(ctx, *k, out.size(), args.Take());
 }
 
@@ -214,8 +221,13 @@ absl::Status DeviceSoftmax(OpContext& ctx) {
   const uint64_t lines = static_cast<uint64_t>(s.outer * s.inner);
   RILL_ASSIGN_OR_RETURN(const Kernel* k, Get(ctx, x.dtype, "softmax"));
   LaunchArgs args;
-  args.Value<int32_t>(kLog ? 1 : 0).Tensor(x).Tensor(out).Value<uint64_t>(lines).Value<int64_t>(s.n)
-      .Value<int64_t>(s.inner).Value<int32_t>(AddFlag(ctx));
+  args.Value<int32_t>(kLog ? 1 : 0)
+      .Tensor(x)
+      .Tensor(out)
+      .Value<uint64_t>(lines)
+      .Value<int64_t>(s.n)
+      .Value<int64_t>(s.inner)
+      .Value<int32_t>(AddFlag(ctx));
   return Launch1D(ctx, *k, lines, args.Take());
 }
 
@@ -228,8 +240,14 @@ absl::Status DeviceSoftmaxBackward(OpContext& ctx) {
   const uint64_t lines = static_cast<uint64_t>(s.outer * s.inner);
   RILL_ASSIGN_OR_RETURN(const Kernel* k, Get(ctx, y.dtype, "softmax_backward"));
   LaunchArgs args;
-  args.Value<int32_t>(kLog ? 1 : 0).Tensor(dy).Tensor(y).Tensor(out).Value<uint64_t>(lines)
-      .Value<int64_t>(s.n).Value<int64_t>(s.inner).Value<int32_t>(AddFlag(ctx));
+  args.Value<int32_t>(kLog ? 1 : 0)
+      .Tensor(dy)
+      .Tensor(y)
+      .Tensor(out)
+      .Value<uint64_t>(lines)
+      .Value<int64_t>(s.n)
+      .Value<int64_t>(s.inner)
+      .Value<int32_t>(AddFlag(ctx));
   return Launch1D(ctx, *k, lines, args.Take());
 }
 
@@ -238,12 +256,16 @@ absl::Status DeviceCrossEntropy(OpContext& ctx) {
   const TensorArg &x = ctx.in(0), &labels = ctx.in(1), &out = ctx.out(0);
   if (out.size() == 0) return absl::OkStatus();
   const int64_t rows = x.shape[0], classes = x.shape[1];
-  RILL_ASSIGN_OR_RETURN(const Kernel* k, Get(ctx, x.dtype, kBackward ? "cross_entropy_backward" : "cross_entropy",
-                                             labels.dtype, true));
+  RILL_ASSIGN_OR_RETURN(const Kernel* k,
+                        Get(ctx, x.dtype, kBackward ? "cross_entropy_backward" : "cross_entropy",
+                            labels.dtype, true));
   LaunchArgs args;
   // Empty inputs have no block; the kernels read none of them.
-  args.Tensor(x.size() == 0 ? out : x).Tensor(labels.size() == 0 ? out : labels).Tensor(out)
-      .Value<int64_t>(rows).Value<int64_t>(classes)
+  args.Tensor(x.size() == 0 ? out : x)
+      .Tensor(labels.size() == 0 ? out : labels)
+      .Tensor(out)
+      .Value<int64_t>(rows)
+      .Value<int64_t>(classes)
       .Value<int32_t>(AddFlag(ctx));
   return Launch1D(ctx, *k, kBackward ? static_cast<uint64_t>(rows) : 1, args.Take());
 }

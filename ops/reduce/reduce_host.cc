@@ -193,7 +193,8 @@ absl::Status HostSoftmax(OpContext& ctx) {
         }
         for (int64_t k = 0; k < s.n; ++k) {
           const T* row = px + k * s.inner;
-          for (int64_t j = 0; j < s.inner; ++j) m[j] = (row[j] > m[j] || row[j] != row[j]) && m[j] == m[j] ? row[j] : m[j];
+          for (int64_t j = 0; j < s.inner; ++j)
+            m[j] = (row[j] > m[j] || row[j] != row[j]) && m[j] == m[j] ? row[j] : m[j];
         }
         for (int64_t k = 0; k < s.n; ++k) {
           const T* row = px + k * s.inner;
@@ -262,8 +263,8 @@ absl::StatusOr<int64_t> LabelAt(const L* labels, int64_t i, int64_t classes) {
   const L v = labels[i];
   const double d = static_cast<double>(v);
   if (!(d >= 0 && d < static_cast<double>(classes) && d == std::floor(d))) {
-    return absl::InvalidArgumentError(absl::StrCat("label ", d, " of row ", i,
-                                                   " is not a class index in [0, ", classes, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("label ", d, " of row ", i, " is not a class index in [0, ", classes, ")"));
   }
   return static_cast<int64_t>(d);
 }
@@ -277,7 +278,8 @@ absl::Status CrossEntropyLoop(const T* x, const L* labels, T* out, int64_t rows,
     RILL_ASSIGN_OR_RETURN(int64_t label, LabelAt(labels, i, classes));
     const T* row = x + i * classes;
     T m = -std::numeric_limits<T>::infinity();
-    for (int64_t c = 0; c < classes; ++c) m = (row[c] > m || row[c] != row[c]) && m == m ? row[c] : m;
+    for (int64_t c = 0; c < classes; ++c)
+      m = (row[c] > m || row[c] != row[c]) && m == m ? row[c] : m;
     T sum = 0;
     for (int64_t c = 0; c < classes; ++c) sum += std::exp(row[c] - m);
     if (!backward) {
@@ -331,7 +333,8 @@ void RegisterReduceHostKernels(OpRegistry& r) {
   (void)r.RegisterKernel("_backward_softmax", "host", {HostSoftmaxBackward<false>, kReqs});
   (void)r.RegisterKernel("_backward_log_softmax", "host", {HostSoftmaxBackward<true>, kReqs});
   (void)r.RegisterKernel("softmax_cross_entropy", "host", {HostCrossEntropy<false>, kReqs});
-  (void)r.RegisterKernel("_backward_softmax_cross_entropy", "host", {HostCrossEntropy<true>, kReqs});
+  (void)r.RegisterKernel("_backward_softmax_cross_entropy", "host",
+                         {HostCrossEntropy<true>, kReqs});
 }
 
 }  // namespace rill::ops

@@ -27,9 +27,9 @@ std::string Tuple(const std::vector<int64_t>& v) { return FormatIntTuple(v); }
 // Runs `op` under kWriteTo, kAddTo, kNullOp and (when output 0 matches input
 // 0) kWriteInplace, comparing with `want`.
 template <typename T, typename TOut = T>
-void CheckAllRequests(engine::Engine* eng, Context ctx, const std::string& op, std::vector<Tensor> in,
-                      const Attrs& attrs, const std::vector<TOut>& want, const Shape& want_shape,
-                      double tol, const std::string& what) {
+void CheckAllRequests(engine::Engine* eng, Context ctx, const std::string& op,
+                      std::vector<Tensor> in, const Attrs& attrs, const std::vector<TOut>& want,
+                      const Shape& want_shape, double tol, const std::string& what) {
   auto r = Invoke(op, in, attrs);
   ASSERT_TRUE(r.ok()) << what << ": " << r.status();
   ASSERT_EQ((*r)[0].shape(), want_shape) << what;
@@ -62,7 +62,8 @@ void CheckAllRequests(engine::Engine* eng, Context ctx, const std::string& op, s
 // Naive reduction: out[kept index] = f over the reduced elements.
 enum class Kind { kSum, kMean, kMax };
 template <typename T>
-std::vector<T> NaiveReduce(const std::vector<T>& x, const Shape& s, const std::vector<bool>& mask, Kind k) {
+std::vector<T> NaiveReduce(const std::vector<T>& x, const Shape& s, const std::vector<bool>& mask,
+                           Kind k) {
   std::vector<int64_t> out_dims;
   for (int d = 0; d < s.rank(); ++d) {
     if (!mask[d]) out_dims.push_back(s[d]);
@@ -87,15 +88,18 @@ std::vector<T> NaiveReduce(const std::vector<T>& x, const Shape& s, const std::v
     acc[o] = k == Kind::kMax ? std::max(acc[o], v) : acc[o] + v;
   }
   std::vector<T> out(n_out);
-  for (int64_t o = 0; o < n_out; ++o) out[o] = static_cast<T>(k == Kind::kMean ? acc[o] / count : acc[o]);
+  for (int64_t o = 0; o < n_out; ++o)
+    out[o] = static_cast<T>(k == Kind::kMean ? acc[o] / count : acc[o]);
   return out;
 }
 
 Shape ReducedShape(const Shape& s, const std::vector<bool>& mask, bool keep) {
   Shape out;
   for (int d = 0; d < s.rank(); ++d) {
-    if (!mask[d]) out.mutable_dims().push_back(s[d]);
-    else if (keep) out.mutable_dims().push_back(1);
+    if (!mask[d])
+      out.mutable_dims().push_back(s[d]);
+    else if (keep)
+      out.mutable_dims().push_back(1);
   }
   return out;
 }
@@ -113,17 +117,22 @@ void CheckReduce(engine::Engine* eng, Context ctx, const std::string& op, Kind k
   auto t = *Tensor::FromHost<T>(x, s, ctx, eng);
   const auto mask = MaskOf(s, axes);
   const auto want = NaiveReduce<T>(x, s, mask, kind);
-  const std::string what = op + " " + DTypeName(DTypeOf<T>()) + s.ToString() + " axes " + Tuple(axes) +
-                           (keep ? " keepdims" : "") + " on " + ctx.ToString();
-  CheckAllRequests<T>(eng, ctx, op, {t}, {{"axes", Tuple(axes)}, {"keepdims", keep ? "true" : "false"}},
-                      want, ReducedShape(s, mask, keep), 1e-5, what);
+  const std::string what = op + " " + DTypeName(DTypeOf<T>()) + s.ToString() + " axes " +
+                           Tuple(axes) + (keep ? " keepdims" : "") + " on " + ctx.ToString();
+  CheckAllRequests<T>(eng, ctx, op, {t},
+                      {{"axes", Tuple(axes)}, {"keepdims", keep ? "true" : "false"}}, want,
+                      ReducedShape(s, mask, keep), 1e-5, what);
 }
 
 TEST_P(ReduceTest, SumMeanMaxMatchNaiveLoopsUnderEveryRequest) {
-  struct Case { Shape s; std::vector<int64_t> axes; };
-  const Case cases[] = {{{2, 3, 4}, {}},     {{2, 3, 4}, {0}},     {{2, 3, 4}, {1}},   {{2, 3, 4}, {-1}},
-                        {{2, 3, 4}, {0, 2}}, {{2, 3, 4}, {1, 2}},  {{2, 3, 4}, {0, 1}}, {{5}, {0}},
-                        {{}, {}},            {{3, 1, 70, 5}, {2}}, {{4, 1, 3}, {1}},   {{2, 3, 2, 3, 2}, {0, 2, 4}}};
+  struct Case {
+    Shape s;
+    std::vector<int64_t> axes;
+  };
+  const Case cases[] = {{{2, 3, 4}, {}},      {{2, 3, 4}, {0}},    {{2, 3, 4}, {1}},
+                        {{2, 3, 4}, {-1}},    {{2, 3, 4}, {0, 2}}, {{2, 3, 4}, {1, 2}},
+                        {{2, 3, 4}, {0, 1}},  {{5}, {0}},          {{}, {}},
+                        {{3, 1, 70, 5}, {2}}, {{4, 1, 3}, {1}},    {{2, 3, 2, 3, 2}, {0, 2, 4}}};
   for (const Case& c : cases) {
     for (bool keep : {false, true}) {
       CheckReduce<float>(engine_.get(), ctx(), "sum", Kind::kSum, c.s, c.axes, keep);
@@ -187,16 +196,16 @@ TEST_P(ReduceTest, ArgmaxMatchesNaiveLoopsUnderEveryRequest) {
         }
       }
       for (bool f32 : {false, true}) {
-        const std::string what = "argmax axis " + std::to_string(axis) + (f32 ? " f32" : " f64") + " on " +
-                                 ctx().ToString();
+        const std::string what = "argmax axis " + std::to_string(axis) + (f32 ? " f32" : " f64") +
+                                 " on " + ctx().ToString();
         const Attrs attrs = {{"axis", std::to_string(axis)}, {"keepdims", keep ? "1" : "0"}};
         if (f32) {
           std::vector<float> xf(x.begin(), x.end());
-          CheckAllRequests<float, int64_t>(engine_.get(), ctx(), "argmax", {Make<float>(xf, s)}, attrs, want,
-                                           os, 0, what);
+          CheckAllRequests<float, int64_t>(engine_.get(), ctx(), "argmax", {Make<float>(xf, s)},
+                                           attrs, want, os, 0, what);
         } else {
-          CheckAllRequests<double, int64_t>(engine_.get(), ctx(), "argmax", {Make<double>(x, s)}, attrs, want,
-                                            os, 0, what);
+          CheckAllRequests<double, int64_t>(engine_.get(), ctx(), "argmax", {Make<double>(x, s)},
+                                            attrs, want, os, 0, what);
         }
       }
     }
@@ -204,13 +213,17 @@ TEST_P(ReduceTest, ArgmaxMatchesNaiveLoopsUnderEveryRequest) {
 }
 
 TEST_P(ReduceTest, SumToInvertsBroadcasting) {
-  struct Case { Shape in; std::vector<int64_t> to; };
-  const Case cases[] = {{{2, 3, 4}, {3, 1}}, {{2, 3, 4}, {1, 4}}, {{2, 3, 4}, {2, 1, 1}}, {{2, 3, 4}, {4}},
-                        {{2, 3, 4}, {}},     {{2, 3, 4}, {2, 3, 4}}, {{3, 1}, {1}},     {{5, 6}, {5, 1}},
-                        {{1, 6}, {1, 1, 6}}};
+  struct Case {
+    Shape in;
+    std::vector<int64_t> to;
+  };
+  const Case cases[] = {{{2, 3, 4}, {3, 1}}, {{2, 3, 4}, {1, 4}}, {{2, 3, 4}, {2, 1, 1}},
+                        {{2, 3, 4}, {4}},    {{2, 3, 4}, {}},     {{2, 3, 4}, {2, 3, 4}},
+                        {{3, 1}, {1}},       {{5, 6}, {5, 1}},    {{1, 6}, {1, 1, 6}}};
   for (const Case& c : cases) {
     if (c.to.size() > static_cast<size_t>(c.in.rank())) {
-      auto r = Invoke("sum_to", {Make<float>(std::vector<float>(6, 1), c.in)}, {{"shape", Tuple(c.to)}});
+      auto r =
+          Invoke("sum_to", {Make<float>(std::vector<float>(6, 1), c.in)}, {{"shape", Tuple(c.to)}});
       EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
       continue;
     }
@@ -220,14 +233,16 @@ TEST_P(ReduceTest, SumToInvertsBroadcasting) {
       mask[d] = td < 0 || c.to[td] == 1;
     }
     const Shape want_shape{absl::MakeConstSpan(c.to)};
-    const std::string what = "sum_to " + c.in.ToString() + " -> " + Tuple(c.to) + " on " + ctx().ToString();
+    const std::string what =
+        "sum_to " + c.in.ToString() + " -> " + Tuple(c.to) + " on " + ctx().ToString();
     const auto x = RandomData<double>(c.in.NumElements(), 11, -3, 3);
-    CheckAllRequests<double>(engine_.get(), ctx(), "sum_to", {Make<double>(x, c.in)}, {{"shape", Tuple(c.to)}},
-                             NaiveReduce<double>(x, c.in, mask, Kind::kSum), want_shape, 1e-12, what);
+    CheckAllRequests<double>(
+        engine_.get(), ctx(), "sum_to", {Make<double>(x, c.in)}, {{"shape", Tuple(c.to)}},
+        NaiveReduce<double>(x, c.in, mask, Kind::kSum), want_shape, 1e-12, what);
     const auto xi = RandomData<int32_t>(c.in.NumElements(), 12, -9, 9);
-    CheckAllRequests<int32_t>(engine_.get(), ctx(), "sum_to", {Make<int32_t>(xi, c.in)},
-                              {{"shape", Tuple(c.to)}}, NaiveReduce<int32_t>(xi, c.in, mask, Kind::kSum),
-                              want_shape, 0, what + " i32");
+    CheckAllRequests<int32_t>(
+        engine_.get(), ctx(), "sum_to", {Make<int32_t>(xi, c.in)}, {{"shape", Tuple(c.to)}},
+        NaiveReduce<int32_t>(xi, c.in, mask, Kind::kSum), want_shape, 0, what + " i32");
   }
 }
 
@@ -245,7 +260,8 @@ std::vector<T> NaiveSoftmax(const std::vector<T>& x, const Shape& s, int axis, b
       for (int64_t k = 0; k < n; ++k) m = std::max(m, static_cast<double>(x[at(k)]));
       for (int64_t k = 0; k < n; ++k) sum += std::exp(x[at(k)] - m);
       for (int64_t k = 0; k < n; ++k) {
-        out[at(k)] = static_cast<T>(log ? x[at(k)] - m - std::log(sum) : std::exp(x[at(k)] - m) / sum);
+        out[at(k)] =
+            static_cast<T>(log ? x[at(k)] - m - std::log(sum) : std::exp(x[at(k)] - m) / sum);
       }
     }
   }
@@ -260,7 +276,8 @@ TEST_P(ReduceTest, SoftmaxAndLogSoftmaxMatchNaiveLoopsUnderEveryRequest) {
     const int a = axis < 0 ? axis + 3 : axis;
     for (const char* op : {"softmax", "log_softmax"}) {
       const bool log = std::string(op) == "log_softmax";
-      const std::string what = std::string(op) + " axis " + std::to_string(axis) + " on " + ctx().ToString();
+      const std::string what =
+          std::string(op) + " axis " + std::to_string(axis) + " on " + ctx().ToString();
       const Attrs attrs = {{"axis", std::to_string(axis)}};
       CheckAllRequests<double>(engine_.get(), ctx(), op, {Make<double>(x, s)}, attrs,
                                NaiveSoftmax<double>(x, s, a, log), s, 1e-12, what);
@@ -314,20 +331,23 @@ void CheckCrossEntropy(ReduceTest* t, engine::Engine* eng, Context ctx) {
     for (int64_t k = 0; k < c; ++k) sum += std::exp(x[i * c + k] - m);
     loss += m + std::log(sum) - x[i * c + static_cast<int64_t>(labels[i])];
     for (int64_t k = 0; k < c; ++k) {
-      d[i * c + k] = (std::exp(x[i * c + k] - m) / sum - (k == static_cast<int64_t>(labels[i]) ? 1 : 0)) / n;
+      d[i * c + k] =
+          (std::exp(x[i * c + k] - m) / sum - (k == static_cast<int64_t>(labels[i]) ? 1 : 0)) / n;
     }
   }
   auto tx = *Tensor::FromHost<double>(x, {n, c}, ctx, eng);
   auto tl = *Tensor::FromHost<L>(labels, {n}, ctx, eng);
-  const std::string what = std::string("labels ") + DTypeName(DTypeOf<L>()) + " on " + ctx.ToString();
-  CheckAllRequests<double>(eng, ctx, "softmax_cross_entropy", {tx, tl}, {}, {loss / n}, Shape{}, 1e-12,
-                           "softmax_cross_entropy " + what);
-  CheckAllRequests<double>(eng, ctx, "_backward_softmax_cross_entropy", {tx, tl}, {}, d, Shape{n, c}, 1e-12,
-                           "_backward_softmax_cross_entropy " + what);
+  const std::string what =
+      std::string("labels ") + DTypeName(DTypeOf<L>()) + " on " + ctx.ToString();
+  CheckAllRequests<double>(eng, ctx, "softmax_cross_entropy", {tx, tl}, {}, {loss / n}, Shape{},
+                           1e-12, "softmax_cross_entropy " + what);
+  CheckAllRequests<double>(eng, ctx, "_backward_softmax_cross_entropy", {tx, tl}, {}, d,
+                           Shape{n, c}, 1e-12, "_backward_softmax_cross_entropy " + what);
   std::vector<float> xf(x.begin(), x.end());
   auto r = Invoke("softmax_cross_entropy", {*Tensor::FromHost<float>(xf, {n, c}, ctx, eng), tl});
   ASSERT_TRUE(r.ok()) << r.status();
-  ExpectNear(*(*r)[0].template ToHost<float>(), {static_cast<float>(loss / n)}, 1e-5, "f32 " + what);
+  ExpectNear(*(*r)[0].template ToHost<float>(), {static_cast<float>(loss / n)}, 1e-5,
+             "f32 " + what);
 }
 
 TEST_P(ReduceTest, SoftmaxCrossEntropyMatchesNaiveLoopsForEveryLabelType) {
@@ -397,19 +417,24 @@ TEST_P(ReduceTest, GradientsMatchFiniteDifferences) {
 
 TEST_P(ReduceTest, BadInputsGetClearErrors) {
   auto a = Make<float>(std::vector<float>(24, 1), {2, 3, 4});
-  auto expect = [](const absl::StatusOr<std::vector<Tensor>>& r, absl::StatusCode code, const std::string& text) {
+  auto expect = [](const absl::StatusOr<std::vector<Tensor>>& r, absl::StatusCode code,
+                   const std::string& text) {
     EXPECT_EQ(r.status().code(), code) << r.status();
-    EXPECT_NE(r.status().message().find(text), std::string::npos) << "want '" << text << "' in " << r.status();
+    EXPECT_NE(r.status().message().find(text), std::string::npos)
+        << "want '" << text << "' in " << r.status();
   };
   expect(Invoke("sum", {a}, {{"axes", "(5,)"}}), absl::StatusCode::kInvalidArgument, "5");
   expect(Invoke("mean", {a}, {{"axes", "(-4,)"}}), absl::StatusCode::kInvalidArgument, "-4");
-  expect(Invoke("max", {a}, {{"axes", "(1, -2)"}}), absl::StatusCode::kInvalidArgument, "axis -2 is given twice");
+  expect(Invoke("max", {a}, {{"axes", "(1, -2)"}}), absl::StatusCode::kInvalidArgument,
+         "axis -2 is given twice");
   expect(Invoke("sum", {a}, {{"axes", "(x)"}}), absl::StatusCode::kInvalidArgument, "int tuple");
   expect(Invoke("sum", {a}, {{"axis", "1"}}), absl::StatusCode::kInvalidArgument, "'axis'");
   expect(Invoke("argmax", {a}, {{"axis", "3"}}), absl::StatusCode::kInvalidArgument, "3");
   expect(Invoke("softmax", {a}, {{"axis", "-7"}}), absl::StatusCode::kInvalidArgument, "-7");
-  expect(Invoke("sum_to", {a}, {{"shape", "(2, 4)"}}), absl::StatusCode::kInvalidArgument, "(2, 4)");
-  expect(Invoke("sum_to", {a}, {{"shape", "(1, 1, 1, 4)"}}), absl::StatusCode::kInvalidArgument, "(1, 1, 1, 4)");
+  expect(Invoke("sum_to", {a}, {{"shape", "(2, 4)"}}), absl::StatusCode::kInvalidArgument,
+         "(2, 4)");
+  expect(Invoke("sum_to", {a}, {{"shape", "(1, 1, 1, 4)"}}), absl::StatusCode::kInvalidArgument,
+         "(1, 1, 1, 4)");
   expect(Invoke("sum_to", {a}, {{"shape", "(-1, 4)"}}), absl::StatusCode::kInvalidArgument, "-1");
   expect(Invoke("sum_to", {a}), absl::StatusCode::kInvalidArgument, "'shape'");
   auto u8 = Make<uint8_t>({1, 2}, {2});
@@ -421,8 +446,8 @@ TEST_P(ReduceTest, BadInputsGetClearErrors) {
   auto logits = Make<float>(std::vector<float>(6, 0.5f), {2, 3});
   expect(Invoke("softmax_cross_entropy", {logits, Make<int32_t>({0, 1, 2}, {3})}),
          absl::StatusCode::kInvalidArgument, "[3]");
-  expect(Invoke("softmax_cross_entropy", {a, Make<int32_t>({0, 1}, {2})}), absl::StatusCode::kInvalidArgument,
-         "[2, 3, 4]");
+  expect(Invoke("softmax_cross_entropy", {a, Make<int32_t>({0, 1}, {2})}),
+         absl::StatusCode::kInvalidArgument, "[2, 3, 4]");
   expect(Invoke("softmax_cross_entropy", {i32, i32}), absl::StatusCode::kInvalidArgument, "int32");
   if (ctx().is_host() || ctx().ToString().rfind("host", 0) == 0) {
     // Host kernels check every label; a bad one poisons the output with its value.
@@ -448,7 +473,8 @@ TEST_P(ReduceTest, BadInputsGetClearErrors) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllContexts, ReduceTest, ::testing::ValuesIn(AllContexts()), testing::ContextName);
+INSTANTIATE_TEST_SUITE_P(AllContexts, ReduceTest, ::testing::ValuesIn(AllContexts()),
+                         testing::ContextName);
 
 }  // namespace
 }  // namespace rill::ops

@@ -38,7 +38,8 @@ inline uint16_t FloatToHalf(float f) {
   const uint32_t sign = (u >> 16) & 0x8000u;
   const uint32_t abs = u & 0x7fffffffu;
   if (abs >= 0x7f800000u) {  // Inf or NaN (quiet NaN kept NaN).
-    return static_cast<uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u | ((abs >> 13) & 0x3ffu) : 0));
+    return static_cast<uint16_t>(sign | 0x7c00u |
+                                 (abs > 0x7f800000u ? 0x200u | ((abs >> 13) & 0x3ffu) : 0));
   }
   if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // Rounds to >= 65520: Inf.
   if (abs < 0x38800000u) {  // Below 2^-14: subnormal half (or zero), round to nearest even.

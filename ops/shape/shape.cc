@@ -39,8 +39,9 @@ absl::StatusOr<CopyPlan> MakeCopyPlan(absl::Span<const int64_t> dims, absl::Span
     t.push_back(dst[i]);
   }
   if (d.size() > static_cast<size_t>(kCopyMaxRank)) {
-    return absl::UnimplementedError(absl::StrCat("a strided copy over dims (", absl::StrJoin(dims, ", "),
-                                                 ") needs ", d.size(), " axes; kernels handle ", kCopyMaxRank));
+    return absl::UnimplementedError(absl::StrCat("a strided copy over dims (",
+                                                 absl::StrJoin(dims, ", "), ") needs ", d.size(),
+                                                 " axes; kernels handle ", kCopyMaxRank));
   }
   CopyPlan p;
   p.rank = static_cast<int64_t>(d.size());
@@ -60,14 +61,15 @@ absl::StatusOr<std::vector<int64_t>> TransposeAxes(const TransposeParams& p, int
   }
   if (static_cast<int>(p.axes.size()) != rank) {
     return absl::InvalidArgumentError(absl::StrCat("axes=(", absl::StrJoin(p.axes, ", "), ") has ",
-                                                   p.axes.size(), " entries for a rank-", rank, " input"));
+                                                   p.axes.size(), " entries for a rank-", rank,
+                                                   " input"));
   }
   std::vector<bool> seen(rank, false);
   for (int i = 0; i < rank; ++i) {
     absl::StatusOr<int> a = NormalizeAxis(p.axes[i], rank);
     if (!a.ok() || seen[*a]) {
-      return absl::InvalidArgumentError(absl::StrCat("axes=(", absl::StrJoin(p.axes, ", "),
-                                                     ") is not a permutation of the ", rank, " axes"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "axes=(", absl::StrJoin(p.axes, ", "), ") is not a permutation of the ", rank, " axes"));
     }
     seen[*a] = true;
     axes[i] = *a;
@@ -86,12 +88,13 @@ absl::StatusOr<StridedCopy> TransposeCopy(const TensorArg& in, const TensorArg& 
   return c;
 }
 
-absl::Status SliceBounds(const Shape& in, const SliceParams& p, std::vector<int64_t>* begin, Shape* out) {
+absl::Status SliceBounds(const Shape& in, const SliceParams& p, std::vector<int64_t>* begin,
+                         Shape* out) {
   const int r = in.rank();
   if (p.begin.size() != p.end.size() || static_cast<int>(p.begin.size()) > r) {
-    return absl::InvalidArgumentError(absl::StrCat("begin=(", absl::StrJoin(p.begin, ", "), ") and end=(",
-                                                   absl::StrJoin(p.end, ", "), ") must have the same length, at most ",
-                                                   r, " (the input is ", in.ToString(), ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "begin=(", absl::StrJoin(p.begin, ", "), ") and end=(", absl::StrJoin(p.end, ", "),
+        ") must have the same length, at most ", r, " (the input is ", in.ToString(), ")"));
   }
   begin->assign(r, 0);
   *out = in;
@@ -100,8 +103,9 @@ absl::Status SliceBounds(const Shape& in, const SliceParams& p, std::vector<int6
     int64_t b = p.begin[d] < 0 ? p.begin[d] + n : p.begin[d];
     int64_t e = p.end[d] < 0 ? p.end[d] + n : p.end[d];
     if (b < 0 || b > n || e < b || e > n) {
-      return absl::InvalidArgumentError(absl::StrCat("slice [", p.begin[d], ", ", p.end[d], ") of axis ", d,
-                                                     " (size ", n, ") is out of range"));
+      return absl::InvalidArgumentError(absl::StrCat("slice [", p.begin[d], ", ", p.end[d],
+                                                     ") of axis ", d, " (size ", n,
+                                                     ") is out of range"));
     }
     (*begin)[d] = b;
     out->set_dim(d, e - b);
@@ -109,8 +113,8 @@ absl::Status SliceBounds(const Shape& in, const SliceParams& p, std::vector<int6
   return absl::OkStatus();
 }
 
-absl::StatusOr<StridedCopy> SliceCopy(const TensorArg& big, const TensorArg& small, const SliceParams& p,
-                                      bool backward) {
+absl::StatusOr<StridedCopy> SliceCopy(const TensorArg& big, const TensorArg& small,
+                                      const SliceParams& p, bool backward) {
   std::vector<int64_t> begin;
   Shape shape;
   RILL_RETURN_IF_ERROR(SliceBounds(big.shape, p, &begin, &shape));
@@ -133,7 +137,8 @@ absl::StatusOr<StridedCopy> SliceCopy(const TensorArg& big, const TensorArg& sma
   return c;
 }
 
-absl::StatusOr<StridedCopy> ConcatCopy(const TensorArg& in, const TensorArg& out, int axis, int64_t offset) {
+absl::StatusOr<StridedCopy> ConcatCopy(const TensorArg& in, const TensorArg& out, int axis,
+                                       int64_t offset) {
   const std::vector<int64_t> os = ContiguousStrides(out.shape);
   StridedCopy c{in, out};
   c.dst_base = offset * os[axis];
@@ -160,7 +165,8 @@ absl::Status ReshapeShape(const InferContext& ctx, std::vector<Shape>* out) {
       }
       v = in[i];
     } else if (v == -1) {
-      if (infer >= 0) return absl::InvalidArgumentError(absl::StrCat(text, " has more than one -1"));
+      if (infer >= 0)
+        return absl::InvalidArgumentError(absl::StrCat(text, " has more than one -1"));
       infer = static_cast<int>(i);
       v = 1;
     } else if (v < 0) {
@@ -175,15 +181,16 @@ absl::Status ReshapeShape(const InferContext& ctx, std::vector<Shape>* out) {
   const int64_t n = in.NumElements();
   if (infer >= 0) {
     if (known == 0 || n % known != 0) {
-      return absl::InvalidArgumentError(absl::StrCat("cannot reshape ", in.ToString(), " (", n,
-                                                     " elements) to ", text));
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot reshape ", in.ToString(), " (", n, " elements) to ", text));
     }
     s.set_dim(infer, n / known);
     known = n;
   }
   if (known != n) {
     return absl::InvalidArgumentError(absl::StrCat("cannot reshape ", in.ToString(), " (", n,
-                                                   " elements) to ", text, " (", known, " elements)"));
+                                                   " elements) to ", text, " (", known,
+                                                   " elements)"));
   }
   (*out)[0] = s;
   return absl::OkStatus();
@@ -203,7 +210,8 @@ absl::Status FlattenShape(const InferContext& ctx, std::vector<Shape>* out) {
 
 absl::Status TransposeShape(const InferContext& ctx, std::vector<Shape>* out) {
   const Shape& in = ctx.in_shapes[0];
-  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> axes, TransposeAxes(ctx.p<TransposeParams>(), in.rank()));
+  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> axes,
+                        TransposeAxes(ctx.p<TransposeParams>(), in.rank()));
   Shape s = in;
   for (int d = 0; d < in.rank(); ++d) s.set_dim(d, in[axes[d]]);
   (*out)[0] = s;
@@ -237,8 +245,9 @@ absl::Status ConcatShape(const InferContext& ctx, std::vector<Shape>* out) {
     bool ok = x.rank() == first.rank();
     for (int d = 0; ok && d < x.rank(); ++d) ok = d == axis || x[d] == first[d];
     if (!ok) {
-      return absl::InvalidArgumentError(absl::StrCat("concat along axis ", axis, ": input ", i, " is ",
-                                                     x.ToString(), " but input 0 is ", first.ToString()));
+      return absl::InvalidArgumentError(absl::StrCat("concat along axis ", axis, ": input ", i,
+                                                     " is ", x.ToString(), " but input 0 is ",
+                                                     first.ToString()));
     }
     total += x[axis];
   }
@@ -257,7 +266,8 @@ absl::Status SliceBackwardType(const InferContext& ctx, std::vector<DType>* out)
   return absl::OkStatus();
 }
 
-absl::StatusOr<Tensor> One(const char* op, std::vector<Tensor> in, std::shared_ptr<const void> params) {
+absl::StatusOr<Tensor> One(const char* op, std::vector<Tensor> in,
+                           std::shared_ptr<const void> params) {
   RILL_ASSIGN_OR_RETURN(auto r, Invoke(BuiltinOp(op), in, std::move(params)));
   return r[0];
 }
@@ -270,7 +280,8 @@ absl::StatusOr<std::vector<Tensor>> ReshapeBack(const GradientContext& c) {  // 
 }
 
 absl::StatusOr<std::vector<Tensor>> TransposeBack(const GradientContext& c) {
-  RILL_ASSIGN_OR_RETURN(auto axes, TransposeAxes(c.p<TransposeParams>(), c.inputs[0].shape().rank()));
+  RILL_ASSIGN_OR_RETURN(auto axes,
+                        TransposeAxes(c.p<TransposeParams>(), c.inputs[0].shape().rank()));
   TransposeParams inv;
   inv.axes.resize(axes.size());
   for (size_t i = 0; i < axes.size(); ++i) inv.axes[axes[i]] = static_cast<int64_t>(i);
@@ -307,34 +318,53 @@ constexpr uint32_t kAnyType = kAllTypesMask;
 }  // namespace
 
 void RegisterShapeOps(OpRegistry& r) {
-  (void)r.Register(OpDef("reshape").set_dtypes(kAnyType)
+  (void)r.Register(OpDef("reshape")
+                       .set_dtypes(kAnyType)
                        .set_params(ParamSchema::For<ReshapeParams>().Required(
                            "shape", &ReshapeParams::shape, "new shape; -1 inferred, 0 kept"))
-                       .set_infer_shape(ReshapeShape).set_inplace({{0, 0}}).set_gradient(ReshapeBack)
+                       .set_infer_shape(ReshapeShape)
+                       .set_inplace({{0, 0}})
+                       .set_gradient(ReshapeBack)
                        .set_doc("a copy with a new shape (Tensor::Reshape is the view)"));
-  (void)r.Register(OpDef("flatten").set_dtypes(kAnyType).set_infer_shape(FlattenShape)
-                       .set_inplace({{0, 0}}).set_gradient(ReshapeBack).set_doc("[N, rest] copy"));
-  (void)r.Register(OpDef("transpose").set_dtypes(kAnyType)
+  (void)r.Register(OpDef("flatten")
+                       .set_dtypes(kAnyType)
+                       .set_infer_shape(FlattenShape)
+                       .set_inplace({{0, 0}})
+                       .set_gradient(ReshapeBack)
+                       .set_doc("[N, rest] copy"));
+  (void)r.Register(OpDef("transpose")
+                       .set_dtypes(kAnyType)
                        .set_params(ParamSchema::For<TransposeParams>().Field(
                            "axes", &TransposeParams::axes, "permutation; empty: reversed"))
-                       .set_infer_shape(TransposeShape).set_gradient(TransposeBack));
-  (void)r.Register(OpDef("slice").set_dtypes(kAnyType)
-                       .set_params(ParamSchema::For<SliceParams>()
-                                       .Required("begin", &SliceParams::begin, "per leading axis")
-                                       .Required("end", &SliceParams::end, "per leading axis, excluded"))
-                       .set_infer_shape(SliceShape).set_gradient(SliceBack));
-  (void)r.Register(OpDef("_backward_slice").set_inputs({"dy", "x"}).set_dtypes(kAnyType)
+                       .set_infer_shape(TransposeShape)
+                       .set_gradient(TransposeBack));
+  (void)r.Register(
+      OpDef("slice")
+          .set_dtypes(kAnyType)
+          .set_params(ParamSchema::For<SliceParams>()
+                          .Required("begin", &SliceParams::begin, "per leading axis")
+                          .Required("end", &SliceParams::end, "per leading axis, excluded"))
+          .set_infer_shape(SliceShape)
+          .set_gradient(SliceBack));
+  (void)r.Register(OpDef("_backward_slice")
+                       .set_inputs({"dy", "x"})
+                       .set_dtypes(kAnyType)
                        .set_params(ParamSchema::For<SliceParams>()
                                        .Required("begin", &SliceParams::begin, "as forward")
                                        .Required("end", &SliceParams::end, "as forward"))
-                       .set_infer_shape(SliceBackwardShape).set_infer_type(SliceBackwardType));
-  (void)r.Register(OpDef("concat").set_variadic_inputs().set_dtypes(kAnyType)
-                       .set_params(ParamSchema::For<ConcatParams>().Field("axis", &ConcatParams::axis,
-                                                                          "axis to join (default 0)"))
-                       .set_infer_shape(ConcatShape).set_gradient(ConcatBack));
-  (void)r.Register(OpDef("cast").set_dtypes(kAnyType)
-                       .set_params(ParamSchema::For<CastParams>().Required("dtype", &CastParams::dtype,
-                                                                           "target type"))
+                       .set_infer_shape(SliceBackwardShape)
+                       .set_infer_type(SliceBackwardType));
+  (void)r.Register(OpDef("concat")
+                       .set_variadic_inputs()
+                       .set_dtypes(kAnyType)
+                       .set_params(ParamSchema::For<ConcatParams>().Field(
+                           "axis", &ConcatParams::axis, "axis to join (default 0)"))
+                       .set_infer_shape(ConcatShape)
+                       .set_gradient(ConcatBack));
+  (void)r.Register(OpDef("cast")
+                       .set_dtypes(kAnyType)
+                       .set_params(ParamSchema::For<CastParams>().Required(
+                           "dtype", &CastParams::dtype, "target type"))
                        .set_infer_type(CastType)
                        .set_doc("element type conversion (C casts; float16 round to nearest even; "
                                 "to bool: x != 0)"));

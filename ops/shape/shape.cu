@@ -30,20 +30,43 @@ __device__ void StridedCopy(const B* src, uint64_t src_off, B* dst, uint64_t dst
   dst[dst_off + id] = src[src_off + is];
 }
 
-struct Bool { uint8_t v; };
-
-template <typename S> __device__ auto Load(S v) { return v; }
-template <> __device__ auto Load<__half>(__half v) { return __half2float(v); }
-template <> __device__ auto Load<Bool>(Bool v) { return v.v; }
-
-template <typename D> struct StoreAs {
-  template <typename V> __device__ static D Do(V v) { return static_cast<D>(v); }
+struct Bool {
+  uint8_t v;
 };
-template <> struct StoreAs<__half> {
-  template <typename V> __device__ static __half Do(V v) { return __float2half_rn(static_cast<float>(v)); }
+
+template <typename S>
+__device__ auto Load(S v) {
+  return v;
+}
+template <>
+__device__ auto Load<__half>(__half v) {
+  return __half2float(v);
+}
+template <>
+__device__ auto Load<Bool>(Bool v) {
+  return v.v;
+}
+
+template <typename D>
+struct StoreAs {
+  template <typename V>
+  __device__ static D Do(V v) {
+    return static_cast<D>(v);
+  }
 };
-template <> struct StoreAs<Bool> {
-  template <typename V> __device__ static Bool Do(V v) { return Bool{uint8_t(v != V(0) ? 1 : 0)}; }
+template <>
+struct StoreAs<__half> {
+  template <typename V>
+  __device__ static __half Do(V v) {
+    return __float2half_rn(static_cast<float>(v));
+  }
+};
+template <>
+struct StoreAs<Bool> {
+  template <typename V>
+  __device__ static Bool Do(V v) {
+    return Bool{uint8_t(v != V(0) ? 1 : 0)};
+  }
 };
 
 template <typename S, typename D>
@@ -54,28 +77,28 @@ __device__ void Cast(const S* x, uint64_t x_off, D* y, uint64_t y_off, uint64_t 
 
 }  // namespace
 
-#define RILL_SHAPE_COPY(B, S)                                                                      \
-  extern "C" __global__ void strided_copy_##S(const B* src, uint64_t src_off, B* dst,             \
-                                              uint64_t dst_off, uint64_t n, CopyPlan p) {         \
-    StridedCopy<B>(src, src_off, dst, dst_off, n, p);                                             \
+#define RILL_SHAPE_COPY(B, S)                                                             \
+  extern "C" __global__ void strided_copy_##S(const B* src, uint64_t src_off, B* dst,     \
+                                              uint64_t dst_off, uint64_t n, CopyPlan p) { \
+    StridedCopy<B>(src, src_off, dst, dst_off, n, p);                                     \
   }
 RILL_SHAPE_COPY(uint8_t, b8)
 RILL_SHAPE_COPY(uint16_t, b16)
 RILL_SHAPE_COPY(uint32_t, b32)
 RILL_SHAPE_COPY(uint64_t, b64)
 
-#define RILL_SHAPE_CAST(S, SN, D, DN)                                                              \
-  extern "C" __global__ void cast_##SN##_##DN(const S* x, uint64_t x_off, D* y, uint64_t y_off,   \
-                                              uint64_t n) {                                       \
-    Cast<S, D>(x, x_off, y, y_off, n);                                                            \
+#define RILL_SHAPE_CAST(S, SN, D, DN)                                                           \
+  extern "C" __global__ void cast_##SN##_##DN(const S* x, uint64_t x_off, D* y, uint64_t y_off, \
+                                              uint64_t n) {                                     \
+    Cast<S, D>(x, x_off, y, y_off, n);                                                          \
   }
-#define RILL_SHAPE_CAST_FROM(S, SN)          \
-  RILL_SHAPE_CAST(S, SN, float, f32)         \
-  RILL_SHAPE_CAST(S, SN, double, f64)        \
-  RILL_SHAPE_CAST(S, SN, __half, f16)        \
-  RILL_SHAPE_CAST(S, SN, int32_t, i32)       \
-  RILL_SHAPE_CAST(S, SN, int64_t, i64)       \
-  RILL_SHAPE_CAST(S, SN, uint8_t, u8)        \
+#define RILL_SHAPE_CAST_FROM(S, SN)    \
+  RILL_SHAPE_CAST(S, SN, float, f32)   \
+  RILL_SHAPE_CAST(S, SN, double, f64)  \
+  RILL_SHAPE_CAST(S, SN, __half, f16)  \
+  RILL_SHAPE_CAST(S, SN, int32_t, i32) \
+  RILL_SHAPE_CAST(S, SN, int64_t, i64) \
+  RILL_SHAPE_CAST(S, SN, uint8_t, u8)  \
   RILL_SHAPE_CAST(S, SN, Bool, b)
 RILL_SHAPE_CAST_FROM(float, f32)
 RILL_SHAPE_CAST_FROM(double, f64)

@@ -63,12 +63,14 @@ struct StridedCopy {
 absl::StatusOr<StridedCopy> TransposeCopy(const TensorArg& in, const TensorArg& out,
                                           absl::Span<const int64_t> axes);
 // The normalized begin of each axis of `in` for `p` and the output shape.
-absl::Status SliceBounds(const Shape& in, const SliceParams& p, std::vector<int64_t>* begin, Shape* out);
+absl::Status SliceBounds(const Shape& in, const SliceParams& p, std::vector<int64_t>* begin,
+                         Shape* out);
 // Slice of `big` into `small` (forward), or `small` into `big` (backward).
-absl::StatusOr<StridedCopy> SliceCopy(const TensorArg& big, const TensorArg& small, const SliceParams& p,
-                                      bool backward);
+absl::StatusOr<StridedCopy> SliceCopy(const TensorArg& big, const TensorArg& small,
+                                      const SliceParams& p, bool backward);
 // Input i of concat into its place in `out`.
-absl::StatusOr<StridedCopy> ConcatCopy(const TensorArg& in, const TensorArg& out, int axis, int64_t offset);
+absl::StatusOr<StridedCopy> ConcatCopy(const TensorArg& in, const TensorArg& out, int axis,
+                                       int64_t offset);
 absl::StatusOr<std::vector<int64_t>> TransposeAxes(const TransposeParams& p, int rank);
 
 void RegisterShapeHostKernels(OpRegistry& registry);

@@ -55,9 +55,12 @@ __kernel void cast(__global const S* x, ulong x_off, __global D* y, ulong y_off,
 // Suffixes that tell float16 and bool apart (cast entries).
 const char* CastSuffix(DType t) {
   switch (t) {
-    case DType::kF16: return "f16";
-    case DType::kBool: return "b";
-    default: return DTypeSuffix(t);
+    case DType::kF16:
+      return "f16";
+    case DType::kBool:
+      return "b";
+    default:
+      return DTypeSuffix(t);
   }
 }
 const char* ClName(DType t) { return t == DType::kF16 ? "half" : OpenClTypeName(t); }
@@ -66,12 +69,13 @@ struct DeviceImpl {
   static absl::Status Copy(OpContext& ctx, const StridedCopy& c) {
     const int size = DTypeSize(c.src.dtype);
     const std::string key = absl::StrCat("shape.strided_copy.b", size * 8);
-    RILL_ASSIGN_OR_RETURN(const Kernel* k,
-                          DeviceKernel(ctx, key, RILL_OPS_FATBIN(shape), absl::StrCat("strided_copy_b", size * 8),
-                                       "strided_copy", [&] {
-                                         return absl::StrCat("#define B ", OpenClBitsTypeName(size), "\n",
-                                                             kCopySource);
-                                       }));
+    RILL_ASSIGN_OR_RETURN(
+        const Kernel* k,
+        DeviceKernel(ctx, key, RILL_OPS_FATBIN(shape), absl::StrCat("strided_copy_b", size * 8),
+                     "strided_copy", [&] {
+                       return absl::StrCat("#define B ", OpenClBitsTypeName(size), "\n",
+                                           kCopySource);
+                     }));
     TensorArg src = c.src, dst = c.dst;
     src.offset += static_cast<uint64_t>(c.src_base) * size;
     dst.offset += static_cast<uint64_t>(c.dst_base) * size;
@@ -92,16 +96,19 @@ struct DeviceImpl {
     return stream->ok() ? absl::OkStatus() : stream->status();
   }
   static absl::Status Cast(OpContext& ctx, const TensorArg& x, const TensorArg& y) {
-    const std::string key = absl::StrCat("shape.cast.", CastSuffix(x.dtype), ".", CastSuffix(y.dtype));
-    const std::string cuda_entry = absl::StrCat("cast_", CastSuffix(x.dtype), "_", CastSuffix(y.dtype));
-    RILL_ASSIGN_OR_RETURN(const Kernel* k, DeviceKernel(ctx, key, RILL_OPS_FATBIN(shape), cuda_entry, "cast", [&] {
-      const bool f64 = x.dtype == DType::kF64 || y.dtype == DType::kF64;
-      return absl::StrCat(
-          f64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "", "#define S ", ClName(x.dtype),
-          "\n#define D ", ClName(y.dtype), "\n#define S_HALF ", x.dtype == DType::kF16 ? 1 : 0,
-          "\n#define D_HALF ", y.dtype == DType::kF16 ? 1 : 0, "\n#define D_BOOL ",
-          y.dtype == DType::kBool ? 1 : 0, "\n", kCastSource);
-    }));
+    const std::string key =
+        absl::StrCat("shape.cast.", CastSuffix(x.dtype), ".", CastSuffix(y.dtype));
+    const std::string cuda_entry =
+        absl::StrCat("cast_", CastSuffix(x.dtype), "_", CastSuffix(y.dtype));
+    RILL_ASSIGN_OR_RETURN(
+        const Kernel* k, DeviceKernel(ctx, key, RILL_OPS_FATBIN(shape), cuda_entry, "cast", [&] {
+          const bool f64 = x.dtype == DType::kF64 || y.dtype == DType::kF64;
+          return absl::StrCat(
+              f64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "", "#define S ",
+              ClName(x.dtype), "\n#define D ", ClName(y.dtype), "\n#define S_HALF ",
+              x.dtype == DType::kF16 ? 1 : 0, "\n#define D_HALF ", y.dtype == DType::kF16 ? 1 : 0,
+              "\n#define D_BOOL ", y.dtype == DType::kBool ? 1 : 0, "\n", kCastSource);
+        }));
     LaunchArgs args;
     args.Tensor(x).Tensor(y).Value<uint64_t>(y.size());
     return Launch1D(ctx, *k, y.size(), args.Take());

@@ -13,10 +13,18 @@ namespace {
 template <typename Fn>
 void DispatchBits(int size, Fn&& fn) {
   switch (size) {
-    case 1: fn(uint8_t{}); break;
-    case 2: fn(uint16_t{}); break;
-    case 4: fn(uint32_t{}); break;
-    default: fn(uint64_t{}); break;
+    case 1:
+      fn(uint8_t{});
+      break;
+    case 2:
+      fn(uint16_t{});
+      break;
+    case 4:
+      fn(uint32_t{});
+      break;
+    default:
+      fn(uint64_t{});
+      break;
   }
 }
 
@@ -54,29 +62,45 @@ void CopyLoop(const U* src, U* dst, const CopyPlan& p) {
 }
 
 // Element types of cast, with float16 and bool as distinct tags.
-struct Half { uint16_t bits; };
-struct Bool { uint8_t v; };
+struct Half {
+  uint16_t bits;
+};
+struct Bool {
+  uint8_t v;
+};
 
 template <typename Fn>
 void DispatchAll(DType dtype, Fn&& fn) {
   switch (dtype) {
-    case DType::kF16: fn(Half{}); break;
-    case DType::kBool: fn(Bool{}); break;
-    default: DispatchDType(dtype, fn); break;
+    case DType::kF16:
+      fn(Half{});
+      break;
+    case DType::kBool:
+      fn(Bool{});
+      break;
+    default:
+      DispatchDType(dtype, fn);
+      break;
   }
 }
 
 template <typename S>
 inline auto Load(S v) {
-  if constexpr (std::is_same_v<S, Half>) return HalfToFloat(v.bits);
-  else if constexpr (std::is_same_v<S, Bool>) return v.v;
-  else return v;
+  if constexpr (std::is_same_v<S, Half>)
+    return HalfToFloat(v.bits);
+  else if constexpr (std::is_same_v<S, Bool>)
+    return v.v;
+  else
+    return v;
 }
 template <typename D, typename V>
 inline D StoreAs(V v) {
-  if constexpr (std::is_same_v<D, Half>) return Half{FloatToHalf(static_cast<float>(v))};
-  else if constexpr (std::is_same_v<D, Bool>) return Bool{static_cast<uint8_t>(v != 0 ? 1 : 0)};
-  else return static_cast<D>(v);
+  if constexpr (std::is_same_v<D, Half>)
+    return Half{FloatToHalf(static_cast<float>(v))};
+  else if constexpr (std::is_same_v<D, Bool>)
+    return Bool{static_cast<uint8_t>(v != 0 ? 1 : 0)};
+  else
+    return static_cast<D>(v);
 }
 
 struct HostImpl {
@@ -129,6 +153,8 @@ struct HostImpl {
 
 }  // namespace
 
-void RegisterShapeHostKernels(OpRegistry& r) { shape_internal::RegisterShapeKernels<HostImpl>(r, "host"); }
+void RegisterShapeHostKernels(OpRegistry& r) {
+  shape_internal::RegisterShapeKernels<HostImpl>(r, "host");
+}
 
 }  // namespace rill::ops

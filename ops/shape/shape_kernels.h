@@ -28,7 +28,8 @@ template <typename Impl>
 absl::Status TransposeKernel(OpContext& ctx) {
   const TensorArg &x = ctx.in(0), &y = ctx.out(0);
   if (y.size() == 0) return absl::OkStatus();
-  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> axes, TransposeAxes(ctx.params<TransposeParams>(), x.shape.rank()));
+  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> axes,
+                        TransposeAxes(ctx.params<TransposeParams>(), x.shape.rank()));
   RILL_ASSIGN_OR_RETURN(StridedCopy c, TransposeCopy(x, y, axes));
   return Impl::Copy(ctx, c);
 }

@@ -62,7 +62,8 @@ TEST_P(ShapeTest, ReshapeAndFlattenCopy) {
   ASSERT_TRUE(Invoke("reshape", {u}, {{"shape", "(6, 4)"}}, {view}).ok());
   EXPECT_EQ(*view.ToHost<float>(), x);
   // Every type, float16 and bool included.
-  auto h = *Tensor::FromHostBytes(std::vector<uint16_t>(6, 0x3C00).data(), 12, {2, 3}, DType::kF16, ctx(), engine_.get());
+  auto h = *Tensor::FromHostBytes(std::vector<uint16_t>(6, 0x3C00).data(), 12, {2, 3}, DType::kF16,
+                                  ctx(), engine_.get());
   auto hr = Invoke("reshape", {h}, {{"shape", "(3, 2)"}});
   ASSERT_TRUE(hr.ok()) << hr.status();
   uint16_t hb[6];
@@ -74,7 +75,8 @@ TEST_P(ShapeTest, TransposeMatchesNaiveLoops) {
   const Shape s{2, 3, 4, 5};
   const auto x = Iota(120);
   auto t = Make<float>(x, s);
-  const std::vector<std::vector<int>> perms = {{3, 2, 1, 0}, {0, 2, 1, 3}, {1, 0, 3, 2}, {0, 1, 2, 3}};
+  const std::vector<std::vector<int>> perms = {
+      {3, 2, 1, 0}, {0, 2, 1, 3}, {1, 0, 3, 2}, {0, 1, 2, 3}};
   for (const auto& perm : perms) {
     Shape o{s[perm[0]], s[perm[1]], s[perm[2]], s[perm[3]]};
     std::vector<float> want(120);
@@ -84,19 +86,26 @@ TEST_P(ShapeTest, TransposeMatchesNaiveLoops) {
         for (int64_t c = 0; c < o[2]; ++c)
           for (int64_t d = 0; d < o[3]; ++d) {
             int64_t idx[4];
-            idx[perm[0]] = a; idx[perm[1]] = b; idx[perm[2]] = c; idx[perm[3]] = d;
+            idx[perm[0]] = a;
+            idx[perm[1]] = b;
+            idx[perm[2]] = c;
+            idx[perm[3]] = d;
             want[k++] = x[((idx[0] * 3 + idx[1]) * 4 + idx[2]) * 5 + idx[3]];
           }
-    const Attrs attrs = perm == perms[0] ? Attrs{}
-        : Attrs{{"axes", "(" + std::to_string(perm[0]) + "," + std::to_string(perm[1]) + "," +
-                             std::to_string(perm[2]) + "," + std::to_string(perm[3]) + ")"}};
+    const Attrs attrs =
+        perm == perms[0]
+            ? Attrs{}
+            : Attrs{{"axes", "(" + std::to_string(perm[0]) + "," + std::to_string(perm[1]) + "," +
+                                 std::to_string(perm[2]) + "," + std::to_string(perm[3]) + ")"}};
     Check("transpose", {t}, attrs, want, o);
   }
   // int64 and uint8 elements.
   auto i = Make<int64_t>({1, 2, 3, 4, 5, 6}, {2, 3});
-  EXPECT_EQ(*(*Invoke("transpose", {i}))[0].ToHost<int64_t>(), (std::vector<int64_t>{1, 4, 2, 5, 3, 6}));
+  EXPECT_EQ(*(*Invoke("transpose", {i}))[0].ToHost<int64_t>(),
+            (std::vector<int64_t>{1, 4, 2, 5, 3, 6}));
   auto b = Make<uint8_t>({1, 2, 3, 4, 5, 6}, {3, 2});
-  EXPECT_EQ(*(*Invoke("transpose", {b}))[0].ToHost<uint8_t>(), (std::vector<uint8_t>{1, 3, 5, 2, 4, 6}));
+  EXPECT_EQ(*(*Invoke("transpose", {b}))[0].ToHost<uint8_t>(),
+            (std::vector<uint8_t>{1, 3, 5, 2, 4, 6}));
 }
 
 TEST_P(ShapeTest, SliceAndConcatMatchNaiveLoops) {
@@ -107,7 +116,8 @@ TEST_P(ShapeTest, SliceAndConcatMatchNaiveLoops) {
     for (int b = 0; b < 4; ++b)
       for (int c = 1; c < 4; ++c) want.push_back(x[(a * 4 + b) * 5 + c]);
   Check("slice", {t}, {{"begin", "(1, 0, 1)"}, {"end", "(3, 4, -1)"}}, want, {2, 4, 3});
-  Check("slice", {t}, {{"begin", "(1,)"}, {"end", "(2,)"}}, std::vector<float>(x.begin() + 20, x.begin() + 40), {1, 4, 5});
+  Check("slice", {t}, {{"begin", "(1,)"}, {"end", "(2,)"}},
+        std::vector<float>(x.begin() + 20, x.begin() + 40), {1, 4, 5});
   // concat along 1 of [2,1,3], [2,2,3].
   const auto a = Iota(6), b = RandomData<float>(12, 3);
   auto ta = Make<float>(a, {2, 1, 3});
@@ -133,7 +143,9 @@ TEST_P(ShapeTest, CastBetweenEveryTypePair) {
         if (from == DType::kU8 && (v < 0 || v > 255)) continue;
         if (to == DType::kU8 && (v < 0 || v > 255)) continue;
         if (from == DType::kBool && v != 0 && v != 1) continue;
-        if ((from == DType::kI32 || from == DType::kI64 || from == DType::kU8) && v != std::floor(v)) continue;
+        if ((from == DType::kI32 || from == DType::kI64 || from == DType::kU8) &&
+            v != std::floor(v))
+          continue;
         src.push_back(v);
       }
       const int fs = DTypeSize(from), ts = DTypeSize(to);
@@ -141,18 +153,41 @@ TEST_P(ShapeTest, CastBetweenEveryTypePair) {
       for (size_t i = 0; i < src.size(); ++i) {
         const double v = src[i];
         switch (from) {
-          case DType::kF32: { float f = v; std::memcpy(&bytes[i * fs], &f, fs); break; }
-          case DType::kF64: std::memcpy(&bytes[i * fs], &v, fs); break;
-          case DType::kF16: { uint16_t h = FloatToHalf(v); std::memcpy(&bytes[i * fs], &h, fs); break; }
-          case DType::kI32: { int32_t k = v; std::memcpy(&bytes[i * fs], &k, fs); break; }
-          case DType::kI64: { int64_t k = v; std::memcpy(&bytes[i * fs], &k, fs); break; }
-          default: { uint8_t k = v != 0 ? static_cast<uint8_t>(v) : 0; bytes[i] = static_cast<char>(k); }
+          case DType::kF32: {
+            float f = v;
+            std::memcpy(&bytes[i * fs], &f, fs);
+            break;
+          }
+          case DType::kF64:
+            std::memcpy(&bytes[i * fs], &v, fs);
+            break;
+          case DType::kF16: {
+            uint16_t h = FloatToHalf(v);
+            std::memcpy(&bytes[i * fs], &h, fs);
+            break;
+          }
+          case DType::kI32: {
+            int32_t k = v;
+            std::memcpy(&bytes[i * fs], &k, fs);
+            break;
+          }
+          case DType::kI64: {
+            int64_t k = v;
+            std::memcpy(&bytes[i * fs], &k, fs);
+            break;
+          }
+          default: {
+            uint8_t k = v != 0 ? static_cast<uint8_t>(v) : 0;
+            bytes[i] = static_cast<char>(k);
+          }
         }
       }
-      auto t = *Tensor::FromHostBytes(bytes.data(), bytes.size(), {static_cast<int64_t>(src.size())}, from,
-                                      ctx(), engine_.get());
+      auto t =
+          *Tensor::FromHostBytes(bytes.data(), bytes.size(), {static_cast<int64_t>(src.size())},
+                                 from, ctx(), engine_.get());
       auto r = Invoke("cast", {t}, {{"dtype", DTypeName(to)}});
-      const std::string what = std::string(DTypeName(from)) + " -> " + DTypeName(to) + " on " + ctx().ToString();
+      const std::string what =
+          std::string(DTypeName(from)) + " -> " + DTypeName(to) + " on " + ctx().ToString();
       ASSERT_TRUE(r.ok()) << what << ": " << r.status();
       std::vector<char> out(src.size() * ts);
       ASSERT_TRUE((*r)[0].ToHostBytes(out.data(), out.size()).ok()) << what;
@@ -163,13 +198,46 @@ TEST_P(ShapeTest, CastBetweenEveryTypePair) {
         if (from == DType::kF32) v = static_cast<float>(v);
         double got = 0, want = 0;
         switch (to) {
-          case DType::kF32: { float f; std::memcpy(&f, &out[i * ts], 4); got = f; want = static_cast<float>(v); break; }
-          case DType::kF64: std::memcpy(&got, &out[i * ts], 8); want = v; break;
-          case DType::kF16: { uint16_t h; std::memcpy(&h, &out[i * ts], 2); got = HalfToFloat(h); want = HalfToFloat(FloatToHalf(v)); break; }
-          case DType::kI32: { int32_t k; std::memcpy(&k, &out[i * ts], 4); got = k; want = static_cast<int32_t>(v); break; }
-          case DType::kI64: { int64_t k; std::memcpy(&k, &out[i * ts], 8); got = k; want = static_cast<int64_t>(v); break; }
-          case DType::kU8: got = static_cast<uint8_t>(out[i]); want = static_cast<uint8_t>(v); break;
-          case DType::kBool: got = static_cast<uint8_t>(out[i]); want = v != 0 ? 1 : 0; break;
+          case DType::kF32: {
+            float f;
+            std::memcpy(&f, &out[i * ts], 4);
+            got = f;
+            want = static_cast<float>(v);
+            break;
+          }
+          case DType::kF64:
+            std::memcpy(&got, &out[i * ts], 8);
+            want = v;
+            break;
+          case DType::kF16: {
+            uint16_t h;
+            std::memcpy(&h, &out[i * ts], 2);
+            got = HalfToFloat(h);
+            want = HalfToFloat(FloatToHalf(v));
+            break;
+          }
+          case DType::kI32: {
+            int32_t k;
+            std::memcpy(&k, &out[i * ts], 4);
+            got = k;
+            want = static_cast<int32_t>(v);
+            break;
+          }
+          case DType::kI64: {
+            int64_t k;
+            std::memcpy(&k, &out[i * ts], 8);
+            got = k;
+            want = static_cast<int64_t>(v);
+            break;
+          }
+          case DType::kU8:
+            got = static_cast<uint8_t>(out[i]);
+            want = static_cast<uint8_t>(v);
+            break;
+          case DType::kBool:
+            got = static_cast<uint8_t>(out[i]);
+            want = v != 0 ? 1 : 0;
+            break;
         }
         EXPECT_EQ(got, want) << what << " of " << v;
       }
@@ -179,7 +247,8 @@ TEST_P(ShapeTest, CastBetweenEveryTypePair) {
 
 TEST_P(ShapeTest, HalfConversionRoundsToNearestEven) {
   // 1 + 2^-11 is halfway between two halves: to even (1.0); 1 + 3 * 2^-11 to 1 + 2^-9.
-  const std::vector<float> x = {1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 65520.0f, 1e-8f, -2.0f, 0x1p-24f};
+  const std::vector<float> x = {1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 65520.0f, 1e-8f, -2.0f,
+                                0x1p-24f};
   auto t = Make<float>(x, {6});
   auto h = Invoke("cast", {t}, {{"dtype", "float16"}});
   ASSERT_TRUE(h.ok()) << h.status();
@@ -204,9 +273,14 @@ TEST_P(ShapeTest, HalfConversionRoundsToNearestEven) {
 TEST_P(ShapeTest, GradientsAreAdjoints) {
   const auto x = RandomData<double>(24, 21), y = RandomData<double>(24, 22);
   auto tx = Make<double>(x, {2, 3, 4});
-  struct Case { const char* op; Attrs attrs; };
-  const Case cases[] = {{"transpose", {{"axes", "(1, 2, 0)"}}}, {"reshape", {{"shape", "(6, 4)"}}},
-                        {"flatten", {}}, {"slice", {{"begin", "(0, 1)"}, {"end", "(2, 3)"}}},
+  struct Case {
+    const char* op;
+    Attrs attrs;
+  };
+  const Case cases[] = {{"transpose", {{"axes", "(1, 2, 0)"}}},
+                        {"reshape", {{"shape", "(6, 4)"}}},
+                        {"flatten", {}},
+                        {"slice", {{"begin", "(0, 1)"}, {"end", "(2, 3)"}}},
                         {"concat", {{"axis", "2"}}}};
   for (const Case& c : cases) {
     const OpDef& op = BuiltinOp(c.op);
@@ -260,7 +334,8 @@ TEST_P(ShapeTest, BadInputsGetClearErrors) {
   EXPECT_NE(r.status().message().find("int8"), std::string::npos) << r.status();
 }
 
-INSTANTIATE_TEST_SUITE_P(AllContexts, ShapeTest, ::testing::ValuesIn(AllContexts()), testing::ContextName);
+INSTANTIATE_TEST_SUITE_P(AllContexts, ShapeTest, ::testing::ValuesIn(AllContexts()),
+                         testing::ContextName);
 
 }  // namespace
 }  // namespace rill::ops

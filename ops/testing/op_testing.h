@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "rill/engine/engine.h"
 #include "gtest/gtest.h"
+#include "rill/engine/engine.h"
 #include "rill/ops/invoke.h"
 #include "rill/platform/platform.h"
 #include "rill/platform/platform_manager.h"
@@ -25,7 +25,8 @@ namespace rill::ops::testing {
 inline std::vector<engine::Context> AllContexts() {
   std::vector<engine::Context> out{engine::Context::Host()};
   for (Platform* p : PlatformManager::Default().AllPlatforms()) {
-    for (int i = 0; i < p->VisibleDeviceCount(); ++i) out.push_back(engine::Context::Device(p->id(), i));
+    for (int i = 0; i < p->VisibleDeviceCount(); ++i)
+      out.push_back(engine::Context::Device(p->id(), i));
   }
   return out;
 }
@@ -73,8 +74,8 @@ void ExpectNear(const std::vector<T>& got, const std::vector<T>& want, double to
   for (size_t i = 0; i < got.size(); ++i) {
     const double g = static_cast<double>(got[i]), w = static_cast<double>(want[i]);
     if (std::isnan(w) && std::isnan(g)) continue;
-    ASSERT_LE(std::abs(g - w), tol * (1 + std::abs(w))) << what << " at " << i << ": got " << g
-                                                         << ", want " << w;
+    ASSERT_LE(std::abs(g - w), tol * (1 + std::abs(w)))
+        << what << " at " << i << ": got " << g << ", want " << w;
   }
 }
 

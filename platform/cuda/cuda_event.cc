@@ -85,7 +85,8 @@ absl::StatusOr<absl::Duration> CudaEvent::ElapsedSince(const EventInterface& sta
   }
   CudaDeviceScope scope(ordinal_);
   float ms = 0;
-  const cudaError_t error = cudaEventElapsedTime(&ms, cuda_start->current()->event(), current()->event());
+  const cudaError_t error =
+      cudaEventElapsedTime(&ms, cuda_start->current()->event(), current()->event());
   if (error == cudaErrorNotReady) {
     (void)cudaGetLastError();
     return absl::FailedPreconditionError("ElapsedSince: both events must have completed");

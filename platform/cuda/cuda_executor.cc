@@ -17,8 +17,8 @@ extern const unsigned char rill_cuda_builtin_fatbin[];
 
 namespace rill {
 
-absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(int ordinal,
-                                                                   const DeviceDescription& description) {
+absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(
+    int ordinal, const DeviceDescription& description) {
   CudaDeviceScope scope(ordinal);
   RILL_RETURN_IF_ERROR(scope.status());
   // Creates the primary context now, so the first stream or allocation
@@ -38,9 +38,9 @@ CudaExecutor::~CudaExecutor() {
 
 absl::StatusOr<DeviceMemoryBase> CudaExecutor::Allocate(uint64_t size) {
   if (size > static_cast<uint64_t>(description_.memory_bytes)) {
-    return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", size, " bytes on cuda device ",
-                                                     ordinal_, ": it has ", description_.memory_bytes,
-                                                     " bytes of memory"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot allocate ", size, " bytes on cuda device ", ordinal_, ": it has ",
+                     description_.memory_bytes, " bytes of memory"));
   }
   CudaDeviceScope scope(ordinal_);
   RILL_RETURN_IF_ERROR(scope.status());
@@ -48,7 +48,8 @@ absl::StatusOr<DeviceMemoryBase> CudaExecutor::Allocate(uint64_t size) {
   const cudaError_t error = cudaMalloc(&ptr, size);
   if (error != cudaSuccess) {
     (void)cudaGetLastError();  // Out of memory is not sticky; clear it.
-    return CudaStatus(error, absl::StrCat("cudaMalloc(", size, " bytes) on cuda device ", ordinal_));
+    return CudaStatus(error,
+                      absl::StrCat("cudaMalloc(", size, " bytes) on cuda device ", ordinal_));
   }
   MutexLock lock(&mu_);
   allocations_.emplace(ptr, size);
@@ -62,8 +63,8 @@ absl::Status CudaExecutor::Deallocate(DeviceMemoryBase memory) {
     MutexLock lock(&mu_);
     auto it = allocations_.find(memory.opaque());
     if (it == allocations_.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(memory.ToString(),
-                                                     " is not an allocation of cuda device ", ordinal_));
+      return absl::InvalidArgumentError(
+          absl::StrCat(memory.ToString(), " is not an allocation of cuda device ", ordinal_));
     }
     bytes_in_use_ -= static_cast<int64_t>(it->second);
     allocations_.erase(it);
@@ -121,7 +122,8 @@ absl::Status CudaExecutor::SynchronousMemcpyHostToDevice(DeviceMemoryBase dst, c
                     "cudaMemcpy(host to device)");
 }
 
-absl::Status CudaExecutor::SynchronousMemcpyDeviceToHost(void* dst, DeviceMemoryBase src, uint64_t size) {
+absl::Status CudaExecutor::SynchronousMemcpyDeviceToHost(void* dst, DeviceMemoryBase src,
+                                                         uint64_t size) {
   CudaDeviceScope scope(ordinal_);
   return CudaStatus(cudaMemcpy(dst, CudaAddress(src), size, cudaMemcpyDeviceToHost),
                     "cudaMemcpy(device to host)");
@@ -132,9 +134,10 @@ absl::Status CudaExecutor::SynchronizeAllActivity() {
   return CudaStatus(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
 }
 
-absl::StatusOr<std::unique_ptr<StreamInterface>> CudaExecutor::CreateStream(const StreamOptions& options,
-                                                                            StreamStatus* status) {
-  RILL_ASSIGN_OR_RETURN(std::unique_ptr<CudaStream> stream, CudaStream::Create(this, options, status));
+absl::StatusOr<std::unique_ptr<StreamInterface>> CudaExecutor::CreateStream(
+    const StreamOptions& options, StreamStatus* status) {
+  RILL_ASSIGN_OR_RETURN(std::unique_ptr<CudaStream> stream,
+                        CudaStream::Create(this, options, status));
   return std::unique_ptr<StreamInterface>(std::move(stream));
 }
 
@@ -153,12 +156,14 @@ absl::StatusOr<std::unique_ptr<KernelInterface>> CudaExecutor::LoadKernel(const 
     image = spec.cuda_ptx().c_str();
     what = absl::StrCat("the PTX of kernel spec \"", spec.name(), "\"");
   } else {
-    return absl::UnimplementedError(absl::StrCat(
-        "kernel spec \"", spec.name(), "\" has no CUDA variant (add one with AddCudaFatbin or AddCudaPtx)"));
+    return absl::UnimplementedError(
+        absl::StrCat("kernel spec \"", spec.name(),
+                     "\" has no CUDA variant (add one with AddCudaFatbin or AddCudaPtx)"));
   }
   CudaDeviceScope scope(ordinal_);
   RILL_RETURN_IF_ERROR(scope.status());
-  RILL_ASSIGN_OR_RETURN(std::unique_ptr<CudaKernel> kernel, CudaKernel::Load(image, spec.name(), what));
+  RILL_ASSIGN_OR_RETURN(std::unique_ptr<CudaKernel> kernel,
+                        CudaKernel::Load(image, spec.name(), what));
   return std::unique_ptr<KernelInterface>(std::move(kernel));
 }
 

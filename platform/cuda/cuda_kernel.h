@@ -21,7 +21,8 @@ namespace rill {
 class CudaKernel : public KernelInterface {
  public:
   // `image` is a fatbin or NUL-terminated PTX; `what` names it in errors.
-  static absl::StatusOr<std::unique_ptr<CudaKernel>> Load(const void* image, const std::string& name,
+  static absl::StatusOr<std::unique_ptr<CudaKernel>> Load(const void* image,
+                                                          const std::string& name,
                                                           const std::string& what);
   ~CudaKernel() override;
 
@@ -33,8 +34,12 @@ class CudaKernel : public KernelInterface {
   const std::vector<size_t>& param_sizes() const { return param_sizes_; }
 
  private:
-  CudaKernel(cudaLibrary_t library, cudaKernel_t kernel, std::string name, std::vector<size_t> sizes)
-      : library_(library), kernel_(kernel), name_(std::move(name)), param_sizes_(std::move(sizes)) {}
+  CudaKernel(cudaLibrary_t library, cudaKernel_t kernel, std::string name,
+             std::vector<size_t> sizes)
+      : library_(library),
+        kernel_(kernel),
+        name_(std::move(name)),
+        param_sizes_(std::move(sizes)) {}
 
   cudaLibrary_t library_;
   cudaKernel_t kernel_;

@@ -79,7 +79,8 @@ void CudaPlatform::Discover() const {
       return;
     }
     if (count == 0) {
-      availability_ = absl::UnavailableError("no CUDA device: cudaGetDeviceCount reports 0 devices");
+      availability_ =
+          absl::UnavailableError("no CUDA device: cudaGetDeviceCount reports 0 devices");
       return;
     }
     std::string why;
@@ -92,7 +93,8 @@ void CudaPlatform::Discover() const {
         break;  // Ordinals must stay dense: stop at the first device we cannot use.
       }
     }
-    if (devices_.empty()) availability_ = absl::UnavailableError(absl::StrCat("no CUDA device: ", why));
+    if (devices_.empty())
+      availability_ = absl::UnavailableError(absl::StrCat("no CUDA device: ", why));
   });
 }
 

@@ -3,13 +3,14 @@
 // checks); the rest needs a GPU and skips with the platform's reason when
 // there is none.
 
+#include "rill/platform/cuda/cuda_platform.h"
+
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "rill/platform/cuda/cuda_platform.h"
 #include "rill/platform/cuda/cuda_plugin.h"
 #include "rill/platform/cuda/cuda_status.h"
 #include "rill/rill.h"
@@ -46,7 +47,8 @@ TEST(CudaPlatformNoDeviceTest, ReportsWhyThereIsNoDevice) {
   Platform* cuda = Cuda();
   EXPECT_EQ(cuda->Name(), "cuda");
   if (cuda->VisibleDeviceCount() > 0) GTEST_SKIP() << "a CUDA device is present";
-  EXPECT_TRUE(HasError(cuda->Availability(), absl::StatusCode::kUnavailable, {"no CUDA device", "cuda"}));
+  EXPECT_TRUE(
+      HasError(cuda->Availability(), absl::StatusCode::kUnavailable, {"no CUDA device", "cuda"}));
   // Asking for a device anyway: Unavailable with the reason, never a crash.
   EXPECT_TRUE(HasError(cuda->ExecutorForDevice(0).status(), absl::StatusCode::kUnavailable,
                        {"cuda", "no CUDA device"}));
@@ -54,12 +56,13 @@ TEST(CudaPlatformNoDeviceTest, ReportsWhyThereIsNoDevice) {
 }
 
 TEST(CudaPlatformNoDeviceTest, NegativeOrdinal) {
-  EXPECT_TRUE(HasError(Cuda()->ExecutorForDevice(-1).status(), absl::StatusCode::kInvalidArgument,
-                       {"-1"}));
+  EXPECT_TRUE(
+      HasError(Cuda()->ExecutorForDevice(-1).status(), absl::StatusCode::kInvalidArgument, {"-1"}));
 }
 
 TEST(CudaInteropTest, RejectsExecutorsAndStreamsOfOtherPlatforms) {
-  StreamExecutor* host = Must(Must(PlatformManager::Default().PlatformWithName("host"))->ExecutorForDevice(0));
+  StreamExecutor* host =
+      Must(Must(PlatformManager::Default().PlatformWithName("host"))->ExecutorForDevice(0));
   EXPECT_TRUE(HasError(CudaDeviceOrdinal(host).status(), absl::StatusCode::kInvalidArgument,
                        {"not a CUDA executor"}));
   std::unique_ptr<Stream> stream = Must(host->CreateStream());
@@ -102,7 +105,8 @@ TEST_F(CudaDeviceTest, OrdinalOutOfRange) {
 }
 
 TEST_F(CudaDeviceTest, AllocationBeyondDeviceMemory) {
-  const uint64_t too_much = static_cast<uint64_t>(executor_->GetDeviceDescription().memory_bytes) * 2;
+  const uint64_t too_much =
+      static_cast<uint64_t>(executor_->GetDeviceDescription().memory_bytes) * 2;
   EXPECT_TRUE(HasError(executor_->Allocate(too_much).status(), absl::StatusCode::kResourceExhausted,
                        {std::to_string(too_much)}));
 }
@@ -121,8 +125,9 @@ TEST_F(CudaDeviceTest, KernelNameNotInTheImage) {
 
 TEST_F(CudaDeviceTest, LaunchAxpyAndCheck) {
   constexpr uint64_t n = 100003;
-  auto kernel = Must(executor_->LoadKernel<float, DeviceMemory<float>, DeviceMemory<float>, uint64_t>(
-      TestSpec("axpy")));
+  auto kernel =
+      Must(executor_->LoadKernel<float, DeviceMemory<float>, DeviceMemory<float>, uint64_t>(
+          TestSpec("axpy")));
   std::vector<float> x(n), y(n), out(n);
   for (uint64_t i = 0; i < n; ++i) {
     x[i] = static_cast<float>(i % 97);
@@ -144,20 +149,24 @@ TEST_F(CudaDeviceTest, ArgumentCountAndSizeMismatch) {
   ScopedDeviceMemory<float> d = Must(executor_->AllocateOwnedArray<float>(4));
   std::unique_ptr<Stream> s = Must(executor_->CreateStream());
   s->ThenLaunch(ThreadDim(1), BlockDim(1), *kernel, KernelArgs{PackKernelArg(1.0f)});
-  EXPECT_TRUE(HasError(s->status(), absl::StatusCode::kInvalidArgument, {"axpy", "takes 4", "got 1"}));
+  EXPECT_TRUE(
+      HasError(s->status(), absl::StatusCode::kInvalidArgument, {"axpy", "takes 4", "got 1"}));
   std::unique_ptr<Stream> s2 = Must(executor_->CreateStream());
   s2->ThenLaunch(ThreadDim(1), BlockDim(1), *kernel,
-                 KernelArgs{PackKernelArg(1.0), PackKernelArg(*d), PackKernelArg(*d), PackKernelArg(uint64_t{4})});
-  EXPECT_TRUE(HasError(s2->status(), absl::StatusCode::kInvalidArgument, {"argument 0", "8 bytes", "4 bytes"}));
+                 KernelArgs{PackKernelArg(1.0), PackKernelArg(*d), PackKernelArg(*d),
+                            PackKernelArg(uint64_t{4})});
+  EXPECT_TRUE(HasError(s2->status(), absl::StatusCode::kInvalidArgument,
+                       {"argument 0", "8 bytes", "4 bytes"}));
 }
 
 TEST_F(CudaDeviceTest, LaunchDimensionsOverTheLimits) {
-  auto kernel = Must(executor_->LoadKernel<float, DeviceMemory<float>, DeviceMemory<float>, uint64_t>(
-      TestSpec("axpy")));
+  auto kernel =
+      Must(executor_->LoadKernel<float, DeviceMemory<float>, DeviceMemory<float>, uint64_t>(
+          TestSpec("axpy")));
   ScopedDeviceMemory<float> d = Must(executor_->AllocateOwnedArray<float>(4));
   std::unique_ptr<Stream> s = Must(executor_->CreateStream());
-  s->ThenLaunch(ThreadDim(executor_->GetDeviceDescription().max_threads_per_block + 1), BlockDim(1), kernel,
-                1.0f, *d, *d, uint64_t{4});
+  s->ThenLaunch(ThreadDim(executor_->GetDeviceDescription().max_threads_per_block + 1), BlockDim(1),
+                kernel, 1.0f, *d, *d, uint64_t{4});
   EXPECT_TRUE(HasError(s->status(), absl::StatusCode::kInvalidArgument));
 }
 
@@ -195,7 +204,8 @@ TEST_F(CudaDeviceTest, EventsOrderStreamsAndTime) {
   int seen = -1;
   std::unique_ptr<Timer> timer = Must(Timer::Create(executor_));
   a->ThenMemset32(flag.ptr(), 0, 4).ThenStartTimer(timer.get());
-  a->ThenLaunch(ThreadDim(1), BlockDim(1), spin, int64_t{20'000'000}, *flag).ThenStopTimer(timer.get());
+  a->ThenLaunch(ThreadDim(1), BlockDim(1), spin, int64_t{20'000'000}, *flag)
+      .ThenStopTimer(timer.get());
   a->ThenRecordEvent(end.get());
   b->ThenWaitFor(end.get()).ThenMemcpy(&seen, *flag, 4);
   ASSERT_TRUE(IsOk(b->BlockHostUntilDone()));

@@ -12,22 +12,24 @@ namespace rill {
 absl::StatusOr<int> CudaDeviceOrdinal(StreamExecutor* executor) {
   if (executor == nullptr) return absl::InvalidArgumentError("executor is null");
   if (executor->platform()->id() != kCudaPlatformId) {
-    return absl::InvalidArgumentError(absl::StrCat(executor->DebugName(), " is not a CUDA executor"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(executor->DebugName(), " is not a CUDA executor"));
   }
   return executor->device_ordinal();
 }
 
 absl::StatusOr<cudaStream_t> CudaPluginStream(StreamExecutor* owner, Stream* stream,
-                                              absl::string_view plugin, absl::string_view accessor) {
+                                              absl::string_view plugin,
+                                              absl::string_view accessor) {
   if (stream == nullptr) return absl::InvalidArgumentError("stream is null");
   StreamExecutor* parent = stream->parent();
   if (parent == nullptr) {
     return absl::FailedPreconditionError("the stream is detached: its executor was destroyed");
   }
   if (parent != owner) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the stream belongs to ", parent->DebugName(), ", but this ", plugin, " plugin serves ",
-        owner->DebugName(), ": use that executor's ", accessor));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the stream belongs to ", parent->DebugName(), ", but this ", plugin,
+                     " plugin serves ", owner->DebugName(), ": use that executor's ", accessor));
   }
   if (parent->platform()->id() != kCudaPlatformId) {
     return absl::InvalidArgumentError(

@@ -8,8 +8,8 @@ absl::Status CudaStatus(cudaError_t error, absl::string_view what) {
   if (error == cudaSuccess) return absl::OkStatus();
   const char* name = cudaGetErrorName(error);
   const char* text = cudaGetErrorString(error);
-  std::string message = absl::StrCat(what, ": ", name ? name : "cudaError", " (", static_cast<int>(error),
-                                     "): ", text ? text : "unknown error");
+  std::string message = absl::StrCat(what, ": ", name ? name : "cudaError", " (",
+                                     static_cast<int>(error), "): ", text ? text : "unknown error");
   switch (error) {
     case cudaErrorMemoryAllocation:
       return absl::ResourceExhaustedError(message);

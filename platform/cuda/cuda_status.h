@@ -27,9 +27,9 @@ absl::Status CudaStatus(cudaError_t error, absl::string_view what);
 
 // Returns CudaStatus(expr, "<call>") from the enclosing function when the
 // CUDA runtime call `expr` fails:  RILL_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
-#define RILL_CUDA_RETURN_IF_ERROR(expr)                                          \
-  do {                                                                           \
-    const cudaError_t rill_cuda_error_ = (expr);                                 \
+#define RILL_CUDA_RETURN_IF_ERROR(expr)                                                      \
+  do {                                                                                       \
+    const cudaError_t rill_cuda_error_ = (expr);                                             \
     if (rill_cuda_error_ != cudaSuccess) return ::rill::CudaStatus(rill_cuda_error_, #expr); \
   } while (0)
 

@@ -74,12 +74,14 @@ absl::Status CudaStream::MemcpyDeviceToHost(void* dst, DeviceMemoryBase src, uin
                     "cudaMemcpyAsync(device to host)");
 }
 
-absl::Status CudaStream::MemcpyDeviceToDevice(DeviceMemoryBase dst, DeviceMemoryBase src, uint64_t size) {
+absl::Status CudaStream::MemcpyDeviceToDevice(DeviceMemoryBase dst, DeviceMemoryBase src,
+                                              uint64_t size) {
   CudaDeviceScope scope(ordinal_);
   // cudaMemcpyDefault: with unified addressing this is also a peer copy when
   // the views live on two devices.
-  return CudaStatus(cudaMemcpyAsync(CudaAddress(dst), CudaAddress(src), size, cudaMemcpyDefault, stream_),
-                    "cudaMemcpyAsync(device to device)");
+  return CudaStatus(
+      cudaMemcpyAsync(CudaAddress(dst), CudaAddress(src), size, cudaMemcpyDefault, stream_),
+      "cudaMemcpyAsync(device to device)");
 }
 
 absl::Status CudaStream::Memset32(DeviceMemoryBase dst, uint32_t pattern, uint64_t size) {
@@ -99,8 +101,9 @@ absl::Status CudaStream::Memset32(DeviceMemoryBase dst, uint32_t pattern, uint64
 absl::Status CudaStream::RecordEvent(EventInterface* event) {
   auto* cuda_event = static_cast<CudaEvent*>(event);
   if (cuda_event->ordinal() != ordinal_) {
-    return absl::InvalidArgumentError(absl::StrCat("an event of cuda device ", cuda_event->ordinal(),
-                                                   " cannot be recorded on a stream of device ", ordinal_));
+    return absl::InvalidArgumentError(
+        absl::StrCat("an event of cuda device ", cuda_event->ordinal(),
+                     " cannot be recorded on a stream of device ", ordinal_));
   }
   RILL_ASSIGN_OR_RETURN(std::shared_ptr<CudaEventRecord> record, cuda_event->NextRecord());
   record->set_error(status_->Get());
@@ -110,7 +113,8 @@ absl::Status CudaStream::RecordEvent(EventInterface* event) {
 
 absl::Status CudaStream::WaitForEvent(EventInterface* event) {
   std::shared_ptr<CudaEventRecord> record = static_cast<CudaEvent*>(event)->current();
-  RILL_RETURN_IF_ERROR(Annotate(record->error(), "the stream that recorded the awaited event had failed"));
+  RILL_RETURN_IF_ERROR(
+      Annotate(record->error(), "the stream that recorded the awaited event had failed"));
   CudaDeviceScope scope(ordinal_);
   // Works across devices too: the wait is on the event's device-side state,
   // captured now (a later record does not move it).
@@ -170,7 +174,8 @@ void CudaStream::CallbackLoop() {
     Callback* callback = nullptr;
     {
       MutexLock lock(&mu_);
-      work_cv_.Wait(&mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || !ready_.empty(); });
+      work_cv_.Wait(&mu_,
+                    [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || !ready_.empty(); });
       if (ready_.empty()) return;  // Stopping with nothing left.
       callback = ready_.front();
       ready_.pop_front();

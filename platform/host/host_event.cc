@@ -40,9 +40,8 @@ void HostEventState::ForgetLocked(uint64_t generation) {
 
 absl::Status HostEventState::Wait(uint64_t generation) {
   MutexLock lock(&mu_);
-  cv_.Wait(&mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return !outstanding_.contains(generation);
-  });
+  cv_.Wait(&mu_,
+           [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !outstanding_.contains(generation); });
   auto it = results_.find(generation);
   if (it == results_.end()) return absl::OkStatus();  // Generation 0: never recorded.
   return Annotate(it->second.status, "the stream that recorded the event had failed");

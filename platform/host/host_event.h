@@ -28,7 +28,8 @@ class HostEventState {
   void Complete(uint64_t generation, const absl::Status& status);
   // A wait for the latest record, taken now and run later (on a stream):
   // it blocks until that record has run and returns its stream's error.
-  static absl::AnyInvocable<absl::Status() &&> WaiterForLatest(std::shared_ptr<HostEventState> state);
+  static absl::AnyInvocable<absl::Status() &&> WaiterForLatest(
+      std::shared_ptr<HostEventState> state);
   // Blocks until the latest record has run; returns its stream's error.
   absl::Status WaitForLatest();
   // Pending while any record has not run; then the latest record's result.

@@ -6,9 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "rill/base/status_macros.h"
 #include "rill/platform/host/host_event.h"
 #include "rill/platform/host/host_kernel.h"
-#include "rill/base/status_macros.h"
 #include "rill/platform/host/host_stream.h"
 
 namespace rill {
@@ -69,8 +69,9 @@ absl::Status HostExecutor::Deallocate(DeviceMemoryBase memory) {
       return absl::InvalidArgumentError("not an allocation of this device (or already freed)");
     }
     if (memory.size() != it->second) {
-      return absl::InvalidArgumentError(absl::StrCat("a ", memory.size(), "-byte view of a ", it->second,
-                                                     "-byte allocation is a sub-range, not an allocation"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("a ", memory.size(), "-byte view of a ", it->second,
+                       "-byte allocation is a sub-range, not an allocation"));
     }
     bytes_in_use_ -= it->second;
     ptr = it->first;
@@ -82,7 +83,8 @@ absl::Status HostExecutor::Deallocate(DeviceMemoryBase memory) {
   // it -- at once when there is no stream. Never blocks, so it also works
   // from a host callback.
   std::shared_ptr<void> block(ptr, [](void* p) { AlignedFree(p); });
-  streams_->ForEachLiveOnPlatform([&](HostStream* stream) { stream->HoldUntilQueuedWorkDone(block); });
+  streams_->ForEachLiveOnPlatform(
+      [&](HostStream* stream) { stream->HoldUntilQueuedWorkDone(block); });
   return absl::OkStatus();
 }
 

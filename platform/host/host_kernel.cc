@@ -127,8 +127,8 @@ absl::Status RunHostKernel(const HostBlockFn& fn, const ThreadDim& threads, cons
     HostThread block;
     block.block_dim = threads;
     block.grid_dim = blocks;
-    block.block_idx = Dim3{linear % blocks.x, (linear / blocks.x) % blocks.y,
-                           linear / (blocks.x * blocks.y)};
+    block.block_idx =
+        Dim3{linear % blocks.x, (linear / blocks.x) % blocks.y, linear / (blocks.x * blocks.y)};
     try {
       fn(block, native.data());
     } catch (...) {

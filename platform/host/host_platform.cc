@@ -41,10 +41,20 @@ bool ParseBytes(std::string text, int64_t* out) {
   int64_t scale = 1;
   if (!text.empty()) {
     switch (text.back()) {
-      case 'k': case 'K': scale = int64_t{1} << 10; break;
-      case 'm': case 'M': scale = int64_t{1} << 20; break;
-      case 'g': case 'G': scale = int64_t{1} << 30; break;
-      default: break;
+      case 'k':
+      case 'K':
+        scale = int64_t{1} << 10;
+        break;
+      case 'm':
+      case 'M':
+        scale = int64_t{1} << 20;
+        break;
+      case 'g':
+      case 'G':
+        scale = int64_t{1} << 30;
+        break;
+      default:
+        break;
     }
     if (scale != 1) text.pop_back();
   }
@@ -61,15 +71,16 @@ absl::StatusOr<HostPlatformOptions> HostPlatformOptionsFromEnv() {
   if (const char* devices = std::getenv("RILL_HOST_DEVICES"); devices != nullptr && *devices) {
     int count = 0;
     if (!absl::SimpleAtoi(devices, &count) || count < 1 || count > 1024) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "RILL_HOST_DEVICES='", devices, "' is not a device count between 1 and 1024"));
+      return absl::InvalidArgumentError(absl::StrCat("RILL_HOST_DEVICES='", devices,
+                                                     "' is not a device count between 1 and 1024"));
     }
     options.device_count = count;
   }
   if (const char* limit = std::getenv("RILL_HOST_MEMORY_LIMIT"); limit != nullptr && *limit) {
     if (!ParseBytes(limit, &options.memory_limit_bytes)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "RILL_HOST_MEMORY_LIMIT='", limit, "' is not a positive byte count (e.g. 1048576, 512M, 2G)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("RILL_HOST_MEMORY_LIMIT='", limit,
+                       "' is not a positive byte count (e.g. 1048576, 512M, 2G)"));
     }
   }
   return options;

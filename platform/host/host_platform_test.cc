@@ -83,8 +83,8 @@ TEST(HostPlatform, BadEnvironmentRegistersAPlatformWithoutDevices) {
   EXPECT_TRUE(manager.AvailablePlatforms().empty());
   Platform* host = *manager.PlatformWithName("host");
   EXPECT_EQ(host->VisibleDeviceCount(), 0);
-  EXPECT_TRUE(HasError(host->Availability(), absl::StatusCode::kUnavailable,
-                       {"RILL_HOST_DEVICES='abc'"}));
+  EXPECT_TRUE(
+      HasError(host->Availability(), absl::StatusCode::kUnavailable, {"RILL_HOST_DEVICES='abc'"}));
   EXPECT_TRUE(HasError(host->ExecutorForDevice(0).status(), absl::StatusCode::kUnavailable,
                        {"host", "'abc'"}));
   EXPECT_TRUE(HasError(manager.PlatformWithName("cuda").status(), absl::StatusCode::kNotFound,
@@ -123,7 +123,8 @@ TEST(HostPlatform, DefaultMemoryLimitIsPhysicalMemory) {
 }
 
 TEST(HostExecutor, LoadKernelWithoutHostVariantIsUnimplemented) {
-  StreamExecutor* exec = *(*PlatformManager::Default().PlatformWithName("host"))->ExecutorForDevice(0);
+  StreamExecutor* exec =
+      *(*PlatformManager::Default().PlatformWithName("host"))->ExecutorForDevice(0);
   KernelSpec spec("cuda_only");
   spec.AddCudaPtx(".version 8.0\n.target sm_90\n");
   EXPECT_TRUE(HasError(exec->LoadKernel(spec).status(), absl::StatusCode::kUnimplemented,
@@ -134,7 +135,8 @@ TEST(HostExecutor, LoadKernelWithoutHostVariantIsUnimplemented) {
 // on the serial path and on the parallel one (a grid past the threshold),
 // instead of ending the process; the executor keeps working.
 TEST(HostExecutor, AKernelThatThrowsFailsItsStream) {
-  StreamExecutor* exec = *(*PlatformManager::Default().PlatformWithName("host"))->ExecutorForDevice(0);
+  StreamExecutor* exec =
+      *(*PlatformManager::Default().PlatformWithName("host"))->ExecutorForDevice(0);
   KernelSpec spec("throws");
   spec.AddHostFunction<uint64_t>([](const HostThread& t, uint64_t throw_at) {
     if (static_cast<uint64_t>(t.global_x()) == throw_at) throw std::runtime_error("kernel gave up");
@@ -158,7 +160,8 @@ TEST(HostExecutor, AKernelThatThrowsFailsItsStream) {
 // A ThenNotify callback that throws fails the stream instead of ending the
 // process from the stream's thread.
 TEST(HostExecutor, ANotifyCallbackThatThrowsFailsItsStream) {
-  StreamExecutor* exec = *(*PlatformManager::Default().PlatformWithName("host"))->ExecutorForDevice(0);
+  StreamExecutor* exec =
+      *(*PlatformManager::Default().PlatformWithName("host"))->ExecutorForDevice(0);
   auto stream = exec->CreateStream();
   ASSERT_TRUE(stream.ok());
   bool notified = false;
@@ -175,9 +178,11 @@ TEST(HostExecutor, ANotifyCallbackThatThrowsFailsItsStream) {
 // not of whichever record ran last: a later record on a failed stream does
 // not fail it, and a later healthy record does not hide a failed one.
 TEST(HostEvent, AWaitGetsTheResultOfTheRecordItSaw) {
-  StreamExecutor* exec = *(*PlatformManager::Default().PlatformWithName("host"))->ExecutorForDevice(0);
+  StreamExecutor* exec =
+      *(*PlatformManager::Default().PlatformWithName("host"))->ExecutorForDevice(0);
   for (const bool first_fails : {false, true}) {
-    SCOPED_TRACE(first_fails ? "failed record, then a healthy one" : "healthy record, then a failed one");
+    SCOPED_TRACE(first_fails ? "failed record, then a healthy one"
+                             : "healthy record, then a failed one");
     auto first = exec->CreateStream(), second = exec->CreateStream(), waiter = exec->CreateStream();
     ASSERT_TRUE(first.ok() && second.ok() && waiter.ok());
     auto event = exec->CreateEvent();
@@ -187,7 +192,8 @@ TEST(HostEvent, AWaitGetsTheResultOfTheRecordItSaw) {
     (*first)->ThenRecordEvent(event->get());
     const absl::Status first_status = (*first)->BlockHostUntilDone();
     EXPECT_EQ(first_status.ok(), !first_fails) << first_status;
-    EXPECT_EQ((*event)->PollForStatus(), first_fails ? Event::Status::kError : Event::Status::kComplete);
+    EXPECT_EQ((*event)->PollForStatus(),
+              first_fails ? Event::Status::kError : Event::Status::kComplete);
     // The wait is enqueued now (it saw the first record) but runs only after
     // the event has been recorded again.
     std::promise<void> recorded_again;
@@ -205,7 +211,8 @@ TEST(HostEvent, AWaitGetsTheResultOfTheRecordItSaw) {
       EXPECT_TRUE(IsOk(waited)) << "failed by a record made after the wait";
     }
     // The event itself reports its latest record.
-    EXPECT_EQ((*event)->PollForStatus(), first_fails ? Event::Status::kComplete : Event::Status::kError);
+    EXPECT_EQ((*event)->PollForStatus(),
+              first_fails ? Event::Status::kComplete : Event::Status::kError);
   }
 }
 

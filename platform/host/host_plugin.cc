@@ -14,10 +14,9 @@ absl::StatusOr<HostStream*> HostPluginStream(StreamExecutor* owner, Stream* stre
     return absl::FailedPreconditionError("the stream is detached: its executor was destroyed");
   }
   if (parent != owner) {
-    return absl::InvalidArgumentError(absl::StrCat("the stream belongs to ", parent->DebugName(),
-                                                   ", but this ", std::string(plugin), " plugin serves ",
-                                                   owner->DebugName(), ": use that executor's ",
-                                                   std::string(accessor)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the stream belongs to ", parent->DebugName(), ", but this ", std::string(plugin),
+        " plugin serves ", owner->DebugName(), ": use that executor's ", std::string(accessor)));
   }
   // Every stream of a host executor is a HostStream.
   return static_cast<HostStream*>(stream->implementation());

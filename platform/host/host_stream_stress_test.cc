@@ -23,8 +23,8 @@ const PlatformIdInfo kStressIdInfo{"stress"};
 class HostStreamStress : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(IsOk(manager_.RegisterPlatform(
-        std::make_unique<HostPlatform>(HostPlatformOptions{"stress", &kStressIdInfo, 2, 64 << 20}))));
+    ASSERT_TRUE(IsOk(manager_.RegisterPlatform(std::make_unique<HostPlatform>(
+        HostPlatformOptions{"stress", &kStressIdInfo, 2, 64 << 20}))));
     platform_ = Must(manager_.PlatformWithName("stress"));
   }
   PlatformManager manager_;
@@ -55,9 +55,8 @@ TEST_F(HostStreamStress, RingOfProducersWithCrossWaits) {
       for (int r = 1; r <= kRounds; ++r) {
         Event* neighbour = events[next][r - 1].get();
         while (!neighbour->recorded()) std::this_thread::yield();
-        s.ThenWaitFor(neighbour).ThenDoHostCallback([&cell, t, next, r] {
-          cell[t][r] = cell[t][r - 1] + cell[next][r - 1] + t;
-        });
+        s.ThenWaitFor(neighbour).ThenDoHostCallback(
+            [&cell, t, next, r] { cell[t][r] = cell[t][r - 1] + cell[next][r - 1] + t; });
         s.ThenRecordEvent(events[t][r].get());
       }
     });

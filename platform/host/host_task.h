@@ -72,9 +72,9 @@ class HostTask {
   };
 
   template <typename T>
-  static constexpr bool kFitsInline = sizeof(T) <= kInlineSize &&
-                                      alignof(T) <= alignof(std::max_align_t) &&
-                                      std::is_nothrow_move_constructible_v<T>;
+  static constexpr bool kFitsInline =
+      sizeof(T) <= kInlineSize &&
+      alignof(T) <= alignof(std::max_align_t) && std::is_nothrow_move_constructible_v<T>;
 
   template <typename T>
   static constexpr Ops kInlineOps = {

@@ -44,8 +44,9 @@ TEST(HostTaskTest, MovesAndResetDestroyEachCaptureExactlyOnce) {
     {
       Tracked tracked(live);
       std::array<char, HostTask::kInlineSize> pad{};
-      HostTask task = inline_size ? HostTask([t = std::move(tracked)] { return absl::OkStatus(); })
-                                  : HostTask([t = std::move(tracked), pad] { return absl::OkStatus(); });
+      HostTask task = inline_size
+                          ? HostTask([t = std::move(tracked)] { return absl::OkStatus(); })
+                          : HostTask([t = std::move(tracked), pad] { return absl::OkStatus(); });
       EXPECT_EQ(*live, 2);  // `tracked` (moved-from) and the capture.
       HostTask second = std::move(task);
       HostTask third;
@@ -61,7 +62,7 @@ TEST(HostTaskTest, MovesAndResetDestroyEachCaptureExactlyOnce) {
 }
 
 TEST(HostTaskTest, HoldsAnAnyInvocable) {
-  absl::AnyInvocable<absl::Status() &&> callback = [] { return absl::CancelledError("x"); };
+  absl::AnyInvocable<absl::Status()&&> callback = [] { return absl::CancelledError("x"); };
   HostTask task(std::move(callback));
   EXPECT_EQ(std::move(task)().code(), absl::StatusCode::kCancelled);
 }

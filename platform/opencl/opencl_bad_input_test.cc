@@ -102,8 +102,8 @@ TEST_F(OpenClBadInputTest, ArgumentCountMismatchNamesBothCounts) {
 
   // The untyped form with one argument too many.
   auto kernel = Must(executor_->LoadKernel(Spec("fill")));
-  KernelArgs four = {PackKernelArg(*buffer_), PackKernelArg(int32_t{1}), PackKernelArg(uint64_t{64}),
-                     PackKernelArg(uint64_t{0})};
+  KernelArgs four = {PackKernelArg(*buffer_), PackKernelArg(int32_t{1}),
+                     PackKernelArg(uint64_t{64}), PackKernelArg(uint64_t{0})};
   std::unique_ptr<Stream> stream = NewStream();
   stream->ThenLaunch(ThreadDim(8), BlockDim(1), *kernel, four);
   EXPECT_FALSE(stream->ok()) << "refused at enqueue";
@@ -117,7 +117,8 @@ TEST_F(OpenClBadInputTest, ArgumentCountMismatchNamesBothCounts) {
 // type and its size, and what was passed.
 TEST_F(OpenClBadInputTest, ArgumentSizeMismatchNamesTheArgumentAndBothSizes) {
   {  // int64_t for `int value`.
-    auto kernel = Must(executor_->LoadKernel<DeviceMemory<int32_t>, int64_t, uint64_t>(Spec("fill")));
+    auto kernel =
+        Must(executor_->LoadKernel<DeviceMemory<int32_t>, int64_t, uint64_t>(Spec("fill")));
     std::unique_ptr<Stream> stream = NewStream();
     stream->ThenLaunch(ThreadDim(8), BlockDim(1), kernel, *buffer_, int64_t{1}, uint64_t{8});
     EXPECT_FALSE(stream->ok()) << "refused at enqueue";
@@ -125,7 +126,8 @@ TEST_F(OpenClBadInputTest, ArgumentSizeMismatchNamesTheArgumentAndBothSizes) {
                          {"argument 1 of kernel \"fill\" is `int` (4 bytes), got 8 bytes"}));
   }
   {  // uint32_t for `ulong n`.
-    auto kernel = Must(executor_->LoadKernel<DeviceMemory<int32_t>, int32_t, uint32_t>(Spec("fill")));
+    auto kernel =
+        Must(executor_->LoadKernel<DeviceMemory<int32_t>, int32_t, uint32_t>(Spec("fill")));
     std::unique_ptr<Stream> stream = NewStream();
     stream->ThenLaunch(ThreadDim(8), BlockDim(1), kernel, *buffer_, int32_t{1}, uint32_t{8});
     EXPECT_FALSE(stream->ok()) << "refused at enqueue";
@@ -134,7 +136,8 @@ TEST_F(OpenClBadInputTest, ArgumentSizeMismatchNamesTheArgumentAndBothSizes) {
   }
   {  // Device memory for `int value`.
     auto kernel =
-        Must(executor_->LoadKernel<DeviceMemory<int32_t>, DeviceMemory<int32_t>, uint64_t>(Spec("fill")));
+        Must(executor_->LoadKernel<DeviceMemory<int32_t>, DeviceMemory<int32_t>, uint64_t>(
+            Spec("fill")));
     std::unique_ptr<Stream> stream = NewStream();
     stream->ThenLaunch(ThreadDim(8), BlockDim(1), kernel, *buffer_, *buffer_, uint64_t{8});
     EXPECT_FALSE(stream->ok()) << "refused at enqueue";
@@ -142,8 +145,8 @@ TEST_F(OpenClBadInputTest, ArgumentSizeMismatchNamesTheArgumentAndBothSizes) {
                          {"argument 1 of kernel \"fill\" is `int` (4 bytes), got a buffer"}));
   }
   {  // Device memory (a cl_mem, as large as a ulong) for `ulong n`.
-    auto kernel =
-        Must(executor_->LoadKernel<DeviceMemory<int32_t>, int32_t, DeviceMemory<int32_t>>(Spec("fill")));
+    auto kernel = Must(
+        executor_->LoadKernel<DeviceMemory<int32_t>, int32_t, DeviceMemory<int32_t>>(Spec("fill")));
     std::unique_ptr<Stream> stream = NewStream();
     stream->ThenLaunch(ThreadDim(8), BlockDim(1), kernel, *buffer_, int32_t{1}, *buffer_);
     EXPECT_FALSE(stream->ok()) << "refused at enqueue";
@@ -178,14 +181,17 @@ TEST_F(OpenClBadInputTest, VectorParametersHaveTheirOpenClSize) {
                        {"argument 1 of kernel \"vec\" is `float4` (16 bytes), got 4 bytes"}));
   auto packed = Must(executor_->LoadKernel<DeviceMemory<int32_t>, Float4, UChar3>(Spec("vec")));
   std::unique_ptr<Stream> short_vector = NewStream();
-  short_vector->ThenLaunch(ThreadDim(1), BlockDim(1), packed, *buffer_, Float4{1, 2, 3, 4}, UChar3{1, 2, 3});
+  short_vector->ThenLaunch(ThreadDim(1), BlockDim(1), packed, *buffer_, Float4{1, 2, 3, 4},
+                           UChar3{1, 2, 3});
   EXPECT_TRUE(HasError(short_vector->BlockHostUntilDone(), absl::StatusCode::kInvalidArgument,
                        {"argument 2 of kernel \"vec\" is `uchar3` (4 bytes), got 3 bytes"}));
 
   auto kernel = Must(executor_->LoadKernel<DeviceMemory<int32_t>, Float4, UChar4>(Spec("vec")));
   float out = 0;
   std::unique_ptr<Stream> stream = NewStream();
-  stream->ThenLaunch(ThreadDim(1), BlockDim(1), kernel, *buffer_, Float4{1, 2, 3, 4}, UChar4{5, 6, 7, 0})
+  stream
+      ->ThenLaunch(ThreadDim(1), BlockDim(1), kernel, *buffer_, Float4{1, 2, 3, 4},
+                   UChar4{5, 6, 7, 0})
       .ThenMemcpy(&out, *buffer_, sizeof(float));
   ASSERT_TRUE(IsOk(stream->BlockHostUntilDone()));
   EXPECT_EQ(out, 1 + 2 + 3 + 4 + 5 + 6 + 7);
@@ -200,15 +206,17 @@ TEST_F(OpenClBadInputTest, ScalarForABufferParameterIsInvalidArgument) {
     std::unique_ptr<Stream> stream = NewStream();
     stream->ThenLaunch(ThreadDim(8), BlockDim(1), kernel, uint64_t{5}, int32_t{1}, uint64_t{8});
     EXPECT_FALSE(stream->ok()) << "refused at enqueue";
-    EXPECT_TRUE(HasError(stream->BlockHostUntilDone(), absl::StatusCode::kInvalidArgument,
-                         {"argument 0 of kernel \"fill\" is `__global int*`, got a value of 8 bytes"}));
+    EXPECT_TRUE(
+        HasError(stream->BlockHostUntilDone(), absl::StatusCode::kInvalidArgument,
+                 {"argument 0 of kernel \"fill\" is `__global int*`, got a value of 8 bytes"}));
   }
   {
     auto kernel = Must(executor_->LoadKernel<int32_t, int32_t, uint64_t>(Spec("fill")));
     std::unique_ptr<Stream> stream = NewStream();
     stream->ThenLaunch(ThreadDim(8), BlockDim(1), kernel, int32_t{5}, int32_t{1}, uint64_t{8});
-    EXPECT_TRUE(HasError(stream->BlockHostUntilDone(), absl::StatusCode::kInvalidArgument,
-                         {"argument 0 of kernel \"fill\" is `__global int*`, got a value of 4 bytes"}));
+    EXPECT_TRUE(
+        HasError(stream->BlockHostUntilDone(), absl::StatusCode::kInvalidArgument,
+                 {"argument 0 of kernel \"fill\" is `__global int*`, got a value of 4 bytes"}));
   }
 }
 
@@ -217,7 +225,8 @@ TEST_F(OpenClBadInputTest, ScalarForABufferParameterIsInvalidArgument) {
 // struct of the wrong size cannot be caught (the kernel reads past the
 // bytes passed). Device memory for it is refused at enqueue.
 TEST_F(OpenClBadInputTest, BufferForAStructParameterIsInvalidArgument) {
-  auto wrong = Must(executor_->LoadKernel<DeviceMemory<int32_t>, DeviceMemory<int32_t>>(Spec("extent")));
+  auto wrong =
+      Must(executor_->LoadKernel<DeviceMemory<int32_t>, DeviceMemory<int32_t>>(Spec("extent")));
   std::unique_ptr<Stream> refused = NewStream();
   refused->ThenLaunch(ThreadDim(1), BlockDim(1), wrong, *buffer_, *buffer_);
   EXPECT_FALSE(refused->ok()) << "refused at enqueue";
@@ -239,8 +248,9 @@ TEST_F(OpenClBadInputTest, LocalParameterIsInvalidArgument) {
   std::unique_ptr<Stream> stream = NewStream();
   stream->ThenLaunch(ThreadDim(8), BlockDim(1), kernel, *buffer_, uint64_t{32});
   EXPECT_FALSE(stream->ok()) << "refused at enqueue";
-  EXPECT_TRUE(HasError(stream->BlockHostUntilDone(), absl::StatusCode::kInvalidArgument,
-                       {"argument 1 of kernel \"scratch\" is `__local int*`", "cannot size local memory"}));
+  EXPECT_TRUE(
+      HasError(stream->BlockHostUntilDone(), absl::StatusCode::kInvalidArgument,
+               {"argument 1 of kernel \"scratch\" is `__local int*`", "cannot size local memory"}));
 }
 
 // A program built without -cl-kernel-arg-info has no parameter info: the
@@ -249,13 +259,16 @@ TEST_F(OpenClBadInputTest, LocalParameterIsInvalidArgument) {
 TEST_F(OpenClBadInputTest, WithoutArgumentInfoOnlyTheCountIsChecked) {
   OpenClExecutor* cl = Must(AsOpenClExecutor(executor_));
   cl_program program = Must(cl->programs().GetOrBuild(kSource, "-cl-std=CL1.2", "no arg info"));
-  absl::StatusOr<std::shared_ptr<OpenClKernelCore>> core = OpenClKernelCore::Create(program, "fill");
+  absl::StatusOr<std::shared_ptr<OpenClKernelCore>> core =
+      OpenClKernelCore::Create(program, "fill");
   clReleaseProgram(program);
   ASSERT_TRUE(IsOk(core.status()));
   ASSERT_EQ((*core)->num_args(), 3u);
-  for (const OpenClParam& param : (*core)->params()) EXPECT_EQ(param.kind, OpenClParam::Kind::kUnknown);
+  for (const OpenClParam& param : (*core)->params())
+    EXPECT_EQ(param.kind, OpenClParam::Kind::kUnknown);
 
-  KernelArgs mismatched = {PackKernelArg(*buffer_), PackKernelArg(*buffer_), PackKernelArg(uint32_t{8})};
+  KernelArgs mismatched = {PackKernelArg(*buffer_), PackKernelArg(*buffer_),
+                           PackKernelArg(uint32_t{8})};
   EXPECT_TRUE(IsOk(ResolveArgs(**core, mismatched, cl->info().base_align).status()));
   KernelArgs two = {PackKernelArg(*buffer_), PackKernelArg(int32_t{1})};
   EXPECT_TRUE(HasError(ResolveArgs(**core, two, cl->info().base_align).status(),
@@ -270,8 +283,9 @@ TEST_F(OpenClBadInputTest, LocalSizeTheKernelDoesNotAllowNamesTheSizes) {
   auto kernel = Must(executor_->LoadKernel<DeviceMemory<int32_t>, int32_t>(Spec("fill8")));
   std::unique_ptr<Stream> stream = NewStream();
   stream->ThenLaunch(ThreadDim(4), BlockDim(4), kernel, *buffer_, int32_t{1});
-  EXPECT_TRUE(HasError(stream->BlockHostUntilDone(), absl::StatusCode::kInvalidArgument,
-                       {"\"fill8\"", "global=(16, 1, 1)", "local=(4, 1, 1)", "CL_INVALID_WORK_GROUP_SIZE"}));
+  EXPECT_TRUE(HasError(
+      stream->BlockHostUntilDone(), absl::StatusCode::kInvalidArgument,
+      {"\"fill8\"", "global=(16, 1, 1)", "local=(4, 1, 1)", "CL_INVALID_WORK_GROUP_SIZE"}));
 
   std::vector<int32_t> out(16, -1);
   std::unique_ptr<Stream> good = NewStream();
@@ -300,10 +314,12 @@ TEST_F(OpenClBadInputTest, ViewOutsideItsBufferIsRefused) {
                        {"destination", "offset=224", "not in an allocation"}));
   std::unique_ptr<Stream> reader = NewStream();
   reader->ThenMemcpy(host.data(), beyond, 64);
-  EXPECT_TRUE(HasError(reader->status(), absl::StatusCode::kInvalidArgument, {"source", "offset=224"}));
+  EXPECT_TRUE(
+      HasError(reader->status(), absl::StatusCode::kInvalidArgument, {"source", "offset=224"}));
   std::unique_ptr<Stream> filler = NewStream();
   filler->ThenMemZero(&beyond, 64);
-  EXPECT_TRUE(HasError(filler->status(), absl::StatusCode::kInvalidArgument, {"destination", "offset=224"}));
+  EXPECT_TRUE(HasError(filler->status(), absl::StatusCode::kInvalidArgument,
+                       {"destination", "offset=224"}));
 
   // As a kernel argument too.
   const uint64_t align = Must(AsOpenClExecutor(executor_))->info().base_align;
@@ -353,8 +369,8 @@ TEST_F(OpenClBadInputTest, WorkerErrorsNameTheOffsetAndSize) {
 // why, and a DNN call fails the stream with that reason and its context.
 TEST_F(OpenClBadInputTest, DnnIsUnimplementedNamingThePlatform) {
   EXPECT_EQ(executor_->AsDnn(), nullptr);
-  EXPECT_TRUE(HasError(executor_->GetPlugin(PluginKind::kDnn).status(), absl::StatusCode::kUnimplemented,
-                       {"no DNN plugin for platform opencl"}));
+  EXPECT_TRUE(HasError(executor_->GetPlugin(PluginKind::kDnn).status(),
+                       absl::StatusCode::kUnimplemented, {"no DNN plugin for platform opencl"}));
   DeviceMemory<float> x(*buffer_);
   DeviceMemory<float> y(*buffer_);
   std::unique_ptr<Stream> stream = NewStream();

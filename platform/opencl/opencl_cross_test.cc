@@ -44,12 +44,13 @@ constexpr auto kSlow = 50ms;
 // block run one after another, so the whole block writes late.
 KernelSpec AffineSpec(bool slow) {
   KernelSpec spec(slow ? "slow_affine" : "affine");
-  spec.AddHostFunction<DeviceMemory<uint32_t>, DeviceMemory<uint32_t>, uint32_t, uint32_t, uint64_t>(
-      [slow](const HostThread& t, const uint32_t* x, uint32_t* y, uint32_t mul, uint32_t add, uint64_t n) {
-        const uint64_t i = static_cast<uint64_t>(t.global_x());
-        if (slow && i == 0) std::this_thread::sleep_for(kSlow);
-        if (i < n) y[i] = x[i] * mul + add;
-      });
+  spec.AddHostFunction<DeviceMemory<uint32_t>, DeviceMemory<uint32_t>, uint32_t, uint32_t,
+                       uint64_t>([slow](const HostThread& t, const uint32_t* x, uint32_t* y,
+                                        uint32_t mul, uint32_t add, uint64_t n) {
+    const uint64_t i = static_cast<uint64_t>(t.global_x());
+    if (slow && i == 0) std::this_thread::sleep_for(kSlow);
+    if (i < n) y[i] = x[i] * mul + add;
+  });
   spec.AddOpenClSource(R"CL(
 __kernel void affine(__global const uint* x, __global uint* y, uint mul, uint add, ulong n) {
   const size_t i = get_global_id(0);
@@ -61,7 +62,8 @@ __kernel void slow_affine(__global const uint* x, __global uint* y, uint mul, ui
 })CL");
   return spec;
 }
-using AffineKernel = TypedKernel<DeviceMemory<uint32_t>, DeviceMemory<uint32_t>, uint32_t, uint32_t, uint64_t>;
+using AffineKernel =
+    TypedKernel<DeviceMemory<uint32_t>, DeviceMemory<uint32_t>, uint32_t, uint32_t, uint64_t>;
 
 std::vector<uint32_t> Iota(uint64_t n, uint32_t first) {
   std::vector<uint32_t> v(n);
@@ -107,10 +109,12 @@ TEST_F(OpenClCrossTest, OpenClStreamWaitsForHostStream) {
   ScopedDeviceMemory<uint32_t> in = HostWords(), produced = HostWords();
   ScopedDeviceMemory<uint32_t> buffer = ClWords(), result = ClWords();
   std::memcpy(HostPointer(*in), Iota(kN, 1).data(), kN * sizeof(uint32_t));
-  auto host_kernel = Must(host_->LoadKernel<DeviceMemory<uint32_t>, DeviceMemory<uint32_t>, uint32_t,
-                                            uint32_t, uint64_t>(AffineSpec(/*slow=*/true)));
-  auto cl_kernel = Must(cl_->LoadKernel<DeviceMemory<uint32_t>, DeviceMemory<uint32_t>, uint32_t, uint32_t,
-                                        uint64_t>(AffineSpec(/*slow=*/false)));
+  auto host_kernel =
+      Must(host_->LoadKernel<DeviceMemory<uint32_t>, DeviceMemory<uint32_t>, uint32_t, uint32_t,
+                             uint64_t>(AffineSpec(/*slow=*/true)));
+  auto cl_kernel = Must(
+      cl_->LoadKernel<DeviceMemory<uint32_t>, DeviceMemory<uint32_t>, uint32_t, uint32_t, uint64_t>(
+          AffineSpec(/*slow=*/false)));
 
   // produced = 3 * (i + 1) + 1, late.
   host_stream_->ThenLaunch(ThreadDim(kN), BlockDim(1), host_kernel, *in, *produced, 3u, 1u, kN);
@@ -131,10 +135,12 @@ TEST_F(OpenClCrossTest, HostStreamWaitsForOpenClStream) {
   ScopedDeviceMemory<uint32_t> staged = HostWords(), result = HostWords();
   ScopedDeviceMemory<uint32_t> source = ClWords(), buffer = ClWords();
   const std::vector<uint32_t> input = Iota(kN, 10);
-  auto cl_kernel = Must(cl_->LoadKernel<DeviceMemory<uint32_t>, DeviceMemory<uint32_t>, uint32_t, uint32_t,
-                                        uint64_t>(AffineSpec(/*slow=*/false)));
-  auto host_kernel = Must(host_->LoadKernel<DeviceMemory<uint32_t>, DeviceMemory<uint32_t>, uint32_t,
-                                            uint32_t, uint64_t>(AffineSpec(/*slow=*/false)));
+  auto cl_kernel = Must(
+      cl_->LoadKernel<DeviceMemory<uint32_t>, DeviceMemory<uint32_t>, uint32_t, uint32_t, uint64_t>(
+          AffineSpec(/*slow=*/false)));
+  auto host_kernel =
+      Must(host_->LoadKernel<DeviceMemory<uint32_t>, DeviceMemory<uint32_t>, uint32_t, uint32_t,
+                             uint64_t>(AffineSpec(/*slow=*/false)));
 
   cl_stream_->ThenDoHostCallback([] { std::this_thread::sleep_for(kSlow); })
       .ThenMemcpyH2D<uint32_t>(input, source.ptr())
@@ -200,7 +206,7 @@ TEST_F(OpenClCrossTest, WaitKeepsTheRecordItSawAcrossPlatforms) {
   std::atomic<bool> passed{false};
   host_stream_->ThenRecordEvent(event.get());  // Record 1: completes at once.
   cl_stream_->ThenDoHostCallback([] { std::this_thread::sleep_for(kSlow); })
-      .ThenWaitFor(event.get())                // Must wait for record 1 only.
+      .ThenWaitFor(event.get())  // Must wait for record 1 only.
       .ThenDoHostCallback([&passed] { passed = true; });
   host_stream_->ThenDoHostCallback([gate] { gate->Wait(); });
   host_stream_->ThenRecordEvent(event.get());  // Record 2: held by the gate.
@@ -217,7 +223,8 @@ TEST_F(OpenClCrossTest, WaitKeepsTheRecordItSawAcrossPlatforms) {
 // platform with the first error, and its later work is skipped.
 TEST_F(OpenClCrossTest, FailureCrossesTheWaitBothWays) {
   std::atomic<bool> ran{false};
-  cl_stream_->ThenDoHostCallbackWithStatus([] { return absl::DataLossError("opencl producer broke"); });
+  cl_stream_->ThenDoHostCallbackWithStatus(
+      [] { return absl::DataLossError("opencl producer broke"); });
   host_stream_->ThenWaitFor(cl_stream_.get()).ThenDoHostCallback([&ran] { ran = true; });
   EXPECT_TRUE(HasError(host_stream_->BlockHostUntilDone(), absl::StatusCode::kDataLoss,
                        {"opencl producer broke", "waiting through the host"}));
@@ -225,7 +232,8 @@ TEST_F(OpenClCrossTest, FailureCrossesTheWaitBothWays) {
 
   std::unique_ptr<Stream> host_producer = Must(host_->CreateStream());
   std::unique_ptr<Stream> cl_consumer = Must(cl_->CreateStream());
-  host_producer->ThenDoHostCallbackWithStatus([] { return absl::DataLossError("host producer broke"); });
+  host_producer->ThenDoHostCallbackWithStatus(
+      [] { return absl::DataLossError("host producer broke"); });
   cl_consumer->ThenWaitFor(host_producer.get()).ThenDoHostCallback([&ran] { ran = true; });
   EXPECT_TRUE(HasError(cl_consumer->BlockHostUntilDone(), absl::StatusCode::kDataLoss,
                        {"host producer broke", "waiting through the host"}));

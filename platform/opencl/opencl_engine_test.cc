@@ -10,8 +10,8 @@
 #include <thread>
 #include <vector>
 
-#include "rill/engine/engine.h"
 #include "gtest/gtest.h"
+#include "rill/engine/engine.h"
 #include "rill/rill.h"
 #include "tests/engine/engine_testing.h"
 #include "tests/testing/status_testing.h"
@@ -78,7 +78,8 @@ TEST_P(OpenClEngineTest, ChainThroughOpenClAndHostDevices) {
   ScopedDeviceMemory<U64> b = Must(host_->AllocateOwnedArray<U64>(kN));
   std::vector<U64> input(kN), stage(kN, 0), result(kN, 0);
   U64 sum = 0;
-  VarHandle v_in = engine->NewVariable(), v_a = engine->NewVariable(), v_stage = engine->NewVariable();
+  VarHandle v_in = engine->NewVariable(), v_a = engine->NewVariable(),
+            v_stage = engine->NewVariable();
   VarHandle v_result = engine->NewVariable(), v_sum = engine->NewVariable();
   auto slow = [](Stream* s) { s->ThenDoHostCallback([] { std::this_thread::sleep_for(10ms); }); };
   for (U64 round = 0; round < 3; ++round) {
@@ -144,7 +145,8 @@ TEST_P(OpenClEngineTest, DeviceErrorPoisonsVars) {
   bool ran = false;
   ASSERT_TRUE(IsOk(engine->PushSync(
       [&](RunContext rc) {
-        rc.stream->ThenDoHostCallbackWithStatus([] { return absl::DataLossError("opencl step broke"); });
+        rc.stream->ThenDoHostCallbackWithStatus(
+            [] { return absl::DataLossError("opencl step broke"); });
         return absl::OkStatus();
       },
       cl_ctx_, {}, {v}, FnProperty::kNormal, 0, "bad")));

@@ -28,9 +28,8 @@ void OpenClEventState::Complete(uint64_t generation, absl::Status status, cl_eve
 
 OpenClRecord OpenClEventState::WaitRun(uint64_t generation) {
   MutexLock lock(&mu_);
-  cv_.Wait(&mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return !outstanding_.contains(generation);
-  });
+  cv_.Wait(&mu_,
+           [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !outstanding_.contains(generation); });
   if (marker_ != nullptr) clRetainEvent(marker_);
   return OpenClRecord{status_, marker_};
 }
@@ -47,9 +46,9 @@ cl_event OpenClEventState::marker() const {
 
 absl::Status MarkerStatus(cl_event marker) {
   cl_int state = CL_QUEUED;
-  RILL_RETURN_IF_ERROR(ClStatus(clGetEventInfo(marker, CL_EVENT_COMMAND_EXECUTION_STATUS,
-                                               sizeof(state), &state, nullptr),
-                                "clGetEventInfo(CL_EVENT_COMMAND_EXECUTION_STATUS)"));
+  RILL_RETURN_IF_ERROR(ClStatus(
+      clGetEventInfo(marker, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(state), &state, nullptr),
+      "clGetEventInfo(CL_EVENT_COMMAND_EXECUTION_STATUS)"));
   if (state == CL_COMPLETE) return absl::OkStatus();
   if (state < 0) return ClStatus(state, "a device command before the event failed");
   return absl::FailedPreconditionError("the event's marker has not completed yet");

@@ -1,10 +1,10 @@
 #ifndef RILL_PLATFORM_OPENCL_OPENCL_EVENT_H_
 #define RILL_PLATFORM_OPENCL_OPENCL_EVENT_H_
 
+#include <CL/cl.h>
+
 #include <cstdint>
 #include <memory>
-
-#include <CL/cl.h>
 
 #include "absl/container/flat_hash_set.h"
 #include "rill/base/mutex.h"
@@ -71,7 +71,8 @@ class OpenClEvent : public EventInterface {
   State Poll() override { return state_->Poll(); }
   absl::Status Synchronize() override { return state_->Synchronize(state_->latest()); }
   absl::AnyInvocable<absl::Status() &&> WaiterForLatestRecord() override {
-    return [state = state_, generation = state_->latest()] { return state->Synchronize(generation); };
+    return
+        [state = state_, generation = state_->latest()] { return state->Synchronize(generation); };
   }
   absl::StatusOr<absl::Duration> ElapsedSince(const EventInterface& start) override;
   // The latest record's marker (cl_event), nullptr before the first record

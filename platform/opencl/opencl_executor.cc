@@ -28,7 +28,8 @@ absl::StatusOr<std::unique_ptr<OpenClExecutor>> OpenClExecutor::Create(
     clReleaseContext(context);
     return ClStatus(error, "clCreateCommandQueue");
   }
-  return std::unique_ptr<OpenClExecutor>(new OpenClExecutor(info, context, queue, std::move(platform_streams)));
+  return std::unique_ptr<OpenClExecutor>(
+      new OpenClExecutor(info, context, queue, std::move(platform_streams)));
 }
 
 OpenClExecutor::~OpenClExecutor() {
@@ -96,9 +97,9 @@ absl::Status OpenClExecutor::Deallocate(DeviceMemoryBase memory) {
       return absl::InvalidArgumentError("not a cl_mem allocated by this device (or already freed)");
     }
     if (memory.offset() != 0 || memory.size() != it->second) {
-      return absl::InvalidArgumentError(absl::StrCat("a ", memory.size(), "-byte view at offset ",
-                                                     memory.offset(), " of a ", it->second,
-                                                     "-byte allocation is a sub-range, not an allocation"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("a ", memory.size(), "-byte view at offset ", memory.offset(), " of a ",
+                       it->second, "-byte allocation is a sub-range, not an allocation"));
     }
     bytes_in_use_ -= static_cast<int64_t>(it->second);
     buffer = it->first;
@@ -110,7 +111,8 @@ absl::Status OpenClExecutor::Deallocate(DeviceMemoryBase memory) {
   // until the work queued before now has reached its command queue (which
   // retains what it uses); the last holder releases it. Never blocks.
   std::shared_ptr<_cl_mem> held(buffer, [](cl_mem m) { clReleaseMemObject(m); });
-  streams_->ForEachLiveOnPlatform([&](OpenClStream* stream) { stream->HoldUntilQueuedWorkDone(held); });
+  streams_->ForEachLiveOnPlatform(
+      [&](OpenClStream* stream) { stream->HoldUntilQueuedWorkDone(held); });
   return absl::OkStatus();
 }
 
@@ -118,20 +120,22 @@ absl::StatusOr<void*> OpenClExecutor::HostMemoryAllocate(uint64_t size) {
   // Pinned host memory is an OpenCL buffer too: the same size limit, and
   // the same code as Allocate when a size is too large.
   if (size > info_.max_alloc_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "out of pinned host memory: ", size, " bytes requested, more than one OpenCL buffer may hold ",
-        "(CL_DEVICE_MAX_MEM_ALLOC_SIZE = ", info_.max_alloc_bytes, ")"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("out of pinned host memory: ", size,
+                     " bytes requested, more than one OpenCL buffer may hold ",
+                     "(CL_DEVICE_MAX_MEM_ALLOC_SIZE = ", info_.max_alloc_bytes, ")"));
   }
   cl_int error = CL_SUCCESS;
-  cl_mem buffer = clCreateBuffer(context_, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, size, nullptr,
-                                 &error);
+  cl_mem buffer =
+      clCreateBuffer(context_, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, size, nullptr, &error);
   if (error != CL_SUCCESS) {
-    absl::Status status = ClStatus(error, absl::StrCat("clCreateBuffer(CL_MEM_ALLOC_HOST_PTR, ", size, " bytes)"));
+    absl::Status status =
+        ClStatus(error, absl::StrCat("clCreateBuffer(CL_MEM_ALLOC_HOST_PTR, ", size, " bytes)"));
     if (error == CL_INVALID_BUFFER_SIZE) return absl::ResourceExhaustedError(status.message());
     return status;
   }
-  void* ptr = clEnqueueMapBuffer(sync_queue_, buffer, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, size, 0,
-                                 nullptr, nullptr, &error);
+  void* ptr = clEnqueueMapBuffer(sync_queue_, buffer, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, size,
+                                 0, nullptr, nullptr, &error);
   if (error != CL_SUCCESS) {
     clReleaseMemObject(buffer);
     return ClStatus(error, "clEnqueueMapBuffer(pinned host memory)");
@@ -152,8 +156,9 @@ absl::Status OpenClExecutor::HostMemoryDeallocate(void* ptr) {
     buffer = it->second;
     host_allocations_.erase(it);
   }
-  absl::Status status = ClStatus(clEnqueueUnmapMemObject(sync_queue_, buffer, ptr, 0, nullptr, nullptr),
-                                 "clEnqueueUnmapMemObject(pinned host memory)");
+  absl::Status status =
+      ClStatus(clEnqueueUnmapMemObject(sync_queue_, buffer, ptr, 0, nullptr, nullptr),
+               "clEnqueueUnmapMemObject(pinned host memory)");
   if (status.ok()) status = ClStatus(clFinish(sync_queue_), "clFinish");
   clReleaseMemObject(buffer);
   return status;
@@ -197,8 +202,9 @@ absl::Status OpenClExecutor::SynchronizeAllActivity() {
 absl::StatusOr<std::unique_ptr<StreamInterface>> OpenClExecutor::CreateStream(
     const StreamOptions& options, StreamStatus* status) {
   // OpenCL 1.2 queues have no priorities; options.priority is ignored.
-  RILL_ASSIGN_OR_RETURN(std::unique_ptr<OpenClStream> stream,
-                        OpenClStream::Create(context_, info_.device, info_.base_align, status, streams_));
+  RILL_ASSIGN_OR_RETURN(
+      std::unique_ptr<OpenClStream> stream,
+      OpenClStream::Create(context_, info_.device, info_.base_align, status, streams_));
   return std::unique_ptr<StreamInterface>(std::move(stream));
 }
 
@@ -206,15 +212,17 @@ absl::StatusOr<std::unique_ptr<EventInterface>> OpenClExecutor::CreateEvent() {
   return std::make_unique<OpenClEvent>();
 }
 
-absl::StatusOr<std::unique_ptr<KernelInterface>> OpenClExecutor::LoadKernel(const KernelSpec& spec) {
+absl::StatusOr<std::unique_ptr<KernelInterface>> OpenClExecutor::LoadKernel(
+    const KernelSpec& spec) {
   if (spec.opencl_source().empty()) {
-    return absl::UnimplementedError(
-        absl::StrCat("kernel spec \"", spec.name(), "\" has no OpenCL C variant (AddOpenClSource)"));
+    return absl::UnimplementedError(absl::StrCat("kernel spec \"", spec.name(),
+                                                 "\" has no OpenCL C variant (AddOpenClSource)"));
   }
   RILL_ASSIGN_OR_RETURN(cl_program program,
                         programs_.GetOrBuild(spec.opencl_source(), kBuildOptions,
                                              absl::StrCat("kernel \"", spec.name(), "\"")));
-  absl::StatusOr<std::shared_ptr<OpenClKernelCore>> core = OpenClKernelCore::Create(program, spec.name());
+  absl::StatusOr<std::shared_ptr<OpenClKernelCore>> core =
+      OpenClKernelCore::Create(program, spec.name());
   clReleaseProgram(program);  // The kernel holds the program.
   if (!core.ok()) return core.status();
   return std::make_unique<OpenClKernel>(*std::move(core));

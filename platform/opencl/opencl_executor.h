@@ -1,10 +1,10 @@
 #ifndef RILL_PLATFORM_OPENCL_OPENCL_EXECUTOR_H_
 #define RILL_PLATFORM_OPENCL_OPENCL_EXECUTOR_H_
 
+#include <CL/cl.h>
+
 #include <cstdint>
 #include <memory>
-
-#include <CL/cl.h>
 
 #include "absl/container/flat_hash_map.h"
 #include "rill/base/mutex.h"
@@ -43,7 +43,8 @@ class OpenClExecutor : public StreamExecutorInterface {
   // stream may copy from this device's buffers), past whose queued work a
   // release is deferred; null: this device's streams alone.
   static absl::StatusOr<std::unique_ptr<OpenClExecutor>> Create(
-      const OpenClDeviceInfo& info, std::shared_ptr<OpenClStreamRegistry> platform_streams = nullptr);
+      const OpenClDeviceInfo& info,
+      std::shared_ptr<OpenClStreamRegistry> platform_streams = nullptr);
   ~OpenClExecutor() override;
 
   const DeviceDescription& Description() const override { return info_.description; }

@@ -17,7 +17,8 @@ namespace {
 
 std::string BuildLog(cl_program program, cl_device_id device) {
   size_t size = 0;
-  if (clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &size) != CL_SUCCESS) {
+  if (clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &size) !=
+      CL_SUCCESS) {
     return "(no build log)";
   }
   std::string log(size, '\0');
@@ -60,7 +61,8 @@ OpenClParam ReadParam(cl_kernel kernel, cl_uint index) {
   }
   std::string type;
   size_t length = 0;
-  if (clGetKernelArgInfo(kernel, index, CL_KERNEL_ARG_TYPE_NAME, 0, nullptr, &length) == CL_SUCCESS) {
+  if (clGetKernelArgInfo(kernel, index, CL_KERNEL_ARG_TYPE_NAME, 0, nullptr, &length) ==
+      CL_SUCCESS) {
     type.resize(length);
     if (clGetKernelArgInfo(kernel, index, CL_KERNEL_ARG_TYPE_NAME, length, type.data(), nullptr) !=
         CL_SUCCESS) {
@@ -94,19 +96,21 @@ OpenClParam ReadParam(cl_kernel kernel, cl_uint index) {
 absl::Status CheckArg(const OpenClKernelCore& kernel, size_t index, const KernelArg& arg) {
   const OpenClParam& param = kernel.params()[index];
   auto refuse = [&](absl::string_view declared_size, absl::string_view got) {
-    return absl::InvalidArgumentError(absl::StrCat("argument ", index, " of kernel \"", kernel.name(),
-                                                   "\" is `", param.type, "`", declared_size, ", got ",
-                                                   got));
+    return absl::InvalidArgumentError(absl::StrCat("argument ", index, " of kernel \"",
+                                                   kernel.name(), "\" is `", param.type, "`",
+                                                   declared_size, ", got ", got));
   };
   switch (param.kind) {
     case OpenClParam::Kind::kUnknown:
       return absl::OkStatus();
     case OpenClParam::Kind::kBuffer:
       if (arg.is_memory) return absl::OkStatus();
-      return refuse("", absl::StrCat("a value of ", arg.bytes.size(), " bytes (pass device memory)"));
+      return refuse("",
+                    absl::StrCat("a value of ", arg.bytes.size(), " bytes (pass device memory)"));
     case OpenClParam::Kind::kLocal:
-      return refuse("", "an argument: a launch cannot size local memory; declare the __local array "
-                        "inside the kernel instead");
+      return refuse("",
+                    "an argument: a launch cannot size local memory; declare the __local array "
+                    "inside the kernel instead");
     case OpenClParam::Kind::kValue: {
       const std::string declared_size =
           param.size != 0 ? absl::StrCat(" (", param.size, " bytes)") : std::string(" (by value)");
@@ -150,9 +154,10 @@ absl::StatusOr<cl_program> OpenClProgramCache::GetOrBuild(const std::string& sou
   cl_program program = clCreateProgramWithSource(context_, 1, &text, &length, &error);
   RILL_RETURN_IF_ERROR(ClStatus(error, absl::StrCat("clCreateProgramWithSource(", what, ")")));
   {
-    SlowWorkNotice notice(absl::StrCat("compiling the OpenCL program of ", what,
-                                       " (first use; the driver's kernel cache, ~/.cache/pocl for PoCL, "
-                                       "makes later runs fast)..."));
+    SlowWorkNotice notice(
+        absl::StrCat("compiling the OpenCL program of ", what,
+                     " (first use; the driver's kernel cache, ~/.cache/pocl for PoCL, "
+                     "makes later runs fast)..."));
     error = clBuildProgram(program, 1, &device_, options.c_str(), nullptr, nullptr);
   }
   if (error != CL_SUCCESS) {
@@ -187,8 +192,9 @@ absl::StatusOr<std::shared_ptr<OpenClKernelCore>> OpenClKernelCore::Create(
   cl_int error = CL_SUCCESS;
   cl_kernel kernel = clCreateKernel(program, name.c_str(), &error);
   if (error == CL_INVALID_KERNEL_NAME) {  // NotFound, as an unknown name is on the other backends.
-    return absl::NotFoundError(absl::StrCat("no kernel named \"", name,
-                                            "\" in the OpenCL program (clCreateKernel: CL_INVALID_KERNEL_NAME)"));
+    return absl::NotFoundError(
+        absl::StrCat("no kernel named \"", name,
+                     "\" in the OpenCL program (clCreateKernel: CL_INVALID_KERNEL_NAME)"));
   }
   RILL_RETURN_IF_ERROR(ClStatus(error, absl::StrCat("clCreateKernel(\"", name, "\")")));
   cl_uint num_args = 0;
@@ -206,8 +212,8 @@ absl::StatusOr<std::shared_ptr<OpenClKernelCore>> OpenClKernelCore::Create(
 OpenClKernelCore::~OpenClKernelCore() { clReleaseKernel(kernel_); }
 
 absl::StatusOr<cl_event> OpenClKernelCore::Enqueue(cl_command_queue queue, const ThreadDim& threads,
-                                               const BlockDim& blocks,
-                                               const OpenClArgs& args) const {
+                                                   const BlockDim& blocks,
+                                                   const OpenClArgs& args) const {
   const size_t local[3] = {static_cast<size_t>(threads.x), static_cast<size_t>(threads.y),
                            static_cast<size_t>(threads.z)};
   const size_t global[3] = {local[0] * static_cast<size_t>(blocks.x),
@@ -216,10 +222,10 @@ absl::StatusOr<cl_event> OpenClKernelCore::Enqueue(cl_command_queue queue, const
   MutexLock lock(&mu_);
   for (size_t i = 0; i < args.size(); ++i) {
     const OpenClArg& arg = args[i];
-    const cl_int error = arg.memory != nullptr
-                             ? clSetKernelArg(kernel_, static_cast<cl_uint>(i), sizeof(cl_mem), &arg.memory)
-                             : clSetKernelArg(kernel_, static_cast<cl_uint>(i), arg.bytes.size(),
-                                              arg.bytes.data());
+    const cl_int error =
+        arg.memory != nullptr
+            ? clSetKernelArg(kernel_, static_cast<cl_uint>(i), sizeof(cl_mem), &arg.memory)
+            : clSetKernelArg(kernel_, static_cast<cl_uint>(i), arg.bytes.size(), arg.bytes.data());
     if (error != CL_SUCCESS) {
       const std::string& type = params_[i].type;
       return ClStatus(error, absl::StrCat("clSetKernelArg(\"", name_, "\", argument ", i,
@@ -229,11 +235,12 @@ absl::StatusOr<cl_event> OpenClKernelCore::Enqueue(cl_command_queue queue, const
     }
   }
   cl_event event = nullptr;
-  const cl_int error = clEnqueueNDRangeKernel(queue, kernel_, 3, nullptr, global, local, 0, nullptr, &event);
+  const cl_int error =
+      clEnqueueNDRangeKernel(queue, kernel_, 3, nullptr, global, local, 0, nullptr, &event);
   if (error != CL_SUCCESS) {  // Built only on failure: this runs once per launch.
-    return ClStatus(error, absl::StrCat("clEnqueueNDRangeKernel(\"", name_, "\", global=(", global[0], ", ",
-                                        global[1], ", ", global[2], "), local=(", local[0], ", ", local[1],
-                                        ", ", local[2], "))"));
+    return ClStatus(error, absl::StrCat("clEnqueueNDRangeKernel(\"", name_, "\", global=(",
+                                        global[0], ", ", global[1], ", ", global[2], "), local=(",
+                                        local[0], ", ", local[1], ", ", local[2], "))"));
   }
   return event;
 }
@@ -262,15 +269,16 @@ absl::StatusOr<OpenClArgs> ResolveArgs(const OpenClKernelCore& kernel, const Ker
     if (base_align == 0 || arg.memory.offset() % base_align != 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           "argument ", i, " of kernel \"", kernel.name(), "\" is a view at byte offset ",
-          arg.memory.offset(), ", which is not a multiple of the device's CL_DEVICE_MEM_BASE_ADDR_ALIGN (",
-          base_align, " bytes): OpenCL kernels see sub-buffers, which must start aligned; "
+          arg.memory.offset(),
+          ", which is not a multiple of the device's CL_DEVICE_MEM_BASE_ADDR_ALIGN (", base_align,
+          " bytes): OpenCL kernels see sub-buffers, which must start aligned; "
           "pass the whole buffer and the offset as a separate argument instead"));
     }
     cl_buffer_region region{static_cast<size_t>(arg.memory.offset()),
                             static_cast<size_t>(arg.memory.size())};
     cl_int error = CL_SUCCESS;
-    out[i].memory = clCreateSubBuffer(base, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region,
-                                      &error);
+    out[i].memory =
+        clCreateSubBuffer(base, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &error);
     if (error != CL_SUCCESS) {
       out[i].memory = nullptr;
       return ClStatus(error, absl::StrCat("clCreateSubBuffer(argument ", i, ", offset ",

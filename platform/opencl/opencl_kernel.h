@@ -1,12 +1,12 @@
 #ifndef RILL_PLATFORM_OPENCL_OPENCL_KERNEL_H_
 #define RILL_PLATFORM_OPENCL_OPENCL_KERNEL_H_
 
+#include <CL/cl.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <CL/cl.h>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
@@ -23,7 +23,8 @@ namespace rill {
 // second, a cached one tens of milliseconds. Thread-safe.
 class OpenClProgramCache {
  public:
-  OpenClProgramCache(cl_context context, cl_device_id device) : context_(context), device_(device) {}
+  OpenClProgramCache(cl_context context, cl_device_id device)
+      : context_(context), device_(device) {}
   ~OpenClProgramCache();
   OpenClProgramCache(const OpenClProgramCache&) = delete;
   OpenClProgramCache& operator=(const OpenClProgramCache&) = delete;

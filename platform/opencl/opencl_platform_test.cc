@@ -2,13 +2,14 @@
 // descriptions, error names, kernel build errors with their log, the
 // program cache, sub-buffer kernel arguments and native handles.
 
+#include "rill/platform/opencl/opencl_platform.h"
+
 #include <CL/cl.h>
 
 #include <cstdint>
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "rill/platform/opencl/opencl_platform.h"
 #include "rill/platform/opencl/opencl_plugin.h"
 #include "rill/platform/opencl/opencl_status.h"
 #include "rill/rill.h"
@@ -87,8 +88,10 @@ TEST_F(OpenClPlatformTest, NativeHandles) {
 // Issue 22, class 8: pinned host memory too large for one OpenCL buffer
 // gets the code Allocate gives (it was InvalidArgument).
 TEST_F(OpenClPlatformTest, TooMuchPinnedHostMemoryIsResourceExhausted) {
-  const uint64_t huge = uint64_t{1} << 50;  // Past CL_DEVICE_MAX_MEM_ALLOC_SIZE, below the front's 2^63 cap.
-  EXPECT_TRUE(HasError(executor_->HostMemoryAllocate(huge).status(), absl::StatusCode::kResourceExhausted,
+  const uint64_t huge = uint64_t{1}
+                        << 50;  // Past CL_DEVICE_MAX_MEM_ALLOC_SIZE, below the front's 2^63 cap.
+  EXPECT_TRUE(HasError(executor_->HostMemoryAllocate(huge).status(),
+                       absl::StatusCode::kResourceExhausted,
                        {"1125899906842624", "CL_DEVICE_MAX_MEM_ALLOC_SIZE"}));
   EXPECT_TRUE(HasError(executor_->Allocate(huge).status(), absl::StatusCode::kResourceExhausted,
                        {"CL_DEVICE_MAX_MEM_ALLOC_SIZE"}));

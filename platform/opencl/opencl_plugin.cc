@@ -24,7 +24,8 @@ absl::StatusOr<cl_context> OpenClContext(StreamExecutor* executor) {
 }
 
 absl::StatusOr<OpenClStream*> OpenClPluginStream(StreamExecutor* owner, Stream* stream,
-                                                 absl::string_view plugin, absl::string_view accessor) {
+                                                 absl::string_view plugin,
+                                                 absl::string_view accessor) {
   if (stream == nullptr) return absl::InvalidArgumentError("stream is null");
   StreamExecutor* parent = stream->parent();
   if (parent == nullptr) {

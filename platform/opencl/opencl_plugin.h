@@ -8,11 +8,10 @@
 //   cl_mem      ClMem(memory) + memory.offset()
 // and the one way a plugin puts device work on a stream in order.
 
-#include "absl/strings/string_view.h"
-
 #include <CL/cl.h>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "rill/platform/opencl/opencl_executor.h"
 #include "rill/platform/opencl/opencl_stream.h"
 
@@ -33,7 +32,8 @@ absl::StatusOr<cl_context> OpenClContext(StreamExecutor* executor);
 // `accessor` ("use that executor's AsBlas()"), or FailedPrecondition for a
 // detached stream.
 absl::StatusOr<OpenClStream*> OpenClPluginStream(StreamExecutor* owner, Stream* stream,
-                                                 absl::string_view plugin, absl::string_view accessor);
+                                                 absl::string_view plugin,
+                                                 absl::string_view accessor);
 
 // Enqueues `work` (see OpenClStream::DeviceWork) on `stream` in stream
 // order, after checking it as OpenClPluginStream does.

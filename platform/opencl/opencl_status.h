@@ -6,11 +6,10 @@
 // failure always names the call and the error ("clEnqueueWriteBuffer:
 // CL_OUT_OF_RESOURCES (-5)").
 
-#include "absl/strings/string_view.h"
-
 #include <CL/cl.h>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 
 namespace rill {
 
@@ -31,9 +30,9 @@ absl::Status ClStatus(cl_int error, absl::string_view what);
 
 // Returns ClStatus(expr, #expr's call name) from the enclosing function when
 // the OpenCL call `expr` fails:  RILL_CL_RETURN_IF_ERROR(clFinish(queue));
-#define RILL_CL_RETURN_IF_ERROR(expr)                                      \
-  do {                                                                     \
-    const cl_int rill_cl_error_ = (expr);                                  \
+#define RILL_CL_RETURN_IF_ERROR(expr)                                                 \
+  do {                                                                                \
+    const cl_int rill_cl_error_ = (expr);                                             \
     if (rill_cl_error_ != CL_SUCCESS) return ::rill::ClStatus(rill_cl_error_, #expr); \
   } while (0)
 

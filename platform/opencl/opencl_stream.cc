@@ -27,8 +27,12 @@ absl::StatusOr<std::unique_ptr<OpenClStream>> OpenClStream::Create(
 
 OpenClStream::OpenClStream(cl_context context, cl_command_queue queue, uint64_t base_align,
                            StreamStatus* status, std::shared_ptr<OpenClStreamRegistry> registry)
-    : context_(context), queue_(queue), base_align_(base_align), status_(status),
-      registry_(std::move(registry)), worker_(status) {
+    : context_(context),
+      queue_(queue),
+      base_align_(base_align),
+      status_(status),
+      registry_(std::move(registry)),
+      worker_(status) {
   registry_->Add(this);
 }
 
@@ -41,7 +45,8 @@ OpenClStream::~OpenClStream() {
   clReleaseCommandQueue(queue_);
 }
 
-absl::Status OpenClStream::Track(cl_int error, cl_event event, absl::FunctionRef<std::string()> what) {
+absl::Status OpenClStream::Track(cl_int error, cl_event event,
+                                 absl::FunctionRef<std::string()> what) {
   if (error != CL_SUCCESS) return ClStatus(error, what());
   Track(event);
   return absl::OkStatus();
@@ -73,7 +78,8 @@ absl::Status OpenClStream::BlockHostUntilDone() {
   return absl::OkStatus();
 }
 
-absl::Status OpenClStream::MemcpyHostToDevice(DeviceMemoryBase dst, const void* src, uint64_t size) {
+absl::Status OpenClStream::MemcpyHostToDevice(DeviceMemoryBase dst, const void* src,
+                                              uint64_t size) {
   Enqueue([this, dst, src, size] {
     cl_event event = nullptr;
     const cl_int error = clEnqueueWriteBuffer(queue_, ClMem(dst), CL_FALSE, dst.offset(), size, src,
@@ -104,8 +110,8 @@ absl::Status OpenClStream::MemcpyDeviceToDevice(DeviceMemoryBase dst, DeviceMemo
     const cl_int error = clEnqueueCopyBuffer(queue_, ClMem(src), ClMem(dst), src.offset(),
                                              dst.offset(), size, 0, nullptr, &event);
     return Track(error, event, [&] {
-      return absl::StrCat("clEnqueueCopyBuffer(src_offset=", src.offset(), ", dst_offset=", dst.offset(),
-                          ", size=", size, ")");
+      return absl::StrCat("clEnqueueCopyBuffer(src_offset=", src.offset(),
+                          ", dst_offset=", dst.offset(), ", size=", size, ")");
     });
   });
   return absl::OkStatus();
@@ -122,9 +128,11 @@ absl::Status OpenClStream::Memset32(DeviceMemoryBase dst, uint32_t pattern, uint
     if (bytes[0] == bytes[1] && bytes[0] == bytes[2] && bytes[0] == bytes[3]) {
       // One repeated byte (zeroing): any offset works.
       pattern_size = 1;
-      error = clEnqueueFillBuffer(queue_, ClMem(dst), bytes, 1, dst.offset(), size, 0, nullptr, &event);
+      error =
+          clEnqueueFillBuffer(queue_, ClMem(dst), bytes, 1, dst.offset(), size, 0, nullptr, &event);
     } else if (dst.offset() % 4 == 0) {
-      error = clEnqueueFillBuffer(queue_, ClMem(dst), bytes, 4, dst.offset(), size, 0, nullptr, &event);
+      error =
+          clEnqueueFillBuffer(queue_, ClMem(dst), bytes, 4, dst.offset(), size, 0, nullptr, &event);
     } else {
       // clEnqueueFillBuffer needs offset % pattern_size == 0: write the
       // pattern from the host instead, kept alive until the next drain.
@@ -170,9 +178,9 @@ absl::Status OpenClStream::WaitForEvent(EventInterface* event) {
     if (record.marker == nullptr) return status;
     if (status.ok()) {
       cl_context context = nullptr;
-      status = ClStatus(clGetEventInfo(record.marker, CL_EVENT_CONTEXT, sizeof(context), &context,
-                                       nullptr),
-                        "clGetEventInfo(CL_EVENT_CONTEXT)");
+      status = ClStatus(
+          clGetEventInfo(record.marker, CL_EVENT_CONTEXT, sizeof(context), &context, nullptr),
+          "clGetEventInfo(CL_EVENT_CONTEXT)");
       if (status.ok() && context == context_) {
         cl_event barrier = nullptr;
         status = Track(clEnqueueBarrierWithWaitList(queue_, 1, &record.marker, &barrier), barrier,
@@ -180,7 +188,8 @@ absl::Status OpenClStream::WaitForEvent(EventInterface* event) {
       } else if (status.ok()) {
         // Another context (another device): its events cannot be in our
         // wait lists, so wait here; our later commands are not enqueued yet.
-        status = ClStatus(clWaitForEvents(1, &record.marker), "clWaitForEvents(event of another context)");
+        status = ClStatus(clWaitForEvents(1, &record.marker),
+                          "clWaitForEvents(event of another context)");
         if (status.ok()) status = MarkerStatus(record.marker);
       }
     }
@@ -225,10 +234,11 @@ absl::Status OpenClStream::Launch(const ThreadDim& threads, const BlockDim& bloc
     OpenClArgs args;
   };
   // One allocation per launch: the task itself fits in the Task's inline storage.
-  auto launch = std::make_unique<PendingLaunch>(PendingLaunch{core, threads, blocks, std::move(resolved)});
+  auto launch =
+      std::make_unique<PendingLaunch>(PendingLaunch{core, threads, blocks, std::move(resolved)});
   Enqueue([this, launch = std::move(launch)]() -> absl::Status {
-    RILL_ASSIGN_OR_RETURN(cl_event event,
-                          launch->core->Enqueue(queue_, launch->threads, launch->blocks, launch->args));
+    RILL_ASSIGN_OR_RETURN(cl_event event, launch->core->Enqueue(queue_, launch->threads,
+                                                                launch->blocks, launch->args));
     Track(event);
     return absl::OkStatus();
   });

@@ -1,6 +1,8 @@
 #ifndef RILL_PLATFORM_OPENCL_OPENCL_STREAM_H_
 #define RILL_PLATFORM_OPENCL_OPENCL_STREAM_H_
 
+#include <CL/cl.h>
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -8,8 +10,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <CL/cl.h>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/functional/any_invocable.h"

@@ -20,8 +20,8 @@ absl::Status Positive(const char* name, int64_t value) {
 // dimension ld (checked: ld >= rows, and no overflow).
 absl::StatusOr<int64_t> MatrixElements(const char* name, int64_t rows, int64_t cols, int64_t ld) {
   if (ld < rows) {
-    return absl::InvalidArgumentError(absl::StrCat("ld", name, "=", ld, " is smaller than the ",
-                                                   rows, " rows of ", name));
+    return absl::InvalidArgumentError(
+        absl::StrCat("ld", name, "=", ld, " is smaller than the ", rows, " rows of ", name));
   }
   return (CheckedInt<int64_t>(cols - 1) * ld + rows)
       .Get(absl::StrCat("matrix ", name, " (", rows, "x", cols, ", ld", name, "=", ld, ")"));
@@ -54,10 +54,10 @@ absl::Status CheckMatrix(Stream* stream, const char* name, const DeviceMemoryBas
     if (stride < 0) {
       return absl::InvalidArgumentError(absl::StrCat("stride_", name, "=", stride, " is negative"));
     }
-    RILL_ASSIGN_OR_RETURN(elements, (CheckedInt<int64_t>(batch - 1) * stride + elements)
-                                        .Get(absl::StrCat("batch of ", batch, " ", name,
-                                                          " matrices with stride_", name, "=",
-                                                          stride)));
+    RILL_ASSIGN_OR_RETURN(
+        elements, (CheckedInt<int64_t>(batch - 1) * stride + elements)
+                      .Get(absl::StrCat("batch of ", batch, " ", name, " matrices with stride_",
+                                        name, "=", stride)));
   }
   return CheckElements(stream, name, memory, type, elements);
 }
@@ -72,7 +72,8 @@ absl::Status CheckGemmShape(Stream* stream, const GemmArgs& g) {
 
 // A's stored shape is m x k (k x m when transposed); B's k x n (n x k).
 absl::Status CheckGemmOperands(Stream* stream, const GemmArgs& g, const DeviceMemoryBase& a,
-                               const DeviceMemoryBase& b, const DeviceMemoryBase& c, int64_t batch) {
+                               const DeviceMemoryBase& b, const DeviceMemoryBase& c,
+                               int64_t batch) {
   const bool ta = g.trans_a == Transpose::kTranspose, tb = g.trans_b == Transpose::kTranspose;
   RILL_RETURN_IF_ERROR(CheckMatrix(stream, "a", a, g.type, ta ? g.k : g.m, ta ? g.m : g.k, g.lda,
                                    batch, g.stride_a));
@@ -81,9 +82,9 @@ absl::Status CheckGemmOperands(Stream* stream, const GemmArgs& g, const DeviceMe
   if (batch > 1) {
     RILL_ASSIGN_OR_RETURN(int64_t c_span, MatrixElements("c", g.m, g.n, g.ldc));
     if (g.stride_c < c_span) {
-      return absl::InvalidArgumentError(absl::StrCat("stride_c=", g.stride_c,
-                                                     " makes the batch's C matrices overlap (each spans ",
-                                                     c_span, " elements)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("stride_c=", g.stride_c,
+                       " makes the batch's C matrices overlap (each spans ", c_span, " elements)"));
     }
   }
   return CheckMatrix(stream, "c", c, g.type, g.m, g.n, g.ldc, batch, g.stride_c);
@@ -106,8 +107,10 @@ absl::Status CheckVectors(Stream* stream, const VectorArgs& v, bool uses_y, bool
 
 std::string BlasSupport::Operation::ToString() const {
   std::string s = absl::StrCat(routine, " ", DataTypeName(type));
-  if (m > 0) absl::StrAppend(&s, " ", m, "x", n, k > 0 ? absl::StrCat("x", k) : "");
-  else if (n > 0) absl::StrAppend(&s, " n=", n);
+  if (m > 0)
+    absl::StrAppend(&s, " ", m, "x", n, k > 0 ? absl::StrCat("x", k) : "");
+  else if (n > 0)
+    absl::StrAppend(&s, " n=", n);
   return s;
 }
 
@@ -117,7 +120,8 @@ absl::Status BlasSupport::DoBlasGemm(Stream* stream, const GemmArgs& args) {
   RILL_RETURN_IF_ERROR(CheckGemmShape(stream, args));
   RILL_RETURN_IF_ERROR(Positive("batch_count", args.batch_count));
   RILL_RETURN_IF_ERROR(CheckGemmOperands(stream, args, args.a, args.b, args.c, args.batch_count));
-  RILL_ASSIGN_OR_RETURN(BlasSupport * blas, RouteCall(this, Operation{"gemm", args.type, args.m, args.n, args.k}));
+  RILL_ASSIGN_OR_RETURN(BlasSupport * blas,
+                        RouteCall(this, Operation{"gemm", args.type, args.m, args.n, args.k}));
   return blas->Gemm(stream, args);
 }
 
@@ -125,14 +129,18 @@ absl::Status BlasSupport::DoBlasGemmBatched(Stream* stream, const GemmBatchedArg
   RILL_RETURN_IF_ERROR(CheckGemmShape(stream, args.shape));
   RILL_RETURN_IF_ERROR(Positive("batch_count", static_cast<int64_t>(args.a.size())));
   if (args.b.size() != args.a.size() || args.c.size() != args.a.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("batched gemm needs as many b and c matrices as a: got ",
-                                                   args.a.size(), ", ", args.b.size(), ", ", args.c.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("batched gemm needs as many b and c matrices as a: got ", args.a.size(), ", ",
+                     args.b.size(), ", ", args.c.size()));
   }
   for (size_t i = 0; i < args.a.size(); ++i) {
-    RILL_RETURN_IF_ERROR(Annotate(CheckGemmOperands(stream, args.shape, args.a[i], args.b[i], args.c[i], 1),
-                                  absl::StrCat("batch entry ", i)));
+    RILL_RETURN_IF_ERROR(
+        Annotate(CheckGemmOperands(stream, args.shape, args.a[i], args.b[i], args.c[i], 1),
+                 absl::StrCat("batch entry ", i)));
   }
-  RILL_ASSIGN_OR_RETURN(BlasSupport * blas, RouteCall(this, Operation{"gemm_batched", args.shape.type, args.shape.m, args.shape.n, args.shape.k}));
+  RILL_ASSIGN_OR_RETURN(BlasSupport * blas,
+                        RouteCall(this, Operation{"gemm_batched", args.shape.type, args.shape.m,
+                                                  args.shape.n, args.shape.k}));
   return blas->GemmBatched(stream, args);
 }
 

@@ -63,12 +63,13 @@ std::vector<std::string> BuiltPlugins() {
 using ::rill::blas_testing::Random;
 
 template <typename T>
-::testing::AssertionResult Near(const char* what, size_t i, T got, Acc ref, Acc scale, int64_t terms) {
+::testing::AssertionResult Near(const char* what, size_t i, T got, Acc ref, Acc scale,
+                                int64_t terms) {
   const Acc tol = 4 * (terms + 2) * static_cast<Acc>(std::numeric_limits<T>::epsilon()) * scale;
   if (std::fabs(static_cast<Acc>(got) - ref) <= tol) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << what << "[" << i << "] = " << got << ", reference "
-                                       << static_cast<double>(ref) << ", tolerance "
-                                       << static_cast<double>(tol);
+  return ::testing::AssertionFailure()
+         << what << "[" << i << "] = " << got << ", reference " << static_cast<double>(ref)
+         << ", tolerance " << static_cast<double>(tol);
 }
 
 struct Param {
@@ -107,7 +108,8 @@ class BlasPluginTest : public ::testing::TestWithParam<Param> {
   // Device copy of `host`, freed with the test.
   template <typename T>
   DeviceMemory<T> Upload(const std::vector<T>& host) {
-    auto owned = std::make_shared<ScopedDeviceMemory<T>>(Must(exec_->AllocateOwnedArray<T>(host.size())));
+    auto owned =
+        std::make_shared<ScopedDeviceMemory<T>>(Must(exec_->AllocateOwnedArray<T>(host.size())));
     keep_.push_back(owned);
     stream_->ThenMemcpy(owned->ptr(), host.data(), host.size() * sizeof(T));
     EXPECT_TRUE(IsOk(stream_->BlockHostUntilDone()));  // `host` may be a temporary.
@@ -122,7 +124,8 @@ class BlasPluginTest : public ::testing::TestWithParam<Param> {
   }
 
   template <typename T>
-  void CheckGemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, int64_t batch, bool arrays);
+  void CheckGemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, int64_t batch,
+                 bool arrays);
   template <typename T>
   void CheckGemv(Transpose t);
   template <typename T>
@@ -138,14 +141,16 @@ class BlasPluginTest : public ::testing::TestWithParam<Param> {
 // stored C (padding rows must be untouched).
 template <typename T>
 void ExpectGemm(const std::vector<T>& a, const std::vector<T>& b, const std::vector<T>& c_in,
-                const std::vector<T>& c_out, size_t a0, size_t b0, size_t c0, Transpose ta, Transpose tb,
-                int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc, double alpha,
-                double beta) {
+                const std::vector<T>& c_out, size_t a0, size_t b0, size_t c0, Transpose ta,
+                Transpose tb, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb,
+                int64_t ldc, double alpha, double beta) {
   auto A = [&](int64_t i, int64_t l) {
-    return static_cast<Acc>(ta == Transpose::kTranspose ? a[a0 + l + i * lda] : a[a0 + i + l * lda]);
+    return static_cast<Acc>(ta == Transpose::kTranspose ? a[a0 + l + i * lda]
+                                                        : a[a0 + i + l * lda]);
   };
   auto B = [&](int64_t l, int64_t j) {
-    return static_cast<Acc>(tb == Transpose::kTranspose ? b[b0 + j + l * ldb] : b[b0 + l + j * ldb]);
+    return static_cast<Acc>(tb == Transpose::kTranspose ? b[b0 + j + l * ldb]
+                                                        : b[b0 + l + j * ldb]);
   };
   for (int64_t j = 0; j < n; ++j) {
     for (int64_t i = 0; i < ldc && (j < n - 1 || i < m); ++i) {
@@ -169,8 +174,8 @@ void ExpectGemm(const std::vector<T>& a, const std::vector<T>& b, const std::vec
 template <typename T>
 void BlasPluginTest::CheckGemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k,
                                int64_t batch, bool arrays) {
-  SCOPED_TRACE(::testing::Message() << "gemm " << TransposeName(ta) << TransposeName(tb) << " m=" << m
-                                    << " n=" << n << " k=" << k << " batch=" << batch
+  SCOPED_TRACE(::testing::Message() << "gemm " << TransposeName(ta) << TransposeName(tb)
+                                    << " m=" << m << " n=" << n << " k=" << k << " batch=" << batch
                                     << (arrays ? " (arrays)" : "") << " sizeof(T)=" << sizeof(T));
   const bool t_a = ta == Transpose::kTranspose, t_b = tb == Transpose::kTranspose;
   // Leading dimensions larger than minimal; batch strides with gaps.
@@ -190,8 +195,24 @@ void BlasPluginTest::CheckGemm(Transpose ta, Transpose tb, int64_t m, int64_t n,
     db.push_back(Upload(b.back()));
     dc.push_back(Upload(c.back()));
   }
-  GemmArgs args{DataTypeOf<T>(), ta, tb, m, n, k, alpha, da[0], lda, db[0], ldb, beta, dc[0], ldc,
-                arrays ? 1 : batch, stride_a, stride_b, stride_c};
+  GemmArgs args{DataTypeOf<T>(),
+                ta,
+                tb,
+                m,
+                n,
+                k,
+                alpha,
+                da[0],
+                lda,
+                db[0],
+                ldb,
+                beta,
+                dc[0],
+                ldc,
+                arrays ? 1 : batch,
+                stride_a,
+                stride_b,
+                stride_c};
   if (arrays) {
     stream_->ThenBlasGemmBatched(GemmBatchedArgs{args, da, db, dc});
   } else {
@@ -201,8 +222,8 @@ void BlasPluginTest::CheckGemm(Transpose ta, Transpose tb, int64_t m, int64_t n,
   for (size_t i = 0; i < dc.size(); ++i) {
     std::vector<T> out = Download(DeviceMemory<T>(dc[i]));
     for (int64_t s = 0; s < matrices; ++s) {
-      ExpectGemm(a[i], b[i], c[i], out, s * stride_a, s * stride_b, s * stride_c, ta, tb, m, n, k, lda,
-                 ldb, ldc, alpha, beta);
+      ExpectGemm(a[i], b[i], c[i], out, s * stride_a, s * stride_b, s * stride_c, ta, tb, m, n, k,
+                 lda, ldb, ldc, alpha, beta);
       if (::testing::Test::HasFatalFailure()) return;
     }
     // The gaps between strided matrices are untouched.
@@ -255,7 +276,8 @@ void BlasPluginTest::CheckGemv(Transpose t) {
   std::vector<T> a = Random<T>(lda * n, 7), x = Random<T>((xn - 1) * incx + 1, 8),
                  y = Random<T>((yn - 1) * incy + 1, 9);
   DeviceMemory<T> da = Upload(a), dx = Upload(x), dy = Upload(y);
-  stream_->ThenBlasGemv<T>(t, m, n, static_cast<T>(alpha), da, lda, dx, incx, static_cast<T>(beta), &dy, incy);
+  stream_->ThenBlasGemv<T>(t, m, n, static_cast<T>(alpha), da, lda, dx, incx, static_cast<T>(beta),
+                           &dy, incy);
   std::vector<T> out = Download(dy);
   for (int64_t i = 0; i < static_cast<int64_t>(out.size()); ++i) {
     if (i % incy != 0) {
@@ -368,7 +390,8 @@ TEST(BlasLibraries, OpenBlasPluginCallsOpenBlas) {
   // What the dynamic linker gives every caller of cblas_sgemm in this
   // process: OpenBLAS too (BLIS is not in the global scope).
   EXPECT_EQ(ObjectOf(dlsym(RTLD_DEFAULT, "cblas_sgemm")), path);
-  std::cout << "openblas plugin: cblas_sgemm from " << path << " (" << OpenBlas::LibraryConfig() << ")\n";
+  std::cout << "openblas plugin: cblas_sgemm from " << path << " (" << OpenBlas::LibraryConfig()
+            << ")\n";
 }
 #endif
 
@@ -380,7 +403,8 @@ TEST(BlasLibraries, BlisPluginCallsBlis) {
   EXPECT_EQ(path.find("openblas"), std::string::npos) << path;
   EXPECT_EQ(Blis::LibraryVersion().rfind("0.", 0), 0u) << Blis::LibraryVersion();
   // Every function the plugin resolves comes from that object.
-  for (const char* name : {"bli_sgemm_ex", "bli_dgemm_ex", "bli_sgemv", "bli_ddotv", "bli_snormfv"}) {
+  for (const char* name :
+       {"bli_sgemm_ex", "bli_dgemm_ex", "bli_sgemv", "bli_ddotv", "bli_snormfv"}) {
     EXPECT_EQ(ObjectOf(Must(Blis::Symbol(name))), path) << name;
   }
   // Loaded RTLD_LOCAL: BLIS's symbols, cblas_* included, stay out of the
@@ -392,7 +416,8 @@ TEST(BlasLibraries, BlisPluginCallsBlis) {
   EXPECT_NE(dlsym(RTLD_DEFAULT, "cblas_sgemm"), blis_cblas);
 #endif
   std::cout << "blis plugin: bli_sgemm_ex from " << path << " (BLIS " << Blis::LibraryVersion()
-            << (Blis::DeepBind() ? ", RTLD_DEEPBIND" : ", no RTLD_DEEPBIND (sanitizer build)") << ")\n";
+            << (Blis::DeepBind() ? ", RTLD_DEEPBIND" : ", no RTLD_DEEPBIND (sanitizer build)")
+            << ")\n";
 }
 #endif
 
@@ -417,7 +442,8 @@ TEST(BlasLibraries, BothLibrariesAtOnce) {
     ASSERT_TRUE(IsOk(exec->SetPlugin(PluginKind::kBlas, names[d])));
     threads.emplace_back([&, exec, d] {
       auto stream = Must(exec->CreateStream());
-      auto da = Must(exec->AllocateOwnedArray<double>(n * n)), db = Must(exec->AllocateOwnedArray<double>(n * n)),
+      auto da = Must(exec->AllocateOwnedArray<double>(n * n)),
+           db = Must(exec->AllocateOwnedArray<double>(n * n)),
            dc = Must(exec->AllocateOwnedArray<double>(n * n));
       stream->ThenMemcpy(da.ptr(), a.data(), n * n * 8).ThenMemcpy(db.ptr(), b.data(), n * n * 8);
       for (int rep = 0; rep < 30; ++rep) {
@@ -458,7 +484,9 @@ class BlasBadInputTest : public ::testing::TestWithParam<std::string> {
     c_ = Must(exec_->AllocateOwnedArray<float>(64));
   }
   // A valid 4x4x4 float gemm with ld 4 on exec_'s buffers.
-  GemmArgs Gemm() const { return GemmArgs{DataType::kFloat, kN, kN, 4, 4, 4, 1, *a_, 4, *b_, 4, 0, *c_, 4}; }
+  GemmArgs Gemm() const {
+    return GemmArgs{DataType::kFloat, kN, kN, 4, 4, 4, 1, *a_, 4, *b_, 4, 0, *c_, 4};
+  }
   absl::Status Direct(const GemmArgs& g) { return blas_->DoBlasGemm(stream_.get(), g); }
 
   StreamExecutor* exec_ = nullptr;
@@ -479,9 +507,11 @@ TEST_P(BlasBadInputTest, NonPositiveDimensions) {
   g.k = 0;
   EXPECT_TRUE(HasError(Direct(g), absl::StatusCode::kInvalidArgument, {"k=0"}));
   VectorArgs v{DataType::kFloat, -1, 1, *a_, 1, *b_, 1, {}};
-  EXPECT_TRUE(HasError(blas_->DoBlasAxpy(stream_.get(), v), absl::StatusCode::kInvalidArgument, {"n=-1"}));
+  EXPECT_TRUE(
+      HasError(blas_->DoBlasAxpy(stream_.get(), v), absl::StatusCode::kInvalidArgument, {"n=-1"}));
   GemvArgs gv{DataType::kFloat, kN, 0, 4, 1, *a_, 4, *b_, 1, 0, *c_, 1};
-  EXPECT_TRUE(HasError(blas_->DoBlasGemv(stream_.get(), gv), absl::StatusCode::kInvalidArgument, {"m=0"}));
+  EXPECT_TRUE(
+      HasError(blas_->DoBlasGemv(stream_.get(), gv), absl::StatusCode::kInvalidArgument, {"m=0"}));
 }
 
 TEST_P(BlasBadInputTest, LeadingDimensionTooSmall) {
@@ -498,14 +528,16 @@ TEST_P(BlasBadInputTest, LeadingDimensionTooSmall) {
   g.ldc = 2;
   EXPECT_TRUE(HasError(Direct(g), absl::StatusCode::kInvalidArgument, {"ldc=2"}));
   GemvArgs gv{DataType::kFloat, kN, 8, 2, 1, *a_, 7, *b_, 1, 0, *c_, 1};
-  EXPECT_TRUE(HasError(blas_->DoBlasGemv(stream_.get(), gv), absl::StatusCode::kInvalidArgument, {"lda=7"}));
+  EXPECT_TRUE(HasError(blas_->DoBlasGemv(stream_.get(), gv), absl::StatusCode::kInvalidArgument,
+                       {"lda=7"}));
 }
 
 TEST_P(BlasBadInputTest, BuffersTooSmall) {
   GemmArgs g = Gemm();
   g.m = g.k = 9;  // A needs 81 floats, there are 64.
   g.lda = g.ldc = 9;
-  EXPECT_TRUE(HasError(Direct(g), absl::StatusCode::kInvalidArgument, {"a ", "too small", "324 bytes"}));
+  EXPECT_TRUE(
+      HasError(Direct(g), absl::StatusCode::kInvalidArgument, {"a ", "too small", "324 bytes"}));
   g = Gemm();
   g.type = DataType::kDouble;  // 4x4 doubles fit; 4x9 do not.
   g.n = 9;
@@ -519,11 +551,14 @@ TEST_P(BlasBadInputTest, BuffersTooSmall) {
   EXPECT_TRUE(IsOk(Direct(g)));
   // Strides: incx 3 over 30 elements needs 88 floats.
   VectorArgs v{DataType::kFloat, 30, 1, *a_, 3, *b_, 1, {}};
-  EXPECT_TRUE(HasError(blas_->DoBlasAxpy(stream_.get(), v), absl::StatusCode::kInvalidArgument, {"x ", "too small"}));
+  EXPECT_TRUE(HasError(blas_->DoBlasAxpy(stream_.get(), v), absl::StatusCode::kInvalidArgument,
+                       {"x ", "too small"}));
   v.incx = 0;
-  EXPECT_TRUE(HasError(blas_->DoBlasScal(stream_.get(), v), absl::StatusCode::kInvalidArgument, {"incx=0"}));
+  EXPECT_TRUE(HasError(blas_->DoBlasScal(stream_.get(), v), absl::StatusCode::kInvalidArgument,
+                       {"incx=0"}));
   VectorArgs dot{DataType::kFloat, 4, 1, *a_, 1, *b_, 1, {}};
-  EXPECT_TRUE(HasError(blas_->DoBlasDot(stream_.get(), dot), absl::StatusCode::kInvalidArgument, {"result"}));
+  EXPECT_TRUE(HasError(blas_->DoBlasDot(stream_.get(), dot), absl::StatusCode::kInvalidArgument,
+                       {"result"}));
   EXPECT_TRUE(IsOk(stream_->BlockHostUntilDone()));
 }
 
@@ -532,11 +567,11 @@ TEST_P(BlasBadInputTest, BatchCountZero) {
   g.batch_count = 0;
   EXPECT_TRUE(HasError(Direct(g), absl::StatusCode::kInvalidArgument, {"batch_count=0"}));
   GemmBatchedArgs batched{Gemm(), {}, {}, {}};
-  EXPECT_TRUE(HasError(blas_->DoBlasGemmBatched(stream_.get(), batched), absl::StatusCode::kInvalidArgument,
-                       {"batch_count=0"}));
+  EXPECT_TRUE(HasError(blas_->DoBlasGemmBatched(stream_.get(), batched),
+                       absl::StatusCode::kInvalidArgument, {"batch_count=0"}));
   batched = GemmBatchedArgs{Gemm(), {*a_, *a_}, {*b_}, {*c_, *c_}};
-  EXPECT_TRUE(HasError(blas_->DoBlasGemmBatched(stream_.get(), batched), absl::StatusCode::kInvalidArgument,
-                       {"2, 1, 2"}));
+  EXPECT_TRUE(HasError(blas_->DoBlasGemmBatched(stream_.get(), batched),
+                       absl::StatusCode::kInvalidArgument, {"2, 1, 2"}));
 }
 
 TEST_P(BlasBadInputTest, BufferOfAnotherDevice) {
@@ -562,14 +597,18 @@ TEST_P(BlasBadInputTest, StreamOfAnotherExecutor) {
 
 TEST_P(BlasBadInputTest, ErrorLandsInStreamStatusWithContext) {
   std::vector<float> ones(64, 1.f), out(64, -1.f);
-  stream_->ThenMemcpy(a_.ptr(), ones.data(), 256).ThenMemcpy(b_.ptr(), ones.data(), 256).ThenMemZero(c_.ptr(), 256);
+  stream_->ThenMemcpy(a_.ptr(), ones.data(), 256)
+      .ThenMemcpy(b_.ptr(), ones.data(), 256)
+      .ThenMemZero(c_.ptr(), 256);
   GemmArgs bad = Gemm();
   bad.k = -2;
   stream_->ThenBlasGemm(bad).ThenBlasGemm(Gemm()).ThenMemcpy(out.data(), *c_, 256);
   EXPECT_FALSE(stream_->ok());
-  EXPECT_TRUE(HasError(stream_->status(), absl::StatusCode::kInvalidArgument,
-                       {"ThenBlasGemm(float, NN, m=4, n=4, k=-2", "[" + GetParam() + "]", "k=-2 must be > 0"}));
-  EXPECT_TRUE(HasError(stream_->BlockHostUntilDone(), absl::StatusCode::kInvalidArgument, {"k=-2"}));
+  EXPECT_TRUE(HasError(
+      stream_->status(), absl::StatusCode::kInvalidArgument,
+      {"ThenBlasGemm(float, NN, m=4, n=4, k=-2", "[" + GetParam() + "]", "k=-2 must be > 0"}));
+  EXPECT_TRUE(
+      HasError(stream_->BlockHostUntilDone(), absl::StatusCode::kInvalidArgument, {"k=-2"}));
   // Later calls were skipped: C was never computed nor copied out.
   EXPECT_EQ(out[0], -1.f);
 }
@@ -585,7 +624,9 @@ TEST_P(BlasBadInputTest, UnknownPluginName) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Plugins, BlasBadInputTest, ::testing::ValuesIn(BuiltPlugins()),
-                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
 
 // RILL_BLAS naming an unknown plugin: the registry says which variable and
 // lists the registered names.
@@ -593,7 +634,8 @@ TEST(BlasEnv, UnknownPluginInEnvironment) {
   const char* old = std::getenv("RILL_BLAS");
   const std::string saved = old != nullptr ? old : "";
   setenv("RILL_BLAS", "no_such_blas", 1);
-  absl::StatusOr<std::string> name = PluginRegistry::Default().DefaultName(kHostPlatformId, PluginKind::kBlas);
+  absl::StatusOr<std::string> name =
+      PluginRegistry::Default().DefaultName(kHostPlatformId, PluginKind::kBlas);
   if (old != nullptr) {
     setenv("RILL_BLAS", saved.c_str(), 1);
   } else {
@@ -611,7 +653,8 @@ TEST(BlasEnv, UnknownPluginInEnvironment) {
 // fails on the stream with NotFound naming the variable.
 TEST(BlasEnv, DISABLED_UnknownPluginFromEnvironment) {
   ASSERT_STREQ(std::getenv("RILL_BLAS"), "no_such_blas");
-  StreamExecutor* exec = Must(Must(PlatformManager::Default().PlatformWithName("host"))->ExecutorForDevice(0));
+  StreamExecutor* exec =
+      Must(Must(PlatformManager::Default().PlatformWithName("host"))->ExecutorForDevice(0));
   EXPECT_EQ(exec->AsBlas(), nullptr);
   auto stream = Must(exec->CreateStream());
   auto a = Must(exec->AllocateOwnedArray<float>(16));

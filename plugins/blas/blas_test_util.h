@@ -26,7 +26,8 @@ void ExpectNear(const std::vector<T>& got, const std::vector<double>& ref,
   ASSERT_EQ(got.size(), ref.size());
   for (size_t i = 0; i < got.size(); ++i) {
     const double tol = 4.0 * (terms + 2) * std::numeric_limits<T>::epsilon() * scale[i];
-    ASSERT_LE(std::fabs(got[i] - ref[i]), tol) << "element " << i << ": " << got[i] << " vs " << ref[i];
+    ASSERT_LE(std::fabs(got[i] - ref[i]), tol)
+        << "element " << i << ": " << got[i] << " vs " << ref[i];
   }
 }
 

@@ -10,12 +10,12 @@
 #include <limits>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "absl/cleanup/cleanup.h"
 #include "rill/base/logging.h"
 #include "rill/base/status_macros.h"
 #include "rill/executor/stream_executor.h"
@@ -42,7 +42,8 @@ std::string OneLine(std::string text) {
 
 std::string DeviceKey(StreamExecutor* executor) {
   const DeviceDescription& d = executor->GetDeviceDescription();
-  return OneLine(absl::StrCat(executor->platform()->Name(), " ", d.name, " ", d.vendor, " ", d.compute_units, " units"));
+  return OneLine(absl::StrCat(executor->platform()->Name(), " ", d.name, " ", d.vendor, " ",
+                              d.compute_units, " units"));
 }
 
 std::string ChainKey(const std::vector<DnnSupport*>& chain) {
@@ -51,11 +52,15 @@ std::string ChainKey(const std::vector<DnnSupport*>& chain) {
   }));
 }
 
-absl::Status RunConvolution(DnnSupport* dnn, Stream* stream, ConvolutionKind kind, const ConvolutionArgs& args) {
+absl::Status RunConvolution(DnnSupport* dnn, Stream* stream, ConvolutionKind kind,
+                            const ConvolutionArgs& args) {
   switch (kind) {
-    case ConvolutionKind::kForward: return dnn->DoConvolve(stream, args);
-    case ConvolutionKind::kBackwardData: return dnn->DoConvolveBackwardData(stream, args);
-    case ConvolutionKind::kBackwardFilter: return dnn->DoConvolveBackwardFilter(stream, args);
+    case ConvolutionKind::kForward:
+      return dnn->DoConvolve(stream, args);
+    case ConvolutionKind::kBackwardData:
+      return dnn->DoConvolveBackwardData(stream, args);
+    case ConvolutionKind::kBackwardFilter:
+      return dnn->DoConvolveBackwardFilter(stream, args);
   }
   return absl::InvalidArgumentError("unknown convolution kind");
 }
@@ -79,9 +84,10 @@ DnnSupport* Find(const std::vector<DnnSupport*>& chain, std::string_view name) {
 
 // Whether `plugin` offers `algorithm` for the shape now (available, and
 // deterministic when asked).
-bool Offers(DnnSupport* plugin, ConvolutionKind kind, const ConvolutionShape& shape, int64_t algorithm,
-            bool deterministic) {
-  absl::StatusOr<std::vector<ConvolutionAlgorithm>> algorithms = plugin->GetConvolutionAlgorithms(kind, shape);
+bool Offers(DnnSupport* plugin, ConvolutionKind kind, const ConvolutionShape& shape,
+            int64_t algorithm, bool deterministic) {
+  absl::StatusOr<std::vector<ConvolutionAlgorithm>> algorithms =
+      plugin->GetConvolutionAlgorithms(kind, shape);
   if (!algorithms.ok()) return false;
   for (const ConvolutionAlgorithm& a : *algorithms) {
     if (a.id == algorithm) return a.available && (a.deterministic || !deterministic);
@@ -93,27 +99,34 @@ bool Offers(DnnSupport* plugin, ConvolutionKind kind, const ConvolutionShape& sh
 
 const char* ChoiceSourceName(ChoiceSource source) {
   switch (source) {
-    case ChoiceSource::kTuned: return "tuned";
-    case ChoiceSource::kMemory: return "memory";
-    case ChoiceSource::kCacheFile: return "cache file";
-    case ChoiceSource::kPinned: return "pinned";
+    case ChoiceSource::kTuned:
+      return "tuned";
+    case ChoiceSource::kMemory:
+      return "memory";
+    case ChoiceSource::kCacheFile:
+      return "cache file";
+    case ChoiceSource::kPinned:
+      return "pinned";
   }
   return "?";
 }
 
 std::string AlgorithmChoice::ToString() const {
-  return absl::StrFormat("%s algorithm %d (%.3f ms, %s)", plugin, algorithm, seconds * 1e3, ChoiceSourceName(source));
+  return absl::StrFormat("%s algorithm %d (%.3f ms, %s)", plugin, algorithm, seconds * 1e3,
+                         ChoiceSourceName(source));
 }
 
 AlgorithmSelector::Options AlgorithmSelector::OptionsFromEnvironment() {
   Options options;
   if (const char* path = std::getenv("RILL_DNN_CACHE"); path != nullptr) options.cache_path = path;
-  if (const char* budget = std::getenv("RILL_DNN_TUNE_BUDGET_MS"); budget != nullptr && *budget != '\0') {
+  if (const char* budget = std::getenv("RILL_DNN_TUNE_BUDGET_MS");
+      budget != nullptr && *budget != '\0') {
     int64_t ms = 0;
     if (absl::SimpleAtoi(budget, &ms) && ms >= 0) {
       options.budget = absl::Milliseconds(ms);
     } else {
-      RILL_LOG(WARNING) << "RILL_DNN_TUNE_BUDGET_MS=" << budget << " is not a count of milliseconds; using "
+      RILL_LOG(WARNING) << "RILL_DNN_TUNE_BUDGET_MS=" << budget
+                        << " is not a count of milliseconds; using "
                         << absl::FormatDuration(options.budget);
     }
   }
@@ -131,7 +144,8 @@ AlgorithmSelector::Options AlgorithmSelector::OptionsFromEnvironment() {
 AlgorithmSelector::AlgorithmSelector(Options options) : options_(std::move(options)) {}
 
 AlgorithmSelector& AlgorithmSelector::Default() {
-  static AlgorithmSelector* selector = new AlgorithmSelector(OptionsFromEnvironment());  // Never destroyed.
+  static AlgorithmSelector* selector =
+      new AlgorithmSelector(OptionsFromEnvironment());  // Never destroyed.
   return *selector;
 }
 
@@ -171,7 +185,8 @@ AlgorithmSelector::Counts AlgorithmSelector::counts() const {
   return counts_;
 }
 
-absl::Status AlgorithmSelector::ReadFile(const std::string& path, absl::flat_hash_map<std::string, Entry>* entries,
+absl::Status AlgorithmSelector::ReadFile(const std::string& path,
+                                         absl::flat_hash_map<std::string, Entry>* entries,
                                          int64_t* lines) {
   entries->clear();
   *lines = 0;
@@ -191,12 +206,13 @@ absl::Status AlgorithmSelector::ReadFile(const std::string& path, absl::flat_has
     std::vector<std::string> fields = absl::StrSplit(line, '\t');
     Entry entry;
     if (fields.size() != 4 || fields[0].empty() || fields[1].empty() ||
-        !absl::SimpleAtoi(fields[2], &entry.algorithm) || !absl::SimpleAtod(fields[3], &entry.seconds) ||
-        !(entry.seconds >= 0)) {
+        !absl::SimpleAtoi(fields[2], &entry.algorithm) ||
+        !absl::SimpleAtod(fields[3], &entry.seconds) || !(entry.seconds >= 0)) {
       entries->clear();
-      return absl::DataLossError(absl::StrCat("line ", number,
-                                              " is malformed (want key, plugin, algorithm id, seconds "
-                                              "separated by tabs)"));
+      return absl::DataLossError(
+          absl::StrCat("line ", number,
+                       " is malformed (want key, plugin, algorithm id, seconds "
+                       "separated by tabs)"));
     }
     entry.plugin = std::move(fields[1]);
     (*entries)[fields[0]] = std::move(entry);
@@ -211,8 +227,8 @@ void AlgorithmSelector::LoadLocked() {
   if (options_.cache_path.empty()) return;
   int64_t lines = 0;
   if (absl::Status read = ReadFile(options_.cache_path, &file_, &lines); !read.ok()) {
-    RILL_LOG(WARNING) << "DNN algorithm cache " << options_.cache_path << " ignored: " << read.message()
-                      << "; it is rewritten at the next tuning";
+    RILL_LOG(WARNING) << "DNN algorithm cache " << options_.cache_path
+                      << " ignored: " << read.message() << "; it is rewritten at the next tuning";
     counts_.file_entries_ignored += std::max<int64_t>(lines, 1);
   }
 }
@@ -237,31 +253,36 @@ void AlgorithmSelector::SaveLocked() {
     std::ofstream out(temp, std::ios::trunc);
     out << kFileHeader << "\n";
     for (const auto& [key, e] : file_) {
-      out << key << '\t' << e.plugin << '\t' << e.algorithm << '\t' << absl::StrFormat("%.9g", e.seconds) << "\n";
+      out << key << '\t' << e.plugin << '\t' << e.algorithm << '\t'
+          << absl::StrFormat("%.9g", e.seconds) << "\n";
     }
     if (!out.good()) {
-      RILL_LOG(WARNING) << "DNN algorithm cache " << options_.cache_path << ": cannot write " << temp
-                        << "; the choice stays in memory only";
+      RILL_LOG(WARNING) << "DNN algorithm cache " << options_.cache_path << ": cannot write "
+                        << temp << "; the choice stays in memory only";
       std::remove(temp.c_str());
       return;
     }
   }
   if (std::rename(temp.c_str(), options_.cache_path.c_str()) != 0) {
-    RILL_LOG(WARNING) << "DNN algorithm cache: cannot rename " << temp << " to " << options_.cache_path;
+    RILL_LOG(WARNING) << "DNN algorithm cache: cannot rename " << temp << " to "
+                      << options_.cache_path;
     std::remove(temp.c_str());
   }
 }
 
-absl::StatusOr<AlgorithmChoice> AlgorithmSelector::Select(StreamExecutor* executor, DnnSupport* first,
-                                                          ConvolutionKind kind, const ConvolutionShape& shape) {
+absl::StatusOr<AlgorithmChoice> AlgorithmSelector::Select(StreamExecutor* executor,
+                                                          DnnSupport* first, ConvolutionKind kind,
+                                                          const ConvolutionShape& shape) {
   if (executor == nullptr || first == nullptr) {
-    return absl::InvalidArgumentError("AlgorithmSelector::Select: executor and plugin must not be null");
+    return absl::InvalidArgumentError(
+        "AlgorithmSelector::Select: executor and plugin must not be null");
   }
   RILL_RETURN_IF_ERROR(CheckConvolutionShape(shape));
   const std::vector<DnnSupport*> chain = SupportingChain(first, DnnOperation::Of(shape, kind));
   if (chain.empty()) {
-    return absl::UnimplementedError(absl::StrCat("no DNN plugin of the chain from \"", first->Name(),
-                                                 "\" supports ", DnnOperation::Of(shape, kind).ToString()));
+    return absl::UnimplementedError(absl::StrCat("no DNN plugin of the chain from \"",
+                                                 first->Name(), "\" supports ",
+                                                 DnnOperation::Of(shape, kind).ToString()));
   }
   const std::string shape_key = ShapeKey(kind, shape);
   Options options;
@@ -270,15 +291,16 @@ absl::StatusOr<AlgorithmChoice> AlgorithmSelector::Select(StreamExecutor* execut
     options = options_;
     if (auto pin = pins_.find(shape_key); pin != pins_.end()) {
       if (Find(chain, pin->second.plugin) == nullptr) {
-        return absl::NotFoundError(absl::StrCat("the pinned plugin \"", pin->second.plugin, "\" for ", shape_key,
-                                                " is not in the chain (", ChainKey(chain), ")"));
+        return absl::NotFoundError(absl::StrCat("the pinned plugin \"", pin->second.plugin,
+                                                "\" for ", shape_key, " is not in the chain (",
+                                                ChainKey(chain), ")"));
       }
       ++counts_.pinned;
       return AlgorithmChoice{pin->second.plugin, pin->second.algorithm, 0, ChoiceSource::kPinned};
     }
   }
-  const std::string key = absl::StrCat(DeviceKey(executor), " | ", ChainKey(chain), " | ", shape_key,
-                                       options.deterministic ? " | deterministic" : "");
+  const std::string key = absl::StrCat(DeviceKey(executor), " | ", ChainKey(chain), " | ",
+                                       shape_key, options.deterministic ? " | deterministic" : "");
   // Called with mu_ held.
   auto lookup = [&](ChoiceSource* source) -> std::optional<Entry> {
     if (auto it = memory_.find(key); it != memory_.end()) {
@@ -309,16 +331,17 @@ absl::StatusOr<AlgorithmChoice> AlgorithmSelector::Select(StreamExecutor* execut
     // From the file: trusted only if the chain still offers it (asked
     // outside the lock: the plugin may build primitives to answer).
     DnnSupport* plugin = Find(chain, found->plugin);
-    const bool offered = plugin != nullptr && Offers(plugin, kind, shape, found->algorithm, options.deterministic);
+    const bool offered =
+        plugin != nullptr && Offers(plugin, kind, shape, found->algorithm, options.deterministic);
     MutexLock lock(&mu_);
     if (offered) {
       ++counts_.file_hits;
       memory_[key] = *found;
       return AlgorithmChoice{found->plugin, found->algorithm, found->seconds, source};
     }
-    RILL_LOG(WARNING) << "DNN algorithm cache " << options.cache_path << ": the entry for " << shape_key
-                      << " names " << found->plugin << " algorithm " << found->algorithm
-                      << ", which the chain does not offer now; tuning again";
+    RILL_LOG(WARNING) << "DNN algorithm cache " << options.cache_path << ": the entry for "
+                      << shape_key << " names " << found->plugin << " algorithm "
+                      << found->algorithm << ", which the chain does not offer now; tuning again";
     ++counts_.file_entries_ignored;
     file_.erase(key);
     if (attempt > 0) break;
@@ -329,15 +352,18 @@ absl::StatusOr<AlgorithmChoice> AlgorithmSelector::Select(StreamExecutor* execut
     MutexLock lock(&mu_);
     if (auto it = memory_.find(key); it != memory_.end()) {  // Tuned by another thread meanwhile.
       ++counts_.memory_hits;
-      return AlgorithmChoice{it->second.plugin, it->second.algorithm, it->second.seconds, ChoiceSource::kMemory};
+      return AlgorithmChoice{it->second.plugin, it->second.algorithm, it->second.seconds,
+                             ChoiceSource::kMemory};
     }
   }
-  absl::StatusOr<AlgorithmChoice> tuned = Tune(executor, chain, kind, shape, options.deterministic, options.budget,
-                                                std::max(1, options.repetitions));
+  absl::StatusOr<AlgorithmChoice> tuned = Tune(executor, chain, kind, shape, options.deterministic,
+                                               options.budget, std::max(1, options.repetitions));
   if (!tuned.ok()) {
     // Remembered, so that later calls neither time again nor warn again.
     RILL_LOG(WARNING) << "tuning " << shape_key << " failed: " << tuned.status().ToString()
-                      << (absl::IsNotFound(tuned.status()) ? "" : "; calls run the plugin's default algorithm");
+                      << (absl::IsNotFound(tuned.status())
+                              ? ""
+                              : "; calls run the plugin's default algorithm");
     MutexLock lock(&mu_);
     failed_[key] = tuned.status();
     return tuned.status();
@@ -353,25 +379,26 @@ absl::StatusOr<AlgorithmChoice> AlgorithmSelector::Select(StreamExecutor* execut
   return choice;
 }
 
-absl::StatusOr<AlgorithmChoice> AlgorithmSelector::Tune(StreamExecutor* executor,
-                                                        const std::vector<DnnSupport*>& chain, ConvolutionKind kind,
-                                                        const ConvolutionShape& shape, bool deterministic,
-                                                        absl::Duration budget, int repetitions) {
+absl::StatusOr<AlgorithmChoice> AlgorithmSelector::Tune(
+    StreamExecutor* executor, const std::vector<DnnSupport*>& chain, ConvolutionKind kind,
+    const ConvolutionShape& shape, bool deterministic, absl::Duration budget, int repetitions) {
   struct Candidate {
     DnnSupport* plugin;
     ConvolutionAlgorithm algorithm;
   };
   std::vector<Candidate> candidates;
   for (DnnSupport* p : chain) {
-    RILL_ASSIGN_OR_RETURN(std::vector<ConvolutionAlgorithm> algorithms, p->GetConvolutionAlgorithms(kind, shape));
+    RILL_ASSIGN_OR_RETURN(std::vector<ConvolutionAlgorithm> algorithms,
+                          p->GetConvolutionAlgorithms(kind, shape));
     for (ConvolutionAlgorithm& a : algorithms) {
-      if (a.available && (a.deterministic || !deterministic)) candidates.push_back({p, std::move(a)});
+      if (a.available && (a.deterministic || !deterministic))
+        candidates.push_back({p, std::move(a)});
     }
   }
   if (candidates.empty()) {
-    return absl::NotFoundError(absl::StrCat("no ", deterministic ? "deterministic " : "", "available ",
-                                            ConvolutionKindName(kind), " convolution algorithm for ",
-                                            shape.ToString(), " in the chain ", ChainKey(chain)));
+    return absl::NotFoundError(absl::StrCat(
+        "no ", deterministic ? "deterministic " : "", "available ", ConvolutionKindName(kind),
+        " convolution algorithm for ", shape.ToString(), " in the chain ", ChainKey(chain)));
   }
   RILL_ASSIGN_OR_RETURN(std::unique_ptr<Stream> stream, executor->CreateStream());
   DeviceMemoryBase input, filter, output;
@@ -383,7 +410,9 @@ absl::StatusOr<AlgorithmChoice> AlgorithmSelector::Tune(StreamExecutor* executor
   RILL_ASSIGN_OR_RETURN(input, executor->Allocate(shape.input.Bytes()));
   RILL_ASSIGN_OR_RETURN(filter, executor->Allocate(shape.filter.Bytes()));
   RILL_ASSIGN_OR_RETURN(output, executor->Allocate(shape.output.Bytes()));
-  stream->ThenMemZero(&input, input.size()).ThenMemZero(&filter, filter.size()).ThenMemZero(&output, output.size());
+  stream->ThenMemZero(&input, input.size())
+      .ThenMemZero(&filter, filter.size())
+      .ThenMemZero(&output, output.size());
   RILL_RETURN_IF_ERROR(stream->BlockHostUntilDone());
 
   const absl::Time start = absl::Now();
@@ -396,15 +425,17 @@ absl::StatusOr<AlgorithmChoice> AlgorithmSelector::Tune(StreamExecutor* executor
     absl::Status status = RunConvolution(c.plugin, stream.get(), kind, args);  // Warm-up.
     if (status.ok()) status = stream->BlockHostUntilDone();
     double seconds = std::numeric_limits<double>::infinity();
-    for (int r = 0; status.ok() && r < repetitions && (r == 0 || absl::Now() - start <= budget); ++r) {
+    for (int r = 0; status.ok() && r < repetitions && (r == 0 || absl::Now() - start <= budget);
+         ++r) {
       const absl::Time t0 = absl::Now();
       status = RunConvolution(c.plugin, stream.get(), kind, args);
       if (status.ok()) status = stream->BlockHostUntilDone();
       seconds = std::min(seconds, absl::ToDoubleSeconds(absl::Now() - t0));
     }
     if (!status.ok()) {
-      RILL_LOG(WARNING) << "timing " << c.plugin->Name() << " algorithm " << c.algorithm.name << " for "
-                        << shape.ToString() << " failed: " << status.ToString() << "; skipped";
+      RILL_LOG(WARNING) << "timing " << c.plugin->Name() << " algorithm " << c.algorithm.name
+                        << " for " << shape.ToString() << " failed: " << status.ToString()
+                        << "; skipped";
       last_error = status;
       if (!stream->ok()) {
         RILL_ASSIGN_OR_RETURN(stream, executor->CreateStream());
@@ -422,8 +453,9 @@ absl::StatusOr<AlgorithmChoice> AlgorithmSelector::Tune(StreamExecutor* executor
   }
   if (!best.has_value()) return last_error;
   if (timed < candidates.size()) {
-    RILL_LOG(INFO) << "tuning " << ShapeKey(kind, shape) << ": the budget of " << absl::FormatDuration(budget)
-                   << " ended after " << timed << " of " << candidates.size() << " candidates";
+    RILL_LOG(INFO) << "tuning " << ShapeKey(kind, shape) << ": the budget of "
+                   << absl::FormatDuration(budget) << " ended after " << timed << " of "
+                   << candidates.size() << " candidates";
   }
   RILL_LOG(INFO) << "tuned " << ShapeKey(kind, shape) << ": " << best->ToString();
   return *best;

@@ -59,9 +59,9 @@ const char* ChoiceSourceName(ChoiceSource source);  // "tuned", "memory", "cache
 
 // The plugin and algorithm a convolution runs with.
 struct AlgorithmChoice {
-  std::string plugin;          // Registered name: "onednn", "xnnpack", "cudnn".
-  int64_t algorithm = 0;       // The plugin's id (GetConvolutionAlgorithms).
-  double seconds = 0;          // Measured per call; 0 when pinned.
+  std::string plugin;     // Registered name: "onednn", "xnnpack", "cudnn".
+  int64_t algorithm = 0;  // The plugin's id (GetConvolutionAlgorithms).
+  double seconds = 0;     // Measured per call; 0 when pinned.
   ChoiceSource source = ChoiceSource::kTuned;
   std::string ToString() const;  // "onednn algorithm 0 (0.412 ms, tuned)".
 };
@@ -72,7 +72,7 @@ class AlgorithmSelector {
     std::string cache_path;                    // Empty: memory only.
     absl::Duration budget = absl::Seconds(2);  // Timing per shape; at least one candidate is timed.
     bool deterministic = false;                // Only algorithms with `deterministic` set.
-    int repetitions = 5;                       // Timed runs per candidate (the fastest counts), after one warm-up.
+    int repetitions = 5;  // Timed runs per candidate (the fastest counts), after one warm-up.
   };
   // Defaults overridden by RILL_DNN_CACHE, RILL_DNN_TUNE_BUDGET_MS and
   // RILL_DNN_DETERMINISTIC; a malformed value is ignored with a warning.
@@ -91,20 +91,21 @@ class AlgorithmSelector {
   // `first` on `executor` (the executor `first` serves). NotFound when no
   // plugin of the chain supports it or offers an available (deterministic,
   // in that mode) algorithm; the error of a failed timing run.
-  absl::StatusOr<AlgorithmChoice> Select(StreamExecutor* executor, DnnSupport* first, ConvolutionKind kind,
-                                         const ConvolutionShape& shape);
+  absl::StatusOr<AlgorithmChoice> Select(StreamExecutor* executor, DnnSupport* first,
+                                         ConvolutionKind kind, const ConvolutionShape& shape);
 
   // Pins plugin `plugin`'s `algorithm` for `kind` and `shape` on every
   // device and chain: Select returns it without timing (when the chain has
   // that plugin; else Select fails with NotFound naming the pin).
-  void Pin(ConvolutionKind kind, const ConvolutionShape& shape, std::string plugin, int64_t algorithm);
+  void Pin(ConvolutionKind kind, const ConvolutionShape& shape, std::string plugin,
+           int64_t algorithm);
   void Unpin(ConvolutionKind kind, const ConvolutionShape& shape);
   // Forgets the choices and failed tunings in memory (not the pins, not the file).
   void ClearMemory();
 
   struct Counts {
     int64_t tuned = 0, memory_hits = 0, file_hits = 0, pinned = 0;
-    int64_t candidates_timed = 0;  // Over all tunings.
+    int64_t candidates_timed = 0;      // Over all tunings.
     int64_t file_entries_ignored = 0;  // Corrupt files' lines and stale entries.
   };
   Counts counts() const;
@@ -117,13 +118,14 @@ class AlgorithmSelector {
   };
   // The entries of the cache file at `path` (none when it does not exist);
   // DataLoss saying why when it does not parse. `lines` counts its lines.
-  static absl::Status ReadFile(const std::string& path, absl::flat_hash_map<std::string, Entry>* entries,
-                               int64_t* lines);
+  static absl::Status ReadFile(const std::string& path,
+                               absl::flat_hash_map<std::string, Entry>* entries, int64_t* lines);
   // Reads the cache file when it is not loaded yet.
   void LoadLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SaveLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<AlgorithmChoice> Tune(StreamExecutor* executor, const std::vector<DnnSupport*>& chain,
-                                       ConvolutionKind kind, const ConvolutionShape& shape, bool deterministic,
+  absl::StatusOr<AlgorithmChoice> Tune(StreamExecutor* executor,
+                                       const std::vector<DnnSupport*>& chain, ConvolutionKind kind,
+                                       const ConvolutionShape& shape, bool deterministic,
                                        absl::Duration budget, int repetitions);
 
   Mutex tune_mu_;  // Held while timing; taken before mu_.
@@ -132,8 +134,10 @@ class AlgorithmSelector {
   bool loaded_ ABSL_GUARDED_BY(mu_) = false;
   absl::flat_hash_map<std::string, Entry> memory_ ABSL_GUARDED_BY(mu_);  // Tuned this process.
   absl::flat_hash_map<std::string, Entry> file_ ABSL_GUARDED_BY(mu_);    // Read from the file.
-  absl::flat_hash_map<std::string, Entry> pins_ ABSL_GUARDED_BY(mu_);    // Keyed by direction and shape.
-  absl::flat_hash_map<std::string, absl::Status> failed_ ABSL_GUARDED_BY(mu_);  // Tunings that failed.
+  absl::flat_hash_map<std::string, Entry> pins_
+      ABSL_GUARDED_BY(mu_);  // Keyed by direction and shape.
+  absl::flat_hash_map<std::string, absl::Status> failed_
+      ABSL_GUARDED_BY(mu_);  // Tunings that failed.
   Counts counts_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -49,7 +49,8 @@ class Selector : public OneDnnTest {
     };
     ASSERT_TRUE(IsOk(exec_->SetPlugin(PluginKind::kDnn, "fake_nhwc")));
     fake_ = static_cast<FakeDnn*>(exec_->AsDnn());
-    path_ = ::testing::TempDir() + "/rill_algorithms_" + std::to_string(getpid()) + "_" + std::to_string(GetParam());
+    path_ = ::testing::TempDir() + "/rill_algorithms_" + std::to_string(getpid()) + "_" +
+            std::to_string(GetParam());
     std::remove(path_.c_str());
     shape_.input = {.n = 1, .c = 4, .h = 6, .w = 6, .layout = DataLayout::kNHWC};
     shape_.filter = {.output_channels = 4, .input_channels = 4, .height = 3, .width = 3};
@@ -150,7 +151,8 @@ TEST_P(Selector, APinWinsOverTheCache) {
   EXPECT_EQ(pinned.algorithm, 0);
   selector.Pin(ConvolutionKind::kForward, shape_, "cudnn", 0);
   EXPECT_TRUE(HasError(selector.Select(exec_, fake_, ConvolutionKind::kForward, shape_).status(),
-                       absl::StatusCode::kNotFound, {"pinned plugin \"cudnn\"", "not in the chain"}));
+                       absl::StatusCode::kNotFound,
+                       {"pinned plugin \"cudnn\"", "not in the chain"}));
   selector.Unpin(ConvolutionKind::kForward, shape_);
   EXPECT_EQ(Select(selector).source, ChoiceSource::kMemory);
 }
@@ -169,7 +171,8 @@ TEST_P(Selector, DeterministicModeSkipsNonDeterministicAlgorithms) {
   shape_.input.n = 2;
   shape_.output.n = 2;
   EXPECT_TRUE(HasError(selector.Select(exec_, fake_, ConvolutionKind::kForward, shape_).status(),
-                       absl::StatusCode::kNotFound, {"no deterministic available forward convolution algorithm"}));
+                       absl::StatusCode::kNotFound,
+                       {"no deterministic available forward convolution algorithm"}));
 }
 
 TEST_P(Selector, TheBudgetBoundsTheTiming) {
@@ -190,7 +193,8 @@ TEST_P(Selector, BestAlgorithmThroughTheChainRunsTheChoice) {
   const std::vector<float> x = RandomFloats(shape_.input.ElementCount(), 1),
                            w = RandomFloats(shape_.filter.ElementCount(), 2);
   DeviceMemory<float> dx = Upload(x), dw = Upload(w), dy = Output(shape_.output.ElementCount());
-  ASSERT_TRUE(IsOk(exec_->AsDnn()->DoConvolve(stream_.get(), {shape_, dx, dw, dy, kBestAlgorithm})));
+  ASSERT_TRUE(
+      IsOk(exec_->AsDnn()->DoConvolve(stream_.get(), {shape_, dx, dw, dy, kBestAlgorithm})));
   const std::vector<float> y = Download(dy);
   selector.SetOptions(saved);
   const Reference ref = Forward(shape_, x, w);

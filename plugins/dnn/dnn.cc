@@ -12,25 +12,29 @@ namespace rill {
 
 const char* ConvolutionKindName(ConvolutionKind kind) {
   switch (kind) {
-    case ConvolutionKind::kForward: return "forward";
-    case ConvolutionKind::kBackwardData: return "backward_data";
-    case ConvolutionKind::kBackwardFilter: return "backward_filter";
+    case ConvolutionKind::kForward:
+      return "forward";
+    case ConvolutionKind::kBackwardData:
+      return "backward_data";
+    case ConvolutionKind::kBackwardFilter:
+      return "backward_filter";
   }
   return "?";
 }
 
 std::string ConvolutionShape::ToString() const {
-  return absl::StrCat("input ", input.ToString(), ", filter ", filter.ToString(), ", ", conv.ToString(),
-                      ", output ", output.ToString());
+  return absl::StrCat("input ", input.ToString(), ", filter ", filter.ToString(), ", ",
+                      conv.ToString(), ", output ", output.ToString());
 }
 
 absl::Status CheckConvolutionShape(const ConvolutionShape& shape) {
-  RILL_ASSIGN_OR_RETURN(TensorDescriptor expected, ConvolutionOutput(shape.input, shape.filter, shape.conv));
+  RILL_ASSIGN_OR_RETURN(TensorDescriptor expected,
+                        ConvolutionOutput(shape.input, shape.filter, shape.conv));
   if (!SameShape(expected, shape.output)) {
-    return absl::InvalidArgumentError(absl::StrCat("output descriptor ", shape.output.ToString(),
-                                                   " does not match the convolution's output ",
-                                                   expected.ToString(), " (", shape.input.ToString(), " * ",
-                                                   shape.filter.ToString(), ", ", shape.conv.ToString(), ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "output descriptor ", shape.output.ToString(), " does not match the convolution's output ",
+        expected.ToString(), " (", shape.input.ToString(), " * ", shape.filter.ToString(), ", ",
+        shape.conv.ToString(), ")"));
   }
   return absl::OkStatus();
 }
@@ -38,12 +42,14 @@ absl::Status CheckConvolutionShape(const ConvolutionShape& shape) {
 namespace {
 
 // `role`'s buffer holds `desc` (or `elements` of desc.type).
-absl::Status Buffer(Stream* stream, const char* role, const DeviceMemoryBase& memory, const TensorDescriptor& desc) {
+absl::Status Buffer(Stream* stream, const char* role, const DeviceMemoryBase& memory,
+                    const TensorDescriptor& desc) {
   RILL_RETURN_IF_ERROR(CheckTensor(role, desc));  // Also bounds desc.Bytes().
   return CheckBuffer(stream, role, memory, desc.Bytes());
 }
 
-absl::Status Vector(Stream* stream, const char* role, const DeviceMemoryBase& memory, const TensorDescriptor& desc) {
+absl::Status Vector(Stream* stream, const char* role, const DeviceMemoryBase& memory,
+                    const TensorDescriptor& desc) {
   return CheckBuffer(stream, role, memory, static_cast<uint64_t>(desc.c) * SizeOf(desc.type));
 }
 
@@ -55,18 +61,20 @@ absl::Status Start(Stream* stream, const TensorDescriptor& desc) {
 absl::Status CheckActivation(const ActivationDescriptor& a) {
   if ((a.mode == ActivationMode::kClippedRelu && !(a.coefficient > 0)) ||
       (a.mode == ActivationMode::kElu && !(a.coefficient >= 0))) {
-    return absl::InvalidArgumentError(absl::StrCat("activation ", a.ToString(), ": the coefficient must be ",
-                                                   a.mode == ActivationMode::kElu ? ">= 0" : "> 0"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("activation ", a.ToString(), ": the coefficient must be ",
+                     a.mode == ActivationMode::kElu ? ">= 0" : "> 0"));
   }
   return absl::OkStatus();
 }
 
-absl::Status CheckPoolShapes(const PoolingDescriptor& pool, const TensorDescriptor& x, const TensorDescriptor& y) {
+absl::Status CheckPoolShapes(const PoolingDescriptor& pool, const TensorDescriptor& x,
+                             const TensorDescriptor& y) {
   RILL_ASSIGN_OR_RETURN(TensorDescriptor expected, PoolingOutput(x, pool));
   if (!SameShape(expected, y)) {
-    return absl::InvalidArgumentError(absl::StrCat("output descriptor ", y.ToString(),
-                                                   " does not match the pooling output ", expected.ToString(),
-                                                   " (", x.ToString(), ", ", pool.ToString(), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("output descriptor ", y.ToString(), " does not match the pooling output ",
+                     expected.ToString(), " (", x.ToString(), ", ", pool.ToString(), ")"));
   }
   return absl::OkStatus();
 }
@@ -79,22 +87,26 @@ absl::Status CheckEpsilon(double epsilon) {
 absl::Status CheckConvolutionArgs(Stream* stream, ConvolutionKind kind, const ConvolutionArgs& a) {
   RILL_RETURN_IF_ERROR(CheckPluginStream(stream));
   if (kind != ConvolutionKind::kForward && (!a.bias.is_null() || a.activation.has_value())) {
-    return absl::InvalidArgumentError(absl::StrCat("a fused bias or activation is for forward convolutions only, not ",
-                                                   ConvolutionKindName(kind)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("a fused bias or activation is for forward convolutions only, not ",
+                     ConvolutionKindName(kind)));
   }
   if (a.activation.has_value()) RILL_RETURN_IF_ERROR(CheckActivation(*a.activation));
   RILL_RETURN_IF_ERROR(CheckConvolutionShape(a.shape));
   if (!a.bias.is_null()) {  // After the shape check, which bounds output.c.
-    RILL_RETURN_IF_ERROR(CheckBuffer(stream, "bias", a.bias,
-                                     static_cast<uint64_t>(a.shape.output.c) * SizeOf(a.shape.output.type)));
+    RILL_RETURN_IF_ERROR(
+        CheckBuffer(stream, "bias", a.bias,
+                    static_cast<uint64_t>(a.shape.output.c) * SizeOf(a.shape.output.type)));
   }
   RILL_RETURN_IF_ERROR(Buffer(stream, "input", a.input, a.shape.input));
   RILL_RETURN_IF_ERROR(CheckBuffer(stream, "filter", a.filter, a.shape.filter.Bytes()));
   RILL_RETURN_IF_ERROR(Buffer(stream, "output", a.output, a.shape.output));
-  if (!a.workspace.is_null()) RILL_RETURN_IF_ERROR(CheckBuffer(stream, "workspace", a.workspace, 0));
+  if (!a.workspace.is_null())
+    RILL_RETURN_IF_ERROR(CheckBuffer(stream, "workspace", a.workspace, 0));
   if (a.algorithm < 0 && a.algorithm != kDefaultAlgorithm && a.algorithm != kBestAlgorithm) {
-    return absl::NotFoundError(absl::StrCat("convolution algorithm ", a.algorithm,
-                                            " does not exist (ids are >= 0, kDefaultAlgorithm or kBestAlgorithm)"));
+    return absl::NotFoundError(
+        absl::StrCat("convolution algorithm ", a.algorithm,
+                     " does not exist (ids are >= 0, kDefaultAlgorithm or kBestAlgorithm)"));
   }
   return absl::OkStatus();
 }
@@ -103,12 +115,14 @@ absl::Status CheckConvolutionArgs(Stream* stream, ConvolutionKind kind, const Co
 
 absl::Status DnnSupport::Supports(const DnnOperation& op) const {
   if (op.fused_bias || op.fused_activation.has_value()) {
-    return absl::UnimplementedError(absl::StrCat(Name(), ": does not fuse a bias or activation into a convolution"));
+    return absl::UnimplementedError(
+        absl::StrCat(Name(), ": does not fuse a bias or activation into a convolution"));
   }
   return absl::OkStatus();
 }
 
-absl::Status DnnSupport::DispatchConvolution(Stream* stream, ConvolutionKind kind, const ConvolutionArgs& args) {
+absl::Status DnnSupport::DispatchConvolution(Stream* stream, ConvolutionKind kind,
+                                             const ConvolutionArgs& args) {
   ConvolutionArgs run = args;
   DnnSupport* dnn = nullptr;
   if (args.algorithm == kBestAlgorithm) {
@@ -118,12 +132,15 @@ absl::Status DnnSupport::DispatchConvolution(Stream* stream, ConvolutionKind kin
       for (PluginInterface* p = this; p != nullptr && dnn == nullptr; p = p->fallback()) {
         if (p->Name() == choice->plugin) dnn = static_cast<DnnSupport*>(p);
       }
-      if (dnn == nullptr) return absl::InternalError(absl::StrCat("selected plugin ", choice->plugin, " left the chain"));
+      if (dnn == nullptr)
+        return absl::InternalError(
+            absl::StrCat("selected plugin ", choice->plugin, " left the chain"));
       if (dnn != this && StreamListenersActive()) NotePlugin(dnn->Name());
       run.algorithm = choice->algorithm;
     } else if (absl::IsNotFound(choice.status()) || absl::IsUnimplemented(choice.status()) ||
                absl::IsInvalidArgument(choice.status())) {
-      return choice.status();  // Nothing to choose from (deterministic mode included), or a bad pin.
+      return choice
+          .status();  // Nothing to choose from (deterministic mode included), or a bad pin.
     } else {
       // Timing failed (the selector warned once and remembers it): run the default.
       run.algorithm = kDefaultAlgorithm;
@@ -138,12 +155,13 @@ absl::Status DnnSupport::DispatchConvolution(Stream* stream, ConvolutionKind kin
   if (dnn == nullptr) {
     RILL_ASSIGN_OR_RETURN(dnn, RouteCall(this, op));
   }
-  if (!fused || dnn->Supports(DnnOperation::Of(kind, run)).ok()) return dnn->Convolve(stream, kind, run);
+  if (!fused || dnn->Supports(DnnOperation::Of(kind, run)).ok())
+    return dnn->Convolve(stream, kind, run);
   // It does not fuse them: convolve, then add the bias and activate, each
   // routed before anything runs, so that a missing step changes nothing.
   const BiasAddArgs bias{args.shape.output, args.output, args.bias, args.output};
-  const ActivationArgs activation{args.activation.value_or(ActivationDescriptor{}), args.shape.output, args.output,
-                                  args.output};
+  const ActivationArgs activation{args.activation.value_or(ActivationDescriptor{}),
+                                  args.shape.output, args.output, args.output};
   DnnSupport* adder = nullptr;
   DnnSupport* activator = nullptr;
   if (!args.bias.is_null()) {
@@ -166,8 +184,8 @@ absl::StatusOr<std::vector<ConvolutionAlgorithm>> DnnSupport::GetConvolutionAlgo
   return ConvolutionAlgorithms(kind, shape);
 }
 
-absl::StatusOr<ConvolutionAlgorithm> DnnSupport::FindBestConvolutionAlgorithm(ConvolutionKind kind,
-                                                                              const ConvolutionShape& shape) {
+absl::StatusOr<ConvolutionAlgorithm> DnnSupport::FindBestConvolutionAlgorithm(
+    ConvolutionKind kind, const ConvolutionShape& shape) {
   RILL_RETURN_IF_ERROR(CheckConvolutionShape(shape));
   return BestConvolutionAlgorithm(kind, shape);
 }
@@ -253,7 +271,8 @@ absl::Status DnnSupport::DoSoftmaxBackward(Stream* stream, const SoftmaxBackward
   return dnn->SoftmaxBackward(stream, a);
 }
 
-absl::Status DnnSupport::DoBatchNormForwardInference(Stream* stream, const BatchNormInferenceArgs& a) {
+absl::Status DnnSupport::DoBatchNormForwardInference(Stream* stream,
+                                                     const BatchNormInferenceArgs& a) {
   RILL_RETURN_IF_ERROR(Start(stream, a.desc));
   RILL_RETURN_IF_ERROR(CheckEpsilon(a.epsilon));
   RILL_RETURN_IF_ERROR(Buffer(stream, "x", a.x, a.desc));
@@ -266,12 +285,13 @@ absl::Status DnnSupport::DoBatchNormForwardInference(Stream* stream, const Batch
   return dnn->BatchNormInference(stream, a);
 }
 
-absl::Status DnnSupport::DoBatchNormForwardTraining(Stream* stream, const BatchNormTrainingArgs& a) {
+absl::Status DnnSupport::DoBatchNormForwardTraining(Stream* stream,
+                                                    const BatchNormTrainingArgs& a) {
   RILL_RETURN_IF_ERROR(Start(stream, a.desc));
   RILL_RETURN_IF_ERROR(CheckEpsilon(a.epsilon));
   if (!(a.exponential_average_factor >= 0 && a.exponential_average_factor <= 1)) {
-    return absl::InvalidArgumentError(absl::StrCat("exponential_average_factor=", a.exponential_average_factor,
-                                                   " must be in [0, 1]"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "exponential_average_factor=", a.exponential_average_factor, " must be in [0, 1]"));
   }
   RILL_RETURN_IF_ERROR(Buffer(stream, "x", a.x, a.desc));
   RILL_RETURN_IF_ERROR(Vector(stream, "scale", a.scale, a.desc));
@@ -305,7 +325,8 @@ absl::Status DnnSupport::DoBatchNormBackward(Stream* stream, const BatchNormBack
 absl::Status DnnSupport::DoLrn(Stream* stream, const LrnArgs& a) {
   RILL_RETURN_IF_ERROR(Start(stream, a.desc));
   if (a.lrn.size < 1 || !(a.lrn.k > 0) || !(a.lrn.alpha >= 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(a.lrn.ToString(), ": needs size >= 1, k > 0, alpha >= 0"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(a.lrn.ToString(), ": needs size >= 1, k > 0, alpha >= 0"));
   }
   RILL_RETURN_IF_ERROR(Buffer(stream, "x", a.x, a.desc));
   RILL_RETURN_IF_ERROR(Buffer(stream, "y", a.y, a.desc));

@@ -54,15 +54,15 @@ struct ConvolutionShape {
 // Algorithm ids are the plugin's (GetConvolutionAlgorithms lists them;
 // for cuDNN, the cudnnConvolution*Algo_t values). Two special ids:
 inline constexpr int64_t kDefaultAlgorithm = -1;  // The plugin's default ("auto" for oneDNN).
-inline constexpr int64_t kBestAlgorithm = -2;     // The fastest for the shape: timed once, remembered.
+inline constexpr int64_t kBestAlgorithm = -2;  // The fastest for the shape: timed once, remembered.
 
 // One algorithm a plugin offers for a convolution shape and direction.
 struct ConvolutionAlgorithm {
   int64_t id = 0;
-  std::string name;            // "auto", "direct", "winograd", ...
-  bool available = false;      // Whether it runs this shape on this machine.
-  std::string reason;          // Why not, when unavailable.
-  std::string implementation;  // The library's kernel, when known ("jit:avx2", "gemm:jit").
+  std::string name;              // "auto", "direct", "winograd", ...
+  bool available = false;        // Whether it runs this shape on this machine.
+  std::string reason;            // Why not, when unavailable.
+  std::string implementation;    // The library's kernel, when known ("jit:avx2", "gemm:jit").
   uint64_t workspace_bytes = 0;  // Workspace it needs for this shape.
   // Whether two runs on the same inputs give the same bits (cuDNN's
   // CUDNN_NON_DETERMINISTIC algorithms, atomics-based reductions, do not).
@@ -191,9 +191,20 @@ struct LrnArgs {
 
 // Every operation of the interface, for Supports() and statistics.
 enum class DnnOp {
-  kConvolveForward, kConvolveBackwardData, kConvolveBackwardFilter, kBiasAdd, kActivate,
-  kActivateBackward, kPoolForward, kPoolBackward, kSoftmax, kSoftmaxBackward,
-  kBatchNormInference, kBatchNormTraining, kBatchNormBackward, kLrn,
+  kConvolveForward,
+  kConvolveBackwardData,
+  kConvolveBackwardFilter,
+  kBiasAdd,
+  kActivate,
+  kActivateBackward,
+  kPoolForward,
+  kPoolBackward,
+  kSoftmax,
+  kSoftmaxBackward,
+  kBatchNormInference,
+  kBatchNormTraining,
+  kBatchNormBackward,
+  kLrn,
 };
 const char* DnnOpName(DnnOp op);  // "convolve_forward", "pool_forward", ...
 
@@ -202,17 +213,17 @@ const char* DnnOpName(DnnOp op);  // "convolve_forward", "pool_forward", ...
 // DnnOperation::Of builds one from a call's arguments.
 struct DnnOperation {
   DnnOp op = DnnOp::kConvolveForward;
-  TensorDescriptor input;   // x; a convolution's input; dy for backward data.
-  TensorDescriptor output;  // y of convolutions and pooling; else input's shape.
-  FilterDescriptor filter;           // Convolutions.
-  ConvolutionDescriptor conv;        // Convolutions.
+  TensorDescriptor input;                 // x; a convolution's input; dy for backward data.
+  TensorDescriptor output;                // y of convolutions and pooling; else input's shape.
+  FilterDescriptor filter;                // Convolutions.
+  ConvolutionDescriptor conv;             // Convolutions.
   int64_t algorithm = kDefaultAlgorithm;  // Convolutions.
   bool fused_bias = false;                // Forward convolution with bias.
   std::optional<ActivationDescriptor> fused_activation;  // Forward convolution with activation.
-  PoolingDescriptor pool;            // Pooling.
-  ActivationDescriptor activation;   // Activations.
-  bool log = false;                  // Softmax.
-  LrnDescriptor lrn;                 // LRN.
+  PoolingDescriptor pool;                                // Pooling.
+  ActivationDescriptor activation;                       // Activations.
+  bool log = false;                                      // Softmax.
+  LrnDescriptor lrn;                                     // LRN.
 
   DataType type() const { return input.type; }
   // "convolve_forward float NHWC [1, 64, 56, 56] filter ... (bias, relu)".
@@ -275,8 +286,8 @@ class DnnSupport : public PluginInterface {
   // The algorithms offered for `shape` in direction `kind`, available or
   // not (with the reason), with their workspace sizes. InvalidArgument for
   // a bad shape.
-  absl::StatusOr<std::vector<ConvolutionAlgorithm>> GetConvolutionAlgorithms(ConvolutionKind kind,
-                                                                             const ConvolutionShape& shape);
+  absl::StatusOr<std::vector<ConvolutionAlgorithm>> GetConvolutionAlgorithms(
+      ConvolutionKind kind, const ConvolutionShape& shape);
   // The fastest available algorithm for `shape`: timed once on scratch
   // buffers on the calling thread, then remembered per shape (what
   // kBestAlgorithm in ConvolutionArgs runs).
@@ -302,9 +313,10 @@ class DnnSupport : public PluginInterface {
   // The protected virtuals run checked calls that Supports() accepted.
   virtual absl::StatusOr<std::vector<ConvolutionAlgorithm>> ConvolutionAlgorithms(
       ConvolutionKind kind, const ConvolutionShape& shape) = 0;
-  virtual absl::StatusOr<ConvolutionAlgorithm> BestConvolutionAlgorithm(ConvolutionKind kind,
-                                                                        const ConvolutionShape& shape) = 0;
-  virtual absl::Status Convolve(Stream* stream, ConvolutionKind kind, const ConvolutionArgs& args) = 0;
+  virtual absl::StatusOr<ConvolutionAlgorithm> BestConvolutionAlgorithm(
+      ConvolutionKind kind, const ConvolutionShape& shape) = 0;
+  virtual absl::Status Convolve(Stream* stream, ConvolutionKind kind,
+                                const ConvolutionArgs& args) = 0;
   virtual absl::Status BiasAdd(Stream* stream, const BiasAddArgs& args) = 0;
   virtual absl::Status Activate(Stream* stream, const ActivationArgs& args) = 0;
   virtual absl::Status ActivateBackward(Stream* stream, const ActivationBackwardArgs& args) = 0;
@@ -321,7 +333,8 @@ class DnnSupport : public PluginInterface {
   // Runs a checked convolution on the plugin of the chain from this one
   // that supports it (the AlgorithmSelector's choice for kBestAlgorithm),
   // unfusing a bias or activation that plugin does not fuse.
-  absl::Status DispatchConvolution(Stream* stream, ConvolutionKind kind, const ConvolutionArgs& args);
+  absl::Status DispatchConvolution(Stream* stream, ConvolutionKind kind,
+                                   const ConvolutionArgs& args);
 };
 
 // The checks DnnSupport runs on a convolution shape (exposed for plugins

@@ -55,7 +55,8 @@ TEST_P(DnnChain, TheChainIsLinkedInOrder) {
   EXPECT_EQ(dnn_, fake_);
   EXPECT_EQ(fake_->fallback(), onednn_);
   EXPECT_EQ(onednn_->fallback(), nullptr);
-  EXPECT_EQ(Must(exec_->PluginChain(PluginKind::kDnn)), (std::vector<std::string>{"fake_nhwc", "onednn"}));
+  EXPECT_EQ(Must(exec_->PluginChain(PluginKind::kDnn)),
+            (std::vector<std::string>{"fake_nhwc", "onednn"}));
   EXPECT_EQ(Must(exec_->PluginName(PluginKind::kDnn)), "fake_nhwc");
 }
 
@@ -78,15 +79,17 @@ TEST_P(DnnChain, CapabilityQueriesAnswerWithTheReason) {
   EXPECT_TRUE(HasError(fake_->Supports(op), absl::StatusCode::kUnimplemented, {"fake_nhwc: NCHW"}));
   EXPECT_TRUE(IsOk(onednn_->Supports(op)));
   op.input.type = DataType::kDouble;
-  EXPECT_TRUE(HasError(onednn_->Supports(op), absl::StatusCode::kUnimplemented, {"onednn", "double"}));
+  EXPECT_TRUE(
+      HasError(onednn_->Supports(op), absl::StatusCode::kUnimplemented, {"onednn", "double"}));
 }
 
 TEST_P(DnnChain, NoPluginSupportingIsUnimplementedWithEveryReason) {
   TensorDescriptor desc{.n = 1, .c = 2, .h = 2, .w = 2, .type = DataType::kDouble};
   DeviceMemoryBase x = Upload(std::vector<float>(16, 1)), y = Output(16);
-  EXPECT_TRUE(HasError(dnn_->DoActivate(stream_.get(), {{ActivationMode::kRelu}, desc, x, y}),
-                       absl::StatusCode::kUnimplemented,
-                       {"no dnn plugin of the chain from \"fake_nhwc\"", "fake_nhwc: NCHW", "onednn: double"}));
+  EXPECT_TRUE(HasError(
+      dnn_->DoActivate(stream_.get(), {{ActivationMode::kRelu}, desc, x, y}),
+      absl::StatusCode::kUnimplemented,
+      {"no dnn plugin of the chain from \"fake_nhwc\"", "fake_nhwc: NCHW", "onednn: double"}));
 }
 
 TEST_P(DnnChain, ACallOnAChosenPluginStartsThere) {
@@ -98,12 +101,13 @@ TEST_P(DnnChain, ACallOnAChosenPluginStartsThere) {
 }
 
 TEST_P(DnnChain, SetPluginChecksTheNames) {
-  EXPECT_TRUE(HasError(exec_->SetPlugin(PluginKind::kDnn, "fake_nhwc,nosuch"), absl::StatusCode::kNotFound,
-                       {"nosuch", "onednn"}));
-  EXPECT_TRUE(HasError(exec_->SetPlugin(PluginKind::kDnn, "onednn,onednn"), absl::StatusCode::kInvalidArgument,
-                       {"\"onednn\" appears twice"}));
+  EXPECT_TRUE(HasError(exec_->SetPlugin(PluginKind::kDnn, "fake_nhwc,nosuch"),
+                       absl::StatusCode::kNotFound, {"nosuch", "onednn"}));
+  EXPECT_TRUE(HasError(exec_->SetPlugin(PluginKind::kDnn, "onednn,onednn"),
+                       absl::StatusCode::kInvalidArgument, {"\"onednn\" appears twice"}));
   // A failed SetPlugin leaves the chain alone.
-  EXPECT_EQ(Must(exec_->PluginChain(PluginKind::kDnn)), (std::vector<std::string>{"fake_nhwc", "onednn"}));
+  EXPECT_EQ(Must(exec_->PluginChain(PluginKind::kDnn)),
+            (std::vector<std::string>{"fake_nhwc", "onednn"}));
   // A shorter chain: the fake has no fallback any more.
   ASSERT_TRUE(IsOk(exec_->SetPlugin(PluginKind::kDnn, "fake_nhwc")));
   EXPECT_EQ(exec_->AsDnn()->fallback(), nullptr);
@@ -119,9 +123,10 @@ TEST_P(DnnChain, SetPluginRelinksAtOnceAndKeepsInstancesAlive) {
   EXPECT_EQ(exec_->AsDnn(), onednn_);  // The same instances, in the new order.
   EXPECT_EQ(onednn_->fallback(), fake_);
   EXPECT_EQ(fake_->fallback(), nullptr);
-  EXPECT_TRUE(HasError(exec_->SetPlugin(PluginKind::kDnn, "fake_nhwc,,onednn"), absl::StatusCode::kInvalidArgument,
-                       {"name 2 is empty"}));
-  EXPECT_EQ(Must(exec_->PluginChain(PluginKind::kDnn)), (std::vector<std::string>{"onednn", "fake_nhwc"}));
+  EXPECT_TRUE(HasError(exec_->SetPlugin(PluginKind::kDnn, "fake_nhwc,,onednn"),
+                       absl::StatusCode::kInvalidArgument, {"name 2 is empty"}));
+  EXPECT_EQ(Must(exec_->PluginChain(PluginKind::kDnn)),
+            (std::vector<std::string>{"onednn", "fake_nhwc"}));
 }
 
 // A fused call runs on the first plugin that runs the convolution at all
@@ -130,7 +135,11 @@ TEST_P(DnnChain, AFusedCallKeepsTheChainsOrder) {
   ASSERT_TRUE(IsOk(exec_->SetPlugin(PluginKind::kDnn, "onednn,fake_nhwc")));
   ConvolutionShape s;
   s.input = {.n = 1, .c = 2, .h = 4, .w = 4, .layout = DataLayout::kNHWC};
-  s.filter = {.output_channels = 2, .input_channels = 2, .height = 1, .width = 1, .layout = FilterLayout::kOHWI};
+  s.filter = {.output_channels = 2,
+              .input_channels = 2,
+              .height = 1,
+              .width = 1,
+              .layout = FilterLayout::kOHWI};
   s.output = Must(ConvolutionOutput(s.input, s.filter, s.conv));
   DeviceMemory<float> x = Upload(std::vector<float>(32, 1)), w = Upload(std::vector<float>(4, 1)),
                       b = Upload(std::vector<float>(2, -3)), y = Output(32);
@@ -149,8 +158,9 @@ TEST_P(DnnChain, TheEnvironmentNamesAChain) {
   EXPECT_EQ(Must(PluginRegistry::Default().DefaultChain(kHostPlatformId, PluginKind::kDnn)),
             (std::vector<std::string>{"fake_nhwc", "onednn"}));
   ASSERT_EQ(setenv("RILL_DNN", "onednn,nosuch", 1), 0);
-  EXPECT_TRUE(HasError(PluginRegistry::Default().DefaultChain(kHostPlatformId, PluginKind::kDnn).status(),
-                       absl::StatusCode::kNotFound, {"RILL_DNN=onednn,nosuch", "nosuch"}));
+  EXPECT_TRUE(
+      HasError(PluginRegistry::Default().DefaultChain(kHostPlatformId, PluginKind::kDnn).status(),
+               absl::StatusCode::kNotFound, {"RILL_DNN=onednn,nosuch", "nosuch"}));
   ASSERT_EQ(unsetenv("RILL_DNN"), 0);
 }
 
@@ -163,9 +173,10 @@ TEST_P(DnnChain, AFusedConvolutionRunsUnfusedWhereNotFused) {
     s.filter = {.output_channels = 4, .input_channels = 3, .height = 3, .width = 3};
     s.conv = {.pad_h = 1, .pad_w = 1};
     s.output = Must(ConvolutionOutput(s.input, s.filter, s.conv));
-    const std::vector<float> x = RandomFloats(s.input.ElementCount(), 1), w = RandomFloats(s.filter.ElementCount(), 2),
-                             b = RandomFloats(4, 3);
-    DeviceMemory<float> dx = Upload(x), dw = Upload(w), db = Upload(b), dy = Output(s.output.ElementCount());
+    const std::vector<float> x = RandomFloats(s.input.ElementCount(), 1),
+                             w = RandomFloats(s.filter.ElementCount(), 2), b = RandomFloats(4, 3);
+    DeviceMemory<float> dx = Upload(x), dw = Upload(w), db = Upload(b),
+                        dy = Output(s.output.ElementCount());
     ConvolutionArgs args{s, dx, dw, dy};
     args.bias = db;
     args.activation = ActivationDescriptor{ActivationMode::kRelu};
@@ -195,7 +206,8 @@ TEST_P(DnnChain, AFusedBackwardConvolutionIsRejected) {
   DeviceMemory<float> x = Output(32), w = Output(4), y = Output(32);
   ConvolutionArgs args{s, x, w, y};
   args.activation = ActivationDescriptor{ActivationMode::kRelu};
-  EXPECT_TRUE(HasError(dnn_->DoConvolveBackwardData(stream_.get(), args), absl::StatusCode::kInvalidArgument,
+  EXPECT_TRUE(HasError(dnn_->DoConvolveBackwardData(stream_.get(), args),
+                       absl::StatusCode::kInvalidArgument,
                        {"forward convolutions only", "backward_data"}));
 }
 

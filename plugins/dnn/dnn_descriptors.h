@@ -76,7 +76,8 @@ struct FilterDescriptor {
   friend bool operator==(const FilterDescriptor&, const FilterDescriptor&) = default;
   template <typename H>
   friend H AbslHashValue(H h, const FilterDescriptor& f) {
-    return H::combine(std::move(h), f.output_channels, f.input_channels, f.height, f.width, f.layout, f.type);
+    return H::combine(std::move(h), f.output_channels, f.input_channels, f.height, f.width,
+                      f.layout, f.type);
   }
 };
 
@@ -118,7 +119,8 @@ struct PoolingDescriptor {
   friend bool operator==(const PoolingDescriptor&, const PoolingDescriptor&) = default;
   template <typename H>
   friend H AbslHashValue(H h, const PoolingDescriptor& p) {
-    return H::combine(std::move(h), p.mode, p.window_h, p.window_w, p.pad_h, p.pad_w, p.stride_h, p.stride_w);
+    return H::combine(std::move(h), p.mode, p.window_h, p.window_w, p.pad_h, p.pad_w, p.stride_h,
+                      p.stride_w);
   }
 };
 
@@ -131,7 +133,7 @@ const char* ActivationModeName(ActivationMode mode);  // "relu", "sigmoid", ...
 
 struct ActivationDescriptor {
   ActivationMode mode = ActivationMode::kRelu;
-  double coefficient = 0;  // elu's alpha; clipped relu's ceiling (> 0). Unused otherwise.
+  double coefficient = 0;        // elu's alpha; clipped relu's ceiling (> 0). Unused otherwise.
   std::string ToString() const;  // "clipped_relu(6)".
 };
 
@@ -165,7 +167,8 @@ absl::StatusOr<TensorDescriptor> ConvolutionOutput(const TensorDescriptor& input
 
 // The output shape of pooling `input` (floor division, as cuDNN):
 //   out = (in + 2 pad - window) / stride + 1.
-absl::StatusOr<TensorDescriptor> PoolingOutput(const TensorDescriptor& input, const PoolingDescriptor& pool);
+absl::StatusOr<TensorDescriptor> PoolingOutput(const TensorDescriptor& input,
+                                               const PoolingDescriptor& pool);
 
 // Whether `a` and `b` have the same n, c, h, w and type (layouts may differ).
 bool SameShape(const TensorDescriptor& a, const TensorDescriptor& b);

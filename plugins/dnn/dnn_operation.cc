@@ -7,20 +7,34 @@ namespace rill {
 
 const char* DnnOpName(DnnOp op) {
   switch (op) {
-    case DnnOp::kConvolveForward: return "convolve_forward";
-    case DnnOp::kConvolveBackwardData: return "convolve_backward_data";
-    case DnnOp::kConvolveBackwardFilter: return "convolve_backward_filter";
-    case DnnOp::kBiasAdd: return "bias_add";
-    case DnnOp::kActivate: return "activate";
-    case DnnOp::kActivateBackward: return "activate_backward";
-    case DnnOp::kPoolForward: return "pool_forward";
-    case DnnOp::kPoolBackward: return "pool_backward";
-    case DnnOp::kSoftmax: return "softmax";
-    case DnnOp::kSoftmaxBackward: return "softmax_backward";
-    case DnnOp::kBatchNormInference: return "batch_norm_inference";
-    case DnnOp::kBatchNormTraining: return "batch_norm_training";
-    case DnnOp::kBatchNormBackward: return "batch_norm_backward";
-    case DnnOp::kLrn: return "lrn";
+    case DnnOp::kConvolveForward:
+      return "convolve_forward";
+    case DnnOp::kConvolveBackwardData:
+      return "convolve_backward_data";
+    case DnnOp::kConvolveBackwardFilter:
+      return "convolve_backward_filter";
+    case DnnOp::kBiasAdd:
+      return "bias_add";
+    case DnnOp::kActivate:
+      return "activate";
+    case DnnOp::kActivateBackward:
+      return "activate_backward";
+    case DnnOp::kPoolForward:
+      return "pool_forward";
+    case DnnOp::kPoolBackward:
+      return "pool_backward";
+    case DnnOp::kSoftmax:
+      return "softmax";
+    case DnnOp::kSoftmaxBackward:
+      return "softmax_backward";
+    case DnnOp::kBatchNormInference:
+      return "batch_norm_inference";
+    case DnnOp::kBatchNormTraining:
+      return "batch_norm_training";
+    case DnnOp::kBatchNormBackward:
+      return "batch_norm_backward";
+    case DnnOp::kLrn:
+      return "lrn";
   }
   return "?";
 }
@@ -31,20 +45,28 @@ std::string DnnOperation::ToString() const {
     case DnnOp::kConvolveForward:
     case DnnOp::kConvolveBackwardData:
     case DnnOp::kConvolveBackwardFilter:
-      absl::StrAppend(&s, " filter ", filter.ToString(), " ", conv.ToString(), " -> ", output.ToString());
+      absl::StrAppend(&s, " filter ", filter.ToString(), " ", conv.ToString(), " -> ",
+                      output.ToString());
       if (fused_bias) absl::StrAppend(&s, " + bias");
       if (fused_activation.has_value()) absl::StrAppend(&s, " + ", fused_activation->ToString());
       break;
     case DnnOp::kPoolForward:
-    case DnnOp::kPoolBackward: absl::StrAppend(&s, " ", pool.ToString(), " -> ", output.ToString()); break;
+    case DnnOp::kPoolBackward:
+      absl::StrAppend(&s, " ", pool.ToString(), " -> ", output.ToString());
+      break;
     case DnnOp::kActivate:
-    case DnnOp::kActivateBackward: absl::StrAppend(&s, " ", activation.ToString()); break;
+    case DnnOp::kActivateBackward:
+      absl::StrAppend(&s, " ", activation.ToString());
+      break;
     case DnnOp::kSoftmax:
     case DnnOp::kSoftmaxBackward:
       if (log) absl::StrAppend(&s, " log");
       break;
-    case DnnOp::kLrn: absl::StrAppend(&s, " ", lrn.ToString()); break;
-    default: break;
+    case DnnOp::kLrn:
+      absl::StrAppend(&s, " ", lrn.ToString());
+      break;
+    default:
+      break;
   }
   return s;
 }
@@ -120,9 +142,15 @@ DnnOperation DnnOperation::Of(const SoftmaxBackwardArgs& a) {
   return o;
 }
 
-DnnOperation DnnOperation::Of(const BatchNormInferenceArgs& a) { return Simple(DnnOp::kBatchNormInference, a.desc); }
-DnnOperation DnnOperation::Of(const BatchNormTrainingArgs& a) { return Simple(DnnOp::kBatchNormTraining, a.desc); }
-DnnOperation DnnOperation::Of(const BatchNormBackwardArgs& a) { return Simple(DnnOp::kBatchNormBackward, a.desc); }
+DnnOperation DnnOperation::Of(const BatchNormInferenceArgs& a) {
+  return Simple(DnnOp::kBatchNormInference, a.desc);
+}
+DnnOperation DnnOperation::Of(const BatchNormTrainingArgs& a) {
+  return Simple(DnnOp::kBatchNormTraining, a.desc);
+}
+DnnOperation DnnOperation::Of(const BatchNormBackwardArgs& a) {
+  return Simple(DnnOp::kBatchNormBackward, a.desc);
+}
 
 DnnOperation DnnOperation::Of(const LrnArgs& a) {
   DnnOperation o = Simple(DnnOp::kLrn, a.desc);

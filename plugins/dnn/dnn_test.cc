@@ -37,8 +37,13 @@ TEST(DnnDescriptors, OffsetsFollowTheLayout) {
 TEST(DnnDescriptors, ConvolutionOutputShape) {
   TensorDescriptor x{.n = 2, .c = 8, .h = 10, .w = 9, .layout = DataLayout::kNHWC};
   FilterDescriptor w{.output_channels = 6, .input_channels = 4, .height = 3, .width = 2};
-  ConvolutionDescriptor conv{.pad_h = 1, .pad_w = 0, .stride_h = 2, .stride_w = 1, .dilation_h = 2,
-                             .dilation_w = 3, .group_count = 2};
+  ConvolutionDescriptor conv{.pad_h = 1,
+                             .pad_w = 0,
+                             .stride_h = 2,
+                             .stride_w = 1,
+                             .dilation_h = 2,
+                             .dilation_w = 3,
+                             .group_count = 2};
   absl::StatusOr<TensorDescriptor> y = ConvolutionOutput(x, w, conv);
   ASSERT_TRUE(IsOk(y.status()));
   // h: (10 + 2 - 5) / 2 + 1 = 4; w: (9 - 4) / 1 + 1 = 6.
@@ -53,13 +58,16 @@ TEST(DnnDescriptors, ConvolutionRejectsBadParameters) {
 
   ConvolutionDescriptor c = ok;
   c.pad_w = -1;
-  EXPECT_TRUE(HasError(ConvolutionOutput(x, w, c).status(), absl::StatusCode::kInvalidArgument, {"pad_w=-1"}));
+  EXPECT_TRUE(HasError(ConvolutionOutput(x, w, c).status(), absl::StatusCode::kInvalidArgument,
+                       {"pad_w=-1"}));
   c = ok;
   c.stride_h = 0;
-  EXPECT_TRUE(HasError(ConvolutionOutput(x, w, c).status(), absl::StatusCode::kInvalidArgument, {"stride_h=0"}));
+  EXPECT_TRUE(HasError(ConvolutionOutput(x, w, c).status(), absl::StatusCode::kInvalidArgument,
+                       {"stride_h=0"}));
   c = ok;
   c.dilation_h = 0;
-  EXPECT_TRUE(HasError(ConvolutionOutput(x, w, c).status(), absl::StatusCode::kInvalidArgument, {"dilation_h=0"}));
+  EXPECT_TRUE(HasError(ConvolutionOutput(x, w, c).status(), absl::StatusCode::kInvalidArgument,
+                       {"dilation_h=0"}));
   c = ok;
   c.dilation_w = 3;  // Window 3 dilated by 3 spans 7 > 5.
   EXPECT_TRUE(HasError(ConvolutionOutput(x, w, c).status(), absl::StatusCode::kInvalidArgument,
@@ -69,7 +77,8 @@ TEST(DnnDescriptors, ConvolutionRejectsBadParameters) {
   EXPECT_TRUE(HasError(ConvolutionOutput(x, w, c).status(), absl::StatusCode::kInvalidArgument,
                        {"input channels 6", "group_count 4"}));
   c = ok;
-  c.group_count = 3;  // 6 / 3 = 2 per group, but the filter says 3; and 4 outputs do not split in 3.
+  c.group_count =
+      3;  // 6 / 3 = 2 per group, but the filter says 3; and 4 outputs do not split in 3.
   EXPECT_TRUE(HasError(ConvolutionOutput(x, w, c).status(), absl::StatusCode::kInvalidArgument,
                        {"output channels 4", "group_count 3"}));
   c = ok;
@@ -82,7 +91,8 @@ TEST(DnnDescriptors, ConvolutionRejectsBadParameters) {
                        {"size < 1"}));
   FilterDescriptor dw = w;
   dw.type = DataType::kDouble;
-  EXPECT_TRUE(HasError(ConvolutionOutput(x, dw, ok).status(), absl::StatusCode::kInvalidArgument, {"double"}));
+  EXPECT_TRUE(HasError(ConvolutionOutput(x, dw, ok).status(), absl::StatusCode::kInvalidArgument,
+                       {"double"}));
 }
 
 TEST(DnnDescriptors, CheckConvolutionShapeComparesTheOutput) {
@@ -98,25 +108,33 @@ TEST(DnnDescriptors, CheckConvolutionShapeComparesTheOutput) {
 
 TEST(DnnDescriptors, PoolingOutputShape) {
   TensorDescriptor x{.n = 1, .c = 2, .h = 7, .w = 6};
-  PoolingDescriptor p{.mode = PoolingMode::kMax, .window_h = 3, .window_w = 2, .pad_h = 1, .pad_w = 0,
-                      .stride_h = 2, .stride_w = 2};
+  PoolingDescriptor p{.mode = PoolingMode::kMax,
+                      .window_h = 3,
+                      .window_w = 2,
+                      .pad_h = 1,
+                      .pad_w = 0,
+                      .stride_h = 2,
+                      .stride_w = 2};
   absl::StatusOr<TensorDescriptor> y = PoolingOutput(x, p);
   ASSERT_TRUE(IsOk(y.status()));
   EXPECT_EQ(y->h, 4);  // (7 + 2 - 3) / 2 + 1
   EXPECT_EQ(y->w, 3);  // (6 - 2) / 2 + 1
   PoolingDescriptor bad = p;
   bad.stride_w = 0;
-  EXPECT_TRUE(HasError(PoolingOutput(x, bad).status(), absl::StatusCode::kInvalidArgument, {"stride_w=0"}));
+  EXPECT_TRUE(
+      HasError(PoolingOutput(x, bad).status(), absl::StatusCode::kInvalidArgument, {"stride_w=0"}));
   bad = p;
   bad.pad_h = -2;
-  EXPECT_TRUE(HasError(PoolingOutput(x, bad).status(), absl::StatusCode::kInvalidArgument, {"pad_h=-2"}));
+  EXPECT_TRUE(
+      HasError(PoolingOutput(x, bad).status(), absl::StatusCode::kInvalidArgument, {"pad_h=-2"}));
   bad = p;
   bad.pad_h = 3;
   EXPECT_TRUE(HasError(PoolingOutput(x, bad).status(), absl::StatusCode::kInvalidArgument,
                        {"padding 3x0", "window 3x2"}));
   bad = p;
   bad.window_w = 9;
-  EXPECT_TRUE(HasError(PoolingOutput(x, bad).status(), absl::StatusCode::kInvalidArgument, {"empty"}));
+  EXPECT_TRUE(
+      HasError(PoolingOutput(x, bad).status(), absl::StatusCode::kInvalidArgument, {"empty"}));
 }
 
 TEST(DnnDescriptors, Names) {
@@ -136,7 +154,8 @@ TEST(DnnStream, WithoutPluginIsUnimplemented) {
   auto stream = Must(exec->CreateStream());
   TensorDescriptor x{.n = 1, .c = 1, .h = 2, .w = 2};
   stream->ThenSoftmax(x, DeviceMemory<float>(), nullptr);
-  EXPECT_TRUE(HasError(stream->BlockHostUntilDone(), absl::StatusCode::kUnimplemented, {"ThenSoftmax", "DNN"}));
+  EXPECT_TRUE(HasError(stream->BlockHostUntilDone(), absl::StatusCode::kUnimplemented,
+                       {"ThenSoftmax", "DNN"}));
 }
 
 }  // namespace

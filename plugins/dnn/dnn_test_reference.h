@@ -33,8 +33,9 @@ void ForEach(const TensorDescriptor& t, F f) {
 }
 
 // Pooling reference: y and, given dy, dx (max: to the first maximum).
-inline void PoolReference(const PoolingDescriptor& p, const TensorDescriptor& xt, const TensorDescriptor& yt,
-                          const std::vector<float>& x, const std::vector<float>& dy, std::vector<double>& y,
+inline void PoolReference(const PoolingDescriptor& p, const TensorDescriptor& xt,
+                          const TensorDescriptor& yt, const std::vector<float>& x,
+                          const std::vector<float>& dy, std::vector<double>& y,
                           std::vector<double>& dx) {
   y.assign(yt.ElementCount(), 0);
   dx.assign(xt.ElementCount(), 0);
@@ -51,7 +52,8 @@ inline void PoolReference(const PoolingDescriptor& p, const TensorDescriptor& xt
         if (x[i] > best) best = x[i], best_at = i;
       }
     const int64_t o = yt.Offset(n, c, oh, ow);
-    const double divisor = p.mode == PoolingMode::kAverageIncludePadding ? p.window_h * p.window_w : valid;
+    const double divisor =
+        p.mode == PoolingMode::kAverageIncludePadding ? p.window_h * p.window_w : valid;
     y[o] = p.mode == PoolingMode::kMax ? best : sum / divisor;
     if (p.mode == PoolingMode::kMax) {
       dx[best_at] += dy[o];
@@ -60,18 +62,21 @@ inline void PoolReference(const PoolingDescriptor& p, const TensorDescriptor& xt
     for (int64_t r = 0; r < p.window_h; ++r)
       for (int64_t s = 0; s < p.window_w; ++s) {
         const int64_t ih = oh * p.stride_h - p.pad_h + r, iw = ow * p.stride_w - p.pad_w + s;
-        if (ih >= 0 && ih < xt.h && iw >= 0 && iw < xt.w) dx[xt.Offset(n, c, ih, iw)] += dy[o] / divisor;
+        if (ih >= 0 && ih < xt.h && iw >= 0 && iw < xt.w)
+          dx[xt.Offset(n, c, ih, iw)] += dy[o] / divisor;
       }
   });
 }
 
 // Per-channel mean and biased variance over n, h, w.
-inline void ChannelStats(const TensorDescriptor& t, const std::vector<float>& x, std::vector<double>& mean,
-                         std::vector<double>& var) {
+inline void ChannelStats(const TensorDescriptor& t, const std::vector<float>& x,
+                         std::vector<double>& mean, std::vector<double>& var) {
   const double m = static_cast<double>(t.n) * t.h * t.w;
   mean.assign(t.c, 0);
   var.assign(t.c, 0);
-  ForEach(t, [&](int64_t n, int64_t c, int64_t h, int64_t w) { mean[c] += x[t.Offset(n, c, h, w)] / m; });
+  ForEach(t, [&](int64_t n, int64_t c, int64_t h, int64_t w) {
+    mean[c] += x[t.Offset(n, c, h, w)] / m;
+  });
   ForEach(t, [&](int64_t n, int64_t c, int64_t h, int64_t w) {
     const double d = x[t.Offset(n, c, h, w)] - mean[c];
     var[c] += d * d / m;
@@ -97,7 +102,8 @@ struct Reference {
 template <typename F>
 void ForEachTap(const ConvolutionShape& s, F f) {
   const ConvolutionDescriptor& c = s.conv;
-  const int64_t k_per_group = s.filter.output_channels / c.group_count, c_per_group = s.filter.input_channels;
+  const int64_t k_per_group = s.filter.output_channels / c.group_count,
+                c_per_group = s.filter.input_channels;
   for (int64_t n = 0; n < s.output.n; ++n)
     for (int64_t k = 0; k < s.output.c; ++k)
       for (int64_t oh = 0; oh < s.output.h; ++oh)
@@ -109,7 +115,8 @@ void ForEachTap(const ConvolutionShape& s, F f) {
                 const int64_t iw = ow * c.stride_w - c.pad_w + q * c.dilation_w;
                 if (ih < 0 || ih >= s.input.h || iw < 0 || iw >= s.input.w) continue;
                 const int64_t channel = (k / k_per_group) * c_per_group + ci;
-                f(s.output.Offset(n, k, oh, ow), s.input.Offset(n, channel, ih, iw), s.filter.Offset(k, ci, r, q));
+                f(s.output.Offset(n, k, oh, ow), s.input.Offset(n, channel, ih, iw),
+                  s.filter.Offset(k, ci, r, q));
               }
 }
 
@@ -122,7 +129,8 @@ Reference Forward(const ConvolutionShape& s, const std::vector<T>& x, const std:
 }
 
 template <typename T>
-Reference BackwardData(const ConvolutionShape& s, const std::vector<T>& dy, const std::vector<T>& w) {
+Reference BackwardData(const ConvolutionShape& s, const std::vector<T>& dy,
+                       const std::vector<T>& w) {
   Reference ref(s.input.ElementCount());
   ref.terms = s.filter.output_channels / s.conv.group_count * s.filter.height * s.filter.width;
   ForEachTap(s, [&](int64_t y, int64_t xi, int64_t wi) { ref.Add(xi, dy[y], w[wi]); });
@@ -130,7 +138,8 @@ Reference BackwardData(const ConvolutionShape& s, const std::vector<T>& dy, cons
 }
 
 template <typename T>
-Reference BackwardFilter(const ConvolutionShape& s, const std::vector<T>& x, const std::vector<T>& dy) {
+Reference BackwardFilter(const ConvolutionShape& s, const std::vector<T>& x,
+                         const std::vector<T>& dy) {
   Reference ref(s.filter.ElementCount());
   ref.terms = s.output.n * s.output.h * s.output.w;
   ForEachTap(s, [&](int64_t y, int64_t xi, int64_t wi) { ref.Add(wi, x[xi], dy[y]); });

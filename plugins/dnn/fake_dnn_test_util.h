@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "rill/platform/host/host_platform.h"
 #include "rill/plugins/dnn/dnn.h"
 #include "rill/plugins/dnn/onednn/onednn_dnn.h"
 #include "rill/plugins/plugin_registry.h"
-#include "rill/platform/host/host_platform.h"
 
 namespace rill::testing {
 
@@ -32,7 +32,8 @@ class FakeDnn : public DnnSupport {
   };
   // The algorithms every FakeDnn offers (tests set them before use).
   static std::vector<Algorithm>& Algorithms() {
-    static auto* algorithms = new std::vector<Algorithm>{{{0, "plain", true, "", "", 0, true}, absl::ZeroDuration()}};
+    static auto* algorithms =
+        new std::vector<Algorithm>{{{0, "plain", true, "", "", 0, true}, absl::ZeroDuration()}};
     return *algorithms;
   }
 
@@ -40,23 +41,26 @@ class FakeDnn : public DnnSupport {
   std::string Name() const override { return kName; }
   std::string Version() const override { return "fake 1"; }
   absl::Status Supports(const DnnOperation& op) const override {
-    if (op.input.layout != DataLayout::kNHWC) return absl::UnimplementedError("fake_nhwc: NCHW tensors");
+    if (op.input.layout != DataLayout::kNHWC)
+      return absl::UnimplementedError("fake_nhwc: NCHW tensors");
     return DnnSupport::Supports(op);
   }
   std::atomic<int> calls{0};
   std::map<int64_t, int> convolutions_by_algorithm;  // Written by calls on one thread at a time.
 
  protected:
-  absl::StatusOr<std::vector<ConvolutionAlgorithm>> ConvolutionAlgorithms(ConvolutionKind,
-                                                                          const ConvolutionShape&) override {
+  absl::StatusOr<std::vector<ConvolutionAlgorithm>> ConvolutionAlgorithms(
+      ConvolutionKind, const ConvolutionShape&) override {
     std::vector<ConvolutionAlgorithm> out;
     for (const Algorithm& a : Algorithms()) out.push_back(a.info);
     return out;
   }
-  absl::StatusOr<ConvolutionAlgorithm> BestConvolutionAlgorithm(ConvolutionKind, const ConvolutionShape&) override {
+  absl::StatusOr<ConvolutionAlgorithm> BestConvolutionAlgorithm(ConvolutionKind,
+                                                                const ConvolutionShape&) override {
     return Algorithms().front().info;
   }
-  absl::Status Convolve(Stream* stream, ConvolutionKind kind, const ConvolutionArgs& args) override {
+  absl::Status Convolve(Stream* stream, ConvolutionKind kind,
+                        const ConvolutionArgs& args) override {
     ++calls;
     ++convolutions_by_algorithm[args.algorithm];
     for (const Algorithm& a : Algorithms()) {
@@ -65,16 +69,19 @@ class FakeDnn : public DnnSupport {
     ConvolutionArgs inner = args;
     inner.algorithm = kDefaultAlgorithm;
     switch (kind) {
-      case ConvolutionKind::kForward: return inner_->DoConvolve(stream, inner);
-      case ConvolutionKind::kBackwardData: return inner_->DoConvolveBackwardData(stream, inner);
-      case ConvolutionKind::kBackwardFilter: return inner_->DoConvolveBackwardFilter(stream, inner);
+      case ConvolutionKind::kForward:
+        return inner_->DoConvolve(stream, inner);
+      case ConvolutionKind::kBackwardData:
+        return inner_->DoConvolveBackwardData(stream, inner);
+      case ConvolutionKind::kBackwardFilter:
+        return inner_->DoConvolveBackwardFilter(stream, inner);
     }
     return absl::InternalError("kind");
   }
-#define RILL_FAKE_FORWARD(Virtual, Args, Do)                         \
+#define RILL_FAKE_FORWARD(Virtual, Args, Do)                        \
   absl::Status Virtual(Stream* stream, const Args& args) override { \
-    ++calls;                                                         \
-    return inner_->Do(stream, args);                                 \
+    ++calls;                                                        \
+    return inner_->Do(stream, args);                                \
   }
   RILL_FAKE_FORWARD(BiasAdd, BiasAddArgs, DoBiasAdd)
   RILL_FAKE_FORWARD(Activate, ActivationArgs, DoActivate)
@@ -95,12 +102,13 @@ class FakeDnn : public DnnSupport {
 
 inline bool RegisterFakeDnn() {
   return PluginRegistry::Default()
-      .Register(kHostPlatformId, PluginKind::kDnn, FakeDnn::kName,
-                [](StreamExecutor* e) -> absl::StatusOr<std::unique_ptr<PluginInterface>> {
-                  absl::StatusOr<std::unique_ptr<OneDnn>> inner = OneDnn::Create(e);
-                  if (!inner.ok()) return inner.status();
-                  return std::unique_ptr<PluginInterface>(std::make_unique<FakeDnn>(std::move(*inner)));
-                })
+      .Register(
+          kHostPlatformId, PluginKind::kDnn, FakeDnn::kName,
+          [](StreamExecutor* e) -> absl::StatusOr<std::unique_ptr<PluginInterface>> {
+            absl::StatusOr<std::unique_ptr<OneDnn>> inner = OneDnn::Create(e);
+            if (!inner.ok()) return inner.status();
+            return std::unique_ptr<PluginInterface>(std::make_unique<FakeDnn>(std::move(*inner)));
+          })
       .ok();
 }
 

@@ -23,15 +23,17 @@ namespace rill::testing {
 
 // |got - ref| <= abs_tol + rel_tol |ref| for every element.
 inline ::testing::AssertionResult AllNear(const char* what, const std::vector<float>& got,
-                                          const std::vector<double>& ref, double abs_tol, double rel_tol) {
+                                          const std::vector<double>& ref, double abs_tol,
+                                          double rel_tol) {
   if (got.size() != ref.size()) {
-    return ::testing::AssertionFailure() << what << ": " << got.size() << " values, reference " << ref.size();
+    return ::testing::AssertionFailure()
+           << what << ": " << got.size() << " values, reference " << ref.size();
   }
   for (size_t i = 0; i < got.size(); ++i) {
     const double tol = abs_tol + rel_tol * std::fabs(ref[i]);
     if (!(std::fabs(got[i] - ref[i]) <= tol)) {
-      return ::testing::AssertionFailure() << what << "[" << i << "] = " << got[i] << ", reference " << ref[i]
-                                           << ", tolerance " << tol;
+      return ::testing::AssertionFailure() << what << "[" << i << "] = " << got[i] << ", reference "
+                                           << ref[i] << ", tolerance " << tol;
     }
   }
   return ::testing::AssertionSuccess();
@@ -57,7 +59,8 @@ class HostDnnTest : public ::testing::TestWithParam<int> {
   }
 
   DeviceMemory<float> Upload(const std::vector<float>& host) {
-    auto owned = std::make_shared<ScopedDeviceMemory<float>>(Must(exec_->AllocateOwnedArray<float>(host.size())));
+    auto owned = std::make_shared<ScopedDeviceMemory<float>>(
+        Must(exec_->AllocateOwnedArray<float>(host.size())));
     keep_.push_back(owned);
     stream_->ThenMemcpy(owned->ptr(), host.data(), host.size() * sizeof(float));
     EXPECT_TRUE(IsOk(stream_->BlockHostUntilDone()));

@@ -13,9 +13,12 @@ namespace rill {
 
 const char* FftTypeName(FftType type) {
   switch (type) {
-    case FftType::kC2C: return "c2c";
-    case FftType::kR2C: return "r2c";
-    case FftType::kC2R: return "c2r";
+    case FftType::kC2C:
+      return "c2c";
+    case FftType::kR2C:
+      return "r2c";
+    case FftType::kC2R:
+      return "c2r";
   }
   return "?";
 }
@@ -56,18 +59,18 @@ absl::StatusOr<int64_t> Mul(int64_t a, int64_t b, const char* what) {
 }
 
 // Fills in the defaults of one side's layout and checks it.
-absl::StatusOr<FftLayout> ResolveLayout(const char* side, const FftLayout& given, const FftPlanSpec& spec,
-                                        bool real_side) {
+absl::StatusOr<FftLayout> ResolveLayout(const char* side, const FftLayout& given,
+                                        const FftPlanSpec& spec, bool real_side) {
   const std::vector<int64_t> logical = SideDims(spec, real_side);
   FftLayout l = given;
   if (l.embed.empty()) {
     l.embed = logical;
-    const bool padded = real_side && spec.type != FftType::kC2C &&
-                        spec.placement == FftPlacement::kInPlace;
+    const bool padded =
+        real_side && spec.type != FftType::kC2C && spec.placement == FftPlacement::kInPlace;
     if (padded) l.embed.back() = 2 * (spec.dims.back() / 2 + 1);
   } else if (l.embed.size() != logical.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(side, ".embed has ", l.embed.size(),
-                                                   " sizes for a rank-", logical.size(), " transform"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        side, ".embed has ", l.embed.size(), " sizes for a rank-", logical.size(), " transform"));
   }
   for (size_t i = 0; i < logical.size(); ++i) {
     if (l.embed[i] < logical[i]) {
@@ -117,9 +120,9 @@ std::string FftPlanSpec::ToString() const {
 
 absl::StatusOr<FftPlanSpec> ResolveFftPlanSpec(const FftPlanSpec& spec) {
   if (spec.rank() < 1 || spec.rank() > 3) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("FFT rank ", spec.rank(), " (dims=[", absl::StrJoin(spec.dims, ","),
-                     "]) is not supported: it must be 1, 2 or 3"));
+    return absl::InvalidArgumentError(absl::StrCat("FFT rank ", spec.rank(), " (dims=[",
+                                                   absl::StrJoin(spec.dims, ","),
+                                                   "]) is not supported: it must be 1, 2 or 3"));
   }
   for (int i = 0; i < spec.rank(); ++i) {
     if (spec.dims[i] < 1 || spec.dims[i] > kMaxElements) {
@@ -136,13 +139,16 @@ absl::StatusOr<FftPlanSpec> ResolveFftPlanSpec(const FftPlanSpec& spec) {
   }
   if ((spec.type == FftType::kR2C && spec.direction != FftDirection::kForward) ||
       (spec.type == FftType::kC2R && spec.direction != FftDirection::kInverse)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "an ", FftTypeName(spec.type), " transform is always ",
-        spec.type == FftType::kR2C ? "forward" : "inverse", ", not ", FftDirectionName(spec.direction)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("an ", FftTypeName(spec.type), " transform is always ",
+                     spec.type == FftType::kR2C ? "forward" : "inverse", ", not ",
+                     FftDirectionName(spec.direction)));
   }
   FftPlanSpec resolved = spec;
-  RILL_ASSIGN_OR_RETURN(resolved.input, ResolveLayout("input", spec.input, spec, RealInput(spec.type)));
-  RILL_ASSIGN_OR_RETURN(resolved.output, ResolveLayout("output", spec.output, spec, RealOutput(spec.type)));
+  RILL_ASSIGN_OR_RETURN(resolved.input,
+                        ResolveLayout("input", spec.input, spec, RealInput(spec.type)));
+  RILL_ASSIGN_OR_RETURN(resolved.output,
+                        ResolveLayout("output", spec.output, spec, RealOutput(spec.type)));
   return resolved;
 }
 
@@ -159,26 +165,29 @@ uint64_t FftOutputBytes(const FftPlanSpec& s) {
 absl::Status FftSupport::CheckStream(Stream* stream) const {
   RILL_RETURN_IF_ERROR(CheckPluginStream(stream));
   if (stream->parent() != executor_) {
-    return absl::InvalidArgumentError(absl::StrCat("the stream belongs to ", stream->parent()->DebugName(),
-                                                   ", but this ", Name(), " plugin serves ",
-                                                   executor_->DebugName(), ": use that executor's AsFft()"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the stream belongs to ", stream->parent()->DebugName(), ", but this ", Name(),
+                     " plugin serves ", executor_->DebugName(), ": use that executor's AsFft()"));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<FftPlan>> FftSupport::CreatePlan(Stream* stream, const FftPlanSpec& spec) {
+absl::StatusOr<std::unique_ptr<FftPlan>> FftSupport::CreatePlan(Stream* stream,
+                                                                const FftPlanSpec& spec) {
   RILL_RETURN_IF_ERROR(CheckStream(stream));
   RILL_ASSIGN_OR_RETURN(FftPlanSpec resolved, ResolveFftPlanSpec(spec));
   return CreatePlanFromResolvedSpec(stream, resolved);
 }
 
-absl::StatusOr<FftPlan*> FftSupport::GetOrCreateCachedPlan(Stream* stream, const FftPlanSpec& spec) {
+absl::StatusOr<FftPlan*> FftSupport::GetOrCreateCachedPlan(Stream* stream,
+                                                           const FftPlanSpec& spec) {
   RILL_RETURN_IF_ERROR(CheckStream(stream));
   RILL_ASSIGN_OR_RETURN(FftPlanSpec resolved, ResolveFftPlanSpec(spec));
   MutexLock lock(&cache_mu_);  // Held while planning: one plan per shape.
   auto it = cache_.find(resolved);
   if (it != cache_.end()) return it->second.get();
-  RILL_ASSIGN_OR_RETURN(std::unique_ptr<FftPlan> plan, CreatePlanFromResolvedSpec(stream, resolved));
+  RILL_ASSIGN_OR_RETURN(std::unique_ptr<FftPlan> plan,
+                        CreatePlanFromResolvedSpec(stream, resolved));
   FftPlan* raw = plan.get();
   cache_.emplace(std::move(resolved), std::move(plan));
   return raw;
@@ -189,8 +198,9 @@ size_t FftSupport::CachedPlanCount() const {
   return cache_.size();
 }
 
-absl::Status FftSupport::DoFftChecked(Stream* stream, FftPlan* plan, FftType type, DataType precision,
-                                      const DeviceMemoryBase& in, DeviceMemoryBase* out) {
+absl::Status FftSupport::DoFftChecked(Stream* stream, FftPlan* plan, FftType type,
+                                      DataType precision, const DeviceMemoryBase& in,
+                                      DeviceMemoryBase* out) {
   RILL_RETURN_IF_ERROR(CheckStream(stream));
   if (plan == nullptr) return absl::InvalidArgumentError("FFT plan is null");
   if (out == nullptr) return absl::InvalidArgumentError("FFT output is null");
@@ -202,41 +212,44 @@ absl::Status FftSupport::DoFftChecked(Stream* stream, FftPlan* plan, FftType typ
   }
   const FftPlanSpec& s = plan->spec();
   if (s.type != type || s.precision != precision) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the plan is ", FftTypeName(s.type), " ", DataTypeName(s.precision), " (", s.ToString(),
-        "), but the buffers' element types are those of ", FftTypeName(type), " ",
-        DataTypeName(precision)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the plan is ", FftTypeName(s.type), " ", DataTypeName(s.precision), " (",
+                     s.ToString(), "), but the buffers' element types are those of ",
+                     FftTypeName(type), " ", DataTypeName(precision)));
   }
   const bool same = !in.is_null() && in.opaque() == out->opaque() && in.offset() == out->offset();
   if (s.placement == FftPlacement::kInPlace && !same) {
-    return absl::InvalidArgumentError(absl::StrCat("the plan is in-place, but input ", in.ToString(),
-                                                   " and output ", out->ToString(), " differ"));
+    return absl::InvalidArgumentError(absl::StrCat("the plan is in-place, but input ",
+                                                   in.ToString(), " and output ", out->ToString(),
+                                                   " differ"));
   }
   if (s.placement == FftPlacement::kOutOfPlace && same) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the plan is out-of-place, but input and output are the same memory ", in.ToString(),
-        ": plan with FftPlacement::kInPlace"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the plan is out-of-place, but input and output are the same memory ",
+                     in.ToString(), ": plan with FftPlacement::kInPlace"));
   }
   RILL_RETURN_IF_ERROR(CheckBuffer(stream, "input", in, FftInputBytes(s)));
   RILL_RETURN_IF_ERROR(CheckBuffer(stream, "output", *out, FftOutputBytes(s)));
   if (s.placement == FftPlacement::kOutOfPlace && in.opaque() == out->opaque()) {
     // Views of one allocation: the bytes the transform reads and writes
     // (both checked to lie within it, so no sum wraps) must be disjoint.
-    const uint64_t in_end = in.offset() + FftInputBytes(s), out_end = out->offset() + FftOutputBytes(s);
+    const uint64_t in_end = in.offset() + FftInputBytes(s),
+                   out_end = out->offset() + FftOutputBytes(s);
     if (in.offset() < out_end && out->offset() < in_end) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the plan is out-of-place, but input bytes [", in.offset(), ", ", in_end, ") and output bytes [",
-          out->offset(), ", ", out_end, ") of one allocation overlap: use disjoint views, or plan with "
-          "FftPlacement::kInPlace and identical views"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("the plan is out-of-place, but input bytes [", in.offset(), ", ", in_end,
+                       ") and output bytes [", out->offset(), ", ", out_end,
+                       ") of one allocation overlap: use disjoint views, or plan with "
+                       "FftPlacement::kInPlace and identical views"));
     }
   }
   return ExecutePlan(stream, plan, in, *out);
 }
 
-#define RILL_FFT_DO(In, Out, type, precision)                                                \
+#define RILL_FFT_DO(In, Out, type, precision)                                               \
   absl::Status FftSupport::DoFft(Stream* stream, FftPlan* plan, const DeviceMemory<In>& in, \
-                                 DeviceMemory<Out>* out) {                                   \
-    return DoFftChecked(stream, plan, type, precision, in, out);                             \
+                                 DeviceMemory<Out>* out) {                                  \
+    return DoFftChecked(stream, plan, type, precision, in, out);                            \
   }
 RILL_FFT_DO(std::complex<float>, std::complex<float>, FftType::kC2C, DataType::kFloat)
 RILL_FFT_DO(std::complex<double>, std::complex<double>, FftType::kC2C, DataType::kDouble)

@@ -43,9 +43,13 @@ class FftCheckTest : public ::testing::Test {
     return **owned;
   }
 
-  absl::Status PlanStatus(const FftPlanSpec& spec) { return fft_->CreatePlan(stream_.get(), spec).status(); }
+  absl::Status PlanStatus(const FftPlanSpec& spec) {
+    return fft_->CreatePlan(stream_.get(), spec).status();
+  }
 
-  std::unique_ptr<FftPlan> Plan(const FftPlanSpec& spec) { return Must(fft_->CreatePlan(stream_.get(), spec)); }
+  std::unique_ptr<FftPlan> Plan(const FftPlanSpec& spec) {
+    return Must(fft_->CreatePlan(stream_.get(), spec));
+  }
 
   StreamExecutor* exec_ = nullptr;
   StreamExecutor* other_ = nullptr;
@@ -69,7 +73,8 @@ TEST_F(FftCheckTest, RankMustBeOneToThree) {
 TEST_F(FftCheckTest, SizesMustBePositive) {
   EXPECT_TRUE(HasError(PlanStatus(C2C({8, 0})), kInvalid, {"dims[1]=0", ">= 1"}));
   EXPECT_TRUE(HasError(PlanStatus(C2C({-4})), kInvalid, {"dims[0]=-4"}));
-  EXPECT_TRUE(HasError(PlanStatus(C2C({int64_t{1} << 40, int64_t{1} << 40})), kInvalid, {"overflows"}));
+  EXPECT_TRUE(
+      HasError(PlanStatus(C2C({int64_t{1} << 40, int64_t{1} << 40})), kInvalid, {"overflows"}));
 }
 
 TEST_F(FftCheckTest, BatchMustBePositive) {
@@ -111,7 +116,8 @@ TEST_F(FftCheckTest, NullStreamAndStreamOfAnotherExecutor) {
   if (other_ == nullptr) GTEST_SKIP() << "needs RILL_HOST_DEVICES=2";
   EXPECT_TRUE(HasError(fft_->CreatePlan(other_stream_.get(), C2C({8})).status(), kInvalid,
                        {"host:1", "host:0", "AsFft()"}));
-  EXPECT_TRUE(HasError(fft_->GetOrCreateCachedPlan(other_stream_.get(), C2C({8})).status(), kInvalid, {"host:1"}));
+  EXPECT_TRUE(HasError(fft_->GetOrCreateCachedPlan(other_stream_.get(), C2C({8})).status(),
+                       kInvalid, {"host:1"}));
 }
 
 TEST_F(FftCheckTest, BuffersTooSmall) {
@@ -127,7 +133,8 @@ TEST_F(FftCheckTest, BuffersTooSmall) {
   strided.input = {{16}, 3, 50};
   auto plan2 = Plan(strided);
   DeviceMemory<C> span95 = Alloc<C>(exec_, 95);
-  EXPECT_TRUE(HasError(fft_->DoFft(stream_.get(), plan2.get(), span95, &out), kInvalid, {"needs 768 bytes"}));
+  EXPECT_TRUE(HasError(fft_->DoFft(stream_.get(), plan2.get(), span95, &out), kInvalid,
+                       {"needs 768 bytes"}));
   EXPECT_TRUE(IsOk(fft_->DoFft(stream_.get(), plan2.get(), Alloc<C>(exec_, 96), &out)));
   EXPECT_TRUE(IsOk(stream_->BlockHostUntilDone()));
 }
@@ -135,10 +142,13 @@ TEST_F(FftCheckTest, BuffersTooSmall) {
 TEST_F(FftCheckTest, NullBuffersAndPlans) {
   auto plan = Plan(C2C({8}));
   DeviceMemory<C> in = Alloc<C>(exec_, 8), out = Alloc<C>(exec_, 8), null;
-  EXPECT_TRUE(HasError(fft_->DoFft(stream_.get(), plan.get(), null, &out), kInvalid, {"input is null"}));
-  EXPECT_TRUE(HasError(fft_->DoFft(stream_.get(), plan.get(), in, &null), kInvalid, {"output is null"}));
-  EXPECT_TRUE(HasError(fft_->DoFft(stream_.get(), plan.get(), in, static_cast<DeviceMemory<C>*>(nullptr)),
-                       kInvalid, {"FFT output is null"}));
+  EXPECT_TRUE(
+      HasError(fft_->DoFft(stream_.get(), plan.get(), null, &out), kInvalid, {"input is null"}));
+  EXPECT_TRUE(
+      HasError(fft_->DoFft(stream_.get(), plan.get(), in, &null), kInvalid, {"output is null"}));
+  EXPECT_TRUE(
+      HasError(fft_->DoFft(stream_.get(), plan.get(), in, static_cast<DeviceMemory<C>*>(nullptr)),
+               kInvalid, {"FFT output is null"}));
   EXPECT_TRUE(HasError(fft_->DoFft(stream_.get(), nullptr, in, &out), kInvalid, {"plan is null"}));
 }
 
@@ -148,10 +158,12 @@ TEST_F(FftCheckTest, ElementTypesMustBeThePlans) {
   DeviceMemory<float> rin = Alloc<float>(exec_, 8), rout = Alloc<float>(exec_, 8);
   EXPECT_TRUE(HasError(fft_->DoFft(stream_.get(), c2c.get(), rin, &cout), kInvalid,
                        {"the plan is c2c float", "those of r2c float"}));
-  EXPECT_TRUE(HasError(fft_->DoFft(stream_.get(), c2c.get(), cin, &rout), kInvalid, {"those of c2r float"}));
+  EXPECT_TRUE(HasError(fft_->DoFft(stream_.get(), c2c.get(), cin, &rout), kInvalid,
+                       {"those of c2r float"}));
   DeviceMemory<std::complex<double>> zin = Alloc<std::complex<double>>(exec_, 8),
                                      zout = Alloc<std::complex<double>>(exec_, 8);
-  EXPECT_TRUE(HasError(fft_->DoFft(stream_.get(), c2c.get(), zin, &zout), kInvalid, {"those of c2c double"}));
+  EXPECT_TRUE(HasError(fft_->DoFft(stream_.get(), c2c.get(), zin, &zout), kInvalid,
+                       {"those of c2c double"}));
   FftPlanSpec c2r_spec = C2C({8});
   c2r_spec.type = FftType::kC2R;
   c2r_spec.direction = FftDirection::kInverse;
@@ -168,18 +180,20 @@ TEST_F(FftCheckTest, PlacementMustMatchThePlan) {
   DeviceMemory<C> a = Alloc<C>(exec_, 8), b = Alloc<C>(exec_, 8);
   EXPECT_TRUE(HasError(fft_->DoFft(stream_.get(), out_of_place.get(), a, &a), kInvalid,
                        {"out-of-place", "same memory", "kInPlace"}));
-  EXPECT_TRUE(HasError(fft_->DoFft(stream_.get(), in_place.get(), a, &b), kInvalid, {"in-place", "differ"}));
+  EXPECT_TRUE(HasError(fft_->DoFft(stream_.get(), in_place.get(), a, &b), kInvalid,
+                       {"in-place", "differ"}));
 }
 
 // Issue 22, class 7: partly overlapping views of one allocation.
 TEST_F(FftCheckTest, OutOfPlaceViewsOfOneAllocationMustNotOverlap) {
   auto plan = Plan(C2C({8}));  // 8 complex floats = 64 bytes each side.
   DeviceMemory<C> buf = Alloc<C>(exec_, 24);
-  DeviceMemory<C> in = Must(buf.GetSlice(0, 8)), shifted = Must(buf.GetSlice(4, 8)), next = Must(buf.GetSlice(8, 8)),
-                  tail = Must(buf.GetSlice(16, 8));
+  DeviceMemory<C> in = Must(buf.GetSlice(0, 8)), shifted = Must(buf.GetSlice(4, 8)),
+                  next = Must(buf.GetSlice(8, 8)), tail = Must(buf.GetSlice(16, 8));
   EXPECT_TRUE(HasError(fft_->DoFft(stream_.get(), plan.get(), in, &shifted), kInvalid,
                        {"input bytes [0, 64)", "output bytes [32, 96)", "overlap"}));
-  EXPECT_TRUE(HasError(fft_->DoFft(stream_.get(), plan.get(), shifted, &in), kInvalid, {"overlap"}));
+  EXPECT_TRUE(
+      HasError(fft_->DoFft(stream_.get(), plan.get(), shifted, &in), kInvalid, {"overlap"}));
   // Adjacent and distant views of the same allocation are fine.
   EXPECT_TRUE(IsOk(fft_->DoFft(stream_.get(), plan.get(), in, &next)));
   EXPECT_TRUE(IsOk(fft_->DoFft(stream_.get(), plan.get(), tail, &in)));
@@ -194,8 +208,9 @@ TEST_F(FftCheckTest, PlansAndMemoryOfAnotherExecutor) {
   DeviceMemory<C> in = Alloc<C>(exec_, 8), out = Alloc<C>(exec_, 8);
   DeviceMemory<C> other_in = Alloc<C>(other_, 8), other_out = Alloc<C>(other_, 8);
   // A plan of host:0 on a stream of host:1 (through host:1's plugin).
-  EXPECT_TRUE(HasError(other_->AsFft()->DoFft(other_stream_.get(), plan.get(), other_in, &other_out),
-                       absl::StatusCode::kFailedPrecondition, {"plan was made", "host:0", "host:1"}));
+  EXPECT_TRUE(
+      HasError(other_->AsFft()->DoFft(other_stream_.get(), plan.get(), other_in, &other_out),
+               absl::StatusCode::kFailedPrecondition, {"plan was made", "host:0", "host:1"}));
   // A stream of host:1 given to host:0's plugin.
   EXPECT_TRUE(HasError(fft_->DoFft(other_stream_.get(), plan.get(), other_in, &other_out), kInvalid,
                        {"the stream belongs to host:1"}));

@@ -43,10 +43,12 @@ double RelativeError(const std::vector<T>& got, const std::vector<T>& x, double 
 
 // A plan spec with the usual defaults (one transform, out of place, packed
 // layouts, float).
-inline FftPlanSpec Spec(FftType type, FftDirection direction, std::vector<int64_t> dims, int64_t batch = 1,
-                        FftPlacement placement = FftPlacement::kOutOfPlace, FftLayout in = {},
-                        FftLayout out = {}, DataType precision = DataType::kFloat) {
-  return FftPlanSpec{precision, type, direction, std::move(dims), batch, placement, std::move(in), std::move(out)};
+inline FftPlanSpec Spec(FftType type, FftDirection direction, std::vector<int64_t> dims,
+                        int64_t batch = 1, FftPlacement placement = FftPlacement::kOutOfPlace,
+                        FftLayout in = {}, FftLayout out = {},
+                        DataType precision = DataType::kFloat) {
+  return FftPlanSpec{precision, type,      direction,     std::move(dims),
+                     batch,     placement, std::move(in), std::move(out)};
 }
 
 inline int64_t Product(const std::vector<int64_t>& dims) {
@@ -65,7 +67,8 @@ inline std::vector<int64_t> SideDims(const FftPlanSpec& spec, bool real_side) {
 
 // Index, in elements of the side's type, of logical element `linear`
 // (row-major over `dims`) of batch entry `b` in layout `l`.
-inline int64_t ElementIndex(const FftLayout& l, const std::vector<int64_t>& dims, int64_t b, int64_t linear) {
+inline int64_t ElementIndex(const FftLayout& l, const std::vector<int64_t>& dims, int64_t b,
+                            int64_t linear) {
   int64_t offset = 0, pitch = 1;
   for (int i = static_cast<int>(dims.size()) - 1; i >= 0; --i) {
     offset += (linear % dims[i]) * pitch;
@@ -88,7 +91,8 @@ inline std::vector<int64_t> Unravel(int64_t linear, const std::vector<int64_t>& 
 // The naive multi-dimensional DFT of `x` (row-major over `dims`):
 // y[k] = sum_j x[j] exp(sign 2 pi i sum_d j_d k_d / n_d), sign -1 forward.
 // Phases are reduced exactly (j_d k_d mod n_d) before the one rounding.
-inline std::vector<Cd> NaiveDft(const std::vector<Cd>& x, const std::vector<int64_t>& dims, bool forward) {
+inline std::vector<Cd> NaiveDft(const std::vector<Cd>& x, const std::vector<int64_t>& dims,
+                                bool forward) {
   const int64_t n = Product(dims);
   std::vector<std::vector<int64_t>> index(n);
   for (int64_t j = 0; j < n; ++j) index[j] = Unravel(j, dims);
@@ -99,7 +103,8 @@ inline std::vector<Cd> NaiveDft(const std::vector<Cd>& x, const std::vector<int6
     for (int64_t j = 0; j < n; ++j) {
       double turns = 0;
       for (size_t d = 0; d < dims.size(); ++d) {
-        turns += static_cast<double>((index[j][d] * index[k][d]) % dims[d]) / static_cast<double>(dims[d]);
+        turns += static_cast<double>((index[j][d] * index[k][d]) % dims[d]) /
+                 static_cast<double>(dims[d]);
       }
       sum += x[j] * std::polar(1.0, sign * 2 * std::numbers::pi * turns);
     }
@@ -111,7 +116,8 @@ inline std::vector<Cd> NaiveDft(const std::vector<Cd>& x, const std::vector<int6
 // The full spectrum (row-major over `dims`) whose non-redundant half
 // (last dim n/2 + 1) is `half`, by Hermitian symmetry
 // X[k] = conj(X[-k mod dims]).
-inline std::vector<Cd> HermitianExtend(const std::vector<Cd>& half, const std::vector<int64_t>& dims) {
+inline std::vector<Cd> HermitianExtend(const std::vector<Cd>& half,
+                                       const std::vector<int64_t>& dims) {
   std::vector<int64_t> half_dims = dims;
   half_dims.back() = dims.back() / 2 + 1;
   const int64_t n = Product(dims);

@@ -15,8 +15,8 @@ absl::Status CheckOut(Stream* stream, const DeviceMemoryBase* out, uint64_t elem
   RILL_RETURN_IF_ERROR(CheckPluginStream(stream));
   RILL_RETURN_IF_ERROR(CheckBuffer(stream, "output", *out, 1));
   if (out->size() % element_size != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("output ", out->ToString(), " is not a whole number of ",
-                                                   element_size, "-byte elements"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "output ", out->ToString(), " is not a whole number of ", element_size, "-byte elements"));
   }
   return absl::OkStatus();
 }
@@ -65,7 +65,8 @@ absl::Status RngSupport::DoPopulateRandGaussian(Stream* stream, float mean, floa
 absl::Status RngSupport::DoPopulateRandGaussian(Stream* stream, double mean, double stddev,
                                                 DeviceMemory<double>* out) {
   RILL_RETURN_IF_ERROR(CheckGaussian(stream, stddev, out));
-  RILL_ASSIGN_OR_RETURN(RngSupport * rng, RouteCall(this, Operation{"gaussian", DataType::kDouble}));
+  RILL_ASSIGN_OR_RETURN(RngSupport * rng,
+                        RouteCall(this, Operation{"gaussian", DataType::kDouble}));
   return rng->Gaussian(stream, DataType::kDouble, mean, stddev, *out, out->ElementCount());
 }
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "absl/time/clock.h"
-#include "rill/base/logging.h"
 #include "gtest/gtest.h"
+#include "rill/base/logging.h"
 #include "rill/platform/host/host_platform.h"
 #include "rill/rill.h"
 #include "tests/bad_input/private_host_platform.h"
@@ -24,7 +24,9 @@ using ::rill::testing::Must;
 const PlatformIdInfo kTwoIdInfo{"two"};
 
 // A fresh host platform "two" of two devices with 1 MiB each.
-std::unique_ptr<PlatformManager> TwoDevices() { return testing::PrivateHostPlatform(&kTwoIdInfo, 2); }
+std::unique_ptr<PlatformManager> TwoDevices() {
+  return testing::PrivateHostPlatform(&kTwoIdInfo, 2);
+}
 
 class ExecutorBadInput : public ::testing::Test {
  protected:
@@ -79,17 +81,19 @@ TEST(ExecutorBadInputCrossPlatform, AnOpenClBufferHandedToTheHostIsRefused) {
   // Once a glibc abort: the host backend took the cl_mem for a pointer.
   absl::StatusOr<Platform*> opencl = PlatformManager::Default().PlatformWithName("opencl");
   if (!opencl.ok() || (*opencl)->VisibleDeviceCount() == 0) {
-    GTEST_SKIP() << "no OpenCL device: " << (opencl.ok() ? (*opencl)->Availability() : opencl.status());
+    GTEST_SKIP() << "no OpenCL device: "
+                 << (opencl.ok() ? (*opencl)->Availability() : opencl.status());
   }
   StreamExecutor* cl = Must((*opencl)->ExecutorForDevice(0));
-  StreamExecutor* host = Must(Must(PlatformManager::Default().PlatformWithName("host"))->ExecutorForDevice(0));
+  StreamExecutor* host =
+      Must(Must(PlatformManager::Default().PlatformWithName("host"))->ExecutorForDevice(0));
   ScopedDeviceMemory<uint8_t> buffer = Must(cl->AllocateOwnedArray<uint8_t>(64));
   DeviceMemoryBase view = *buffer;
   std::vector<uint8_t> bytes(64, 1);
-  EXPECT_TRUE(HasError(host->SynchronousMemcpy(&view, bytes.data(), 64), absl::StatusCode::kInvalidArgument,
-                       {"is not in an allocation of host:0"}));
-  EXPECT_TRUE(HasError(host->SynchronousMemcpy(bytes.data(), view, 64), absl::StatusCode::kInvalidArgument,
-                       {"is not in an allocation of host:0"}));
+  EXPECT_TRUE(HasError(host->SynchronousMemcpy(&view, bytes.data(), 64),
+                       absl::StatusCode::kInvalidArgument, {"is not in an allocation of host:0"}));
+  EXPECT_TRUE(HasError(host->SynchronousMemcpy(bytes.data(), view, 64),
+                       absl::StatusCode::kInvalidArgument, {"is not in an allocation of host:0"}));
   std::unique_ptr<Stream> stream = Must(host->CreateStream());
   stream->ThenMemcpy(&view, bytes.data(), 64);
   EXPECT_TRUE(HasError(stream->BlockHostUntilDone(), absl::StatusCode::kInvalidArgument,
@@ -100,7 +104,8 @@ TEST_F(ExecutorBadInput, SynchronousCopyOfAViewPastItsAllocationIsRefused) {
   ScopedDeviceMemory<uint8_t> m = Must(exec_->AllocateOwnedArray<uint8_t>(64));
   DeviceMemoryBase past(m->opaque(), 64, 32);  // Bytes [32, 96) of a 64-byte block.
   EXPECT_TRUE(HasError(exec_->SynchronousMemcpy(&past, host_.data(), 64),
-                       absl::StatusCode::kInvalidArgument, {"offset=32, size=64", "past its allocation"}));
+                       absl::StatusCode::kInvalidArgument,
+                       {"offset=32, size=64", "past its allocation"}));
   EXPECT_TRUE(HasError(exec_->SynchronousMemcpy(host_.data(), past, 64),
                        absl::StatusCode::kInvalidArgument, {"past its allocation"}));
   // The view that fits is taken, and its bytes arrive.
@@ -139,7 +144,8 @@ TEST_F(ExecutorBadInput, AByteSliceWhoseOffsetWouldWrapIsRefused) {
 TEST_F(ExecutorBadInput, AllocationsNearTwoToThe64AreRefused) {
   for (uint64_t bytes : {UINT64_MAX, UINT64_MAX - 8, uint64_t{1} << 63}) {
     SCOPED_TRACE(bytes);
-    EXPECT_TRUE(HasError(exec_->HostMemoryAllocate(bytes).status(), absl::StatusCode::kResourceExhausted,
+    EXPECT_TRUE(HasError(exec_->HostMemoryAllocate(bytes).status(),
+                         absl::StatusCode::kResourceExhausted,
                          {"HostMemoryAllocate on two:0", "more than any device gives"}));
     EXPECT_TRUE(HasError(exec_->Allocate(bytes).status(), absl::StatusCode::kResourceExhausted,
                          {"Allocate on two:0"}));
@@ -147,7 +153,8 @@ TEST_F(ExecutorBadInput, AllocationsNearTwoToThe64AreRefused) {
   // The host backend itself, below the front's check: rounding up to its
   // alignment must not wrap into a tiny block.
   absl::StatusOr<void*> raw = exec_->implementation()->HostMemoryAllocate(UINT64_MAX - 8);
-  EXPECT_TRUE(HasError(raw.status(), absl::StatusCode::kResourceExhausted, {"18446744073709551607"}));
+  EXPECT_TRUE(
+      HasError(raw.status(), absl::StatusCode::kResourceExhausted, {"18446744073709551607"}));
   EXPECT_TRUE(HasError(exec_->AllocateArray<double>(UINT64_MAX / 4).status(),
                        absl::StatusCode::kInvalidArgument, {"overflow a 64-bit size"}));
 }
@@ -196,7 +203,8 @@ TEST_F(ExecutorBadInput, AFreeFromAHostCallbackNeitherBlocksNorFreesEarly) {
   std::unique_ptr<Stream> user = Must(exec_->CreateStream());
   std::unique_ptr<Stream> freer = Must(exec_->CreateStream());
   std::vector<uint8_t> back(256, 0);
-  user->ThenDoHostCallback([] { absl::SleepFor(absl::Milliseconds(50)); }).ThenMemcpy(back.data(), m, 256);
+  user->ThenDoHostCallback([] { absl::SleepFor(absl::Milliseconds(50)); })
+      .ThenMemcpy(back.data(), m, 256);
   absl::Status from_callback = absl::UnknownError("not run");
   freer->ThenDoHostCallback([&] { from_callback = exec_->Deallocate(&m); });
   ASSERT_TRUE(IsOk(freer->BlockHostUntilDone()));
@@ -220,7 +228,8 @@ TEST_F(ExecutorBadInput, APluginKindOutsideTheEnumIsRefused) {
                          {"GetPlugin on two:0", named}));
     EXPECT_TRUE(HasError(exec_->SetPlugin(kind, "openblas"), absl::StatusCode::kInvalidArgument,
                          {"SetPlugin on two:0", named}));
-    EXPECT_TRUE(HasError(exec_->PluginName(kind).status(), absl::StatusCode::kInvalidArgument, {named}));
+    EXPECT_TRUE(
+        HasError(exec_->PluginName(kind).status(), absl::StatusCode::kInvalidArgument, {named}));
     EXPECT_TRUE(HasError(CheckPluginKind(kind), absl::StatusCode::kInvalidArgument, {named}));
   }
   EXPECT_TRUE(IsOk(CheckPluginKind(PluginKind::kFft)));

@@ -8,10 +8,10 @@
 #include <limits>
 #include <memory>
 
-#include "rill/base/checked_math.h"
 #include "gtest/gtest.h"
-#include "rill/rill.h"
+#include "rill/base/checked_math.h"
 #include "rill/plugins/dnn/dnn.h"
+#include "rill/rill.h"
 #include "tests/testing/status_testing.h"
 
 namespace rill {
@@ -64,7 +64,8 @@ TEST_F(PluginBadInput, AStridedBatchOfHugeStrideIsRefused) {
   g.stride_b = 0;
   g.stride_c = 4;
   stream_->ThenBlasGemm(g);
-  EXPECT_TRUE(HasError(Finish(), absl::StatusCode::kInvalidArgument, {"a's", "overflows a 64-bit size"}));
+  EXPECT_TRUE(
+      HasError(Finish(), absl::StatusCode::kInvalidArgument, {"a's", "overflows a 64-bit size"}));
 }
 
 TEST_F(PluginBadInput, ALeadingDimensionThatWrapsIsRefused) {
@@ -75,7 +76,8 @@ TEST_F(PluginBadInput, ALeadingDimensionThatWrapsIsRefused) {
   g.lda = std::numeric_limits<int64_t>::max();  // (cols - 1) * lda + rows wraps.
   g.ldb = g.ldc = 2;
   stream_->ThenBlasGemm(g);
-  EXPECT_TRUE(HasError(Finish(), absl::StatusCode::kInvalidArgument, {"matrix a (2x2, lda=", "overflows"}));
+  EXPECT_TRUE(
+      HasError(Finish(), absl::StatusCode::kInvalidArgument, {"matrix a (2x2, lda=", "overflows"}));
 
   GemmArgs c_stride = g;
   c_stride.lda = 2;
@@ -157,8 +159,8 @@ TEST(CheckedMath, OverflowIsReportedNotWrapped) {
   EXPECT_TRUE(HasError(CheckedProduct("tensor", {int64_t{1} << 31, int64_t{1} << 31, 4}).status(),
                        absl::StatusCode::kInvalidArgument, {"tensor overflows"}));
   EXPECT_EQ(CheckedProduct("tensor", {2, 3, 4}).value(), 24);
-  EXPECT_TRUE(HasError(CheckedProduct("tensor", {2, -3}).status(), absl::StatusCode::kInvalidArgument,
-                       {"tensor has a negative factor -3"}));
+  EXPECT_TRUE(HasError(CheckedProduct("tensor", {2, -3}).status(),
+                       absl::StatusCode::kInvalidArgument, {"tensor has a negative factor -3"}));
   // Mixed types: a uint64_t past int64's range poisons instead of wrapping.
   EXPECT_FALSE((CheckedInt<int64_t>(2) * (uint64_t{1} << 63)).ok());
   EXPECT_TRUE((CheckedInt<int64_t>(2) * uint64_t{3}).ok());

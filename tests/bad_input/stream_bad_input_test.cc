@@ -5,8 +5,8 @@
 #include <memory>
 #include <vector>
 
-#include "rill/base/logging.h"
 #include "gtest/gtest.h"
+#include "rill/base/logging.h"
 #include "rill/platform/host/host_platform.h"
 #include "rill/rill.h"
 #include "tests/bad_input/private_host_platform.h"
@@ -22,7 +22,9 @@ using ::rill::testing::Must;
 const PlatformIdInfo kOwnIdInfo{"own"};
 
 // A fresh host platform "own" of one device, destroyed with the manager.
-std::unique_ptr<PlatformManager> OwnPlatform() { return testing::PrivateHostPlatform(&kOwnIdInfo, 1); }
+std::unique_ptr<PlatformManager> OwnPlatform() {
+  return testing::PrivateHostPlatform(&kOwnIdInfo, 1);
+}
 
 StreamExecutor* Executor(PlatformManager& manager) {
   return Must(Must(manager.PlatformWithName("own"))->ExecutorForDevice(0));
@@ -79,24 +81,26 @@ TEST_F(UntypedLaunch, ARightlyPackedLaunchRuns) {
 }
 
 TEST_F(UntypedLaunch, ANarrowerValueIsRefused) {
-  EXPECT_TRUE(HasError(Launch({PackKernelArg(*y_), PackKernelArg(uint8_t{8})}),
-                       absl::StatusCode::kInvalidArgument,
-                       {"argument 1 of kernel \"fill\" is a 1-byte value where the kernel declares a "
-                        "8-byte value",
-                        "ThenLaunch(\"fill\""}));
+  EXPECT_TRUE(HasError(
+      Launch({PackKernelArg(*y_), PackKernelArg(uint8_t{8})}), absl::StatusCode::kInvalidArgument,
+      {"argument 1 of kernel \"fill\" is a 1-byte value where the kernel declares a "
+       "8-byte value",
+       "ThenLaunch(\"fill\""}));
 }
 
 TEST_F(UntypedLaunch, DeviceMemoryWhereAValueIsDeclaredIsRefused) {
-  EXPECT_TRUE(HasError(Launch({PackKernelArg(*y_), PackKernelArg(*y_)}), absl::StatusCode::kInvalidArgument,
-                       {"argument 1 of kernel \"fill\" is device memory where the kernel declares a 8-byte "
-                        "value"}));
+  EXPECT_TRUE(
+      HasError(Launch({PackKernelArg(*y_), PackKernelArg(*y_)}), absl::StatusCode::kInvalidArgument,
+               {"argument 1 of kernel \"fill\" is device memory where the kernel declares a 8-byte "
+                "value"}));
 }
 
 TEST_F(UntypedLaunch, AValueWhereDeviceMemoryIsDeclaredIsRefused) {
-  EXPECT_TRUE(HasError(Launch({PackKernelArg(uint64_t{0x1000}), PackKernelArg(uint64_t{8})}),
-                       absl::StatusCode::kInvalidArgument,
-                       {"argument 0 of kernel \"fill\" is a 8-byte value where the kernel declares device "
-                        "memory"}));
+  EXPECT_TRUE(
+      HasError(Launch({PackKernelArg(uint64_t{0x1000}), PackKernelArg(uint64_t{8})}),
+               absl::StatusCode::kInvalidArgument,
+               {"argument 0 of kernel \"fill\" is a 8-byte value where the kernel declares device "
+                "memory"}));
 }
 
 TEST_F(UntypedLaunch, AnEmptyValueIsRefused) {
@@ -140,8 +144,9 @@ TEST(EventLifetime, AnEventOutlivingItsExecutorIsRefusedNotUsed) {
   auto other = OwnPlatform();
   std::unique_ptr<Stream> stream = Must(Executor(*other)->CreateStream());
   stream->ThenWaitFor(recorded.get());
-  EXPECT_TRUE(HasError(stream->BlockHostUntilDone(), absl::StatusCode::kFailedPrecondition,
-                       {"ThenWaitFor(event)", "event of own:0 used after its executor was destroyed"}));
+  EXPECT_TRUE(
+      HasError(stream->BlockHostUntilDone(), absl::StatusCode::kFailedPrecondition,
+               {"ThenWaitFor(event)", "event of own:0 used after its executor was destroyed"}));
   std::unique_ptr<Stream> second = Must(Executor(*other)->CreateStream());
   second->ThenRecordEvent(fresh.get());
   EXPECT_TRUE(HasError(second->BlockHostUntilDone(), absl::StatusCode::kFailedPrecondition,

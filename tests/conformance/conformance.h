@@ -7,8 +7,8 @@
 // into this binary is tested with no extra code.
 
 #include <functional>
-#include <ostream>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 

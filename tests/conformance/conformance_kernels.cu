@@ -3,8 +3,13 @@
 // parameter layouts as the host and OpenCL variants.
 #include <cstdint>
 
-struct Dim3 { long long x, y, z; };       // rill::Dim3's layout.
-struct Mixed { short a; double b; };      // The test's Mixed.
+struct Dim3 {
+  long long x, y, z;
+};  // rill::Dim3's layout.
+struct Mixed {
+  short a;
+  double b;
+};  // The test's Mixed.
 
 extern "C" __global__ void saxpy(float a, const float* x, float* y, uint64_t n) {
   const uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x;
@@ -16,8 +21,12 @@ extern "C" __global__ void volume(long long* out, long long* dims, Dim3 extent, 
   const long long y = blockIdx.y * (long long)blockDim.y + threadIdx.y;
   const long long z = blockIdx.z * (long long)blockDim.z + threadIdx.z;
   if (x == 0 && y == 0 && z == 0) {
-    dims[0] = blockDim.x; dims[1] = blockDim.y; dims[2] = blockDim.z;
-    dims[3] = gridDim.x;  dims[4] = gridDim.y;  dims[5] = gridDim.z;
+    dims[0] = blockDim.x;
+    dims[1] = blockDim.y;
+    dims[2] = blockDim.z;
+    dims[3] = gridDim.x;
+    dims[4] = gridDim.y;
+    dims[5] = gridDim.z;
   }
   if (x < extent.x && y < extent.y && z < extent.z) {
     out[(z * extent.y + y) * extent.x + x] = x + 100 * y + 10000 * z + bias;

@@ -117,8 +117,9 @@ class KernelConformance : public ConformanceTest {
     ConformanceTest::SetUp();
     if (HasFatalFailure()) return;
     skip_ = RequireFeature(executor_, Feature::kKernelLaunch, [&] {
-      absl::StatusOr<SaxpyKernel> k = executor_->LoadKernel<float, DeviceMemory<float>,
-                                                            DeviceMemory<float>, uint64_t>(SaxpySpec());
+      absl::StatusOr<SaxpyKernel> k =
+          executor_->LoadKernel<float, DeviceMemory<float>, DeviceMemory<float>, uint64_t>(
+              SaxpySpec());
       if (!k.ok()) return k.status();
       ScopedDeviceMemory<float> v = Allocate<float>(1);
       std::unique_ptr<Stream> probe = NewStream();
@@ -156,7 +157,8 @@ class KernelConformance : public ConformanceTest {
 
   // Expects a launch of saxpy with these dims to fail with InvalidArgument
   // naming `dims_text`, without running.
-  void ExpectBadDims(const ThreadDim& threads, const BlockDim& blocks, const std::string& dims_text) {
+  void ExpectBadDims(const ThreadDim& threads, const BlockDim& blocks,
+                     const std::string& dims_text) {
     SCOPED_TRACE(dims_text);
     SaxpyKernel saxpy = LoadSaxpy(executor_);
     ScopedDeviceMemory<float> v = Allocate<float>(4);
@@ -172,7 +174,7 @@ class KernelConformance : public ConformanceTest {
 TEST_P(KernelConformance, OneDimensionalTypedLaunch) {
   if (!skip_.ok()) GTEST_SKIP() << skip_;
   RunSaxpy(1, 1);
-  RunSaxpy(1000, 128);   // A partial last block.
+  RunSaxpy(1000, 128);  // A partial last block.
   RunSaxpy(4097, 256);
 }
 
@@ -183,8 +185,9 @@ TEST_P(KernelConformance, LargeGridRunsEveryThreadOnce) {
 
 TEST_P(KernelConformance, TwoAndThreeDimensionalGrids) {
   if (!skip_.ok()) GTEST_SKIP() << skip_;
-  auto volume = Must(executor_->LoadKernel<DeviceMemory<int64_t>, DeviceMemory<int64_t>, Dim3, int64_t>(
-      VolumeSpec()));
+  auto volume =
+      Must(executor_->LoadKernel<DeviceMemory<int64_t>, DeviceMemory<int64_t>, Dim3, int64_t>(
+          VolumeSpec()));
   struct Case {
     Dim3 extent;
     ThreadDim threads;
@@ -212,14 +215,15 @@ TEST_P(KernelConformance, TwoAndThreeDimensionalGrids) {
         .ThenMemcpyD2H<int64_t>(*seen, absl::MakeSpan(dims));
     ASSERT_TRUE(IsOk(stream_->BlockHostUntilDone()));
     EXPECT_EQ(got, expected);
-    EXPECT_EQ(dims, (std::vector<int64_t>{c.threads.x, c.threads.y, c.threads.z, blocks.x,
-                                          blocks.y, blocks.z}));
+    EXPECT_EQ(dims, (std::vector<int64_t>{c.threads.x, c.threads.y, c.threads.z, blocks.x, blocks.y,
+                                          blocks.z}));
   }
 }
 
 TEST_P(KernelConformance, ScalarArgumentsOfSeveralSizes) {
   if (!skip_.ok()) GTEST_SKIP() << skip_;
-  auto scalars = Must(executor_->LoadKernel<int8_t, uint64_t, Mixed, DeviceMemory<double>>(ScalarsSpec()));
+  auto scalars =
+      Must(executor_->LoadKernel<int8_t, uint64_t, Mixed, DeviceMemory<double>>(ScalarsSpec()));
   ScopedDeviceMemory<double> out = Allocate<double>(1);
   double got = 0;
   const uint64_t wide = (uint64_t{1} << 40) + 3;
@@ -276,7 +280,8 @@ TEST_P(KernelConformance, LaunchDimsOutsideTheDeviceLimitsAreInvalidArgument) {
   const int64_t tx = std::min(d.max_block_dims.x, d.max_threads_per_block);
   const int64_t ty = d.max_threads_per_block / tx + 1;
   if (ty <= d.max_block_dims.y) {
-    ExpectBadDims(ThreadDim(tx, ty), BlockDim(1), absl::StrCat("thread dims (", tx, ", ", ty, ", 1)"));
+    ExpectBadDims(ThreadDim(tx, ty), BlockDim(1),
+                  absl::StrCat("thread dims (", tx, ", ", ty, ", 1)"));
   }
 }
 
@@ -299,8 +304,8 @@ TEST_P(KernelConformance, LaunchArgumentErrorsAreInvalidArgument) {
 
   std::unique_ptr<Stream> unloaded = NewStream();
   unloaded->ThenLaunch(ThreadDim(4), BlockDim(1), SaxpyKernel(), 1.0f, *v, *v, uint64_t{4});
-  EXPECT_TRUE(HasError(unloaded->BlockHostUntilDone(), absl::StatusCode::kInvalidArgument,
-                       {"not loaded"}));
+  EXPECT_TRUE(
+      HasError(unloaded->BlockHostUntilDone(), absl::StatusCode::kInvalidArgument, {"not loaded"}));
 }
 
 TEST_P(KernelConformance, LoadErrors) {
@@ -319,10 +324,11 @@ TEST_P(KernelConformance, LoadErrors) {
 TEST_P(KernelConformance, KernelOfAnotherExecutorIsInvalidArgument) {
   if (!skip_.ok()) GTEST_SKIP() << skip_;
   if (platform()->VisibleDeviceCount() < 2) {
-    GTEST_SKIP() << platform()->Name() << " has one device here; run with more (RILL_HOST_DEVICES=2)";
+    GTEST_SKIP() << platform()->Name()
+                 << " has one device here; run with more (RILL_HOST_DEVICES=2)";
   }
-  StreamExecutor* peer = Must(platform()->ExecutorForDevice(
-      (GetParam().ordinal + 1) % platform()->VisibleDeviceCount()));
+  StreamExecutor* peer = Must(
+      platform()->ExecutorForDevice((GetParam().ordinal + 1) % platform()->VisibleDeviceCount()));
   SaxpyKernel foreign = LoadSaxpy(peer);
   ScopedDeviceMemory<float> v = Allocate<float>(4);
   stream_->ThenLaunch(ThreadDim(4), BlockDim(1), foreign, 1.0f, *v, *v, uint64_t{4});

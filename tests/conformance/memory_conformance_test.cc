@@ -18,7 +18,8 @@ using ::rill::testing::Must;
 // Bytes that differ between positions and between calls with another seed.
 std::vector<uint8_t> Pattern(uint64_t size, uint32_t seed) {
   std::vector<uint8_t> bytes(size);
-  for (uint64_t i = 0; i < size; ++i) bytes[i] = static_cast<uint8_t>((i * 131 + seed * 17 + 7) % 251);
+  for (uint64_t i = 0; i < size; ++i)
+    bytes[i] = static_cast<uint8_t>((i * 131 + seed * 17 + 7) % 251);
   return bytes;
 }
 
@@ -37,7 +38,8 @@ class MemoryConformance : public ConformanceTest {
   }
 };
 
-const uint64_t kSizes[] = {1, 3, 4, 7, 8, 63, 64, 65, 1000, 4095, 4096, 4097, (1 << 20), (1 << 20) + 3};
+const uint64_t kSizes[] = {1,  3,    4,    7,    8,    63,        64,
+                           65, 1000, 4095, 4096, 4097, (1 << 20), (1 << 20) + 3};
 
 TEST_P(MemoryConformance, StreamRoundTripAtManySizes) {
   for (uint64_t size : kSizes) {
@@ -71,7 +73,8 @@ TEST_P(MemoryConformance, TypedSpanRoundTrip) {
   std::vector<float> out(in.size(), -1.0f);
   ScopedDeviceMemory<float> buffer = Allocate<float>(in.size());
   EXPECT_EQ(buffer->ElementCount(), in.size());
-  stream_->ThenMemcpyH2D<float>(in, buffer.ptr()).ThenMemcpyD2H<float>(*buffer, absl::MakeSpan(out));
+  stream_->ThenMemcpyH2D<float>(in, buffer.ptr())
+      .ThenMemcpyD2H<float>(*buffer, absl::MakeSpan(out));
   ASSERT_TRUE(IsOk(stream_->BlockHostUntilDone()));
   EXPECT_EQ(out, in);
 }
@@ -92,7 +95,7 @@ TEST_P(MemoryConformance, ZeroByteCopyIsANoOp) {
 TEST_P(MemoryConformance, SubRangesAtManyOffsets) {
   const uint64_t n = 4096 + 7;
   ScopedDeviceMemory<uint8_t> buffer = Allocate<uint8_t>(n);
-  const uint64_t ranges[][2] = {{0, 1},  {0, n},   {1, 1},  {3, 5},     {4, 4},
+  const uint64_t ranges[][2] = {{0, 1},  {0, n},    {1, 1},     {3, 5},   {4, 4},
                                 {7, 64}, {7, 4096}, {n - 1, 1}, {1000, 3}};
   for (const auto& [offset, size] : ranges) {
     SCOPED_TRACE(::testing::Message() << "offset " << offset << " size " << size);
@@ -123,7 +126,7 @@ TEST_P(MemoryConformance, NestedAndTypedSlicesComposeOffsets) {
   absl::StatusOr<DeviceMemory<int32_t>> outer = buffer->GetSlice(10, 50);  // elements 10..59
   ASSERT_TRUE(outer.ok()) << outer.status();
   EXPECT_EQ(outer->ElementCount(), 50u);
-  absl::StatusOr<DeviceMemory<int32_t>> inner = outer->GetSlice(5, 3);     // elements 15..17
+  absl::StatusOr<DeviceMemory<int32_t>> inner = outer->GetSlice(5, 3);  // elements 15..17
   ASSERT_TRUE(inner.ok()) << inner.status();
   EXPECT_EQ(inner->offset(), 15 * sizeof(int32_t));
   std::vector<int32_t> got(3, -1);
@@ -144,11 +147,12 @@ TEST_P(MemoryConformance, DeviceToDeviceCopies) {
   ScopedDeviceMemory<uint8_t> a = Allocate<uint8_t>(4099);
   ScopedDeviceMemory<uint8_t> b = Allocate<uint8_t>(4099);
   ScopedDeviceMemory<uint8_t> c = Allocate<uint8_t>(4099);
-  if (absl::Status s = RequireFeature(executor_, Feature::kDeviceToDeviceCopy, [&] {
-        std::unique_ptr<Stream> probe = NewStream();
-        probe->ThenMemcpy(b.ptr(), *a, 16);
-        return probe->BlockHostUntilDone();
-      });
+  if (absl::Status s = RequireFeature(executor_, Feature::kDeviceToDeviceCopy,
+                                      [&] {
+                                        std::unique_ptr<Stream> probe = NewStream();
+                                        probe->ThenMemcpy(b.ptr(), *a, 16);
+                                        return probe->BlockHostUntilDone();
+                                      });
       !s.ok()) {
     GTEST_SKIP() << s;
   }
@@ -223,9 +227,8 @@ TEST_P(MemoryConformance, MemoryStatsCountAllocations) {
 }
 
 TEST_P(MemoryConformance, PinnedHostMemoryWorksAsCopyEndpoint) {
-  if (absl::Status s = RequireFeature(executor_, Feature::kPinnedHostMemory, [&] {
-        return executor_->HostMemoryAllocate(64).status();
-      });
+  if (absl::Status s = RequireFeature(executor_, Feature::kPinnedHostMemory,
+                                      [&] { return executor_->HostMemoryAllocate(64).status(); });
       !s.ok()) {
     GTEST_SKIP() << s;
   }
@@ -241,9 +244,10 @@ TEST_P(MemoryConformance, PinnedHostMemoryWorksAsCopyEndpoint) {
   ASSERT_TRUE(IsOk(stream_->BlockHostUntilDone()));
   EXPECT_EQ(out, in);
   EXPECT_TRUE(IsOk(executor_->HostMemoryDeallocate(*pinned)));
-  EXPECT_TRUE(HasError(executor_->HostMemoryDeallocate(*pinned), absl::StatusCode::kInvalidArgument));
-  EXPECT_TRUE(HasError(executor_->HostMemoryAllocate(0).status(), absl::StatusCode::kInvalidArgument,
-                       {"0 bytes"}));
+  EXPECT_TRUE(
+      HasError(executor_->HostMemoryDeallocate(*pinned), absl::StatusCode::kInvalidArgument));
+  EXPECT_TRUE(HasError(executor_->HostMemoryAllocate(0).status(),
+                       absl::StatusCode::kInvalidArgument, {"0 bytes"}));
 }
 
 // --- Bad input.
@@ -251,8 +255,8 @@ TEST_P(MemoryConformance, PinnedHostMemoryWorksAsCopyEndpoint) {
 TEST_P(MemoryConformance, AllocateZeroBytesIsInvalidArgument) {
   EXPECT_TRUE(HasError(executor_->Allocate(0).status(), absl::StatusCode::kInvalidArgument,
                        {"0 bytes", executor_->DebugName()}));
-  EXPECT_TRUE(HasError(executor_->AllocateArray<float>(0).status(),
-                       absl::StatusCode::kInvalidArgument));
+  EXPECT_TRUE(
+      HasError(executor_->AllocateArray<float>(0).status(), absl::StatusCode::kInvalidArgument));
 }
 
 TEST_P(MemoryConformance, AllocateBeyondTheDeviceIsResourceExhausted) {
@@ -275,8 +279,8 @@ TEST_P(MemoryConformance, DeallocateRejectsSubRangesAndUnknownHandles) {
                        {"sub-range", "offset=16"}));
   // Starts at offset 0 but is shorter than the allocation: still a sub-range.
   DeviceMemoryBase prefix = Must(memory.GetByteSlice(0, 128));
-  EXPECT_TRUE(HasError(executor_->Deallocate(&prefix), absl::StatusCode::kInvalidArgument,
-                       {"128"}));
+  EXPECT_TRUE(
+      HasError(executor_->Deallocate(&prefix), absl::StatusCode::kInvalidArgument, {"128"}));
   int not_device_memory = 0;
   DeviceMemoryBase unknown(&not_device_memory, sizeof(int));
   EXPECT_TRUE(HasError(executor_->Deallocate(&unknown), absl::StatusCode::kInvalidArgument));

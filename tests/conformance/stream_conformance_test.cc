@@ -143,11 +143,12 @@ TEST_P(StreamConformance, WaitForStreamOrdersAcrossStreams) {
 // other device's previous step.
 TEST_P(StreamConformance, StreamsOfTwoDevicesWaitOnEachOther) {
   if (platform()->VisibleDeviceCount() < 2) {
-    GTEST_SKIP() << platform()->Name() << " has one device here; run with more (RILL_HOST_DEVICES=2)";
+    GTEST_SKIP() << platform()->Name()
+                 << " has one device here; run with more (RILL_HOST_DEVICES=2)";
   }
   if (absl::Status s = RequireCallbacks(); !s.ok()) GTEST_SKIP() << s;
-  StreamExecutor* peer = Must(platform()->ExecutorForDevice(
-      (GetParam().ordinal + 1) % platform()->VisibleDeviceCount()));
+  StreamExecutor* peer = Must(
+      platform()->ExecutorForDevice((GetParam().ordinal + 1) % platform()->VisibleDeviceCount()));
   ASSERT_NE(peer, executor_);
   std::unique_ptr<Stream> other = NewStreamOn(peer);
   ScopedDeviceMemory<int32_t> mine = Allocate<int32_t>(1);
@@ -274,7 +275,8 @@ TEST_P(StreamConformance, AnEnqueueErrorLetsTheWorkQueuedBeforeItRun) {
   EXPECT_FALSE(after) << "a callback queued after the bad call ran";
   EXPECT_TRUE(IsOk(early->Synchronize())) << "an event recorded before the bad call failed";
   EXPECT_TRUE(IsOk(notified_before));
-  EXPECT_TRUE(HasError(late->Synchronize(), absl::StatusCode::kInvalidArgument, {"8 bytes overrun"}));
+  EXPECT_TRUE(
+      HasError(late->Synchronize(), absl::StatusCode::kInvalidArgument, {"8 bytes overrun"}));
   EXPECT_TRUE(HasError(notified_after, absl::StatusCode::kInvalidArgument, {"8 bytes overrun"}));
 
   // A stream that waits for the early event runs; one that waits for the
@@ -332,8 +334,8 @@ TEST_P(StreamConformance, EventStates) {
   std::unique_ptr<Event> event = Must(executor_->CreateEvent());
   EXPECT_FALSE(event->recorded());
   EXPECT_EQ(event->PollForStatus(), Event::Status::kUnrecorded);
-  EXPECT_TRUE(HasError(event->Synchronize(), absl::StatusCode::kFailedPrecondition,
-                       {"never recorded"}));
+  EXPECT_TRUE(
+      HasError(event->Synchronize(), absl::StatusCode::kFailedPrecondition, {"never recorded"}));
 
   auto gate = Gate::Make();
   OpenOnExit open(gate);
@@ -367,14 +369,15 @@ TEST_P(StreamConformance, EventRecordedOnFailedStreamCarriesTheError) {
   std::unique_ptr<Stream> waiter = NewStream();
   bool ran = false;
   waiter->ThenWaitFor(event.get()).ThenDoHostCallback([&] { ran = true; });
-  EXPECT_TRUE(HasError(waiter->BlockHostUntilDone(), absl::StatusCode::kUnavailable, {"link down"}));
+  EXPECT_TRUE(
+      HasError(waiter->BlockHostUntilDone(), absl::StatusCode::kUnavailable, {"link down"}));
   EXPECT_FALSE(ran);
 
   // So does a stream waiting on the failed stream itself.
   std::unique_ptr<Stream> stream_waiter = NewStream();
   stream_waiter->ThenWaitFor(stream_.get()).ThenDoHostCallback([&] { ran = true; });
-  EXPECT_TRUE(HasError(stream_waiter->BlockHostUntilDone(), absl::StatusCode::kUnavailable,
-                       {"link down"}));
+  EXPECT_TRUE(
+      HasError(stream_waiter->BlockHostUntilDone(), absl::StatusCode::kUnavailable, {"link down"}));
   EXPECT_FALSE(ran);
 }
 
@@ -446,7 +449,8 @@ TEST_P(StreamConformance, TimerMeasuresWorkBetweenStartAndStop) {
   bad->ThenStartTimer(failed.get())
       .ThenDoHostCallbackWithStatus([] { return absl::InternalError("device fault 9"); })
       .ThenStopTimer(failed.get());
-  EXPECT_TRUE(HasError(failed->Elapsed().status(), absl::StatusCode::kInternal, {"device fault 9"}));
+  EXPECT_TRUE(
+      HasError(failed->Elapsed().status(), absl::StatusCode::kInternal, {"device fault 9"}));
 
   std::unique_ptr<Stream> null_timer = NewStream();
   null_timer->ThenStartTimer(nullptr);

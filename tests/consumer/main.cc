@@ -32,8 +32,8 @@ absl::Status Run() {
       SaxpyHost);
   RILL_ASSIGN_OR_RETURN(
       auto saxpy,
-      (executor->LoadKernel<float, rill::DeviceMemory<float>, rill::DeviceMemory<float>,
-                            uint64_t>(spec)));
+      (executor->LoadKernel<float, rill::DeviceMemory<float>, rill::DeviceMemory<float>, uint64_t>(
+          spec)));
 
   std::vector<float> host_x(kN), host_y(kN), result(kN, -1.0f), expected(kN);
   for (uint64_t i = 0; i < kN; ++i) {
@@ -46,8 +46,8 @@ absl::Status Run() {
   const uint64_t bytes = kN * sizeof(float);
   stream->ThenMemcpy(x.ptr(), host_x.data(), bytes)
       .ThenMemcpy(y.ptr(), host_y.data(), bytes)
-      .ThenLaunch(rill::ThreadDim(kThreads), rill::BlockDim((kN + kThreads - 1) / kThreads),
-                  saxpy, kA, *x, *y, kN)
+      .ThenLaunch(rill::ThreadDim(kThreads), rill::BlockDim((kN + kThreads - 1) / kThreads), saxpy,
+                  kA, *x, *y, kN)
       .ThenMemcpy(result.data(), *y, bytes);
   RILL_RETURN_IF_ERROR(stream->BlockHostUntilDone());
 

@@ -41,8 +41,8 @@ constexpr PluginComponent kPlugins[] = {
     {"cufft", "cufft", "cuda", rill::PluginKind::kFft},
 };
 constexpr std::string_view kBackends[] = {"host", "opencl", "cuda"};
-constexpr std::string_view kLayers[] = {"core",   "engine", "tensor",  "ops",  "graph",
-                                        "graph_onnx", "io", "kvstore", "train"};
+constexpr std::string_view kLayers[] = {"core",       "engine", "tensor",  "ops",  "graph",
+                                        "graph_onnx", "io",     "kvstore", "train"};
 
 template <typename List>
 bool Contains(const List& list, std::string_view name) {
@@ -62,8 +62,8 @@ int Run() {
   const std::vector<rill::PluginRegistry::Entry> entries = rill::PluginRegistry::Default().List();
   std::printf("rill_consumer_all: %zu plugin registrations:\n", entries.size());
   for (const auto& e : entries) {
-    std::printf("  %-7s %-4s %-10s%s\n", e.platform->name, rill::PluginKindName(e.kind), e.name.c_str(),
-                e.is_default ? " (default)" : "");
+    std::printf("  %-7s %-4s %-10s%s\n", e.platform->name, rill::PluginKindName(e.kind),
+                e.name.c_str(), e.is_default ? " (default)" : "");
   }
 
   std::vector<std::string> components = absl::StrSplit(RILL_COMPONENTS, ',');
@@ -86,8 +86,8 @@ int Run() {
       checked = true;
       auto platform = rill::PlatformManager::Default().PlatformWithName(comp);
       if (!platform.ok()) {
-        fail("rill::" + comp + " is linked but its platform is not registered: " +
-             platform.status().ToString());
+        fail("rill::" + comp +
+             " is linked but its platform is not registered: " + platform.status().ToString());
       } else {
         std::printf("rill_consumer_all: platform %s registered, %d device(s)\n", comp.c_str(),
                     (*platform)->VisibleDeviceCount());

@@ -21,9 +21,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "gtest/gtest.h"
 #include "rill/engine/engine.h"
 #include "rill/engine/var_table.h"
-#include "gtest/gtest.h"
 #include "tests/engine/engine_testing.h"
 #include "tests/testing/scoped_env.h"
 #include "tests/testing/status_testing.h"
@@ -231,7 +231,8 @@ TEST(EngineBadInputOptions, WorkerCountsFromTheApiAreBounded) {
 
 int ThreadCount() {
   int n = 0;
-  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
+  for ([[maybe_unused]] const auto& entry :
+       std::filesystem::directory_iterator("/proc/self/task")) {
     ++n;
   }
   return n;
@@ -245,9 +246,9 @@ TEST_P(EngineBadInput, APushToAMissingDeviceIsRefusedBeforeAnyThreadStarts) {
   ASSERT_TRUE(host0.ok()) << host0.status();
   auto engine = MakeEngine(GetParam(), Workers(1));
   VarHandle v = engine->NewVariable();
-  absl::StatusOr<OperatorHandle> op = engine->NewOperator(
-      [](RunContext, Completion done) { done(absl::OkStatus()); }, {}, {v}, FnProperty::kNormal,
-      "op_on_device");
+  absl::StatusOr<OperatorHandle> op =
+      engine->NewOperator([](RunContext, Completion done) { done(absl::OkStatus()); }, {}, {v},
+                          FnProperty::kNormal, "op_on_device");
   ASSERT_TRUE(op.ok()) << op.status();
   ASSERT_TRUE(IsOk(engine->WaitForAll()));
   const int threads_before = ThreadCount();
@@ -257,18 +258,17 @@ TEST_P(EngineBadInput, APushToAMissingDeviceIsRefusedBeforeAnyThreadStarts) {
     const bool copy = i % 2 == 1;
     absl::Status pushed = engine->PushSync(
         Noop, bad, {}, {v}, copy ? FnProperty::kCopyToDevice : FnProperty::kNormal, 0, "misplaced");
-    ASSERT_TRUE(HasError(pushed, absl::StatusCode::kNotFound,
-                         {"misplaced", absl::StrCat("host:", ordinal),
-                          absl::StrCat("ordinal ", ordinal), "0..1"}));
+    ASSERT_TRUE(HasError(
+        pushed, absl::StatusCode::kNotFound,
+        {"misplaced", absl::StrCat("host:", ordinal), absl::StrCat("ordinal ", ordinal), "0..1"}));
     ASSERT_TRUE(HasError(engine->Push(*op, bad), absl::StatusCode::kNotFound,
                          {absl::StrCat("ordinal ", ordinal)}));
   }
   EXPECT_TRUE(HasError(engine->PushSync(Noop, Context::Device(host0->platform, -1), {}, {v},
                                         FnProperty::kNormal, 0, "negative"),
                        absl::StatusCode::kInvalidArgument, {"negative", "-1"}));
-  EXPECT_TRUE(HasError(
-      engine->PushSync(Noop, Context::Device(host0->platform, INT_MAX), {}, {v}),
-      absl::StatusCode::kNotFound, {absl::StrCat(INT_MAX)}));
+  EXPECT_TRUE(HasError(engine->PushSync(Noop, Context::Device(host0->platform, INT_MAX), {}, {v}),
+                       absl::StatusCode::kNotFound, {absl::StrCat(INT_MAX)}));
   // Nothing was recorded against the var (a refused push never ran), and
   // no thread was started for a bad ordinal, also once everything settled.
   EXPECT_TRUE(IsOk(engine->WaitForAll()));
@@ -379,9 +379,9 @@ TEST(EngineBadInputPriorities, PrioritizedWithAnyIntPriorityRunsBeforeNormalFunc
   ASSERT_TRUE(IsOk(engine->Push(*prioritized_op, Context::Host(), INT_MAX)));
   gate->Open();
   ASSERT_TRUE(IsOk(engine->WaitForAll()));
-  EXPECT_EQ(order, (std::vector<std::string>{"prioritized_max", "op_prioritized_max",
-                                             "prioritized_0", "prioritized_min", "normal_max",
-                                             "normal_0", "normal_min"}));
+  EXPECT_EQ(order,
+            (std::vector<std::string>{"prioritized_max", "op_prioritized_max", "prioritized_0",
+                                      "prioritized_min", "normal_max", "normal_0", "normal_min"}));
 }
 
 // Class 8: a trace written where it cannot be gets the system's reason and

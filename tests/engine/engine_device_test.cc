@@ -5,6 +5,8 @@
 // dependency the engine fails to carry from one stream to another shows up
 // as wrong data.
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cctype>
@@ -21,12 +23,10 @@
 #include <thread>
 #include <vector>
 
-#include <unistd.h>
-
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "rill/engine/engine.h"
 #include "gtest/gtest.h"
+#include "rill/engine/engine.h"
 #include "rill/platform/host/host_platform.h"
 #include "rill/rill.h"
 #include "tests/engine/engine_testing.h"
@@ -108,7 +108,8 @@ TEST(EngineContext, NamesAndLookup) {
   EXPECT_EQ(dev->platform, kHostPlatformId);
   EXPECT_EQ(dev->ToString(), "host:1");
   EXPECT_EQ(*dev, Context::Device(kHostPlatformId, 1));
-  EXPECT_TRUE(HasError(Context::Device("no_such_platform", 0).status(), absl::StatusCode::kNotFound));
+  EXPECT_TRUE(
+      HasError(Context::Device("no_such_platform", 0).status(), absl::StatusCode::kNotFound));
   // Parse is ToString's inverse.
   EXPECT_EQ(*Context::Parse("cpu"), Context::Host());
   EXPECT_EQ(*Context::Parse("host:1"), *dev);
@@ -193,8 +194,10 @@ TEST_P(EngineDevices, ChainAcrossStreamsAndDevicesCarriesData) {
   ScopedDeviceMemory<U64> b = Must(executors_[1]->AllocateOwnedArray<U64>(kN), "alloc B");
   std::vector<U64> input(kN), stage(kN, 0), result(kN, 0);
   U64 sum = 0;
-  VarHandle v_in = engine->NewVariable(), v_a = engine->NewVariable(), v_stage = engine->NewVariable();
-  VarHandle v_b = engine->NewVariable(), v_result = engine->NewVariable(), v_sum = engine->NewVariable();
+  VarHandle v_in = engine->NewVariable(), v_a = engine->NewVariable(),
+            v_stage = engine->NewVariable();
+  VarHandle v_b = engine->NewVariable(), v_result = engine->NewVariable(),
+            v_sum = engine->NewVariable();
   auto slow = [](Stream* s, std::chrono::milliseconds delay) {
     s->ThenDoHostCallback([delay] { std::this_thread::sleep_for(delay); });
   };
@@ -328,7 +331,8 @@ TEST_P(EngineDevices, AFailureOnTheStreamPoisonsTheWrittenVarsAndSkipsDownstream
   std::atomic<bool> downstream_ran{false};
   ASSERT_TRUE(IsOk(engine->PushSync(
       [](RunContext rc) {
-        rc.stream->ThenDoHostCallbackWithStatus([] { return absl::DataLossError("device work failed"); });
+        rc.stream->ThenDoHostCallbackWithStatus(
+            [] { return absl::DataLossError("device work failed"); });
         return absl::OkStatus();
       },
       devices_[1], {}, {bad}, FnProperty::kNormal, 0, "failing_device_fn")));
@@ -346,7 +350,8 @@ TEST_P(EngineDevices, AFailureOnTheStreamPoisonsTheWrittenVarsAndSkipsDownstream
         return absl::OkStatus();
       },
       Context::Host(), {bad}, {host_downstream}, FnProperty::kNormal, 0, "host_downstream")));
-  EXPECT_TRUE(HasError(engine->WaitForVar(bad), absl::StatusCode::kDataLoss, {"device work failed"}));
+  EXPECT_TRUE(
+      HasError(engine->WaitForVar(bad), absl::StatusCode::kDataLoss, {"device work failed"}));
   EXPECT_TRUE(HasError(engine->WaitForVar(downstream), absl::StatusCode::kDataLoss));
   EXPECT_FALSE(downstream_ran.load()) << "device work reading a var poisoned on a stream ran";
   EXPECT_TRUE(HasError(engine->WaitForVar(host_downstream), absl::StatusCode::kDataLoss));
@@ -362,11 +367,13 @@ TEST_P(EngineDevices, WaitForAllSeesTheErrorOfADeviceFunctionEveryTime) {
   const int rounds = ::rill::engine::testing::kUnderTsan ? 300 : 2000;
   for (int i = 0; i < rounds; ++i) {
     VarHandle v = engine->NewVariable();
-    ASSERT_TRUE(IsOk(engine->PushSync([](RunContext) { return absl::InvalidArgumentError("bad shape"); },
-                                      devices_[0], {}, {v}, FnProperty::kNormal, 0, "fails")));
+    ASSERT_TRUE(
+        IsOk(engine->PushSync([](RunContext) { return absl::InvalidArgumentError("bad shape"); },
+                              devices_[0], {}, {v}, FnProperty::kNormal, 0, "fails")));
     absl::Status waited = engine->WaitForAll();
     const EngineStats stats = engine->Stats();
-    ASSERT_TRUE(HasError(waited, absl::StatusCode::kInvalidArgument, {"bad shape"})) << "round " << i;
+    ASSERT_TRUE(HasError(waited, absl::StatusCode::kInvalidArgument, {"bad shape"}))
+        << "round " << i;
     ASSERT_EQ(stats.completed, stats.pushed) << "round " << i;
     ASSERT_TRUE(IsOk(engine->DeleteVariable(nullptr, Context::Host(), v)));
     ASSERT_TRUE(IsOk(engine->WaitForAll())) << "round " << i;
@@ -383,7 +390,8 @@ TEST_P(EngineDevices, AFailedDeviceReaderPoisonsTheVarHoweverManyReadersFollow) 
     VarHandle v = engine->NewVariable(), x = engine->NewVariable();
     ASSERT_TRUE(IsOk(engine->PushSync(
         [](RunContext rc) {
-          rc.stream->ThenDoHostCallbackWithStatus([] { return absl::DataLossError("reader failed"); });
+          rc.stream->ThenDoHostCallbackWithStatus(
+              [] { return absl::DataLossError("reader failed"); });
           return absl::OkStatus();
         },
         devices_[0], {v}, {x}, FnProperty::kNormal, 0, "failing_reader")));
@@ -418,9 +426,9 @@ TEST_P(EngineDevices, ASkippedFunctionLeavesRunningDeviceWorkToBeWaitedFor) {
   auto engine = MakeEngine(GetParam());
   VarHandle poisoned = engine->NewVariable(), v = engine->NewVariable();
   std::atomic<bool> device_write_done{false};
-  ASSERT_TRUE(IsOk(engine->PushSync([](RunContext) { return absl::InternalError("poison"); },
-                                    Context::Host(), {}, {poisoned}, FnProperty::kNormal, 0,
-                                    "poisoner")));
+  ASSERT_TRUE(
+      IsOk(engine->PushSync([](RunContext) { return absl::InternalError("poison"); },
+                            Context::Host(), {}, {poisoned}, FnProperty::kNormal, 0, "poisoner")));
   ASSERT_TRUE(IsOk(engine->PushSync(
       [&](RunContext rc) {
         rc.stream->ThenDoHostCallback([&] {
@@ -460,11 +468,13 @@ TEST_P(EngineDevices, ADeviceKeepsWorkingAfterAStreamFailure) {
   VarHandle bad = engine->NewVariable(), good = engine->NewVariable();
   ASSERT_TRUE(IsOk(engine->PushSync(
       [](RunContext rc) {
-        rc.stream->ThenDoHostCallbackWithStatus([] { return absl::DataLossError("device work failed"); });
+        rc.stream->ThenDoHostCallbackWithStatus(
+            [] { return absl::DataLossError("device work failed"); });
         return absl::OkStatus();
       },
       devices_[1], {}, {bad}, FnProperty::kNormal, 0, "failing_device_fn")));
-  EXPECT_TRUE(HasError(engine->WaitForVar(bad), absl::StatusCode::kDataLoss, {"device work failed"}));
+  EXPECT_TRUE(
+      HasError(engine->WaitForVar(bad), absl::StatusCode::kDataLoss, {"device work failed"}));
   ScopedDeviceMemory<U64> m = Must(executors_[1]->AllocateOwnedArray<U64>(64), "alloc");
   std::vector<U64> back(64, 0);
   for (int i = 0; i < 6; ++i) {

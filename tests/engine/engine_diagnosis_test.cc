@@ -1,18 +1,20 @@
 // Hang diagnosis (DescribePending, the watchdog) and profiling (Chrome
 // traces naming functions and workers). Runs with RILL_HOST_DEVICES=2.
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cctype>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <mutex>
-#include <map>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -21,12 +23,10 @@
 #include <thread>
 #include <vector>
 
-#include <unistd.h>
-
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "rill/engine/engine.h"
 #include "gtest/gtest.h"
+#include "rill/engine/engine.h"
 #include "rill/platform/host/host_platform.h"
 #include "rill/rill.h"
 #include "tests/engine/engine_testing.h"
@@ -108,8 +108,9 @@ TEST(EngineDiagnosis, DescribePendingNamesTheFirstReadersAndCountsTheRest) {
                                       {v}, {}, FnProperty::kNormal, 0, absl::StrCat("r", i))));
   }
   const std::string pending = engine->DescribePending();
-  EXPECT_NE(pending.find("held by 'r0' (read) 'r1' (read) 'r2' (read) 'r3' (read) and 6 more reader(s)"),
-            std::string::npos)
+  EXPECT_NE(
+      pending.find("held by 'r0' (read) 'r1' (read) 'r2' (read) 'r3' (read) and 6 more reader(s)"),
+      std::string::npos)
       << pending;
   gate->Open();
   ASSERT_TRUE(IsOk(engine->WaitForAll()));
@@ -131,9 +132,9 @@ TEST(EngineDiagnosis, DescribePendingIsSafeWhileFunctionsRunAndAreRecycled) {
                                           "describe_race_operator_gamma_0123456789"};
   std::vector<VarHandle> vars;
   for (int i = 0; i < 8; ++i) vars.push_back(engine->NewVariable());
-  absl::StatusOr<OperatorHandle> op = engine->NewOperator(
-      [](RunContext, Completion done) { done(); }, {vars[0]}, {vars[1]}, FnProperty::kNormal,
-      names[2]);
+  absl::StatusOr<OperatorHandle> op =
+      engine->NewOperator([](RunContext, Completion done) { done(); }, {vars[0]}, {vars[1]},
+                          FnProperty::kNormal, names[2]);
   ASSERT_TRUE(IsOk(op.status()));
 
   std::atomic<bool> pushing{true};
@@ -245,7 +246,8 @@ class JsonChecker {
         if (++i_ >= s_.size()) return false;
         if (s_[i_] == 'u') {
           for (int k = 0; k < 4; ++k) {
-            if (++i_ >= s_.size() || !std::isxdigit(static_cast<unsigned char>(s_[i_]))) return false;
+            if (++i_ >= s_.size() || !std::isxdigit(static_cast<unsigned char>(s_[i_])))
+              return false;
           }
         } else if (std::string("\"\\/bfnrt").find(s_[i_]) == std::string::npos) {
           return false;
@@ -290,14 +292,29 @@ class JsonChecker {
       } else {
         while (true) {
           Ws();
-          if (!String()) { ok = false; break; }
+          if (!String()) {
+            ok = false;
+            break;
+          }
           Ws();
-          if (i_ >= s_.size() || s_[i_] != ':') { ok = false; break; }
+          if (i_ >= s_.size() || s_[i_] != ':') {
+            ok = false;
+            break;
+          }
           ++i_;
-          if (!Value()) { ok = false; break; }
+          if (!Value()) {
+            ok = false;
+            break;
+          }
           Ws();
-          if (i_ < s_.size() && s_[i_] == ',') { ++i_; continue; }
-          if (i_ < s_.size() && s_[i_] == '}') { ++i_; break; }
+          if (i_ < s_.size() && s_[i_] == ',') {
+            ++i_;
+            continue;
+          }
+          if (i_ < s_.size() && s_[i_] == '}') {
+            ++i_;
+            break;
+          }
           ok = false;
           break;
         }
@@ -310,10 +327,19 @@ class JsonChecker {
         ++i_;
       } else {
         while (true) {
-          if (!Value()) { ok = false; break; }
+          if (!Value()) {
+            ok = false;
+            break;
+          }
           Ws();
-          if (i_ < s_.size() && s_[i_] == ',') { ++i_; continue; }
-          if (i_ < s_.size() && s_[i_] == ']') { ++i_; break; }
+          if (i_ < s_.size() && s_[i_] == ',') {
+            ++i_;
+            continue;
+          }
+          if (i_ < s_.size() && s_[i_] == ']') {
+            ++i_;
+            break;
+          }
           ok = false;
           break;
         }
@@ -352,7 +378,8 @@ std::string TempPath(const std::string& name) {
 }
 
 TEST(JsonCheckerSelfTest, AcceptsJsonAndRejectsNonJson) {
-  EXPECT_TRUE(JsonChecker(R"({"traceEvents":[{"name":"a\"b","ts":1.5e3,"x":[true,false,null]}]})").Valid());
+  EXPECT_TRUE(
+      JsonChecker(R"({"traceEvents":[{"name":"a\"b","ts":1.5e3,"x":[true,false,null]}]})").Valid());
   EXPECT_FALSE(JsonChecker(R"({"traceEvents":[{"name":"a",}]})").Valid());
   EXPECT_FALSE(JsonChecker(R"({"traceEvents":[)").Valid());
   EXPECT_FALSE(JsonChecker("{\"a\":1}{").Valid());
@@ -406,8 +433,9 @@ TEST_P(EngineProfiling, ProfilingStartedMidRunLabelsEverySpanWithItsWorker) {
   starter.join();
   ASSERT_TRUE(pushed);
   for (int i = 0; i < 100; ++i) {  // Profiled for sure.
-    ASSERT_TRUE(IsOk(engine->PushSync([](RunContext) { return absl::OkStatus(); }, Context::Host(),
-                                      {}, {vars[i % vars.size()]}, FnProperty::kNormal, 0, "tock")));
+    ASSERT_TRUE(
+        IsOk(engine->PushSync([](RunContext) { return absl::OkStatus(); }, Context::Host(), {},
+                              {vars[i % vars.size()]}, FnProperty::kNormal, 0, "tock")));
   }
   ASSERT_TRUE(IsOk(engine->WaitForAll()));
   const std::string path = TempPath("rill_engine_trace_mid_run");
@@ -468,8 +496,8 @@ TEST_P(EngineProfiling, TraceShowsDeviceTimeArrowsAndNamedLanes) {
         return absl::OkStatus();
       },
       devices_[1], {v}, {w}, FnProperty::kNormal, 0, "reads_sleepy")));
-  ASSERT_TRUE(IsOk(engine->PushSync([](RunContext) { return absl::OkStatus(); }, Context::Host(), {w}, {},
-                                    FnProperty::kNormal, 0, "host_reader")));
+  ASSERT_TRUE(IsOk(engine->PushSync([](RunContext) { return absl::OkStatus(); }, Context::Host(),
+                                    {w}, {}, FnProperty::kNormal, 0, "host_reader")));
   for (int i = 0; i < 12; ++i) {
     ASSERT_TRUE(IsOk(engine->PushSync(
         [](RunContext rc) {
@@ -548,15 +576,16 @@ TEST_P(EngineProfiling, TraceShowsDeviceTimeArrowsAndNamedLanes) {
       auto t = to.find(id);
       if (t == to.end()) continue;
       // Microseconds since the epoch in a double: about 0.25 µs apart.
-      if (f.lane == a.lane && f.ts >= a.ts - 1 && f.ts <= a.ts + a.dur + 1 && t->second.lane == b.lane &&
-          std::abs(t->second.ts - b.ts) < 1) {
+      if (f.lane == a.lane && f.ts >= a.ts - 1 && f.ts <= a.ts + a.dur + 1 &&
+          t->second.lane == b.lane && std::abs(t->second.ts - b.ts) < 1) {
         return true;
       }
     }
     return false;
   };
   EXPECT_TRUE(has_arrow(*sleepy_device, *reader_device)) << "no arrow from sleepy to reads_sleepy";
-  EXPECT_TRUE(has_arrow(*reader_device, *host_reader)) << "no arrow from reads_sleepy to host_reader";
+  EXPECT_TRUE(has_arrow(*reader_device, *host_reader))
+      << "no arrow from reads_sleepy to host_reader";
 }
 
 }  // namespace

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "rill/engine/engine.h"
 #include "gtest/gtest.h"
+#include "rill/engine/engine.h"
 #include "tests/engine/engine_testing.h"
 #include "tests/testing/status_testing.h"
 
@@ -23,10 +23,10 @@ namespace rill::engine {
 namespace {
 
 using ::rill::engine::testing::Kind;
-using ::rill::engine::testing::kUnderTsan;
 using ::rill::engine::testing::KindName;
-using ::rill::engine::testing::Noop;
+using ::rill::engine::testing::kUnderTsan;
 using ::rill::engine::testing::MakeEngine;
+using ::rill::engine::testing::Noop;
 using ::rill::engine::testing::WaitUntil;
 using ::rill::engine::testing::WithDeadline;
 using ::rill::testing::HasError;
@@ -54,20 +54,25 @@ class ForeignThreads {
 
 // How a failing function fails.
 enum class Failure {
-  kReturnsError,         // SyncFn returns an error status.
-  kThrows,               // SyncFn throws std::runtime_error.
-  kCompletesWithError,   // AsyncFn calls its completion with an error.
-  kForeignThreadError,   // AsyncFn's completion is called with an error from another thread.
-  kAsyncThrows,          // AsyncFn throws before completing.
+  kReturnsError,        // SyncFn returns an error status.
+  kThrows,              // SyncFn throws std::runtime_error.
+  kCompletesWithError,  // AsyncFn calls its completion with an error.
+  kForeignThreadError,  // AsyncFn's completion is called with an error from another thread.
+  kAsyncThrows,         // AsyncFn throws before completing.
 };
 
 std::string FailureName(Failure f) {
   switch (f) {
-    case Failure::kReturnsError: return "ReturnsError";
-    case Failure::kThrows: return "Throws";
-    case Failure::kCompletesWithError: return "CompletesWithError";
-    case Failure::kForeignThreadError: return "ForeignThreadError";
-    case Failure::kAsyncThrows: return "AsyncThrows";
+    case Failure::kReturnsError:
+      return "ReturnsError";
+    case Failure::kThrows:
+      return "Throws";
+    case Failure::kCompletesWithError:
+      return "CompletesWithError";
+    case Failure::kForeignThreadError:
+      return "ForeignThreadError";
+    case Failure::kAsyncThrows:
+      return "AsyncThrows";
   }
   return "?";
 }
@@ -99,8 +104,8 @@ absl::Status PushFailing(Engine& engine, Failure failure, VarHandle out, const s
           Context::Host(), {}, {out}, FnProperty::kAsync, 0, name);
     case Failure::kAsyncThrows:
       return engine.PushAsync(
-          [message](RunContext, Completion) { throw std::runtime_error(message); },
-          Context::Host(), {}, {out}, FnProperty::kAsync, 0, name);
+          [message](RunContext, Completion) { throw std::runtime_error(message); }, Context::Host(),
+          {}, {out}, FnProperty::kAsync, 0, name);
   }
   return absl::InternalError("unreachable");
 }
@@ -113,7 +118,8 @@ absl::Status PushFailing(Engine& engine, Failure failure, VarHandle out, const s
   if (std::string(status.message()).find(message) == std::string::npos) {
     return ::testing::AssertionFailure() << status << " lacks \"" << message << "\"";
   }
-  const bool has_code = failure == Failure::kReturnsError || failure == Failure::kCompletesWithError ||
+  const bool has_code = failure == Failure::kReturnsError ||
+                        failure == Failure::kCompletesWithError ||
                         failure == Failure::kForeignThreadError;
   if (has_code && status.code() != absl::StatusCode::kDataLoss) {
     return ::testing::AssertionFailure() << status << " lost the code DATA_LOSS";
@@ -131,8 +137,8 @@ INSTANTIATE_TEST_SUITE_P(
     KindsAndFailures, EngineErrors,
     ::testing::Combine(::testing::Values(Kind::kNaive, Kind::kThreaded),
                        ::testing::Values(Failure::kReturnsError, Failure::kThrows,
-                                         Failure::kCompletesWithError,
-                                         Failure::kForeignThreadError, Failure::kAsyncThrows)),
+                                         Failure::kCompletesWithError, Failure::kForeignThreadError,
+                                         Failure::kAsyncThrows)),
     [](const auto& info) {
       return std::string(std::get<0>(info.param) == Kind::kNaive ? "Naive" : "Threaded") + "_" +
              FailureName(std::get<1>(info.param));
@@ -156,11 +162,16 @@ TEST_P(EngineErrors, FailurePoisonsWrittenVarsAndDownstream) {
   };
   const EngineStats before = engine->Stats();
   ASSERT_TRUE(IsOk(PushFailing(*engine, failure(), a, message, threads)));
-  ASSERT_TRUE(IsOk(engine->PushSync(flag(ran_b), Context::Host(), {a}, {b}, FnProperty::kNormal, 0, "b_from_a")));
-  ASSERT_TRUE(IsOk(engine->PushSync(flag(ran_c), Context::Host(), {b, d}, {c}, FnProperty::kNormal, 0, "c_from_b")));
-  ASSERT_TRUE(IsOk(engine->PushSync(flag(ran_rewrite), Context::Host(), {}, {a}, FnProperty::kNormal, 0, "rewrite_a")));
-  ASSERT_TRUE(IsOk(engine->PushSync(flag(ran_e), Context::Host(), {d}, {e}, FnProperty::kNormal, 0, "e_from_d")));
-  ASSERT_TRUE(IsOk(engine->PushSync(flag(ran_noskip), Context::Host(), {a}, {f}, FnProperty::kNoSkip, 0, "cleanup")));
+  ASSERT_TRUE(IsOk(engine->PushSync(flag(ran_b), Context::Host(), {a}, {b}, FnProperty::kNormal, 0,
+                                    "b_from_a")));
+  ASSERT_TRUE(IsOk(engine->PushSync(flag(ran_c), Context::Host(), {b, d}, {c}, FnProperty::kNormal,
+                                    0, "c_from_b")));
+  ASSERT_TRUE(IsOk(engine->PushSync(flag(ran_rewrite), Context::Host(), {}, {a},
+                                    FnProperty::kNormal, 0, "rewrite_a")));
+  ASSERT_TRUE(IsOk(engine->PushSync(flag(ran_e), Context::Host(), {d}, {e}, FnProperty::kNormal, 0,
+                                    "e_from_d")));
+  ASSERT_TRUE(IsOk(engine->PushSync(flag(ran_noskip), Context::Host(), {a}, {f},
+                                    FnProperty::kNoSkip, 0, "cleanup")));
 
   WithDeadline("waits after a failure", engine.get(), [&] {
     EXPECT_TRUE(IsTheError(engine->WaitForAll(), failure(), message));
@@ -185,7 +196,8 @@ TEST_P(EngineErrors, FailurePoisonsWrittenVarsAndDownstream) {
   // The first reader did not heal the var: work pushed after the waits is
   // still skipped, and the error is still there.
   std::atomic<bool> ran_late{false};
-  ASSERT_TRUE(IsOk(engine->PushSync(flag(ran_late), Context::Host(), {a}, {}, FnProperty::kNormal, 0, "late_reader")));
+  ASSERT_TRUE(IsOk(engine->PushSync(flag(ran_late), Context::Host(), {a}, {}, FnProperty::kNormal,
+                                    0, "late_reader")));
   EXPECT_TRUE(IsTheError(engine->WaitForVar(a), failure(), message));
   EXPECT_FALSE(ran_late.load());
 
@@ -393,7 +405,8 @@ TEST_P(EngineErrorRules, ACompletionMayOutliveItsEngine) {
       ASSERT_TRUE(IsOk(engine->PushAsync(
           [&](RunContext, Completion done) {
             threads.Start([done, &engine_gone, life] {
-              [[maybe_unused]] Completion kept = done;  // Destroyed after the engine, every other life.
+              [[maybe_unused]] Completion kept =
+                  done;  // Destroyed after the engine, every other life.
               done();
               if (life % 2 == 0) {
                 while (!engine_gone.load()) std::this_thread::yield();

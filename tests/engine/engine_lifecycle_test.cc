@@ -20,9 +20,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
 #include "rill/base/status_macros.h"
 #include "rill/engine/engine.h"
-#include "gtest/gtest.h"
 #include "tests/engine/engine_testing.h"
 #include "tests/testing/scoped_env.h"
 #include "tests/testing/status_testing.h"
@@ -30,9 +30,9 @@
 namespace rill::engine {
 namespace {
 
-using ::rill::engine::testing::kUnderTsan;
 using ::rill::engine::testing::Kind;
 using ::rill::engine::testing::KindName;
+using ::rill::engine::testing::kUnderTsan;
 using ::rill::engine::testing::Latch;
 using ::rill::engine::testing::MakeEngine;
 using ::rill::engine::testing::Noop;
@@ -77,8 +77,9 @@ TEST(ThreadedEngineRules, ReadyFunctionsRunByPriorityThenPushOrder) {
     ASSERT_TRUE(IsOk(PushHeld(*engine, gate,
                               through_var ? std::vector<VarHandle>{v} : std::vector<VarHandle>{},
                               "blocker")));
-    const std::vector<std::pair<std::string, int>> pushes = {
-        {"low0", 0}, {"low1", 0}, {"high0", 9}, {"mid0", 4}, {"low2", 0}, {"high1", 9}, {"mid1", 4}};
+    const std::vector<std::pair<std::string, int>> pushes = {{"low0", 0}, {"low1", 0}, {"high0", 9},
+                                                             {"mid0", 4}, {"low2", 0}, {"high1", 9},
+                                                             {"mid1", 4}};
     for (const auto& [name, priority] : pushes) {
       ASSERT_TRUE(IsOk(engine->PushSync(
           [&order, &order_mu, name = name](RunContext) {
@@ -91,8 +92,8 @@ TEST(ThreadedEngineRules, ReadyFunctionsRunByPriorityThenPushOrder) {
     }
     gate->Open();
     ASSERT_TRUE(IsOk(engine->WaitForAll()));
-    EXPECT_EQ(order, (std::vector<std::string>{"high0", "high1", "mid0", "mid1", "low0", "low1",
-                                               "low2"}));
+    EXPECT_EQ(order,
+              (std::vector<std::string>{"high0", "high1", "mid0", "mid1", "low0", "low1", "low2"}));
   }
 }
 

@@ -17,17 +17,17 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "rill/engine/engine.h"
 #include "gtest/gtest.h"
+#include "rill/engine/engine.h"
 #include "tests/engine/engine_testing.h"
 #include "tests/testing/status_testing.h"
 
 namespace rill::engine {
 namespace {
 
-using ::rill::engine::testing::kUnderTsan;
 using ::rill::engine::testing::Kind;
 using ::rill::engine::testing::KindName;
+using ::rill::engine::testing::kUnderTsan;
 using ::rill::engine::testing::Latch;
 using ::rill::engine::testing::MakeEngine;
 using ::rill::engine::testing::Noop;
@@ -163,7 +163,8 @@ TEST_P(EngineRules, WaitForVarWaitsForEveryEarlierUserOfTheVar) {
 TEST(ThreadedEngineRules, ReadersOfOneVarRunConcurrently) {
   auto engine = MakeEngine(Kind::kThreaded, Workers(2));
   VarHandle v = engine->NewVariable();
-  ASSERT_TRUE(IsOk(engine->PushSync(Noop, Context::Host(), {}, {v}, FnProperty::kNormal, 0, "init")));
+  ASSERT_TRUE(
+      IsOk(engine->PushSync(Noop, Context::Host(), {}, {v}, FnProperty::kNormal, 0, "init")));
   std::atomic<int> arrived{0};
   std::atomic<bool> met[2] = {false, false};
   for (int r = 0; r < 2; ++r) {
@@ -500,11 +501,12 @@ TEST_P(EngineRules, UsingADeletedVarIsAnError) {
   EXPECT_FALSE(engine->PushSync(count, Context::Host(), {}, {v}).ok());
   EXPECT_FALSE(engine->PushSync(count, Context::Host(), {other}, {v}).ok());
   EXPECT_FALSE(engine
-                   ->PushAsync([&ran](RunContext, Completion done) {
-                     ran.fetch_add(1);
-                     done();
-                   },
-                               Context::Host(), {v}, {other})
+                   ->PushAsync(
+                       [&ran](RunContext, Completion done) {
+                         ran.fetch_add(1);
+                         done();
+                       },
+                       Context::Host(), {v}, {other})
                    .ok());
   EXPECT_FALSE(engine->NewOperator([](RunContext, Completion done) { done(); }, {v}, {}).ok());
   EXPECT_FALSE(engine->DeleteVariable(nullptr, Context::Host(), v).ok());
@@ -535,7 +537,8 @@ TEST_P(EngineRules, AVarOfAnotherEngineOrAForgedHandleIsAnError) {
   EXPECT_FALSE(engine->PushSync(count, Context::Host(), {}, {theirs}).ok());
   EXPECT_FALSE(engine->DeleteVariable(nullptr, Context::Host(), theirs).ok());
   EXPECT_FALSE(engine->PushSync(count, Context::Host(), {}, {VarHandle()}).ok());
-  for (uint64_t bits : {uint64_t{1}, uint64_t{12345678}, ~uint64_t{0}, mine.bits() ^ (uint64_t{1} << 40)}) {
+  for (uint64_t bits :
+       {uint64_t{1}, uint64_t{12345678}, ~uint64_t{0}, mine.bits() ^ (uint64_t{1} << 40)}) {
     if (bits == mine.bits()) continue;
     EXPECT_FALSE(engine->PushSync(count, Context::Host(), {}, {VarHandle::FromBits(bits)}).ok())
         << "forged handle " << bits;

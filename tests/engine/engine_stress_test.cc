@@ -31,16 +31,16 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "rill/engine/engine.h"
 #include "gtest/gtest.h"
+#include "rill/engine/engine.h"
 #include "tests/engine/engine_testing.h"
 #include "tests/testing/status_testing.h"
 
 namespace rill::engine {
 namespace {
 
-using ::rill::engine::testing::kUnderTsan;
 using ::rill::engine::testing::Kind;
+using ::rill::engine::testing::kUnderTsan;
 using ::rill::engine::testing::MakeEngine;
 using ::rill::engine::testing::WithDeadline;
 using ::rill::testing::IsOk;
@@ -151,12 +151,12 @@ void PrintTo(const StressConfig& config, std::ostream* os) { *os << config.name;
 
 class EngineStress : public ::testing::TestWithParam<StressConfig> {};
 
-INSTANTIATE_TEST_SUITE_P(
-    Configs, EngineStress,
-    ::testing::Values(StressConfig{"Naive", Kind::kNaive, 1, 1 << 16},
-                      StressConfig{"Threaded2", Kind::kThreaded, 2, 1 << 16},
-                      StressConfig{"Threaded4SmallBound", Kind::kThreaded, 4, 256}),
-    [](const auto& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Configs, EngineStress,
+                         ::testing::Values(StressConfig{"Naive", Kind::kNaive, 1, 1 << 16},
+                                           StressConfig{"Threaded2", Kind::kThreaded, 2, 1 << 16},
+                                           StressConfig{"Threaded4SmallBound", Kind::kThreaded, 4,
+                                                        256}),
+                         [](const auto& info) { return info.param.name; });
 
 TEST_P(EngineStress, RandomWorkloadsMatchASerialExecution) {
   const StressConfig& config = GetParam();
@@ -263,7 +263,8 @@ TEST_P(EngineStress, RandomWorkloadsMatchASerialExecution) {
               done(Apply(op, world.values) ? absl::OkStatus()
                                            : absl::InternalError("op " + std::to_string(op.id)));
             },
-            Context::Host(), const_vars, mutate_vars, FnProperty::kAsync, priority, "inline_async_op");
+            Context::Host(), const_vars, mutate_vars, FnProperty::kAsync, priority,
+            "inline_async_op");
       } else {
         status = engine->PushSync(
             [&world, op = std::move(op)](RunContext) {
@@ -297,14 +298,17 @@ TEST_P(EngineStress, RandomWorkloadsMatchASerialExecution) {
     }
   };
 
-  WithDeadline("stress workload", engine.get(), [&] {
-    std::vector<std::thread> threads;
-    for (int t = 0; t < kThreads; ++t) threads.emplace_back(pusher, t);
-    for (std::thread& th : threads) th.join();
-    const absl::Status all = engine->WaitForAll();
-    EXPECT_EQ(all.ok(), failures_pushed.load() == 0) << all;
-    EXPECT_TRUE(IsOk(engine->WaitForAll()));
-  }, std::chrono::seconds(kUnderTsan ? 110 : 60));
+  WithDeadline(
+      "stress workload", engine.get(),
+      [&] {
+        std::vector<std::thread> threads;
+        for (int t = 0; t < kThreads; ++t) threads.emplace_back(pusher, t);
+        for (std::thread& th : threads) th.join();
+        const absl::Status all = engine->WaitForAll();
+        EXPECT_EQ(all.ok(), failures_pushed.load() == 0) << all;
+        EXPECT_TRUE(IsOk(engine->WaitForAll()));
+      },
+      std::chrono::seconds(kUnderTsan ? 110 : 60));
   ASSERT_EQ(push_errors.load(), 0);
   EXPECT_EQ(checkpoint_mismatches.load(), 0);
 
@@ -336,11 +340,12 @@ TEST_P(EngineStress, RandomWorkloadsMatchASerialExecution) {
   EXPECT_EQ(stats.failed, model_failed.load()) << "functions that ran and failed";
   EXPECT_EQ(stats.skipped, model_skipped.load()) << "functions skipped behind a poisoned var";
   EXPECT_GE(stats.pushed, kThreads * ops_per_thread);
-  std::printf("[ stress ] %lld functions, %d vars, %lld failing, %lld vars poisoned at the end, "
-              "%lld skipped\n",
-              static_cast<long long>(kThreads * ops_per_thread), world.size(),
-              static_cast<long long>(failures_pushed.load()), static_cast<long long>(poisoned),
-              static_cast<long long>(stats.skipped));
+  std::printf(
+      "[ stress ] %lld functions, %d vars, %lld failing, %lld vars poisoned at the end, "
+      "%lld skipped\n",
+      static_cast<long long>(kThreads * ops_per_thread), world.size(),
+      static_cast<long long>(failures_pushed.load()), static_cast<long long>(poisoned),
+      static_cast<long long>(stats.skipped));
 }
 
 // Long queues on a few hot vars: the path where the pushing thread appends
@@ -444,12 +449,15 @@ TEST_P(EngineHotVarStress, LongQueuesOnFewVarsMatchASerialExecution) {
     }
   };
 
-  WithDeadline("hot-var workload", engine.get(), [&] {
-    std::vector<std::thread> threads;
-    for (int t = 0; t < kPushers; ++t) threads.emplace_back(pusher, t);
-    for (std::thread& th : threads) th.join();
-    EXPECT_TRUE(IsOk(engine->WaitForAll()));
-  }, std::chrono::seconds(kUnderTsan ? 110 : 60));
+  WithDeadline(
+      "hot-var workload", engine.get(),
+      [&] {
+        std::vector<std::thread> threads;
+        for (int t = 0; t < kPushers; ++t) threads.emplace_back(pusher, t);
+        for (std::thread& th : threads) th.join();
+        EXPECT_TRUE(IsOk(engine->WaitForAll()));
+      },
+      std::chrono::seconds(kUnderTsan ? 110 : 60));
   ASSERT_EQ(push_errors.load(), 0);
 
   for (int v = 0; v < 2 * kPushers; ++v) {

@@ -20,8 +20,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "rill/engine/engine.h"
 #include "gtest/gtest.h"
+#include "rill/engine/engine.h"
 #include "tests/testing/status_testing.h"
 
 namespace rill::engine::testing {
@@ -148,7 +148,8 @@ inline absl::Status PushHeld(Engine& engine, std::shared_ptr<Latch> gate,
       Context::Host(), {}, writes, FnProperty::kNormal, 0, name);
   if (!pushed.ok()) return pushed;
   if (!WaitUntil([&] { return started->load(); })) {
-    return absl::DeadlineExceededError(absl::StrCat("held function '", name, "' did not start in 10 s"));
+    return absl::DeadlineExceededError(
+        absl::StrCat("held function '", name, "' did not start in 10 s"));
   }
   return absl::OkStatus();
 }

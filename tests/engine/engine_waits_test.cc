@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "gtest/gtest.h"
 #include "rill/base/status_macros.h"
 #include "rill/engine/engine.h"
-#include "gtest/gtest.h"
 #include "tests/engine/engine_testing.h"
 #include "tests/testing/status_testing.h"
 
@@ -84,7 +84,6 @@ TEST(ThreadedEngineRules, APusherAtTheBoundRunsReadyFunctionsItself) {
   ASSERT_TRUE(IsOk(engine->WaitForAll()));
 }
 
-
 // --- Async completion ------------------------------------------------------------
 
 // An async function completed later from a foreign std::thread: dependents
@@ -138,7 +137,7 @@ TEST_P(EngineWaits, AnAsyncFunctionCompletedBeforeItReturnsCompletesAtTheReturn)
   ASSERT_TRUE(IsOk(engine->PushAsync(
       [&](RunContext, Completion done) {
         std::thread other([done] { done(); });
-        other.join();  // Completed from another thread, body still running.
+        other.join();                       // Completed from another thread, body still running.
         std::this_thread::sleep_for(20ms);  // A dependent would start now if it could.
         body_returning.store(true);
       },
@@ -160,8 +159,8 @@ TEST_P(EngineWaits, AnAsyncFunctionCompletedBeforeItReturnsCompletesAtTheReturn)
         throw std::runtime_error("after completing");
       },
       Context::Host(), {}, {v}, FnProperty::kNormal, 0, "completes_then_throws")));
-  EXPECT_TRUE(HasError(engine->WaitForAll(), absl::StatusCode::kFailedPrecondition,
-                       {"called again"}));
+  EXPECT_TRUE(
+      HasError(engine->WaitForAll(), absl::StatusCode::kFailedPrecondition, {"called again"}));
   EXPECT_EQ(engine->Stats().double_completions, 1);
   EXPECT_TRUE(IsOk(engine->WaitForVar(v))) << "the first completion (OK) is the function's result";
   EXPECT_TRUE(IsOk(engine->WaitForAll()));  // WaitForVar's own function may still be retiring.
@@ -258,9 +257,10 @@ TEST(ThreadedEngineRules, AHelperLeavesAnEndlessChainWhenItsWaitIsOver) {
     }
     return absl::OkStatus();
   };
-  ASSERT_TRUE(IsOk(engine->PushSync(link, Context::Host(), {}, {u}, FnProperty::kNormal, 0, "chain")));
-  ASSERT_TRUE(IsOk(engine->PushSync(testing::Noop, Context::Host(), {w}, {v}, FnProperty::kNormal, 0,
-                                    "the_wait")));
+  ASSERT_TRUE(
+      IsOk(engine->PushSync(link, Context::Host(), {}, {u}, FnProperty::kNormal, 0, "chain")));
+  ASSERT_TRUE(IsOk(engine->PushSync(testing::Noop, Context::Host(), {w}, {v}, FnProperty::kNormal,
+                                    0, "the_wait")));
   std::thread opener([&] {
     std::this_thread::sleep_for(20ms);
     gate->Open();  // The worker finishes, and runs 'the_wait'.

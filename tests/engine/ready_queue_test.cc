@@ -62,8 +62,8 @@ TEST(ReadyQueue, RandomInterleavingsMatchASortedReference) {
         // Mostly in push order, sometimes an older seq (made ready late).
         const uint64_t s = rng() % 5 == 0 && seq > 10 ? seq - 1 - rng() % 10 : seq + 1000;
         ++seq;
-        const Queue::Entry e{static_cast<int>(rng() % priorities), s * 1000 + static_cast<uint64_t>(step),
-                             step};
+        const Queue::Entry e{static_cast<int>(rng() % priorities),
+                             s * 1000 + static_cast<uint64_t>(step), step};
         q.Push(e);
         live.push_back(e);
       }

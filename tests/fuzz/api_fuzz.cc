@@ -17,8 +17,8 @@
 #include "rill/base/logging.h"
 #include "rill/engine/engine.h"
 #include "rill/platform/host/host_platform.h"
-#include "rill/rill.h"
 #include "rill/plugins/dnn/dnn.h"
+#include "rill/rill.h"
 
 namespace rill {
 namespace {
@@ -37,12 +37,18 @@ class Input {
   // A number from interesting families: small, near a power of two, huge.
   int64_t Size() {
     switch (Byte() % 6) {
-      case 0: return Byte() % 17;
-      case 1: return Byte() + 1;
-      case 2: return (int64_t{1} << (Byte() % 63)) + static_cast<int8_t>(Byte());
-      case 3: return static_cast<int64_t>(U64());
-      case 4: return -static_cast<int64_t>(Byte());
-      default: return INT64_MAX - Byte();
+      case 0:
+        return Byte() % 17;
+      case 1:
+        return Byte() + 1;
+      case 2:
+        return (int64_t{1} << (Byte() % 63)) + static_cast<int8_t>(Byte());
+      case 3:
+        return static_cast<int64_t>(U64());
+      case 4:
+        return -static_cast<int64_t>(Byte());
+      default:
+        return INT64_MAX - Byte();
     }
   }
   size_t Index(size_t n) { return n == 0 ? 0 : Byte() % n; }
@@ -107,7 +113,9 @@ struct Session {
   std::vector<uint8_t> host = std::vector<uint8_t>(1 << 16, 0x5a);
 };
 
-StreamExecutor* PickExecutor(World& w, Input& in) { return w.executors[in.Index(w.executors.size())]; }
+StreamExecutor* PickExecutor(World& w, Input& in) {
+  return w.executors[in.Index(w.executors.size())];
+}
 
 DeviceMemoryBase PickView(Session& s, Input& in) {
   if (s.views.empty() || in.Byte() % 16 == 0) return DeviceMemoryBase();  // Sometimes null.
@@ -125,7 +133,9 @@ Stream* PickStream(World& w, Session& s, Input& in) {
 
 // Copy sizes never exceed the fuzzer's own host buffer: overrunning it
 // would be this program's bug, not Rill's.
-uint64_t HostSize(Session& s, Input& in) { return static_cast<uint64_t>(in.Size()) % (s.host.size() + 1); }
+uint64_t HostSize(Session& s, Input& in) {
+  return static_cast<uint64_t>(in.Size()) % (s.host.size() + 1);
+}
 
 void Step(World& w, Session& s, Input& in) {
   switch (in.Byte() % 16) {
@@ -171,11 +181,21 @@ void Step(World& w, Session& s, Input& in) {
       DeviceMemoryBase a = PickView(s, in), b = PickView(s, in);
       const uint64_t size = HostSize(s, in);
       switch (in.Byte() % 5) {
-        case 0: stream->ThenMemcpy(&a, s.host.data(), size); break;
-        case 1: stream->ThenMemcpy(s.host.data(), a, size); break;
-        case 2: stream->ThenMemcpy(&a, b, static_cast<uint64_t>(in.Size())); break;
-        case 3: stream->ThenMemset32(&a, 0x01020304u, static_cast<uint64_t>(in.Size())); break;
-        default: stream->ThenMemZero(&a, static_cast<uint64_t>(in.Size())); break;
+        case 0:
+          stream->ThenMemcpy(&a, s.host.data(), size);
+          break;
+        case 1:
+          stream->ThenMemcpy(s.host.data(), a, size);
+          break;
+        case 2:
+          stream->ThenMemcpy(&a, b, static_cast<uint64_t>(in.Size()));
+          break;
+        case 3:
+          stream->ThenMemset32(&a, 0x01020304u, static_cast<uint64_t>(in.Size()));
+          break;
+        default:
+          stream->ThenMemZero(&a, static_cast<uint64_t>(in.Size()));
+          break;
       }
       break;
     }
@@ -194,20 +214,34 @@ void Step(World& w, Session& s, Input& in) {
         }
         args.push_back(std::move(arg));
       }
-      stream->ThenLaunch(ThreadDim(static_cast<uint64_t>(in.Byte() % 4)), BlockDim(static_cast<uint64_t>(in.Byte() % 3)),
-                         *w.touch, std::move(args));
+      stream->ThenLaunch(ThreadDim(static_cast<uint64_t>(in.Byte() % 4)),
+                         BlockDim(static_cast<uint64_t>(in.Byte() % 3)), *w.touch, std::move(args));
       break;
     }
     case 6: {  // BLAS vector calls with arbitrary n and increments.
       Stream* stream = PickStream(w, s, in);
       if (stream == nullptr) break;
-      VectorArgs v{in.Byte() % 2 ? DataType::kFloat : DataType::kDouble, in.Size(), 1.0,
-                   PickView(s, in), in.Size(), PickView(s, in), in.Size(), PickView(s, in)};
+      VectorArgs v{in.Byte() % 2 ? DataType::kFloat : DataType::kDouble,
+                   in.Size(),
+                   1.0,
+                   PickView(s, in),
+                   in.Size(),
+                   PickView(s, in),
+                   in.Size(),
+                   PickView(s, in)};
       switch (in.Byte() % 4) {
-        case 0: stream->ThenBlasAsum(v); break;
-        case 1: stream->ThenBlasAxpy(v); break;
-        case 2: stream->ThenBlasDot(v); break;
-        default: stream->ThenBlasScal(v); break;
+        case 0:
+          stream->ThenBlasAsum(v);
+          break;
+        case 1:
+          stream->ThenBlasAxpy(v);
+          break;
+        case 2:
+          stream->ThenBlasDot(v);
+          break;
+        default:
+          stream->ThenBlasScal(v);
+          break;
       }
       break;
     }
@@ -254,9 +288,14 @@ void Step(World& w, Session& s, Input& in) {
       if (stream == nullptr) break;
       Event* event = s.events[in.Index(s.events.size())].get();
       switch (in.Byte() % 3) {
-        case 0: stream->ThenRecordEvent(event); break;
-        case 1: stream->ThenWaitFor(event); break;
-        default: s.events.erase(s.events.begin() + static_cast<ptrdiff_t>(in.Index(s.events.size())));
+        case 0:
+          stream->ThenRecordEvent(event);
+          break;
+        case 1:
+          stream->ThenWaitFor(event);
+          break;
+        default:
+          s.events.erase(s.events.begin() + static_cast<ptrdiff_t>(in.Index(s.events.size())));
       }
       break;
     }
@@ -278,21 +317,27 @@ void Step(World& w, Session& s, Input& in) {
     case 12:
     case 13: {  // Engine: pushes with arbitrary var lists, contexts and priorities.
       std::vector<engine::VarHandle> reads, writes;
-      for (int i = in.Byte() % 4; i > 0 && !s.vars.empty(); --i) reads.push_back(s.vars[in.Index(s.vars.size())]);
-      for (int i = in.Byte() % 3; i > 0 && !s.vars.empty(); --i) writes.push_back(s.vars[in.Index(s.vars.size())]);
+      for (int i = in.Byte() % 4; i > 0 && !s.vars.empty(); --i)
+        reads.push_back(s.vars[in.Index(s.vars.size())]);
+      for (int i = in.Byte() % 3; i > 0 && !s.vars.empty(); --i)
+        writes.push_back(s.vars[in.Index(s.vars.size())]);
       engine::Context ctx = engine::Context::Host();
-      if (in.Byte() % 4 == 0) ctx = engine::Context::Device(kHostPlatformId, static_cast<int8_t>(in.Byte()));
+      if (in.Byte() % 4 == 0)
+        ctx = engine::Context::Device(kHostPlatformId, static_cast<int8_t>(in.Byte()));
       const bool fail = in.Byte() % 5 == 0;
       const auto prop = static_cast<engine::FnProperty>(in.Byte() % 7 == 5 ? 0 : in.Byte() % 7);
       const int priority = static_cast<int>(static_cast<int32_t>(in.U64()));
       (void)w.engine->PushSync(
-          [fail](engine::RunContext) { return fail ? absl::InternalError("fuzz failure") : absl::OkStatus(); },
+          [fail](engine::RunContext) {
+            return fail ? absl::InternalError("fuzz failure") : absl::OkStatus();
+          },
           ctx, reads, writes, prop, priority, "fuzz");
       break;
     }
     case 14: {  // Engine: delete a var (perhaps twice, perhaps one never made).
       if (s.vars.empty()) break;
-      (void)w.engine->DeleteVariable(nullptr, engine::Context::Host(), s.vars[in.Index(s.vars.size())]);
+      (void)w.engine->DeleteVariable(nullptr, engine::Context::Host(),
+                                     s.vars[in.Index(s.vars.size())]);
       break;
     }
     default: {  // Waits.
@@ -309,7 +354,8 @@ void Step(World& w, Session& s, Input& in) {
 void Finish(World& w, Session& s) {
   for (auto& stream : s.streams) (void)stream->BlockHostUntilDone();
   (void)w.engine->WaitForAll();
-  for (engine::VarHandle var : s.vars) (void)w.engine->DeleteVariable(nullptr, engine::Context::Host(), var);
+  for (engine::VarHandle var : s.vars)
+    (void)w.engine->DeleteVariable(nullptr, engine::Context::Host(), var);
   (void)w.engine->WaitForAll();
   s.streams.clear();
   s.events.clear();

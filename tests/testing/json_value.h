@@ -75,12 +75,26 @@ class JsonParser {
       if (i_ >= s_.size()) return false;
       c = s_[i_++];
       switch (c) {
-        case '"': case '\\': case '/': *out += c; break;
-        case 'b': *out += '\b'; break;
-        case 'f': *out += '\f'; break;
-        case 'n': *out += '\n'; break;
-        case 'r': *out += '\r'; break;
-        case 't': *out += '\t'; break;
+        case '"':
+        case '\\':
+        case '/':
+          *out += c;
+          break;
+        case 'b':
+          *out += '\b';
+          break;
+        case 'f':
+          *out += '\f';
+          break;
+        case 'n':
+          *out += '\n';
+          break;
+        case 'r':
+          *out += '\r';
+          break;
+        case 't':
+          *out += '\t';
+          break;
         case 'u': {
           if (i_ + 4 > s_.size()) return false;
           const long code = std::strtol(s_.substr(i_, 4).c_str(), nullptr, 16);
@@ -88,7 +102,8 @@ class JsonParser {
           *out += code < 0x80 ? static_cast<char>(code) : '?';
           break;
         }
-        default: return false;
+        default:
+          return false;
       }
     }
     return Eat('"');

@@ -85,7 +85,8 @@ bool Resolve(BlisApi* api, Fn* fn, const char* name) {
 BlisApi* LoadApi() {
   auto* api = new BlisApi();
   const char* deepbind_env = std::getenv("RILL_BLIS_DEEPBIND");
-  api->deepbind = !RILL_BLIS_SANITIZED && !(deepbind_env != nullptr && std::strcmp(deepbind_env, "0") == 0);
+  api->deepbind =
+      !RILL_BLIS_SANITIZED && !(deepbind_env != nullptr && std::strcmp(deepbind_env, "0") == 0);
   int flags = RTLD_NOW | RTLD_LOCAL;
 #ifdef RTLD_DEEPBIND
   if (api->deepbind) flags |= RTLD_DEEPBIND;
@@ -98,9 +99,9 @@ BlisApi* LoadApi() {
   }
   if (api->handle == nullptr) {
     const char* why = dlerror();
-    api->status = absl::FailedPreconditionError(
-        absl::StrCat("blis: cannot load ", RILL_BLIS_LIBRARY, " (or libblis.so.4): ",
-                     why != nullptr ? why : "unknown error", "; install libblis4"));
+    api->status = absl::FailedPreconditionError(absl::StrCat(
+        "blis: cannot load ", RILL_BLIS_LIBRARY,
+        " (or libblis.so.4): ", why != nullptr ? why : "unknown error", "; install libblis4"));
     return api;
   }
   const bool ok =
@@ -178,16 +179,19 @@ class CallScope {
 // `work(threads)` runs on the stream's thread; `flops` sizes its thread count.
 template <typename Work>
 absl::Status EnqueueOn(StreamExecutor* owner, Stream* stream, Work work, double flops = 0) {
-  return EnqueueHostWork(owner, stream, "blis", "AsBlas()", [work = std::move(work), flops]() mutable {
-    CallScope scope(flops);
-    work(scope.threads());
-  });
+  return EnqueueHostWork(owner, stream, "blis", "AsBlas()",
+                         [work = std::move(work), flops]() mutable {
+                           CallScope scope(flops);
+                           work(scope.threads());
+                         });
 }
 
 // Multiply-adds of one gemm of the call (each runs on its own).
 double GemmWork(const GemmArgs& g) { return static_cast<double>(g.m) * g.n * g.k; }
 
-trans_t ToBlis(Transpose t) { return t == Transpose::kTranspose ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE; }
+trans_t ToBlis(Transpose t) {
+  return t == Transpose::kTranspose ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE;
+}
 
 template <typename T>
 T* Ptr(const DeviceMemoryBase& memory) {
@@ -234,19 +238,28 @@ void RunLevel1(Level1 op, const VectorArgs& v) {
     case Level1::kAxpy:
       api.axpy.get<T>()(BLIS_NO_CONJUGATE, v.n, &alpha, x, v.incx, Ptr<T>(v.y), v.incy);
       break;
-    case Level1::kScal: api.scal.get<T>()(BLIS_NO_CONJUGATE, v.n, &alpha, x, v.incx); break;
-    case Level1::kCopy: api.copy.get<T>()(BLIS_NO_CONJUGATE, v.n, x, v.incx, Ptr<T>(v.y), v.incy); break;
+    case Level1::kScal:
+      api.scal.get<T>()(BLIS_NO_CONJUGATE, v.n, &alpha, x, v.incx);
+      break;
+    case Level1::kCopy:
+      api.copy.get<T>()(BLIS_NO_CONJUGATE, v.n, x, v.incx, Ptr<T>(v.y), v.incy);
+      break;
     case Level1::kDot:
       api.dot.get<T>()(BLIS_NO_CONJUGATE, BLIS_NO_CONJUGATE, v.n, x, v.incx, Ptr<T>(v.y), v.incy,
                        Ptr<T>(v.result));
       break;
-    case Level1::kNrm2: api.nrm2.get<T>()(v.n, x, v.incx, Ptr<T>(v.result)); break;
-    case Level1::kAsum: api.asum.get<T>()(v.n, x, v.incx, Ptr<T>(v.result)); break;
+    case Level1::kNrm2:
+      api.nrm2.get<T>()(v.n, x, v.incx, Ptr<T>(v.result));
+      break;
+    case Level1::kAsum:
+      api.asum.get<T>()(v.n, x, v.incx, Ptr<T>(v.result));
+      break;
   }
 }
 
 absl::Status EnqueueLevel1(StreamExecutor* owner, Stream* stream, Level1 op, const VectorArgs& v) {
-  if (v.type == DataType::kFloat) return EnqueueOn(owner, stream, [op, v](int) { RunLevel1<float>(op, v); });
+  if (v.type == DataType::kFloat)
+    return EnqueueOn(owner, stream, [op, v](int) { RunLevel1<float>(op, v); });
   return EnqueueOn(owner, stream, [op, v](int) { RunLevel1<double>(op, v); });
 }
 
@@ -257,8 +270,8 @@ absl::Status Blis::Load() { return Api().status; }
 absl::StatusOr<std::unique_ptr<Blis>> Blis::Create(StreamExecutor* executor) {
   if (executor == nullptr) return absl::InvalidArgumentError("blis: executor is null");
   if (executor->platform()->id() != kHostPlatformId) {
-    return absl::InvalidArgumentError(absl::StrCat("blis runs on the host platform, not ",
-                                                   executor->DebugName()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("blis runs on the host platform, not ", executor->DebugName()));
   }
   RILL_RETURN_IF_ERROR(Load());
   Policy();
@@ -268,7 +281,8 @@ absl::StatusOr<std::unique_ptr<Blis>> Blis::Create(StreamExecutor* executor) {
 std::string Blis::LibraryPath() {
   if (!Load().ok()) return "";
   Dl_info info;
-  if (dladdr(reinterpret_cast<void*>(Api().gemm.f), &info) == 0 || info.dli_fname == nullptr) return "";
+  if (dladdr(reinterpret_cast<void*>(Api().gemm.f), &info) == 0 || info.dli_fname == nullptr)
+    return "";
   return info.dli_fname;
 }
 
@@ -293,32 +307,45 @@ int Blis::ThreadsPerCall(double work) {
 
 absl::Status Blis::Gemm(Stream* stream, const GemmArgs& g) {
   if (g.type == DataType::kFloat) {
-    return EnqueueOn(executor_, stream, [g, a = Ptr<float>(g.a), b = Ptr<float>(g.b),
-                                         c = Ptr<float>(g.c)](int threads) { RunGemm<float>(g, a, b, c, threads); },
-                     GemmWork(g));
+    return EnqueueOn(
+        executor_, stream,
+        [g, a = Ptr<float>(g.a), b = Ptr<float>(g.b), c = Ptr<float>(g.c)](int threads) {
+          RunGemm<float>(g, a, b, c, threads);
+        },
+        GemmWork(g));
   }
-  return EnqueueOn(executor_, stream, [g, a = Ptr<double>(g.a), b = Ptr<double>(g.b),
-                                       c = Ptr<double>(g.c)](int threads) { RunGemm<double>(g, a, b, c, threads); },
-                   GemmWork(g));
+  return EnqueueOn(
+      executor_, stream,
+      [g, a = Ptr<double>(g.a), b = Ptr<double>(g.b), c = Ptr<double>(g.c)](int threads) {
+        RunGemm<double>(g, a, b, c, threads);
+      },
+      GemmWork(g));
 }
 
 absl::Status Blis::GemmBatched(Stream* stream, const GemmBatchedArgs& args) {
   GemmArgs g = args.shape;
   g.batch_count = 1;
   if (g.type == DataType::kFloat) {
-    return EnqueueOn(executor_, stream, [g, a = Pointers<float>(args.a), b = Pointers<float>(args.b),
-                                         c = Pointers<float>(args.c)](int threads) {
-      for (size_t i = 0; i < a.size(); ++i) RunGemm<float>(g, a[i], b[i], c[i], threads);
-    }, GemmWork(g));
+    return EnqueueOn(
+        executor_, stream,
+        [g, a = Pointers<float>(args.a), b = Pointers<float>(args.b),
+         c = Pointers<float>(args.c)](int threads) {
+          for (size_t i = 0; i < a.size(); ++i) RunGemm<float>(g, a[i], b[i], c[i], threads);
+        },
+        GemmWork(g));
   }
-  return EnqueueOn(executor_, stream, [g, a = Pointers<double>(args.a), b = Pointers<double>(args.b),
-                                       c = Pointers<double>(args.c)](int threads) {
-    for (size_t i = 0; i < a.size(); ++i) RunGemm<double>(g, a[i], b[i], c[i], threads);
-  }, GemmWork(g));
+  return EnqueueOn(
+      executor_, stream,
+      [g, a = Pointers<double>(args.a), b = Pointers<double>(args.b),
+       c = Pointers<double>(args.c)](int threads) {
+        for (size_t i = 0; i < a.size(); ++i) RunGemm<double>(g, a[i], b[i], c[i], threads);
+      },
+      GemmWork(g));
 }
 
 absl::Status Blis::Gemv(Stream* stream, const GemvArgs& g) {
-  if (g.type == DataType::kFloat) return EnqueueOn(executor_, stream, [g](int) { RunGemv<float>(g); });
+  if (g.type == DataType::kFloat)
+    return EnqueueOn(executor_, stream, [g](int) { RunGemv<float>(g); });
   return EnqueueOn(executor_, stream, [g](int) { RunGemv<double>(g); });
 }
 

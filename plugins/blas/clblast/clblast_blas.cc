@@ -20,43 +20,74 @@ namespace rill {
 
 std::string ClBlastStatusName(int code) {
   switch (code) {
-    case -1024: return "CLBlastNotImplemented";
-    case -1022: return "CLBlastInvalidMatrixA";
-    case -1021: return "CLBlastInvalidMatrixB";
-    case -1020: return "CLBlastInvalidMatrixC";
-    case -1019: return "CLBlastInvalidVectorX";
-    case -1018: return "CLBlastInvalidVectorY";
-    case -1017: return "CLBlastInvalidDimension";
-    case -1016: return "CLBlastInvalidLeadDimA";
-    case -1015: return "CLBlastInvalidLeadDimB";
-    case -1014: return "CLBlastInvalidLeadDimC";
-    case -1013: return "CLBlastInvalidIncrementX";
-    case -1012: return "CLBlastInvalidIncrementY";
-    case -1011: return "CLBlastInsufficientMemoryA";
-    case -1010: return "CLBlastInsufficientMemoryB";
-    case -1009: return "CLBlastInsufficientMemoryC";
-    case -1008: return "CLBlastInsufficientMemoryX";
-    case -1007: return "CLBlastInsufficientMemoryY";
-    case -2050: return "CLBlastInsufficientMemoryTemp";
-    case -2049: return "CLBlastInvalidBatchCount";
-    case -2048: return "CLBlastInvalidOverrideKernel";
-    case -2047: return "CLBlastMissingOverrideParameter";
-    case -2046: return "CLBlastInvalidLocalMemUsage";
-    case -2045: return "CLBlastNoHalfPrecision";
-    case -2044: return "CLBlastNoDoublePrecision";
-    case -2043: return "CLBlastInvalidVectorScalar";
-    case -2042: return "CLBlastInsufficientMemoryScalar";
-    case -2041: return "CLBlastDatabaseError";
-    case -2040: return "CLBlastUnknownError";
-    case -2039: return "CLBlastUnexpectedError";
-    default: return std::string(ClErrorName(code));  // Shared with OpenCL.
+    case -1024:
+      return "CLBlastNotImplemented";
+    case -1022:
+      return "CLBlastInvalidMatrixA";
+    case -1021:
+      return "CLBlastInvalidMatrixB";
+    case -1020:
+      return "CLBlastInvalidMatrixC";
+    case -1019:
+      return "CLBlastInvalidVectorX";
+    case -1018:
+      return "CLBlastInvalidVectorY";
+    case -1017:
+      return "CLBlastInvalidDimension";
+    case -1016:
+      return "CLBlastInvalidLeadDimA";
+    case -1015:
+      return "CLBlastInvalidLeadDimB";
+    case -1014:
+      return "CLBlastInvalidLeadDimC";
+    case -1013:
+      return "CLBlastInvalidIncrementX";
+    case -1012:
+      return "CLBlastInvalidIncrementY";
+    case -1011:
+      return "CLBlastInsufficientMemoryA";
+    case -1010:
+      return "CLBlastInsufficientMemoryB";
+    case -1009:
+      return "CLBlastInsufficientMemoryC";
+    case -1008:
+      return "CLBlastInsufficientMemoryX";
+    case -1007:
+      return "CLBlastInsufficientMemoryY";
+    case -2050:
+      return "CLBlastInsufficientMemoryTemp";
+    case -2049:
+      return "CLBlastInvalidBatchCount";
+    case -2048:
+      return "CLBlastInvalidOverrideKernel";
+    case -2047:
+      return "CLBlastMissingOverrideParameter";
+    case -2046:
+      return "CLBlastInvalidLocalMemUsage";
+    case -2045:
+      return "CLBlastNoHalfPrecision";
+    case -2044:
+      return "CLBlastNoDoublePrecision";
+    case -2043:
+      return "CLBlastInvalidVectorScalar";
+    case -2042:
+      return "CLBlastInsufficientMemoryScalar";
+    case -2041:
+      return "CLBlastDatabaseError";
+    case -2040:
+      return "CLBlastUnknownError";
+    case -2039:
+      return "CLBlastUnexpectedError";
+    default:
+      return std::string(ClErrorName(code));  // Shared with OpenCL.
   }
 }
 
 absl::Status ClBlastStatus(int code, const std::string& what) {
   if (code == 0) return absl::OkStatus();
   if (code > -1000) return ClStatus(code, absl::StrCat(what, ": CLBlast"));
-  const std::string message = absl::StrCat(what, ": CLBlast ", ClBlastStatusName(code), " (", code, ")");
+  const std::string message =
+      absl::StrCat(what, ": CLBlast ", ClBlastStatusName(code), " (", code, ")");
   if (code == -1024 || code == -2044 || code == -2045) return absl::UnimplementedError(message);
   if (code >= -1022 && code <= -1012) return absl::InvalidArgumentError(message);
   if ((code >= -1011 && code <= -1007) || code == -2050 || code == -2042 || code == -2049) {
@@ -76,9 +107,9 @@ struct Operand {
 template <typename T>
 absl::StatusOr<Operand> Elements(const char* name, const DeviceMemoryBase& memory) {
   if (memory.offset() % sizeof(T) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "clblast: ", name, " starts at byte offset ", memory.offset(),
-        ", not a multiple of the element size ", sizeof(T)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("clblast: ", name, " starts at byte offset ", memory.offset(),
+                     ", not a multiple of the element size ", sizeof(T)));
   }
   return Operand{ClMem(memory), static_cast<size_t>(memory.offset() / sizeof(T))};
 }
@@ -103,16 +134,18 @@ template <typename Fn>
 absl::Status Run(StreamExecutor* owner, Stream* stream, std::string what, Fn fn) {
   return EnqueueOpenClWork(
       owner, stream, ClBlast::kName, "AsBlas()",
-      [what = std::move(what), fn = std::move(fn), device = owner->DebugName()](cl_command_queue queue) mutable
-      -> absl::StatusOr<cl_event> {
+      [what = std::move(what), fn = std::move(fn),
+       device = owner->DebugName()](cl_command_queue queue) mutable -> absl::StatusOr<cl_event> {
         cl_event event = nullptr;
         clblast::StatusCode code;
         {
           MutexLock lock(&ClBlastMutex());
-          // The first call per routine, type and device compiles CLBlast's kernels (seconds on a cold cache).
-          SlowWorkNotice notice(absl::StrCat("compiling OpenCL kernels for the ", what, " on ", device,
-                                             " (first use; PoCL caches them in ~/.cache/pocl, later runs "
-                                             "are fast)..."));
+          // The first call per routine, type and device compiles CLBlast's kernels (seconds on a
+          // cold cache).
+          SlowWorkNotice notice(
+              absl::StrCat("compiling OpenCL kernels for the ", what, " on ", device,
+                           " (first use; PoCL caches them in ~/.cache/pocl, later runs "
+                           "are fast)..."));
           code = fn(&queue, &event);
         }
         RILL_RETURN_IF_ERROR(ClBlastStatus(static_cast<int>(code), what));
@@ -130,14 +163,14 @@ absl::Status GemmT(StreamExecutor* owner, Stream* stream, const GemmArgs& g) {
   return Run(owner, stream, std::move(what), [=](cl_command_queue* q, cl_event* e) {
     const T alpha = static_cast<T>(g.alpha), beta = static_cast<T>(g.beta);
     if (g.batch_count == 1) {
-      return clblast::Gemm<T>(clblast::Layout::kColMajor, ToClBlast(g.trans_a), ToClBlast(g.trans_b),
-                              g.m, g.n, g.k, alpha, a.mem, a.offset, g.lda, b.mem, b.offset, g.ldb,
-                              beta, c.mem, c.offset, g.ldc, q, e);
+      return clblast::Gemm<T>(clblast::Layout::kColMajor, ToClBlast(g.trans_a),
+                              ToClBlast(g.trans_b), g.m, g.n, g.k, alpha, a.mem, a.offset, g.lda,
+                              b.mem, b.offset, g.ldb, beta, c.mem, c.offset, g.ldc, q, e);
     }
     return clblast::GemmStridedBatched<T>(
-        clblast::Layout::kColMajor, ToClBlast(g.trans_a), ToClBlast(g.trans_b), g.m, g.n, g.k, alpha,
-        a.mem, a.offset, g.lda, g.stride_a, b.mem, b.offset, g.ldb, g.stride_b, beta, c.mem, c.offset,
-        g.ldc, g.stride_c, g.batch_count, q, e);
+        clblast::Layout::kColMajor, ToClBlast(g.trans_a), ToClBlast(g.trans_b), g.m, g.n, g.k,
+        alpha, a.mem, a.offset, g.lda, g.stride_a, b.mem, b.offset, g.ldb, g.stride_b, beta, c.mem,
+        c.offset, g.ldc, g.stride_c, g.batch_count, q, e);
   });
 }
 
@@ -157,10 +190,10 @@ absl::Status GemmBatchedT(StreamExecutor* owner, Stream* stream, const GemmBatch
     for (size_t i = 0; i < a.size(); ++i) {
       if (*e != nullptr) clReleaseEvent(*e);  // Only the last one is kept.
       *e = nullptr;
-      const clblast::StatusCode code = clblast::Gemm<T>(
-          clblast::Layout::kColMajor, ToClBlast(g.trans_a), ToClBlast(g.trans_b), g.m, g.n, g.k,
-          alpha, a[i].mem, a[i].offset, g.lda, b[i].mem, b[i].offset, g.ldb, beta, c[i].mem,
-          c[i].offset, g.ldc, q, e);
+      const clblast::StatusCode code =
+          clblast::Gemm<T>(clblast::Layout::kColMajor, ToClBlast(g.trans_a), ToClBlast(g.trans_b),
+                           g.m, g.n, g.k, alpha, a[i].mem, a[i].offset, g.lda, b[i].mem,
+                           b[i].offset, g.ldb, beta, c[i].mem, c[i].offset, g.ldc, q, e);
       if (code != clblast::StatusCode::kSuccess) return code;
     }
     return clblast::StatusCode::kSuccess;
@@ -175,8 +208,8 @@ absl::Status GemvT(StreamExecutor* owner, Stream* stream, const GemvArgs& g) {
   std::string what = absl::StrCat("clblast gemv(m=", g.m, ", n=", g.n, ")");
   return Run(owner, stream, std::move(what), [=](cl_command_queue* q, cl_event* e) {
     return clblast::Gemv<T>(clblast::Layout::kColMajor, ToClBlast(g.trans), g.m, g.n,
-                            static_cast<T>(g.alpha), a.mem, a.offset, g.lda, x.mem, x.offset, g.incx,
-                            static_cast<T>(g.beta), y.mem, y.offset, g.incy, q, e);
+                            static_cast<T>(g.alpha), a.mem, a.offset, g.lda, x.mem, x.offset,
+                            g.incx, static_cast<T>(g.beta), y.mem, y.offset, g.incy, q, e);
   });
 }
 
@@ -184,12 +217,18 @@ enum class Level1 { kAxpy, kScal, kCopy, kDot, kNrm2, kAsum };
 
 const char* Level1Name(Level1 op) {
   switch (op) {
-    case Level1::kAxpy: return "axpy";
-    case Level1::kScal: return "scal";
-    case Level1::kCopy: return "copy";
-    case Level1::kDot: return "dot";
-    case Level1::kNrm2: return "nrm2";
-    case Level1::kAsum: return "asum";
+    case Level1::kAxpy:
+      return "axpy";
+    case Level1::kScal:
+      return "scal";
+    case Level1::kCopy:
+      return "copy";
+    case Level1::kDot:
+      return "dot";
+    case Level1::kNrm2:
+      return "nrm2";
+    case Level1::kAsum:
+      return "asum";
   }
   return "?";
 }
@@ -209,13 +248,19 @@ absl::Status Level1T(StreamExecutor* owner, Stream* stream, Level1 op, const Vec
     const size_t n = static_cast<size_t>(v.n), incx = v.incx, incy = v.incy;
     const T alpha = static_cast<T>(v.alpha);
     switch (op) {
-      case Level1::kAxpy: return clblast::Axpy<T>(n, alpha, x.mem, x.offset, incx, y.mem, y.offset, incy, q, e);
-      case Level1::kScal: return clblast::Scal<T>(n, alpha, x.mem, x.offset, incx, q, e);
-      case Level1::kCopy: return clblast::Copy<T>(n, x.mem, x.offset, incx, y.mem, y.offset, incy, q, e);
+      case Level1::kAxpy:
+        return clblast::Axpy<T>(n, alpha, x.mem, x.offset, incx, y.mem, y.offset, incy, q, e);
+      case Level1::kScal:
+        return clblast::Scal<T>(n, alpha, x.mem, x.offset, incx, q, e);
+      case Level1::kCopy:
+        return clblast::Copy<T>(n, x.mem, x.offset, incx, y.mem, y.offset, incy, q, e);
       case Level1::kDot:
-        return clblast::Dot<T>(n, r.mem, r.offset, x.mem, x.offset, incx, y.mem, y.offset, incy, q, e);
-      case Level1::kNrm2: return clblast::Nrm2<T>(n, r.mem, r.offset, x.mem, x.offset, incx, q, e);
-      case Level1::kAsum: return clblast::Asum<T>(n, r.mem, r.offset, x.mem, x.offset, incx, q, e);
+        return clblast::Dot<T>(n, r.mem, r.offset, x.mem, x.offset, incx, y.mem, y.offset, incy, q,
+                               e);
+      case Level1::kNrm2:
+        return clblast::Nrm2<T>(n, r.mem, r.offset, x.mem, x.offset, incx, q, e);
+      case Level1::kAsum:
+        return clblast::Asum<T>(n, r.mem, r.offset, x.mem, x.offset, incx, q, e);
     }
     return clblast::StatusCode::kNotImplemented;
   });
@@ -229,7 +274,8 @@ absl::Status Level1(StreamExecutor* owner, Stream* stream, Level1 op, const Vect
 }  // namespace
 
 std::string ClBlast::Version() const {
-  return absl::StrCat("CLBlast ", CLBLAST_VERSION_MAJOR, ".", CLBLAST_VERSION_MINOR, ".", CLBLAST_VERSION_PATCH);
+  return absl::StrCat("CLBlast ", CLBLAST_VERSION_MAJOR, ".", CLBLAST_VERSION_MINOR, ".",
+                      CLBLAST_VERSION_PATCH);
 }
 
 absl::StatusOr<std::unique_ptr<ClBlast>> ClBlast::Create(StreamExecutor* executor) {
@@ -252,12 +298,24 @@ absl::Status ClBlast::Gemv(Stream* stream, const GemvArgs& g) {
                                     : GemvT<double>(executor_, stream, g);
 }
 
-absl::Status ClBlast::Axpy(Stream* stream, const VectorArgs& v) { return Level1(executor_, stream, Level1::kAxpy, v); }
-absl::Status ClBlast::Scal(Stream* stream, const VectorArgs& v) { return Level1(executor_, stream, Level1::kScal, v); }
-absl::Status ClBlast::Copy(Stream* stream, const VectorArgs& v) { return Level1(executor_, stream, Level1::kCopy, v); }
-absl::Status ClBlast::Dot(Stream* stream, const VectorArgs& v) { return Level1(executor_, stream, Level1::kDot, v); }
-absl::Status ClBlast::Nrm2(Stream* stream, const VectorArgs& v) { return Level1(executor_, stream, Level1::kNrm2, v); }
-absl::Status ClBlast::Asum(Stream* stream, const VectorArgs& v) { return Level1(executor_, stream, Level1::kAsum, v); }
+absl::Status ClBlast::Axpy(Stream* stream, const VectorArgs& v) {
+  return Level1(executor_, stream, Level1::kAxpy, v);
+}
+absl::Status ClBlast::Scal(Stream* stream, const VectorArgs& v) {
+  return Level1(executor_, stream, Level1::kScal, v);
+}
+absl::Status ClBlast::Copy(Stream* stream, const VectorArgs& v) {
+  return Level1(executor_, stream, Level1::kCopy, v);
+}
+absl::Status ClBlast::Dot(Stream* stream, const VectorArgs& v) {
+  return Level1(executor_, stream, Level1::kDot, v);
+}
+absl::Status ClBlast::Nrm2(Stream* stream, const VectorArgs& v) {
+  return Level1(executor_, stream, Level1::kNrm2, v);
+}
+absl::Status ClBlast::Asum(Stream* stream, const VectorArgs& v) {
+  return Level1(executor_, stream, Level1::kAsum, v);
+}
 
 namespace {
 

@@ -7,6 +7,8 @@
 // The first CLBlast call of a process compiles its kernels (seconds with a
 // cold PoCL cache); ctest keeps that cache in the build tree.
 
+#include "rill/plugins/blas/clblast/clblast_blas.h"
+
 #include <cmath>
 #include <limits>
 #include <random>
@@ -15,20 +17,19 @@
 #include "gtest/gtest.h"
 #include "rill/plugins/blas/blas.h"
 #include "rill/plugins/blas/blas_test_util.h"
-#include "rill/plugins/blas/clblast/clblast_blas.h"
 #include "rill/rill.h"
 #include "tests/testing/status_testing.h"
 
 namespace rill {
 namespace {
 
-using ::rill::testing::HasError;
-using ::rill::testing::IsOk;
-using ::rill::testing::Must;
 using ::rill::blas_testing::ExpectNear;
 using ::rill::blas_testing::GemmRef;
 using ::rill::blas_testing::NaiveGemm;
 using ::rill::blas_testing::Random;
+using ::rill::testing::HasError;
+using ::rill::testing::IsOk;
+using ::rill::testing::Must;
 
 class ClBlastTest : public ::testing::Test {
  protected:
@@ -59,9 +60,9 @@ class ClBlastTest : public ::testing::Test {
   // an element offset, batch of two through the strided form.
   template <typename T>
   void CheckGemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, int64_t batch) {
-    SCOPED_TRACE(::testing::Message() << "m=" << m << " n=" << n << " k=" << k << " ta="
-                                      << TransposeName(ta) << " tb=" << TransposeName(tb)
-                                      << " batch=" << batch);
+    SCOPED_TRACE(::testing::Message()
+                 << "m=" << m << " n=" << n << " k=" << k << " ta=" << TransposeName(ta)
+                 << " tb=" << TransposeName(tb) << " batch=" << batch);
     const bool at = ta == Transpose::kTranspose, bt = tb == Transpose::kTranspose;
     const int64_t lda = (at ? k : m) + 1, ldb = at ? k + 2 : k + 2, ldc = m + 3;
     const int64_t a_cols = at ? m : k, b_cols = bt ? k : n;
@@ -81,8 +82,8 @@ class ClBlastTest : public ::testing::Test {
     std::vector<double> ref(got.begin(), got.end()), scale(got.size(), 0.0);
     for (size_t i = 0; i < got.size(); ++i) ref[i] = c[i];  // Untouched elements stay exact.
     for (int64_t p = 0; p < batch; ++p) {
-      const GemmRef r = NaiveGemm(at, bt, m, n, k, alpha, &a[pad + p * sa], lda, &b[p * sb], ldb_eff,
-                                  beta, &c[pad + p * sc], ldc);
+      const GemmRef r = NaiveGemm(at, bt, m, n, k, alpha, &a[pad + p * sa], lda, &b[p * sb],
+                                  ldb_eff, beta, &c[pad + p * sc], ldc);
       for (int64_t j = 0; j < n; ++j) {
         for (int64_t i = 0; i < m; ++i) {
           const size_t ci = pad + p * sc + j * ldc + i;
@@ -145,7 +146,8 @@ class ClBlastTest : public ::testing::Test {
     const int64_t m = 30, cols = 20, lda = 31;
     std::vector<T> a = Random<T>(lda * cols, 6), gx = Random<T>(m, 7), gy = Random<T>(cols, 8);
     ScopedDeviceMemory<T> da = Upload(a), dgx = Upload(gx), dgy = Upload(gy);
-    stream_->ThenBlasGemv<T>(Transpose::kTranspose, m, cols, T(0.5), *da, lda, *dgx, 1, T(2), dgy.ptr(), 1);
+    stream_->ThenBlasGemv<T>(Transpose::kTranspose, m, cols, T(0.5), *da, lda, *dgx, 1, T(2),
+                             dgy.ptr(), 1);
     std::vector<T> got = Download(*dgy);
     std::vector<double> ref(cols), scale(cols);
     for (int64_t j = 0; j < cols; ++j) {
@@ -193,7 +195,9 @@ TEST_F(ClBlastTest, GemmBatchedArrays) {
   args.a = {*da, *da};
   args.b = {*db, *db};
   args.c = {*c0, *c1};
-  stream_->ThenMemZero(c0.ptr(), m * n * 4).ThenMemZero(c1.ptr(), m * n * 4).ThenBlasGemmBatched(args);
+  stream_->ThenMemZero(c0.ptr(), m * n * 4)
+      .ThenMemZero(c1.ptr(), m * n * 4)
+      .ThenBlasGemmBatched(args);
   std::vector<float> r0 = Download(*c0), r1 = Download(*c1);
   EXPECT_EQ(r0, r1);
   double ref = 0, abs = 0;

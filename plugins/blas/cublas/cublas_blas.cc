@@ -62,17 +62,17 @@ cublasOperation_t Op(Transpose t) { return t == Transpose::kTranspose ? CUBLAS_O
 template <typename T>
 absl::StatusOr<T*> Address(const char* name, const DeviceMemoryBase& memory) {
   if (memory.offset() % sizeof(T) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("cublas: ", name, " starts at byte offset ",
-                                                   memory.offset(), ", not a multiple of the element size ",
-                                                   sizeof(T)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cublas: ", name, " starts at byte offset ", memory.offset(),
+                     ", not a multiple of the element size ", sizeof(T)));
   }
   return static_cast<T*>(CudaAddress(memory));
 }
 
 std::string GemmWhat(const char* prefix, const char* routine, const GemmArgs& g, int64_t batch) {
-  return absl::StrCat(prefix, routine, "(", TransposeName(g.trans_a), TransposeName(g.trans_b), ", m=", g.m,
-                      ", n=", g.n, ", k=", g.k, ", lda=", g.lda, ", ldb=", g.ldb, ", ldc=", g.ldc,
-                      ", batch=", batch, ")");
+  return absl::StrCat(prefix, routine, "(", TransposeName(g.trans_a), TransposeName(g.trans_b),
+                      ", m=", g.m, ", n=", g.n, ", k=", g.k, ", lda=", g.lda, ", ldb=", g.ldb,
+                      ", ldc=", g.ldc, ", batch=", batch, ")");
 }
 
 }  // namespace
@@ -118,7 +118,8 @@ absl::StatusOr<cublasHandle_t> CuBlas::Handle() {
 absl::StatusOr<cublasHandle_t> CuBlas::HandleLocked() {
   if (handle_ != nullptr) return handle_;
   cublasHandle_t handle = nullptr;
-  RILL_RETURN_IF_ERROR(CuBlasStatus(cublasCreate(&handle), absl::StrCat("cublasCreate (device ", ordinal_, ")")));
+  RILL_RETURN_IF_ERROR(
+      CuBlasStatus(cublasCreate(&handle), absl::StrCat("cublasCreate (device ", ordinal_, ")")));
   handle_ = handle;
   return handle_;
 }
@@ -131,7 +132,8 @@ absl::StatusOr<CuBlas::Bound> CuBlas::BindLocked(cudaStream_t stream, cublasPoin
 }
 
 absl::StatusOr<cudaStream_t> CuBlas::CheckedStream(Stream* stream) {
-  RILL_ASSIGN_OR_RETURN(cudaStream_t cuda_stream, CudaPluginStream(executor_, stream, kName, "AsBlas()"));
+  RILL_ASSIGN_OR_RETURN(cudaStream_t cuda_stream,
+                        CudaPluginStream(executor_, stream, kName, "AsBlas()"));
   if (!stream->ok()) return stream->status();
   return cuda_stream;
 }
@@ -171,20 +173,20 @@ absl::Status CuBlas::Gemm(Stream* stream, const GemmArgs& g) {
   auto gemm = [&]<typename T>(T) -> absl::Status {
     RILL_ASSIGN_OR_RETURN(const T* a, Address<const T>("a", g.a));
     RILL_ASSIGN_OR_RETURN(const T* b, Address<const T>("b", g.b));
-    RILL_ASSIGN_OR_RETURN(T* c, Address<T>("c", g.c));
+    RILL_ASSIGN_OR_RETURN(T * c, Address<T>("c", g.c));
     const T alpha = static_cast<T>(g.alpha), beta = static_cast<T>(g.beta);
     if (g.batch_count == 1) {
       return Run(stream, GemmWhat(Api<T>::kPrefix, "gemm_64", g, 1), CUBLAS_POINTER_MODE_HOST,
                  [&](const Bound& h) {
-                   return Api<T>::gemm(h.handle, Op(g.trans_a), Op(g.trans_b), g.m, g.n, g.k, &alpha, a,
-                                       g.lda, b, g.ldb, &beta, c, g.ldc);
+                   return Api<T>::gemm(h.handle, Op(g.trans_a), Op(g.trans_b), g.m, g.n, g.k,
+                                       &alpha, a, g.lda, b, g.ldb, &beta, c, g.ldc);
                  });
     }
     return Run(stream, GemmWhat(Api<T>::kPrefix, "gemmStridedBatched_64", g, g.batch_count),
                CUBLAS_POINTER_MODE_HOST, [&](const Bound& h) {
-                 return Api<T>::gemm_strided(h.handle, Op(g.trans_a), Op(g.trans_b), g.m, g.n, g.k, &alpha, a,
-                                             g.lda, g.stride_a, b, g.ldb, g.stride_b, &beta, c, g.ldc,
-                                             g.stride_c, g.batch_count);
+                 return Api<T>::gemm_strided(h.handle, Op(g.trans_a), Op(g.trans_b), g.m, g.n, g.k,
+                                             &alpha, a, g.lda, g.stride_a, b, g.ldb, g.stride_b,
+                                             &beta, c, g.ldc, g.stride_c, g.batch_count);
                });
   };
   return g.type == DataType::kFloat ? gemm(float{}) : gemm(double{});
@@ -213,12 +215,13 @@ absl::Status CuBlas::GemmBatchedT(Stream* stream, const GemmBatchedArgs& args) {
       cudaMemcpyAsync(device_arrays, arrays.data(), bytes, cudaMemcpyHostToDevice, cuda_stream),
       "cublas gemm-batched: cudaMemcpyAsync(pointer arrays)"));
   auto* const* table = static_cast<void* const*>(device_arrays);
-  const absl::Status status = CuBlasStatus(
-      Api<T>::gemm_batched(bound.handle, Op(g.trans_a), Op(g.trans_b), g.m, g.n, g.k, &alpha,
-                           reinterpret_cast<const T* const*>(table), g.lda,
-                           reinterpret_cast<const T* const*>(table + count), g.ldb, &beta,
-                           reinterpret_cast<T* const*>(table + 2 * count), g.ldc, static_cast<int64_t>(count)),
-      GemmWhat(Api<T>::kPrefix, "gemmBatched_64", g, static_cast<int64_t>(count)));
+  const absl::Status status =
+      CuBlasStatus(Api<T>::gemm_batched(bound.handle, Op(g.trans_a), Op(g.trans_b), g.m, g.n, g.k,
+                                        &alpha, reinterpret_cast<const T* const*>(table), g.lda,
+                                        reinterpret_cast<const T* const*>(table + count), g.ldb,
+                                        &beta, reinterpret_cast<T* const*>(table + 2 * count),
+                                        g.ldc, static_cast<int64_t>(count)),
+                   GemmWhat(Api<T>::kPrefix, "gemmBatched_64", g, static_cast<int64_t>(count)));
   // Recorded even after a failed gemm: the copy above was enqueued.
   RILL_RETURN_IF_ERROR(CudaStatus(cudaEventRecord(pointers_done_, cuda_stream),
                                   "cublas gemm-batched: cudaEventRecord"));
@@ -235,7 +238,8 @@ namespace {
 
 template <typename T>
 std::string VectorWhat(const char* routine, const VectorArgs& v) {
-  return absl::StrCat(Api<T>::kPrefix, routine, "(n=", v.n, ", incx=", v.incx, ", incy=", v.incy, ")");
+  return absl::StrCat(Api<T>::kPrefix, routine, "(n=", v.n, ", incx=", v.incx, ", incy=", v.incy,
+                      ")");
 }
 
 }  // namespace
@@ -244,14 +248,14 @@ absl::Status CuBlas::Gemv(Stream* stream, const GemvArgs& g) {
   auto gemv = [&]<typename T>(T) -> absl::Status {
     RILL_ASSIGN_OR_RETURN(const T* a, Address<const T>("a", g.a));
     RILL_ASSIGN_OR_RETURN(const T* x, Address<const T>("x", g.x));
-    RILL_ASSIGN_OR_RETURN(T* y, Address<T>("y", g.y));
+    RILL_ASSIGN_OR_RETURN(T * y, Address<T>("y", g.y));
     const T alpha = static_cast<T>(g.alpha), beta = static_cast<T>(g.beta);
     return Run(stream,
-               absl::StrCat(Api<T>::kPrefix, "gemv_64(", TransposeName(g.trans), ", m=", g.m, ", n=", g.n,
-                            ", lda=", g.lda, ")"),
+               absl::StrCat(Api<T>::kPrefix, "gemv_64(", TransposeName(g.trans), ", m=", g.m,
+                            ", n=", g.n, ", lda=", g.lda, ")"),
                CUBLAS_POINTER_MODE_HOST, [&](const Bound& b) {
-                 return Api<T>::gemv(b.handle, Op(g.trans), g.m, g.n, &alpha, a, g.lda, x, g.incx, &beta, y,
-                                     g.incy);
+                 return Api<T>::gemv(b.handle, Op(g.trans), g.m, g.n, &alpha, a, g.lda, x, g.incx,
+                                     &beta, y, g.incy);
                });
   };
   return g.type == DataType::kFloat ? gemv(float{}) : gemv(double{});
@@ -260,7 +264,7 @@ absl::Status CuBlas::Gemv(Stream* stream, const GemvArgs& g) {
 absl::Status CuBlas::Axpy(Stream* stream, const VectorArgs& v) {
   auto axpy = [&]<typename T>(T) -> absl::Status {
     RILL_ASSIGN_OR_RETURN(const T* x, Address<const T>("x", v.x));
-    RILL_ASSIGN_OR_RETURN(T* y, Address<T>("y", v.y));
+    RILL_ASSIGN_OR_RETURN(T * y, Address<T>("y", v.y));
     const T alpha = static_cast<T>(v.alpha);
     return Run(stream, VectorWhat<T>("axpy_64", v), CUBLAS_POINTER_MODE_HOST, [&](const Bound& b) {
       return Api<T>::axpy(b.handle, v.n, &alpha, x, v.incx, y, v.incy);
@@ -271,7 +275,7 @@ absl::Status CuBlas::Axpy(Stream* stream, const VectorArgs& v) {
 
 absl::Status CuBlas::Scal(Stream* stream, const VectorArgs& v) {
   auto scal = [&]<typename T>(T) -> absl::Status {
-    RILL_ASSIGN_OR_RETURN(T* x, Address<T>("x", v.x));
+    RILL_ASSIGN_OR_RETURN(T * x, Address<T>("x", v.x));
     const T alpha = static_cast<T>(v.alpha);
     return Run(stream, VectorWhat<T>("scal_64", v), CUBLAS_POINTER_MODE_HOST,
                [&](const Bound& b) { return Api<T>::scal(b.handle, v.n, &alpha, x, v.incx); });
@@ -282,7 +286,7 @@ absl::Status CuBlas::Scal(Stream* stream, const VectorArgs& v) {
 absl::Status CuBlas::Copy(Stream* stream, const VectorArgs& v) {
   auto copy = [&]<typename T>(T) -> absl::Status {
     RILL_ASSIGN_OR_RETURN(const T* x, Address<const T>("x", v.x));
-    RILL_ASSIGN_OR_RETURN(T* y, Address<T>("y", v.y));
+    RILL_ASSIGN_OR_RETURN(T * y, Address<T>("y", v.y));
     return Run(stream, VectorWhat<T>("copy_64", v), CUBLAS_POINTER_MODE_HOST,
                [&](const Bound& b) { return Api<T>::copy(b.handle, v.n, x, v.incx, y, v.incy); });
   };
@@ -295,7 +299,7 @@ absl::Status CuBlas::Dot(Stream* stream, const VectorArgs& v) {
   auto dot = [&]<typename T>(T) -> absl::Status {
     RILL_ASSIGN_OR_RETURN(const T* x, Address<const T>("x", v.x));
     RILL_ASSIGN_OR_RETURN(const T* y, Address<const T>("y", v.y));
-    RILL_ASSIGN_OR_RETURN(T* r, Address<T>("result", v.result));
+    RILL_ASSIGN_OR_RETURN(T * r, Address<T>("result", v.result));
     return Run(stream, VectorWhat<T>("dot_64", v), CUBLAS_POINTER_MODE_DEVICE,
                [&](const Bound& b) { return Api<T>::dot(b.handle, v.n, x, v.incx, y, v.incy, r); });
   };
@@ -305,7 +309,7 @@ absl::Status CuBlas::Dot(Stream* stream, const VectorArgs& v) {
 absl::Status CuBlas::Nrm2(Stream* stream, const VectorArgs& v) {
   auto nrm2 = [&]<typename T>(T) -> absl::Status {
     RILL_ASSIGN_OR_RETURN(const T* x, Address<const T>("x", v.x));
-    RILL_ASSIGN_OR_RETURN(T* r, Address<T>("result", v.result));
+    RILL_ASSIGN_OR_RETURN(T * r, Address<T>("result", v.result));
     return Run(stream, VectorWhat<T>("nrm2_64", v), CUBLAS_POINTER_MODE_DEVICE,
                [&](const Bound& b) { return Api<T>::nrm2(b.handle, v.n, x, v.incx, r); });
   };
@@ -315,7 +319,7 @@ absl::Status CuBlas::Nrm2(Stream* stream, const VectorArgs& v) {
 absl::Status CuBlas::Asum(Stream* stream, const VectorArgs& v) {
   auto asum = [&]<typename T>(T) -> absl::Status {
     RILL_ASSIGN_OR_RETURN(const T* x, Address<const T>("x", v.x));
-    RILL_ASSIGN_OR_RETURN(T* r, Address<T>("result", v.result));
+    RILL_ASSIGN_OR_RETURN(T * r, Address<T>("result", v.result));
     return Run(stream, VectorWhat<T>("asum_64", v), CUBLAS_POINTER_MODE_DEVICE,
                [&](const Bound& b) { return Api<T>::asum(b.handle, v.n, x, v.incx, r); });
   };

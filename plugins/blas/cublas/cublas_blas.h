@@ -130,7 +130,7 @@ class CuBlas : public BlasSupport {
   const int ordinal_;               // The executor's CUDA device.
   Mutex mu_;
   cublasHandle_t handle_ ABSL_GUARDED_BY(mu_) = nullptr;
-  DeviceMemoryBase pointers_ ABSL_GUARDED_BY(mu_);             // Gemm-batched arrays.
+  DeviceMemoryBase pointers_ ABSL_GUARDED_BY(mu_);            // Gemm-batched arrays.
   cudaEvent_t pointers_done_ ABSL_GUARDED_BY(mu_) = nullptr;  // After their last use.
   bool pointers_used_ ABSL_GUARDED_BY(mu_) = false;           // pointers_done_ recorded.
 };

@@ -9,6 +9,8 @@
 // input. Tolerance as plugins/blas/blas_plugin_test.cc:
 // |r - ref| <= 4 (k + 2) eps(T) scale, scale the same sum over |terms|.
 
+#include "rill/plugins/blas/cublas/cublas_blas.h"
+
 #include <cublas_v2.h>
 
 #include <cmath>
@@ -22,7 +24,6 @@
 #include "rill/platform/cuda/cuda_plugin.h"
 #include "rill/plugins/blas/blas.h"
 #include "rill/plugins/blas/blas_test_util.h"
-#include "rill/plugins/blas/cublas/cublas_blas.h"
 #include "rill/plugins/blas/cublas/cublas_status.h"
 #include "rill/rill.h"
 #include "tests/testing/status_testing.h"
@@ -30,27 +31,29 @@
 namespace rill {
 namespace {
 
-using ::rill::testing::HasError;
-using ::rill::testing::IsOk;
-using ::rill::testing::Must;
 using ::rill::blas_testing::ExpectNear;
 using ::rill::blas_testing::GemmRef;
 using ::rill::blas_testing::NaiveGemm;
 using ::rill::blas_testing::Random;
+using ::rill::testing::HasError;
+using ::rill::testing::IsOk;
+using ::rill::testing::Must;
 
 // --- Without a device.
 
 TEST(CuBlasRegistryTest, RegisteredAsTheCudaDefault) {
   bool found = false;
   for (const PluginRegistry::Entry& e : PluginRegistry::Default().List()) {
-    if (e.platform != kCudaPlatformId || e.kind != PluginKind::kBlas || e.name != "cublas") continue;
+    if (e.platform != kCudaPlatformId || e.kind != PluginKind::kBlas || e.name != "cublas")
+      continue;
     found = true;
     if (std::getenv("RILL_BLAS") == nullptr) {
       EXPECT_TRUE(e.is_default);
     }
   }
   EXPECT_TRUE(found) << "no \"cublas\" BLAS plugin registered for the cuda platform";
-  EXPECT_TRUE(IsOk(PluginRegistry::Default().CheckRegistered(kCudaPlatformId, PluginKind::kBlas, "cublas")));
+  EXPECT_TRUE(IsOk(
+      PluginRegistry::Default().CheckRegistered(kCudaPlatformId, PluginKind::kBlas, "cublas")));
 }
 
 TEST(CuBlasStatusTest, NamesCodesAndCanonicalCodes) {
@@ -58,27 +61,32 @@ TEST(CuBlasStatusTest, NamesCodesAndCanonicalCodes) {
   EXPECT_TRUE(HasError(CuBlasStatus(CUBLAS_STATUS_ALLOC_FAILED, "cublasSgemm"),
                        absl::StatusCode::kResourceExhausted,
                        {"cublasSgemm: ", "CUBLAS_STATUS_ALLOC_FAILED (3): "}));
-  EXPECT_TRUE(HasError(CuBlasStatus(CUBLAS_STATUS_INVALID_VALUE, "w"), absl::StatusCode::kInvalidArgument,
-                       {"CUBLAS_STATUS_INVALID_VALUE (7)"}));
+  EXPECT_TRUE(HasError(CuBlasStatus(CUBLAS_STATUS_INVALID_VALUE, "w"),
+                       absl::StatusCode::kInvalidArgument, {"CUBLAS_STATUS_INVALID_VALUE (7)"}));
   EXPECT_TRUE(HasError(CuBlasStatus(CUBLAS_STATUS_NOT_INITIALIZED, "cublasCreate"),
-                       absl::StatusCode::kUnavailable, {"cublasCreate", "CUBLAS_STATUS_NOT_INITIALIZED (1)"}));
-  EXPECT_TRUE(HasError(CuBlasStatus(CUBLAS_STATUS_NOT_SUPPORTED, "w"), absl::StatusCode::kUnimplemented,
-                       {"CUBLAS_STATUS_NOT_SUPPORTED (15)"}));
-  EXPECT_TRUE(HasError(CuBlasStatus(CUBLAS_STATUS_ARCH_MISMATCH, "w"), absl::StatusCode::kUnimplemented,
-                       {"CUBLAS_STATUS_ARCH_MISMATCH (8)"}));
-  EXPECT_TRUE(HasError(CuBlasStatus(CUBLAS_STATUS_EXECUTION_FAILED, "w"), absl::StatusCode::kInternal,
-                       {"CUBLAS_STATUS_EXECUTION_FAILED (13)"}));
+                       absl::StatusCode::kUnavailable,
+                       {"cublasCreate", "CUBLAS_STATUS_NOT_INITIALIZED (1)"}));
+  EXPECT_TRUE(HasError(CuBlasStatus(CUBLAS_STATUS_NOT_SUPPORTED, "w"),
+                       absl::StatusCode::kUnimplemented, {"CUBLAS_STATUS_NOT_SUPPORTED (15)"}));
+  EXPECT_TRUE(HasError(CuBlasStatus(CUBLAS_STATUS_ARCH_MISMATCH, "w"),
+                       absl::StatusCode::kUnimplemented, {"CUBLAS_STATUS_ARCH_MISMATCH (8)"}));
+  EXPECT_TRUE(HasError(CuBlasStatus(CUBLAS_STATUS_EXECUTION_FAILED, "w"),
+                       absl::StatusCode::kInternal, {"CUBLAS_STATUS_EXECUTION_FAILED (13)"}));
   EXPECT_TRUE(HasError(CuBlasStatus(CUBLAS_STATUS_INTERNAL_ERROR, "w"), absl::StatusCode::kInternal,
                        {"CUBLAS_STATUS_INTERNAL_ERROR (14)"}));
   EXPECT_TRUE(HasError(CuBlasStatus(12345, "w"), absl::StatusCode::kInternal, {"(12345)"}));
 }
 
-TEST(CuBlasStatusTest, LibraryVersionIsTheHeaders) { EXPECT_EQ(CuBlas::LibraryVersion(), CUBLAS_VERSION); }
+TEST(CuBlasStatusTest, LibraryVersionIsTheHeaders) {
+  EXPECT_EQ(CuBlas::LibraryVersion(), CUBLAS_VERSION);
+}
 
 TEST(CuBlasCreateTest, RejectsAHostExecutor) {
-  StreamExecutor* host = Must(Must(PlatformManager::Default().PlatformWithName("host"))->ExecutorForDevice(0));
+  StreamExecutor* host =
+      Must(Must(PlatformManager::Default().PlatformWithName("host"))->ExecutorForDevice(0));
   EXPECT_TRUE(HasError(CuBlas::Create(host).status(), absl::StatusCode::kInvalidArgument));
-  EXPECT_TRUE(HasError(CuBlas::Create(nullptr).status(), absl::StatusCode::kInvalidArgument, {"null"}));
+  EXPECT_TRUE(
+      HasError(CuBlas::Create(nullptr).status(), absl::StatusCode::kInvalidArgument, {"null"}));
 }
 
 // --- On a device.
@@ -116,8 +124,9 @@ class CuBlasTest : public ::testing::Test {
   // element offset, `batch` matrices through the strided form.
   template <typename T>
   void CheckGemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, int64_t batch) {
-    SCOPED_TRACE(::testing::Message() << "m=" << m << " n=" << n << " k=" << k << " " << TransposeName(ta)
-                                      << TransposeName(tb) << " batch=" << batch);
+    SCOPED_TRACE(::testing::Message()
+                 << "m=" << m << " n=" << n << " k=" << k << " " << TransposeName(ta)
+                 << TransposeName(tb) << " batch=" << batch);
     const bool at = ta == Transpose::kTranspose, bt = tb == Transpose::kTranspose;
     const int64_t lda = (at ? k : m) + 1, ldb = (bt ? n : k) + 2, ldc = m + 3;
     const int64_t sa = lda * (at ? m : k), sb = ldb * (bt ? k : n), sc = ldc * n;
@@ -128,8 +137,9 @@ class CuBlasTest : public ::testing::Test {
     ScopedDeviceMemory<T> da = Upload(a), db = Upload(b), dc = Upload(c);
     DeviceMemory<T> a_view = Must(da->GetSlice(pad, sa * batch));
     DeviceMemory<T> c_view = Must(dc->GetSlice(pad, sc * batch));
-    stream_->ThenBlasGemmStridedBatched<T>(ta, tb, m, n, k, static_cast<T>(alpha), a_view, lda, sa, *db, ldb,
-                                           sb, static_cast<T>(beta), &c_view, ldc, sc, batch);
+    stream_->ThenBlasGemmStridedBatched<T>(ta, tb, m, n, k, static_cast<T>(alpha), a_view, lda, sa,
+                                           *db, ldb, sb, static_cast<T>(beta), &c_view, ldc, sc,
+                                           batch);
     std::vector<T> got = Download(*dc);
     std::vector<double> ref(c.begin(), c.end()), scale(c.size(), 0.0);  // Gaps stay exact.
     for (int64_t p = 0; p < batch; ++p) {
@@ -230,8 +240,20 @@ void CuBlasTest::CheckGemmBatched(Stream* stream, int count, uint32_t seed) {
   std::vector<std::vector<T>> a(count), b(count), c(count);
   std::vector<ScopedDeviceMemory<T>> da, db, dc;
   GemmBatchedArgs args;
-  args.shape = GemmArgs{DataTypeOf<T>(), Transpose::kTranspose, Transpose::kNoTranspose, m, n, k, 1.5, {}, k,
-                        {}, k, 0.25, {}, m};
+  args.shape = GemmArgs{DataTypeOf<T>(),
+                        Transpose::kTranspose,
+                        Transpose::kNoTranspose,
+                        m,
+                        n,
+                        k,
+                        1.5,
+                        {},
+                        k,
+                        {},
+                        k,
+                        0.25,
+                        {},
+                        m};
   for (int i = 0; i < count; ++i) {
     a[i] = Random<T>(k * m, seed + 3 * i);
     b[i] = Random<T>(k * n, seed + 3 * i + 1);
@@ -246,7 +268,8 @@ void CuBlasTest::CheckGemmBatched(Stream* stream, int count, uint32_t seed) {
   }
   stream->ThenBlasGemmBatched(args);
   for (int i = 0; i < count; ++i) {
-    GemmRef r = NaiveGemm(true, false, m, n, k, 1.5, a[i].data(), k, b[i].data(), k, 0.25, c[i].data(), m);
+    GemmRef r =
+        NaiveGemm(true, false, m, n, k, 1.5, a[i].data(), k, b[i].data(), k, 0.25, c[i].data(), m);
     SCOPED_TRACE(::testing::Message() << "matrix " << i << " of " << count);
     ExpectNear(Download(*dc[i], stream), r.value, r.scale, k);
   }
@@ -301,7 +324,8 @@ TEST_F(CuBlasTest, OrderedWithHostCallbacksAndSkippedAfterFailure) {
   EXPECT_EQ(Download(*dx), std::vector<float>(256, 6.0f));
 
   std::unique_ptr<Stream> failed = Must(executor_->CreateStream());
-  failed->ThenDoHostCallbackWithStatus([] { return absl::AbortedError("stop here"); }).ThenBlasScal(scal);
+  failed->ThenDoHostCallbackWithStatus([] { return absl::AbortedError("stop here"); })
+      .ThenBlasScal(scal);
   EXPECT_TRUE(HasError(failed->BlockHostUntilDone(), absl::StatusCode::kAborted, {"stop here"}));
   EXPECT_EQ(Download(*dx), std::vector<float>(256, 6.0f)) << "the scal after the failure ran";
 }
@@ -319,8 +343,8 @@ TEST_F(CuBlasTest, DirectCallsThroughTheHandle) {
   // cuBLAS's own argument errors come back with its names (lda < m).
   EXPECT_TRUE(HasError(blas_->WithHandle(stream_.get(), "cublasSgemm(lda=1)",
                                          [&](cublasHandle_t h) {
-                                           return cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, &alpha, p, 1,
-                                                              p, 4, &alpha, p, 4);
+                                           return cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4,
+                                                              &alpha, p, 1, p, 4, &alpha, p, 4);
                                          }),
                        absl::StatusCode::kInvalidArgument,
                        {"cublasSgemm(lda=1)", "CUBLAS_STATUS_INVALID_VALUE (7)"}));
@@ -330,8 +354,8 @@ TEST_F(CuBlasTest, DirectCallsThroughTheHandle) {
 TEST_F(CuBlasTest, BadInput) {
   ScopedDeviceMemory<float> v = Must(executor_->AllocateOwnedArray<float>(16));
   VectorArgs misaligned{DataType::kFloat, 2, 1, Must(v->GetByteSlice(2, 8)), 1, {}, 1, {}};
-  EXPECT_TRUE(HasError(blas_->DoBlasScal(stream_.get(), misaligned), absl::StatusCode::kInvalidArgument,
-                       {"byte offset 2", "element size 4"}));
+  EXPECT_TRUE(HasError(blas_->DoBlasScal(stream_.get(), misaligned),
+                       absl::StatusCode::kInvalidArgument, {"byte offset 2", "element size 4"}));
   // A stream of another platform's executor.
   Platform* host = Must(PlatformManager::Default().PlatformWithName("host"));
   std::unique_ptr<Stream> host_stream = Must(Must(host->ExecutorForDevice(0))->CreateStream());

@@ -9,8 +9,8 @@ namespace rill {
 absl::Status CuBlasStatus(int status, absl::string_view what) {
   if (status == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
   const auto s = static_cast<cublasStatus_t>(status);
-  const std::string message =
-      absl::StrCat(what, ": ", cublasGetStatusName(s), " (", status, "): ", cublasGetStatusString(s));
+  const std::string message = absl::StrCat(what, ": ", cublasGetStatusName(s), " (", status,
+                                           "): ", cublasGetStatusString(s));
   switch (s) {
     case CUBLAS_STATUS_ALLOC_FAILED:
       return absl::ResourceExhaustedError(message);

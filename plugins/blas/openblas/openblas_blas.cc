@@ -1,5 +1,6 @@
 #include "rill/plugins/blas/openblas/openblas_blas.h"
 
+#include <cblas.h>  // OpenBLAS's (include dir from its CMake package).
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -8,8 +9,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <utility>
-
-#include <cblas.h>  // OpenBLAS's (include dir from its CMake package).
 
 #include "absl/strings/str_cat.h"
 #include "rill/base/status_macros.h"
@@ -35,8 +34,8 @@ int ThreadsFromEnv() {
 }
 
 struct ThreadPolicy {
-  int fixed = ThreadsFromEnv();                             // 0: auto.
-  int cores = std::max(1, openblas_get_num_threads());      // The library's own count at start.
+  int fixed = ThreadsFromEnv();                         // 0: auto.
+  int cores = std::max(1, openblas_get_num_threads());  // The library's own count at start.
 };
 
 ThreadPolicy& Policy() {
@@ -45,9 +44,8 @@ ThreadPolicy& Policy() {
 }
 
 // Counts a call in flight for its scope (platform/host/host_thread_budget.h)
-// and sets the library's thread count for it. openblas_set_num_threads only stores the count the next call splits
-// its work by (the pool never shrinks), so a call already running keeps its
-// split.
+// and sets the library's thread count for it. openblas_set_num_threads only stores the count the
+// next call splits its work by (the pool never shrinks), so a call already running keeps its split.
 class CallScope {
  public:
   CallScope() : policy_(Policy()) {
@@ -80,8 +78,12 @@ absl::Status Fits(const char* name, int64_t value) {
 }
 
 absl::Status GemmFits(const GemmArgs& g) {
-  for (auto [name, value] : {std::pair<const char*, int64_t>{"m", g.m}, {"n", g.n}, {"k", g.k},
-                             {"lda", g.lda}, {"ldb", g.ldb}, {"ldc", g.ldc}}) {
+  for (auto [name, value] : {std::pair<const char*, int64_t>{"m", g.m},
+                             {"n", g.n},
+                             {"k", g.k},
+                             {"lda", g.lda},
+                             {"ldb", g.ldb},
+                             {"ldc", g.ldc}}) {
     RILL_RETURN_IF_ERROR(Fits(name, value));
   }
   return absl::OkStatus();
@@ -93,7 +95,9 @@ absl::Status VectorFits(const VectorArgs& v) {
   return Fits("incy", v.incy);
 }
 
-CBLAS_TRANSPOSE ToCblas(Transpose t) { return t == Transpose::kTranspose ? CblasTrans : CblasNoTrans; }
+CBLAS_TRANSPOSE ToCblas(Transpose t) {
+  return t == Transpose::kTranspose ? CblasTrans : CblasNoTrans;
+}
 
 // --- Typed forwards to CBLAS, overloaded on the element type.
 
@@ -102,7 +106,8 @@ void CblasGemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, floa
   cblas_sgemm(CblasColMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 void CblasGemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, double alpha,
-               const double* a, int lda, const double* b, int ldb, double beta, double* c, int ldc) {
+               const double* a, int lda, const double* b, int ldb, double beta, double* c,
+               int ldc) {
   cblas_dgemm(CblasColMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 void CblasGemv(CBLAS_TRANSPOSE t, int m, int n, float alpha, const float* a, int lda,
@@ -121,8 +126,12 @@ void CblasAxpy(int n, double alpha, const double* x, int incx, double* y, int in
 }
 void CblasScal(int n, float alpha, float* x, int incx) { cblas_sscal(n, alpha, x, incx); }
 void CblasScal(int n, double alpha, double* x, int incx) { cblas_dscal(n, alpha, x, incx); }
-void CblasCopy(int n, const float* x, int incx, float* y, int incy) { cblas_scopy(n, x, incx, y, incy); }
-void CblasCopy(int n, const double* x, int incx, double* y, int incy) { cblas_dcopy(n, x, incx, y, incy); }
+void CblasCopy(int n, const float* x, int incx, float* y, int incy) {
+  cblas_scopy(n, x, incx, y, incy);
+}
+void CblasCopy(int n, const double* x, int incx, double* y, int incy) {
+  cblas_dcopy(n, x, incx, y, incy);
+}
 float CblasDot(int n, const float* x, int incx, const float* y, int incy) {
   return cblas_sdot(n, x, incx, y, incy);
 }
@@ -172,8 +181,8 @@ std::vector<T*> Pointers(const std::vector<DeviceMemoryBase>& memory) {
 absl::StatusOr<std::unique_ptr<OpenBlas>> OpenBlas::Create(StreamExecutor* executor) {
   if (executor == nullptr) return absl::InvalidArgumentError("openblas: executor is null");
   if (executor->platform()->id() != kHostPlatformId) {
-    return absl::InvalidArgumentError(absl::StrCat("openblas runs on the host platform, not ",
-                                                   executor->DebugName()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("openblas runs on the host platform, not ", executor->DebugName()));
   }
   Policy();  // Reads RILL_BLAS_THREADS and the library's thread count once.
   return std::unique_ptr<OpenBlas>(new OpenBlas(executor));
@@ -194,24 +203,28 @@ int OpenBlas::ConfiguredThreads() { return Policy().fixed; }
 absl::Status OpenBlas::Gemm(Stream* stream, const GemmArgs& g) {
   RILL_RETURN_IF_ERROR(GemmFits(g));
   if (g.type == DataType::kFloat) {
-    return EnqueueOn(executor_, stream, [g, a = Ptr<float>(g.a), b = Ptr<float>(g.b), c = Ptr<float>(g.c)] {
-      RunGemm<float>(g, a, b, c);
-    });
+    return EnqueueOn(executor_, stream,
+                     [g, a = Ptr<float>(g.a), b = Ptr<float>(g.b), c = Ptr<float>(g.c)] {
+                       RunGemm<float>(g, a, b, c);
+                     });
   }
-  return EnqueueOn(executor_, stream, [g, a = Ptr<double>(g.a), b = Ptr<double>(g.b), c = Ptr<double>(g.c)] {
-    RunGemm<double>(g, a, b, c);
-  });
+  return EnqueueOn(executor_, stream,
+                   [g, a = Ptr<double>(g.a), b = Ptr<double>(g.b), c = Ptr<double>(g.c)] {
+                     RunGemm<double>(g, a, b, c);
+                   });
 }
 
 absl::Status OpenBlas::GemmBatched(Stream* stream, const GemmBatchedArgs& args) {
   RILL_RETURN_IF_ERROR(GemmFits(args.shape));
   const GemmArgs& g = args.shape;
   if (g.type == DataType::kFloat) {
-    return EnqueueOn(executor_, stream, [g, a = Pointers<float>(args.a), b = Pointers<float>(args.b),
-                                         c = Pointers<float>(args.c)] { RunGemmBatched<float>(g, a, b, c); });
+    return EnqueueOn(executor_, stream,
+                     [g, a = Pointers<float>(args.a), b = Pointers<float>(args.b),
+                      c = Pointers<float>(args.c)] { RunGemmBatched<float>(g, a, b, c); });
   }
-  return EnqueueOn(executor_, stream, [g, a = Pointers<double>(args.a), b = Pointers<double>(args.b),
-                                       c = Pointers<double>(args.c)] { RunGemmBatched<double>(g, a, b, c); });
+  return EnqueueOn(executor_, stream,
+                   [g, a = Pointers<double>(args.a), b = Pointers<double>(args.b),
+                    c = Pointers<double>(args.c)] { RunGemmBatched<double>(g, a, b, c); });
 }
 
 namespace {
@@ -227,29 +240,46 @@ enum class Level1 { kAxpy, kScal, kCopy, kDot, kNrm2, kAsum };
 
 template <typename T>
 void RunLevel1(Level1 op, const VectorArgs& v) {
-  const int n = static_cast<int>(v.n), incx = static_cast<int>(v.incx), incy = static_cast<int>(v.incy);
+  const int n = static_cast<int>(v.n), incx = static_cast<int>(v.incx),
+            incy = static_cast<int>(v.incy);
   T* x = Ptr<T>(v.x);
   switch (op) {
-    case Level1::kAxpy: CblasAxpy(n, static_cast<T>(v.alpha), x, incx, Ptr<T>(v.y), incy); break;
-    case Level1::kScal: CblasScal(n, static_cast<T>(v.alpha), x, incx); break;
-    case Level1::kCopy: CblasCopy(n, x, incx, Ptr<T>(v.y), incy); break;
-    case Level1::kDot: *Ptr<T>(v.result) = CblasDot(n, x, incx, Ptr<T>(v.y), incy); break;
-    case Level1::kNrm2: *Ptr<T>(v.result) = CblasNrm2(n, x, incx); break;
-    case Level1::kAsum: *Ptr<T>(v.result) = CblasAsum(n, x, incx); break;
+    case Level1::kAxpy:
+      CblasAxpy(n, static_cast<T>(v.alpha), x, incx, Ptr<T>(v.y), incy);
+      break;
+    case Level1::kScal:
+      CblasScal(n, static_cast<T>(v.alpha), x, incx);
+      break;
+    case Level1::kCopy:
+      CblasCopy(n, x, incx, Ptr<T>(v.y), incy);
+      break;
+    case Level1::kDot:
+      *Ptr<T>(v.result) = CblasDot(n, x, incx, Ptr<T>(v.y), incy);
+      break;
+    case Level1::kNrm2:
+      *Ptr<T>(v.result) = CblasNrm2(n, x, incx);
+      break;
+    case Level1::kAsum:
+      *Ptr<T>(v.result) = CblasAsum(n, x, incx);
+      break;
   }
 }
 
 absl::Status EnqueueLevel1(StreamExecutor* owner, Stream* stream, Level1 op, const VectorArgs& v) {
   RILL_RETURN_IF_ERROR(VectorFits(v));
-  if (v.type == DataType::kFloat) return EnqueueOn(owner, stream, [op, v] { RunLevel1<float>(op, v); });
+  if (v.type == DataType::kFloat)
+    return EnqueueOn(owner, stream, [op, v] { RunLevel1<float>(op, v); });
   return EnqueueOn(owner, stream, [op, v] { RunLevel1<double>(op, v); });
 }
 
 }  // namespace
 
 absl::Status OpenBlas::Gemv(Stream* stream, const GemvArgs& g) {
-  for (auto [name, value] : {std::pair<const char*, int64_t>{"m", g.m}, {"n", g.n}, {"lda", g.lda},
-                             {"incx", g.incx}, {"incy", g.incy}}) {
+  for (auto [name, value] : {std::pair<const char*, int64_t>{"m", g.m},
+                             {"n", g.n},
+                             {"lda", g.lda},
+                             {"incx", g.incx},
+                             {"incy", g.incy}}) {
     RILL_RETURN_IF_ERROR(Fits(name, value));
   }
   if (g.type == DataType::kFloat) return EnqueueOn(executor_, stream, [g] { RunGemv<float>(g); });

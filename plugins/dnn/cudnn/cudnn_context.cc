@@ -72,9 +72,9 @@ absl::StatusOr<void*> Context::WorkspaceLocked(cudaStream_t stream, uint64_t byt
     const uint64_t size = (bytes + kWorkspaceGranule - 1) / kWorkspaceGranule * kWorkspaceGranule;
     absl::StatusOr<DeviceMemoryBase> memory = executor_->Allocate(size);
     if (!memory.ok()) {
-      return absl::Status(
-          memory.status().code(),
-          absl::StrCat("cudnn: allocating a ", size, "-byte convolution workspace: ", memory.status().message()));
+      return absl::Status(memory.status().code(),
+                          absl::StrCat("cudnn: allocating a ", size,
+                                       "-byte convolution workspace: ", memory.status().message()));
     }
     workspace_ = *memory;
   } else if (workspace_recorded_) {

@@ -66,7 +66,8 @@ class Context {
  private:
   friend class Session;
   absl::StatusOr<cudnnHandle_t> HandleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<void*> WorkspaceLocked(cudaStream_t stream, uint64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<void*> WorkspaceLocked(cudaStream_t stream, uint64_t bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records the workspace event on `stream` after the work just enqueued.
   absl::Status WorkspaceUsedLocked(cudaStream_t stream) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -34,13 +34,19 @@ constexpr const char* kForwardAlgorithms[] = {
     "CUDNN_CONVOLUTION_FWD_ALGO_FFT",           "CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING",
     "CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD",      "CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED"};
 constexpr const char* kBackwardDataAlgorithms[] = {
-    "CUDNN_CONVOLUTION_BWD_DATA_ALGO_0",        "CUDNN_CONVOLUTION_BWD_DATA_ALGO_1",
-    "CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT",      "CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING",
-    "CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD", "CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED"};
+    "CUDNN_CONVOLUTION_BWD_DATA_ALGO_0",
+    "CUDNN_CONVOLUTION_BWD_DATA_ALGO_1",
+    "CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT",
+    "CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING",
+    "CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD",
+    "CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED"};
 constexpr const char* kBackwardFilterAlgorithms[] = {
-    "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0",         "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1",
-    "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT",       "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3",
-    "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD",  "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED",
+    "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0",
+    "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1",
+    "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT",
+    "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3",
+    "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD",
+    "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED",
     "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING"};
 static_assert(std::size(kForwardAlgorithms) == CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
 static_assert(std::size(kBackwardDataAlgorithms) == CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
@@ -48,9 +54,12 @@ static_assert(std::size(kBackwardFilterAlgorithms) == CUDNN_CONVOLUTION_BWD_FILT
 
 absl::Span<const char* const> AlgorithmEnumerators(ConvolutionKind kind) {
   switch (kind) {
-    case ConvolutionKind::kForward: return kForwardAlgorithms;
-    case ConvolutionKind::kBackwardData: return kBackwardDataAlgorithms;
-    case ConvolutionKind::kBackwardFilter: return kBackwardFilterAlgorithms;
+    case ConvolutionKind::kForward:
+      return kForwardAlgorithms;
+    case ConvolutionKind::kBackwardData:
+      return kBackwardDataAlgorithms;
+    case ConvolutionKind::kBackwardFilter:
+      return kBackwardFilterAlgorithms;
   }
   return {};
 }
@@ -60,7 +69,8 @@ absl::Span<const char* const> AlgorithmEnumerators(ConvolutionKind kind) {
 std::string AlgorithmName(ConvolutionKind kind, int64_t id) {
   std::string name = AlgorithmEnumerators(kind)[id];
   name = name.substr(name.find("_ALGO_") + 6);
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   return std::isdigit(static_cast<unsigned char>(name[0])) ? "algo_" + name : name;
 }
 
@@ -68,10 +78,11 @@ absl::Status CheckAlgorithmId(ConvolutionKind kind, int64_t id) {
   const int64_t count = static_cast<int64_t>(AlgorithmEnumerators(kind).size());
   if (id >= 0 && id < count) return absl::OkStatus();
   std::vector<std::string> offered;
-  for (int64_t i = 0; i < count; ++i) offered.push_back(absl::StrCat(i, " ", AlgorithmName(kind, i)));
-  return absl::NotFoundError(absl::StrCat("convolution algorithm ", id, " is not offered by cudnn for ",
-                                          ConvolutionKindName(kind), " (it offers ", absl::StrJoin(offered, ", "),
-                                          ")"));
+  for (int64_t i = 0; i < count; ++i)
+    offered.push_back(absl::StrCat(i, " ", AlgorithmName(kind, i)));
+  return absl::NotFoundError(
+      absl::StrCat("convolution algorithm ", id, " is not offered by cudnn for ",
+                   ConvolutionKindName(kind), " (it offers ", absl::StrJoin(offered, ", "), ")"));
 }
 
 // Scratch regions in a workspace start on 256-byte boundaries (cudaMalloc's).
@@ -97,7 +108,8 @@ struct ConvPlan {
   uint64_t staging_bytes = 0;  // Aligned; the algorithm's workspace follows.
 };
 
-absl::Status Stage(Staging& stage, uint64_t& bytes, uint64_t size, absl::StatusOr<cudnn::TensorDesc> user,
+absl::Status Stage(Staging& stage, uint64_t& bytes, uint64_t size,
+                   absl::StatusOr<cudnn::TensorDesc> user,
                    absl::StatusOr<cudnn::TensorDesc> compute) {
   RILL_ASSIGN_OR_RETURN(stage.user, std::move(user));
   RILL_ASSIGN_OR_RETURN(stage.compute, std::move(compute));
@@ -108,8 +120,8 @@ absl::Status Stage(Staging& stage, uint64_t& bytes, uint64_t size, absl::StatusO
 }
 
 absl::StatusOr<ConvPlan> MakePlan(const ConvolutionShape& s) {
-  const bool uniform =
-      s.output.layout == s.input.layout && s.filter.layout == cudnn::MatchingFilterLayout(s.input.layout);
+  const bool uniform = s.output.layout == s.input.layout &&
+                       s.filter.layout == cudnn::MatchingFilterLayout(s.input.layout);
   const DataLayout layout = uniform ? s.input.layout : DataLayout::kNCHW;
   const FilterLayout filter_layout = cudnn::MatchingFilterLayout(layout);
   ConvPlan p;
@@ -119,8 +131,8 @@ absl::StatusOr<ConvPlan> MakePlan(const ConvolutionShape& s) {
   RILL_ASSIGN_OR_RETURN(p.w, cudnn::MakeFilter(s.filter, filter_layout));
   RILL_ASSIGN_OR_RETURN(p.conv, cudnn::MakeConvolution(s.conv, p.type));
   if (s.input.layout != layout) {
-    RILL_RETURN_IF_ERROR(Stage(p.x_stage, p.staging_bytes, s.input.Bytes(), cudnn::MakeTensor(s.input),
-                               cudnn::MakeTensor(s.input, layout)));
+    RILL_RETURN_IF_ERROR(Stage(p.x_stage, p.staging_bytes, s.input.Bytes(),
+                               cudnn::MakeTensor(s.input), cudnn::MakeTensor(s.input, layout)));
   }
   if (s.filter.layout != filter_layout) {
     RILL_RETURN_IF_ERROR(Stage(p.w_stage, p.staging_bytes, s.filter.Bytes(),
@@ -128,28 +140,32 @@ absl::StatusOr<ConvPlan> MakePlan(const ConvolutionShape& s) {
                                cudnn::MakeFilterAsTensor(s.filter, filter_layout)));
   }
   if (s.output.layout != layout) {
-    RILL_RETURN_IF_ERROR(Stage(p.y_stage, p.staging_bytes, s.output.Bytes(), cudnn::MakeTensor(s.output),
-                               cudnn::MakeTensor(s.output, layout)));
+    RILL_RETURN_IF_ERROR(Stage(p.y_stage, p.staging_bytes, s.output.Bytes(),
+                               cudnn::MakeTensor(s.output), cudnn::MakeTensor(s.output, layout)));
   }
   return p;
 }
 
 // cuDNN's workspace bytes for algorithm `id`, or cuDNN's status when the
 // algorithm cannot run the plan.
-absl::StatusOr<uint64_t> AlgorithmWorkspace(cudnnHandle_t h, ConvolutionKind kind, const ConvPlan& p, int64_t id) {
+absl::StatusOr<uint64_t> AlgorithmWorkspace(cudnnHandle_t h, ConvolutionKind kind,
+                                            const ConvPlan& p, int64_t id) {
   size_t bytes = 0;
   switch (kind) {
     case ConvolutionKind::kForward:
       RILL_CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionForwardWorkspaceSize(
-          h, p.x.get(), p.w.get(), p.conv.get(), p.y.get(), static_cast<cudnnConvolutionFwdAlgo_t>(id), &bytes));
+          h, p.x.get(), p.w.get(), p.conv.get(), p.y.get(),
+          static_cast<cudnnConvolutionFwdAlgo_t>(id), &bytes));
       break;
     case ConvolutionKind::kBackwardData:
       RILL_CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataWorkspaceSize(
-          h, p.w.get(), p.y.get(), p.conv.get(), p.x.get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(id), &bytes));
+          h, p.w.get(), p.y.get(), p.conv.get(), p.x.get(),
+          static_cast<cudnnConvolutionBwdDataAlgo_t>(id), &bytes));
       break;
     case ConvolutionKind::kBackwardFilter:
       RILL_CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardFilterWorkspaceSize(
-          h, p.x.get(), p.y.get(), p.conv.get(), p.w.get(), static_cast<cudnnConvolutionBwdFilterAlgo_t>(id), &bytes));
+          h, p.x.get(), p.y.get(), p.conv.get(), p.w.get(),
+          static_cast<cudnnConvolutionBwdFilterAlgo_t>(id), &bytes));
       break;
   }
   return static_cast<uint64_t>(bytes);
@@ -166,7 +182,8 @@ template <typename Perf>
 std::vector<AlgorithmResult> Results(const std::vector<Perf>& perf, int returned) {
   std::vector<AlgorithmResult> results;
   for (int i = 0; i < returned; ++i) {
-    results.push_back({static_cast<int64_t>(perf[i].algo), perf[i].status, perf[i].determinism == CUDNN_DETERMINISTIC});
+    results.push_back({static_cast<int64_t>(perf[i].algo), perf[i].status,
+                       perf[i].determinism == CUDNN_DETERMINISTIC});
   }
   return results;
 }
@@ -194,27 +211,27 @@ absl::StatusOr<int> MaxResults(cudnnHandle_t h, ConvolutionKind kind) {
 // (cudnnGetConvolution*Algorithm_v7), or fastest first when `timed`
 // (cudnnFindConvolution*Algorithm: runs each on buffers cuDNN allocates,
 // and blocks).
-absl::StatusOr<std::vector<AlgorithmResult>> RankAlgorithms(cudnnHandle_t h, ConvolutionKind kind, const ConvPlan& p,
-                                                            bool timed) {
+absl::StatusOr<std::vector<AlgorithmResult>> RankAlgorithms(cudnnHandle_t h, ConvolutionKind kind,
+                                                            const ConvPlan& p, bool timed) {
   int returned = 0;
   RILL_ASSIGN_OR_RETURN(const int count, MaxResults(h, kind));
   switch (kind) {
     case ConvolutionKind::kForward: {
       std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(count);
       if (timed) {
-        RILL_CUDNN_RETURN_IF_ERROR(cudnnFindConvolutionForwardAlgorithm(h, p.x.get(), p.w.get(), p.conv.get(),
-                                                                        p.y.get(), count, &returned, perf.data()));
+        RILL_CUDNN_RETURN_IF_ERROR(cudnnFindConvolutionForwardAlgorithm(
+            h, p.x.get(), p.w.get(), p.conv.get(), p.y.get(), count, &returned, perf.data()));
       } else {
-        RILL_CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionForwardAlgorithm_v7(h, p.x.get(), p.w.get(), p.conv.get(),
-                                                                          p.y.get(), count, &returned, perf.data()));
+        RILL_CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionForwardAlgorithm_v7(
+            h, p.x.get(), p.w.get(), p.conv.get(), p.y.get(), count, &returned, perf.data()));
       }
       return Results(perf, returned);
     }
     case ConvolutionKind::kBackwardData: {
       std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(count);
       if (timed) {
-        RILL_CUDNN_RETURN_IF_ERROR(cudnnFindConvolutionBackwardDataAlgorithm(h, p.w.get(), p.y.get(), p.conv.get(),
-                                                                             p.x.get(), count, &returned, perf.data()));
+        RILL_CUDNN_RETURN_IF_ERROR(cudnnFindConvolutionBackwardDataAlgorithm(
+            h, p.w.get(), p.y.get(), p.conv.get(), p.x.get(), count, &returned, perf.data()));
       } else {
         RILL_CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataAlgorithm_v7(
             h, p.w.get(), p.y.get(), p.conv.get(), p.x.get(), count, &returned, perf.data()));
@@ -238,7 +255,8 @@ absl::StatusOr<std::vector<AlgorithmResult>> RankAlgorithms(cudnnHandle_t h, Con
 
 // The first of `ranked` that cuDNN says runs the plan and whose workspace
 // query agrees, as a ConvolutionAlgorithm.
-absl::StatusOr<ConvolutionAlgorithm> FirstAvailable(cudnnHandle_t h, ConvolutionKind kind, const ConvPlan& p,
+absl::StatusOr<ConvolutionAlgorithm> FirstAvailable(cudnnHandle_t h, ConvolutionKind kind,
+                                                    const ConvPlan& p,
                                                     const std::vector<AlgorithmResult>& ranked) {
   for (const AlgorithmResult& r : ranked) {
     if (r.status != CUDNN_STATUS_SUCCESS || !CheckAlgorithmId(kind, r.id).ok()) continue;
@@ -248,20 +266,21 @@ absl::StatusOr<ConvolutionAlgorithm> FirstAvailable(cudnnHandle_t h, Convolution
     a.id = r.id;
     a.name = AlgorithmName(kind, r.id);
     a.available = true;
-    a.implementation = absl::StrCat(AlgorithmEnumerators(kind)[r.id], r.deterministic ? "" : " (non-deterministic)");
+    a.implementation = absl::StrCat(AlgorithmEnumerators(kind)[r.id],
+                                    r.deterministic ? "" : " (non-deterministic)");
     a.workspace_bytes = p.staging_bytes + *workspace;
     return a;
   }
   return absl::UnimplementedError(absl::StrCat("cuDNN offers no ", ConvolutionKindName(kind),
-                                               " convolution algorithm for this shape (", ranked.size(),
-                                               " ranked, none runs it)"));
+                                               " convolution algorithm for this shape (",
+                                               ranked.size(), " ranked, none runs it)"));
 }
 
 // Converts `stage`'s operand from `src` to `dst` (user <-> compute layout).
-absl::Status Transform(Session& s, DataType type, const cudnn::TensorDesc& src_desc, const void* src,
-                       const cudnn::TensorDesc& dst_desc, void* dst) {
-  RILL_CUDNN_RETURN_IF_ERROR(
-      cudnnTransformTensor(s.handle(), cudnn::One(type), src_desc.get(), src, cudnn::Zero(type), dst_desc.get(), dst));
+absl::Status Transform(Session& s, DataType type, const cudnn::TensorDesc& src_desc,
+                       const void* src, const cudnn::TensorDesc& dst_desc, void* dst) {
+  RILL_CUDNN_RETURN_IF_ERROR(cudnnTransformTensor(s.handle(), cudnn::One(type), src_desc.get(), src,
+                                                  cudnn::Zero(type), dst_desc.get(), dst));
   return absl::OkStatus();
 }
 
@@ -277,13 +296,14 @@ struct Operands {
 // converts the staged operands it reads into scratch, runs cuDNN, converts
 // a staged result back. `workspace` holds the plan's staging_bytes and then
 // `algorithm_bytes` for cuDNN.
-absl::Status Enqueue(Session& s, ConvolutionKind kind, const ConvPlan& p, int64_t id, Operands user, char* workspace,
-                     uint64_t algorithm_bytes) {
+absl::Status Enqueue(Session& s, ConvolutionKind kind, const ConvPlan& p, int64_t id, Operands user,
+                     char* workspace, uint64_t algorithm_bytes) {
   Operands c = user;
   if (p.x_stage.staged) c.x = workspace + p.x_stage.offset;
   if (p.w_stage.staged) c.w = workspace + p.w_stage.offset;
   if (p.y_stage.staged) c.y = workspace + p.y_stage.offset;
-  const bool reads_x = kind != ConvolutionKind::kBackwardData, reads_w = kind != ConvolutionKind::kBackwardFilter,
+  const bool reads_x = kind != ConvolutionKind::kBackwardData,
+             reads_w = kind != ConvolutionKind::kBackwardFilter,
              reads_y = kind != ConvolutionKind::kForward;
   if (reads_x && p.x_stage.staged)
     RILL_RETURN_IF_ERROR(Transform(s, p.type, p.x_stage.user, user.x, p.x_stage.compute, c.x));
@@ -296,22 +316,28 @@ absl::Status Enqueue(Session& s, ConvolutionKind kind, const ConvPlan& p, int64_
   const void* zero = cudnn::Zero(p.type);
   switch (kind) {
     case ConvolutionKind::kForward:
-      RILL_CUDNN_RETURN_IF_ERROR(cudnnConvolutionForward(s.handle(), one, p.x.get(), c.x, p.w.get(), c.w, p.conv.get(),
-                                                         static_cast<cudnnConvolutionFwdAlgo_t>(id), scratch,
-                                                         algorithm_bytes, zero, p.y.get(), c.y));
-      if (p.y_stage.staged) return Transform(s, p.type, p.y_stage.compute, c.y, p.y_stage.user, user.y);
+      RILL_CUDNN_RETURN_IF_ERROR(
+          cudnnConvolutionForward(s.handle(), one, p.x.get(), c.x, p.w.get(), c.w, p.conv.get(),
+                                  static_cast<cudnnConvolutionFwdAlgo_t>(id), scratch,
+                                  algorithm_bytes, zero, p.y.get(), c.y));
+      if (p.y_stage.staged)
+        return Transform(s, p.type, p.y_stage.compute, c.y, p.y_stage.user, user.y);
       break;
     case ConvolutionKind::kBackwardData:
-      RILL_CUDNN_RETURN_IF_ERROR(cudnnConvolutionBackwardData(
-          s.handle(), one, p.w.get(), c.w, p.y.get(), c.y, p.conv.get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(id),
-          scratch, algorithm_bytes, zero, p.x.get(), c.x));
-      if (p.x_stage.staged) return Transform(s, p.type, p.x_stage.compute, c.x, p.x_stage.user, user.x);
+      RILL_CUDNN_RETURN_IF_ERROR(
+          cudnnConvolutionBackwardData(s.handle(), one, p.w.get(), c.w, p.y.get(), c.y,
+                                       p.conv.get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(id),
+                                       scratch, algorithm_bytes, zero, p.x.get(), c.x));
+      if (p.x_stage.staged)
+        return Transform(s, p.type, p.x_stage.compute, c.x, p.x_stage.user, user.x);
       break;
     case ConvolutionKind::kBackwardFilter:
       RILL_CUDNN_RETURN_IF_ERROR(cudnnConvolutionBackwardFilter(
           s.handle(), one, p.x.get(), c.x, p.y.get(), c.y, p.conv.get(),
-          static_cast<cudnnConvolutionBwdFilterAlgo_t>(id), scratch, algorithm_bytes, zero, p.w.get(), c.w));
-      if (p.w_stage.staged) return Transform(s, p.type, p.w_stage.compute, c.w, p.w_stage.user, user.w);
+          static_cast<cudnnConvolutionBwdFilterAlgo_t>(id), scratch, algorithm_bytes, zero,
+          p.w.get(), c.w));
+      if (p.w_stage.staged)
+        return Transform(s, p.type, p.w_stage.compute, c.w, p.w_stage.user, user.w);
       break;
   }
   return absl::OkStatus();
@@ -323,12 +349,13 @@ std::string Describe(ConvolutionKind kind, const ConvolutionShape& shape) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<ConvolutionAlgorithm>> CuDnn::ConvolutionAlgorithms(ConvolutionKind kind,
-                                                                               const ConvolutionShape& shape) {
+absl::StatusOr<std::vector<ConvolutionAlgorithm>> CuDnn::ConvolutionAlgorithms(
+    ConvolutionKind kind, const ConvolutionShape& shape) {
   std::vector<ConvolutionAlgorithm> algorithms;
   absl::Status status = context_->Run(nullptr, [&](Session& s) -> absl::Status {
     RILL_ASSIGN_OR_RETURN(ConvPlan p, MakePlan(shape));
-    RILL_ASSIGN_OR_RETURN(std::vector<AlgorithmResult> ranked, RankAlgorithms(s.handle(), kind, p, /*timed=*/false));
+    RILL_ASSIGN_OR_RETURN(std::vector<AlgorithmResult> ranked,
+                          RankAlgorithms(s.handle(), kind, p, /*timed=*/false));
     for (int64_t id = 0; id < static_cast<int64_t>(AlgorithmEnumerators(kind).size()); ++id) {
       ConvolutionAlgorithm a;
       a.id = id;
@@ -346,7 +373,8 @@ absl::StatusOr<std::vector<ConvolutionAlgorithm>> CuDnn::ConvolutionAlgorithms(C
       }
       absl::StatusOr<uint64_t> workspace = AlgorithmWorkspace(s.handle(), kind, p, id);
       if (listed != nullptr && runnable == nullptr) {
-        a.reason = absl::StrCat("not available: cuDNN's heuristics return ", CudnnStatusName(listed->status), " (",
+        a.reason = absl::StrCat("not available: cuDNN's heuristics return ",
+                                CudnnStatusName(listed->status), " (",
                                 static_cast<int>(listed->status), ")");
       } else if (!workspace.ok()) {
         a.reason = absl::StrCat("not available: ", workspace.status().message());
@@ -362,11 +390,13 @@ absl::StatusOr<std::vector<ConvolutionAlgorithm>> CuDnn::ConvolutionAlgorithms(C
     }
     return absl::OkStatus();
   });
-  if (!status.ok()) return absl::Status(status.code(), absl::StrCat(Describe(kind, shape), ": ", status.message()));
+  if (!status.ok())
+    return absl::Status(status.code(), absl::StrCat(Describe(kind, shape), ": ", status.message()));
   return algorithms;
 }
 
-absl::StatusOr<int64_t> CuDnn::DefaultAlgorithm(ConvolutionKind kind, const ConvolutionShape& shape) {
+absl::StatusOr<int64_t> CuDnn::DefaultAlgorithm(ConvolutionKind kind,
+                                                const ConvolutionShape& shape) {
   const AlgorithmKey key{static_cast<int>(kind), shape};
   {
     MutexLock lock(&algorithms_mu_);
@@ -376,29 +406,34 @@ absl::StatusOr<int64_t> CuDnn::DefaultAlgorithm(ConvolutionKind kind, const Conv
   ConvolutionAlgorithm first;
   absl::Status status = context_->Run(nullptr, [&](Session& s) -> absl::Status {
     RILL_ASSIGN_OR_RETURN(ConvPlan p, MakePlan(shape));
-    RILL_ASSIGN_OR_RETURN(std::vector<AlgorithmResult> ranked, RankAlgorithms(s.handle(), kind, p, /*timed=*/false));
+    RILL_ASSIGN_OR_RETURN(std::vector<AlgorithmResult> ranked,
+                          RankAlgorithms(s.handle(), kind, p, /*timed=*/false));
     RILL_ASSIGN_OR_RETURN(first, FirstAvailable(s.handle(), kind, p, ranked));
     return absl::OkStatus();
   });
-  if (!status.ok()) return absl::Status(status.code(), absl::StrCat(Describe(kind, shape), ": ", status.message()));
+  if (!status.ok())
+    return absl::Status(status.code(), absl::StrCat(Describe(kind, shape), ": ", status.message()));
   MutexLock lock(&algorithms_mu_);
   return default_.try_emplace(key, first.id).first->second;
 }
 
-absl::StatusOr<ConvolutionAlgorithm> CuDnn::FindAlgorithm(ConvolutionKind kind, const ConvolutionShape& shape) {
+absl::StatusOr<ConvolutionAlgorithm> CuDnn::FindAlgorithm(ConvolutionKind kind,
+                                                          const ConvolutionShape& shape) {
   ConvolutionAlgorithm best;
   absl::Status status = context_->Run(nullptr, [&](Session& s) -> absl::Status {
     RILL_ASSIGN_OR_RETURN(ConvPlan p, MakePlan(shape));
-    RILL_ASSIGN_OR_RETURN(std::vector<AlgorithmResult> ranked, RankAlgorithms(s.handle(), kind, p, /*timed=*/true));
+    RILL_ASSIGN_OR_RETURN(std::vector<AlgorithmResult> ranked,
+                          RankAlgorithms(s.handle(), kind, p, /*timed=*/true));
     RILL_ASSIGN_OR_RETURN(best, FirstAvailable(s.handle(), kind, p, ranked));
     return absl::OkStatus();
   });
-  if (!status.ok()) return absl::Status(status.code(), absl::StrCat(Describe(kind, shape), ": ", status.message()));
+  if (!status.ok())
+    return absl::Status(status.code(), absl::StrCat(Describe(kind, shape), ": ", status.message()));
   return best;
 }
 
-absl::StatusOr<ConvolutionAlgorithm> CuDnn::BestConvolutionAlgorithm(ConvolutionKind kind,
-                                                                     const ConvolutionShape& shape) {
+absl::StatusOr<ConvolutionAlgorithm> CuDnn::BestConvolutionAlgorithm(
+    ConvolutionKind kind, const ConvolutionShape& shape) {
   const AlgorithmKey key{static_cast<int>(kind), shape};
   {
     MutexLock lock(&algorithms_mu_);
@@ -426,25 +461,27 @@ absl::Status CuDnn::Convolve(Stream* stream, ConvolutionKind kind, const Convolu
         RILL_ASSIGN_OR_RETURN(ConvPlan p, MakePlan(a.shape));
         absl::StatusOr<uint64_t> algorithm_bytes = AlgorithmWorkspace(s.handle(), kind, p, id);
         if (!algorithm_bytes.ok()) {
-          return absl::Status(algorithm_bytes.status().code(),
-                              absl::StrCat("algorithm ", id, " (", AlgorithmName(kind, id),
-                                           ") is not available: ", algorithm_bytes.status().message()));
+          return absl::Status(
+              algorithm_bytes.status().code(),
+              absl::StrCat("algorithm ", id, " (", AlgorithmName(kind, id),
+                           ") is not available: ", algorithm_bytes.status().message()));
         }
         const uint64_t need = p.staging_bytes + *algorithm_bytes;
         char* workspace = nullptr;
         if (!a.workspace.is_null()) {
           if (a.workspace.size() < need) {
-            return absl::InvalidArgumentError(absl::StrCat("workspace ", a.workspace.ToString(),
-                                                           " is too small: algorithm ", id, " (",
-                                                           AlgorithmName(kind, id), ") needs ", need, " bytes"));
+            return absl::InvalidArgumentError(
+                absl::StrCat("workspace ", a.workspace.ToString(), " is too small: algorithm ", id,
+                             " (", AlgorithmName(kind, id), ") needs ", need, " bytes"));
           }
           workspace = static_cast<char*>(CudaAddress(a.workspace));
         } else if (need > 0) {
           RILL_ASSIGN_OR_RETURN(void* cached, s.Workspace(need));
           workspace = static_cast<char*>(cached);
         }
-        return Enqueue(s, kind, p, id, {CudaAddress(a.input), CudaAddress(a.filter), CudaAddress(a.output)}, workspace,
-                       *algorithm_bytes);
+        return Enqueue(s, kind, p, id,
+                       {CudaAddress(a.input), CudaAddress(a.filter), CudaAddress(a.output)},
+                       workspace, *algorithm_bytes);
       });
 }
 

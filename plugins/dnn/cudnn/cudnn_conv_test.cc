@@ -25,24 +25,24 @@
 namespace rill {
 namespace {
 
-using testing::HasError;
 using testing::BackwardData;
 using testing::BackwardFilter;
 using testing::Forward;
-using testing::Reference;
+using testing::HasError;
 using testing::IsOk;
 using testing::Must;
 using testing::RandomFloats;
+using testing::Reference;
 
 template <typename T>
-::testing::AssertionResult Matches(const char* what, const std::vector<T>& got, const Reference& ref,
-                                   double slack = 1) {
+::testing::AssertionResult Matches(const char* what, const std::vector<T>& got,
+                                   const Reference& ref, double slack = 1) {
   const double eps = std::numeric_limits<T>::epsilon();
   for (size_t i = 0; i < got.size(); ++i) {
     const double tol = slack * 4 * (ref.terms + 2) * eps * ref.scale[i];
     if (!(std::fabs(got[i] - ref.value[i]) <= tol)) {
-      return ::testing::AssertionFailure()
-             << what << "[" << i << "] = " << got[i] << ", reference " << ref.value[i] << ", tolerance " << tol;
+      return ::testing::AssertionFailure() << what << "[" << i << "] = " << got[i] << ", reference "
+                                           << ref.value[i] << ", tolerance " << tol;
     }
   }
   return ::testing::AssertionSuccess();
@@ -50,8 +50,10 @@ template <typename T>
 
 // FFT and Winograd algorithms get 100x the bound.
 double Slack(const std::string& algorithm_name) {
-  return algorithm_name.find("fft") != std::string::npos || algorithm_name.find("winograd") != std::string::npos ? 100
-                                                                                                                 : 1;
+  return algorithm_name.find("fft") != std::string::npos ||
+                 algorithm_name.find("winograd") != std::string::npos
+             ? 100
+             : 1;
 }
 
 struct Case {
@@ -74,7 +76,13 @@ std::vector<Case> Cases() {
       {"2 groups",
        {.n = 2, .c = 4, .h = 6, .w = 7},
        {.output_channels = 6, .input_channels = 2, .height = 3, .width = 2},
-       {.pad_h = 1, .pad_w = 1, .stride_h = 1, .stride_w = 2, .dilation_h = 1, .dilation_w = 2, .group_count = 2}},
+       {.pad_h = 1,
+        .pad_w = 1,
+        .stride_h = 1,
+        .stride_w = 2,
+        .dilation_h = 1,
+        .dilation_w = 2,
+        .group_count = 2}},
       {"depthwise",
        {.n = 1, .c = 4, .h = 5, .w = 5},
        {.output_channels = 4, .input_channels = 1, .height = 3, .width = 3},
@@ -100,7 +108,8 @@ class CudnnConvTest : public testing::CudnnTest {
     const std::vector<float> dy = RandomFloats(shape.output.ElementCount(), 3);
     DeviceMemory<float> dx_in = Upload(x), dw_in = Upload(w), ddy = Upload(dy);
     DeviceMemory<float> y = Output(shape.output.ElementCount());
-    DeviceMemory<float> dx = Output(shape.input.ElementCount()), dw = Output(shape.filter.ElementCount());
+    DeviceMemory<float> dx = Output(shape.input.ElementCount()),
+                        dw = Output(shape.filter.ElementCount());
     stream_->ThenConvolve(ConvolutionArgs{shape, dx_in, dw_in, y, algorithm, {}})
         .ThenConvolveBackwardData(ConvolutionArgs{shape, dx, dw_in, ddy, algorithm, {}})
         .ThenConvolveBackwardFilter(ConvolutionArgs{shape, dx_in, dw, ddy, algorithm, {}});
@@ -139,7 +148,8 @@ TEST_F(CudnnConvTest, OutputLayoutMayDifferFromInput) {
 TEST_F(CudnnConvTest, PositionalThenConvolve) {
   const Case c = Cases()[1];
   const TensorDescriptor out = Must(ConvolutionOutput(c.input, c.filter, c.conv));
-  const std::vector<float> x = RandomFloats(c.input.ElementCount(), 4), w = RandomFloats(c.filter.ElementCount(), 5);
+  const std::vector<float> x = RandomFloats(c.input.ElementCount(), 4),
+                           w = RandomFloats(c.filter.ElementCount(), 5);
   DeviceMemory<float> dx = Upload(x), dw = Upload(w), y = Output(out.ElementCount());
   stream_->ThenConvolve(c.input, dx, c.filter, dw, c.conv, out, &y);
   ASSERT_TRUE(IsOk(stream_->BlockHostUntilDone()));
@@ -154,13 +164,15 @@ TEST_F(CudnnConvTest, AlgorithmsListChooseAndBest) {
   FilterDescriptor f{.output_channels = 16, .input_channels = 16, .height = 3, .width = 3};
   ConvolutionDescriptor conv{.pad_h = 1, .pad_w = 1};
   const ConvolutionShape shape{in, f, conv, Must(ConvolutionOutput(in, f, conv))};
-  const std::vector<float> x = RandomFloats(in.ElementCount(), 6), w = RandomFloats(f.ElementCount(), 7),
+  const std::vector<float> x = RandomFloats(in.ElementCount(), 6),
+                           w = RandomFloats(f.ElementCount(), 7),
                            dy = RandomFloats(shape.output.ElementCount(), 8);
   DeviceMemory<float> dx_in = Upload(x), dw_in = Upload(w), ddy = Upload(dy);
-  for (ConvolutionKind kind :
-       {ConvolutionKind::kForward, ConvolutionKind::kBackwardData, ConvolutionKind::kBackwardFilter}) {
+  for (ConvolutionKind kind : {ConvolutionKind::kForward, ConvolutionKind::kBackwardData,
+                               ConvolutionKind::kBackwardFilter}) {
     SCOPED_TRACE(ConvolutionKindName(kind));
-    const std::vector<ConvolutionAlgorithm> algorithms = Must(dnn_->GetConvolutionAlgorithms(kind, shape));
+    const std::vector<ConvolutionAlgorithm> algorithms =
+        Must(dnn_->GetConvolutionAlgorithms(kind, shape));
     ASSERT_FALSE(algorithms.empty());
     EXPECT_EQ(algorithms.size(), kind == ConvolutionKind::kForward        ? 8u
                                  : kind == ConvolutionKind::kBackwardData ? 6u
@@ -179,10 +191,12 @@ TEST_F(CudnnConvTest, AlgorithmsListChooseAndBest) {
       SCOPED_TRACE(a.implementation);
       // Run this algorithm with an explicit workspace of exactly its size.
       ScopedDeviceMemory<uint8_t> workspace;
-      if (a.workspace_bytes > 0) workspace = Must(exec_->AllocateOwnedArray<uint8_t>(a.workspace_bytes));
-      DeviceMemory<float> out = Output(kind == ConvolutionKind::kForward        ? shape.output.ElementCount()
-                                       : kind == ConvolutionKind::kBackwardData ? in.ElementCount()
-                                                                                : f.ElementCount());
+      if (a.workspace_bytes > 0)
+        workspace = Must(exec_->AllocateOwnedArray<uint8_t>(a.workspace_bytes));
+      DeviceMemory<float> out =
+          Output(kind == ConvolutionKind::kForward        ? shape.output.ElementCount()
+                 : kind == ConvolutionKind::kBackwardData ? in.ElementCount()
+                                                          : f.ElementCount());
       ConvolutionArgs args{shape, dx_in, dw_in, ddy, a.id, *workspace};
       if (kind == ConvolutionKind::kForward) args.output = out;
       if (kind == ConvolutionKind::kBackwardData) args.input = out;
@@ -201,7 +215,8 @@ TEST_F(CudnnConvTest, AlgorithmsListChooseAndBest) {
     EXPECT_TRUE(best.available);
     EXPECT_TRUE(algorithms[best.id].available) << best.name;
     EXPECT_EQ(best.workspace_bytes, algorithms[best.id].workspace_bytes);
-    const ConvolutionAlgorithm again = Must(dnn_->FindBestConvolutionAlgorithm(kind, shape));  // Remembered.
+    const ConvolutionAlgorithm again =
+        Must(dnn_->FindBestConvolutionAlgorithm(kind, shape));  // Remembered.
     EXPECT_EQ(again.id, best.id);
     EXPECT_EQ(again.name, best.name);
   }
@@ -216,7 +231,8 @@ TEST_F(CudnnConvTest, Workspaces) {
                            w = RandomFloats(shape.filter.ElementCount(), 10);
   DeviceMemory<float> dx = Upload(x), dw = Upload(w), y = Output(shape.output.ElementCount());
   uint64_t largest = 0;
-  for (const ConvolutionAlgorithm& a : Must(dnn_->GetConvolutionAlgorithms(ConvolutionKind::kForward, shape))) {
+  for (const ConvolutionAlgorithm& a :
+       Must(dnn_->GetConvolutionAlgorithms(ConvolutionKind::kForward, shape))) {
     if (!a.available) continue;
     SCOPED_TRACE(a.implementation);
     stream_->ThenConvolve(ConvolutionArgs{shape, dx, dw, y, a.id, {}});
@@ -224,9 +240,11 @@ TEST_F(CudnnConvTest, Workspaces) {
     EXPECT_TRUE(Matches("y", Download(y), Forward(shape, x, w), Slack(a.name)));
     largest = std::max(largest, a.workspace_bytes);
     if (a.workspace_bytes < 2) continue;
-    ScopedDeviceMemory<uint8_t> small = Must(exec_->AllocateOwnedArray<uint8_t>(a.workspace_bytes - 1));
-    EXPECT_TRUE(HasError(dnn_->DoConvolve(stream_.get(), ConvolutionArgs{shape, dx, dw, y, a.id, *small}),
-                         absl::StatusCode::kInvalidArgument, {"too small", std::to_string(a.workspace_bytes)}));
+    ScopedDeviceMemory<uint8_t> small =
+        Must(exec_->AllocateOwnedArray<uint8_t>(a.workspace_bytes - 1));
+    EXPECT_TRUE(HasError(
+        dnn_->DoConvolve(stream_.get(), ConvolutionArgs{shape, dx, dw, y, a.id, *small}),
+        absl::StatusCode::kInvalidArgument, {"too small", std::to_string(a.workspace_bytes)}));
   }
   EXPECT_GE(static_cast<CuDnn*>(dnn_)->CachedWorkspaceBytes(), largest);
   EXPECT_TRUE(HasError(dnn_->DoConvolve(stream_.get(), ConvolutionArgs{shape, dx, dw, y, 8, {}}),

@@ -15,25 +15,29 @@ namespace {
 absl::Status Ints(const char* what, std::initializer_list<int64_t> values, int* out) {
   for (int64_t value : values) {
     if (value < std::numeric_limits<int>::min() || value > std::numeric_limits<int>::max()) {
-      return absl::InvalidArgumentError(absl::StrCat(what, " ", value, " does not fit cuDNN's int"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " ", value, " does not fit cuDNN's int"));
     }
     *out++ = static_cast<int>(value);
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<TensorDesc> Tensor4d(const char* what, cudnnTensorFormat_t format, DataType type, int64_t n, int64_t c,
-                                    int64_t h, int64_t w) {
+absl::StatusOr<TensorDesc> Tensor4d(const char* what, cudnnTensorFormat_t format, DataType type,
+                                    int64_t n, int64_t c, int64_t h, int64_t w) {
   int d[4];
   RILL_RETURN_IF_ERROR(Ints(what, {n, c, h, w}, d));
   RILL_ASSIGN_OR_RETURN(TensorDesc desc, TensorDesc::Create());
-  RILL_CUDNN_RETURN_IF_ERROR(cudnnSetTensor4dDescriptor(desc.get(), format, ToCudnn(type), d[0], d[1], d[2], d[3]));
+  RILL_CUDNN_RETURN_IF_ERROR(
+      cudnnSetTensor4dDescriptor(desc.get(), format, ToCudnn(type), d[0], d[1], d[2], d[3]));
   return desc;
 }
 
 }  // namespace
 
-cudnnDataType_t ToCudnn(DataType type) { return type == DataType::kDouble ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT; }
+cudnnDataType_t ToCudnn(DataType type) {
+  return type == DataType::kDouble ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+}
 
 cudnnTensorFormat_t ToCudnn(DataLayout layout) {
   return layout == DataLayout::kNHWC ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
@@ -50,13 +54,15 @@ FilterLayout MatchingFilterLayout(DataLayout layout) {
 const void* One(DataType type) {
   static const float kFloat = 1;
   static const double kDouble = 1;
-  return type == DataType::kDouble ? static_cast<const void*>(&kDouble) : static_cast<const void*>(&kFloat);
+  return type == DataType::kDouble ? static_cast<const void*>(&kDouble)
+                                   : static_cast<const void*>(&kFloat);
 }
 
 const void* Zero(DataType type) {
   static const float kFloat = 0;
   static const double kDouble = 0;
-  return type == DataType::kDouble ? static_cast<const void*>(&kDouble) : static_cast<const void*>(&kFloat);
+  return type == DataType::kDouble ? static_cast<const void*>(&kDouble)
+                                   : static_cast<const void*>(&kFloat);
 }
 
 absl::StatusOr<TensorDesc> MakeTensor(const TensorDescriptor& t) { return MakeTensor(t, t.layout); }
@@ -71,24 +77,27 @@ absl::StatusOr<TensorDesc> MakeChannelVector(const TensorDescriptor& t) {
 
 absl::StatusOr<FilterDesc> MakeFilter(const FilterDescriptor& f, FilterLayout layout) {
   int d[4];
-  RILL_RETURN_IF_ERROR(Ints("filter size", {f.output_channels, f.input_channels, f.height, f.width}, d));
+  RILL_RETURN_IF_ERROR(
+      Ints("filter size", {f.output_channels, f.input_channels, f.height, f.width}, d));
   RILL_ASSIGN_OR_RETURN(FilterDesc desc, FilterDesc::Create());
-  RILL_CUDNN_RETURN_IF_ERROR(
-      cudnnSetFilter4dDescriptor(desc.get(), ToCudnn(f.type), ToCudnn(layout), d[0], d[1], d[2], d[3]));
+  RILL_CUDNN_RETURN_IF_ERROR(cudnnSetFilter4dDescriptor(desc.get(), ToCudnn(f.type),
+                                                        ToCudnn(layout), d[0], d[1], d[2], d[3]));
   return desc;
 }
 
 absl::StatusOr<TensorDesc> MakeFilterAsTensor(const FilterDescriptor& f, FilterLayout layout) {
-  return Tensor4d("filter size", ToCudnn(layout), f.type, f.output_channels, f.input_channels, f.height, f.width);
+  return Tensor4d("filter size", ToCudnn(layout), f.type, f.output_channels, f.input_channels,
+                  f.height, f.width);
 }
 
 absl::StatusOr<ConvolutionDesc> MakeConvolution(const ConvolutionDescriptor& c, DataType type) {
   int v[7];  // pad h, w; stride h, w; dilation h, w; groups.
-  RILL_RETURN_IF_ERROR(Ints("convolution parameter",
-                            {c.pad_h, c.pad_w, c.stride_h, c.stride_w, c.dilation_h, c.dilation_w, c.group_count}, v));
+  RILL_RETURN_IF_ERROR(Ints(
+      "convolution parameter",
+      {c.pad_h, c.pad_w, c.stride_h, c.stride_w, c.dilation_h, c.dilation_w, c.group_count}, v));
   RILL_ASSIGN_OR_RETURN(ConvolutionDesc desc, ConvolutionDesc::Create());
-  RILL_CUDNN_RETURN_IF_ERROR(cudnnSetConvolution2dDescriptor(desc.get(), v[0], v[1], v[2], v[3], v[4], v[5],
-                                                             CUDNN_CROSS_CORRELATION, ToCudnn(type)));
+  RILL_CUDNN_RETURN_IF_ERROR(cudnnSetConvolution2dDescriptor(
+      desc.get(), v[0], v[1], v[2], v[3], v[4], v[5], CUDNN_CROSS_CORRELATION, ToCudnn(type)));
   RILL_CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionGroupCount(desc.get(), v[6]));
   RILL_CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(desc.get(), CUDNN_FMA_MATH));
   return desc;
@@ -96,14 +105,16 @@ absl::StatusOr<ConvolutionDesc> MakeConvolution(const ConvolutionDescriptor& c, 
 
 absl::StatusOr<PoolingDesc> MakePooling(const PoolingDescriptor& p) {
   int v[6];  // window h, w; pad h, w; stride h, w.
-  RILL_RETURN_IF_ERROR(
-      Ints("pooling parameter", {p.window_h, p.window_w, p.pad_h, p.pad_w, p.stride_h, p.stride_w}, v));
+  RILL_RETURN_IF_ERROR(Ints("pooling parameter",
+                            {p.window_h, p.window_w, p.pad_h, p.pad_w, p.stride_h, p.stride_w}, v));
   cudnnPoolingMode_t mode = CUDNN_POOLING_MAX_DETERMINISTIC;
-  if (p.mode == PoolingMode::kAverageIncludePadding) mode = CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
-  if (p.mode == PoolingMode::kAverageExcludePadding) mode = CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+  if (p.mode == PoolingMode::kAverageIncludePadding)
+    mode = CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
+  if (p.mode == PoolingMode::kAverageExcludePadding)
+    mode = CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
   RILL_ASSIGN_OR_RETURN(PoolingDesc desc, PoolingDesc::Create());
-  RILL_CUDNN_RETURN_IF_ERROR(
-      cudnnSetPooling2dDescriptor(desc.get(), mode, CUDNN_NOT_PROPAGATE_NAN, v[0], v[1], v[2], v[3], v[4], v[5]));
+  RILL_CUDNN_RETURN_IF_ERROR(cudnnSetPooling2dDescriptor(desc.get(), mode, CUDNN_NOT_PROPAGATE_NAN,
+                                                         v[0], v[1], v[2], v[3], v[4], v[5]));
   return desc;
 }
 
@@ -113,7 +124,8 @@ absl::StatusOr<ActivationDesc> MakeActivation(const ActivationDescriptor& a) {
   // relu's upper bound (as PyTorch does, pass the largest double).
   double coef = std::numeric_limits<double>::max();
   switch (a.mode) {
-    case ActivationMode::kRelu: break;
+    case ActivationMode::kRelu:
+      break;
     case ActivationMode::kSigmoid:
       mode = CUDNN_ACTIVATION_SIGMOID;
       coef = 0;
@@ -132,16 +144,19 @@ absl::StatusOr<ActivationDesc> MakeActivation(const ActivationDescriptor& a) {
       break;
   }
   RILL_ASSIGN_OR_RETURN(ActivationDesc desc, ActivationDesc::Create());
-  RILL_CUDNN_RETURN_IF_ERROR(cudnnSetActivationDescriptor(desc.get(), mode, CUDNN_NOT_PROPAGATE_NAN, coef));
+  RILL_CUDNN_RETURN_IF_ERROR(
+      cudnnSetActivationDescriptor(desc.get(), mode, CUDNN_NOT_PROPAGATE_NAN, coef));
   return desc;
 }
 
 absl::StatusOr<LrnDesc> MakeLrn(const LrnDescriptor& l) {
   if (l.size < 1 || l.size > std::numeric_limits<unsigned>::max()) {
-    return absl::InvalidArgumentError(absl::StrCat(l.ToString(), ": size does not fit cuDNN's unsigned"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(l.ToString(), ": size does not fit cuDNN's unsigned"));
   }
   RILL_ASSIGN_OR_RETURN(LrnDesc desc, LrnDesc::Create());
-  RILL_CUDNN_RETURN_IF_ERROR(cudnnSetLRNDescriptor(desc.get(), static_cast<unsigned>(l.size), l.alpha, l.beta, l.k));
+  RILL_CUDNN_RETURN_IF_ERROR(
+      cudnnSetLRNDescriptor(desc.get(), static_cast<unsigned>(l.size), l.alpha, l.beta, l.k));
   return desc;
 }
 

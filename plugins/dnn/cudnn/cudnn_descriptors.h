@@ -39,7 +39,8 @@ class UniqueDescriptor {
     RILL_CUDNN_RETURN_IF_ERROR(kCreate(&d.handle_));
     return d;
   }
-  UniqueDescriptor(UniqueDescriptor&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+  UniqueDescriptor(UniqueDescriptor&& other) noexcept
+      : handle_(std::exchange(other.handle_, nullptr)) {}
   UniqueDescriptor& operator=(UniqueDescriptor&& other) noexcept {
     if (this != &other) {
       Reset();
@@ -61,15 +62,20 @@ class UniqueDescriptor {
   Handle handle_ = nullptr;
 };
 
-using TensorDesc = UniqueDescriptor<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor>;
-using FilterDesc = UniqueDescriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor>;
+using TensorDesc = UniqueDescriptor<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor,
+                                    cudnnDestroyTensorDescriptor>;
+using FilterDesc = UniqueDescriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor,
+                                    cudnnDestroyFilterDescriptor>;
 using ConvolutionDesc =
-    UniqueDescriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor, cudnnDestroyConvolutionDescriptor>;
-using PoolingDesc =
-    UniqueDescriptor<cudnnPoolingDescriptor_t, cudnnCreatePoolingDescriptor, cudnnDestroyPoolingDescriptor>;
+    UniqueDescriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor,
+                     cudnnDestroyConvolutionDescriptor>;
+using PoolingDesc = UniqueDescriptor<cudnnPoolingDescriptor_t, cudnnCreatePoolingDescriptor,
+                                     cudnnDestroyPoolingDescriptor>;
 using ActivationDesc =
-    UniqueDescriptor<cudnnActivationDescriptor_t, cudnnCreateActivationDescriptor, cudnnDestroyActivationDescriptor>;
-using LrnDesc = UniqueDescriptor<cudnnLRNDescriptor_t, cudnnCreateLRNDescriptor, cudnnDestroyLRNDescriptor>;
+    UniqueDescriptor<cudnnActivationDescriptor_t, cudnnCreateActivationDescriptor,
+                     cudnnDestroyActivationDescriptor>;
+using LrnDesc =
+    UniqueDescriptor<cudnnLRNDescriptor_t, cudnnCreateLRNDescriptor, cudnnDestroyLRNDescriptor>;
 
 // --- Enumerations.
 cudnnDataType_t ToCudnn(DataType type);

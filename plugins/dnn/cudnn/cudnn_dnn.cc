@@ -43,7 +43,8 @@ CuDnn::~CuDnn() = default;
 absl::StatusOr<std::unique_ptr<CuDnn>> CuDnn::Create(StreamExecutor* executor) {
   if (executor == nullptr) return absl::InvalidArgumentError("cudnn: executor is null");
   if (executor->platform()->id() != kCudaPlatformId) {
-    return absl::InvalidArgumentError(absl::StrCat("cudnn runs on the cuda platform, not on ", executor->DebugName()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cudnn runs on the cuda platform, not on ", executor->DebugName()));
   }
   RILL_ASSIGN_OR_RETURN(int ordinal, CudaDeviceOrdinal(executor));
   return std::unique_ptr<CuDnn>(new CuDnn(executor, ordinal));
@@ -52,9 +53,11 @@ absl::StatusOr<std::unique_ptr<CuDnn>> CuDnn::Create(StreamExecutor* executor) {
 int64_t CuDnn::LibraryVersion() { return static_cast<int64_t>(cudnnGetVersion()); }
 
 std::string CuDnn::Version() const {
-  const int64_t v = LibraryVersion();  // 9.x: major * 10000 + minor * 100 + patch; 8.x: major * 1000 + ...
+  const int64_t v =
+      LibraryVersion();  // 9.x: major * 10000 + minor * 100 + patch; 8.x: major * 1000 + ...
   const int64_t major = v >= 90000 ? v / 10000 : v / 1000;
-  return absl::StrCat("cuDNN ", major, ".", v >= 90000 ? v / 100 % 100 : v / 100 % 10, ".", v % 100);
+  return absl::StrCat("cuDNN ", major, ".", v >= 90000 ? v / 100 % 100 : v / 100 % 10, ".",
+                      v % 100);
 }
 
 uint64_t CuDnn::CachedWorkspaceBytes() const { return context_->WorkspaceBytes(); }
@@ -76,11 +79,13 @@ absl::Status CuDnn::BiasAdd(Stream* stream, const BiasAddArgs& a) {
         void* y = CudaAddress(a.output);
         const void* x = CudaAddress(a.input);
         if (y != x) {
-          RILL_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(y, x, a.desc.Bytes(), cudaMemcpyDeviceToDevice, s.stream()));
+          RILL_CUDA_RETURN_IF_ERROR(
+              cudaMemcpyAsync(y, x, a.desc.Bytes(), cudaMemcpyDeviceToDevice, s.stream()));
         }
         // y = 1 * bias + 1 * y, bias broadcast over n, h, w.
-        RILL_CUDNN_RETURN_IF_ERROR(cudnnAddTensor(s.handle(), cudnn::One(a.desc.type), bias.get(), CudaAddress(a.bias),
-                                                  cudnn::One(a.desc.type), t.get(), y));
+        RILL_CUDNN_RETURN_IF_ERROR(cudnnAddTensor(s.handle(), cudnn::One(a.desc.type), bias.get(),
+                                                  CudaAddress(a.bias), cudnn::One(a.desc.type),
+                                                  t.get(), y));
         return absl::OkStatus();
       });
 }
@@ -92,9 +97,9 @@ absl::Status CuDnn::Activate(Stream* stream, const ActivationArgs& a) {
         RILL_ASSIGN_OR_RETURN(cudnn::TensorDesc t, cudnn::MakeTensor(a.desc));
         RILL_ASSIGN_OR_RETURN(cudnn::ActivationDesc f, cudnn::MakeActivation(a.activation));
         const DataType type = a.desc.type;
-        RILL_CUDNN_RETURN_IF_ERROR(cudnnActivationForward(s.handle(), f.get(), cudnn::One(type), t.get(),
-                                                          CudaAddress(a.x), cudnn::Zero(type), t.get(),
-                                                          CudaAddress(a.y)));
+        RILL_CUDNN_RETURN_IF_ERROR(
+            cudnnActivationForward(s.handle(), f.get(), cudnn::One(type), t.get(), CudaAddress(a.x),
+                                   cudnn::Zero(type), t.get(), CudaAddress(a.y)));
         return absl::OkStatus();
       });
 }
@@ -107,8 +112,9 @@ absl::Status CuDnn::ActivateBackward(Stream* stream, const ActivationBackwardArg
         RILL_ASSIGN_OR_RETURN(cudnn::ActivationDesc f, cudnn::MakeActivation(a.activation));
         const DataType type = a.desc.type;
         RILL_CUDNN_RETURN_IF_ERROR(cudnnActivationBackward(
-            s.handle(), f.get(), cudnn::One(type), t.get(), CudaAddress(a.y), t.get(), CudaAddress(a.dy), t.get(),
-            CudaAddress(a.x), cudnn::Zero(type), t.get(), CudaAddress(a.dx)));
+            s.handle(), f.get(), cudnn::One(type), t.get(), CudaAddress(a.y), t.get(),
+            CudaAddress(a.dy), t.get(), CudaAddress(a.x), cudnn::Zero(type), t.get(),
+            CudaAddress(a.dx)));
         return absl::OkStatus();
       });
 }
@@ -119,9 +125,10 @@ absl::Status CuDnn::Softmax(Stream* stream, const SoftmaxArgs& a) {
       [&](cudnn::Session& s) -> absl::Status {
         RILL_ASSIGN_OR_RETURN(cudnn::TensorDesc t, cudnn::MakeTensor(a.desc));
         const DataType type = a.desc.type;
-        RILL_CUDNN_RETURN_IF_ERROR(cudnnSoftmaxForward(s.handle(), a.log ? CUDNN_SOFTMAX_LOG : CUDNN_SOFTMAX_ACCURATE,
-                                                       CUDNN_SOFTMAX_MODE_CHANNEL, cudnn::One(type), t.get(),
-                                                       CudaAddress(a.x), cudnn::Zero(type), t.get(), CudaAddress(a.y)));
+        RILL_CUDNN_RETURN_IF_ERROR(
+            cudnnSoftmaxForward(s.handle(), a.log ? CUDNN_SOFTMAX_LOG : CUDNN_SOFTMAX_ACCURATE,
+                                CUDNN_SOFTMAX_MODE_CHANNEL, cudnn::One(type), t.get(),
+                                CudaAddress(a.x), cudnn::Zero(type), t.get(), CudaAddress(a.y)));
         return absl::OkStatus();
       });
 }
@@ -133,10 +140,10 @@ absl::Status CuDnn::SoftmaxBackward(Stream* stream, const SoftmaxBackwardArgs& a
       [&](cudnn::Session& s) -> absl::Status {
         RILL_ASSIGN_OR_RETURN(cudnn::TensorDesc t, cudnn::MakeTensor(a.desc));
         const DataType type = a.desc.type;
-        RILL_CUDNN_RETURN_IF_ERROR(cudnnSoftmaxBackward(s.handle(), a.log ? CUDNN_SOFTMAX_LOG : CUDNN_SOFTMAX_ACCURATE,
-                                                        CUDNN_SOFTMAX_MODE_CHANNEL, cudnn::One(type), t.get(),
-                                                        CudaAddress(a.y), t.get(), CudaAddress(a.dy), cudnn::Zero(type),
-                                                        t.get(), CudaAddress(a.dx)));
+        RILL_CUDNN_RETURN_IF_ERROR(cudnnSoftmaxBackward(
+            s.handle(), a.log ? CUDNN_SOFTMAX_LOG : CUDNN_SOFTMAX_ACCURATE,
+            CUDNN_SOFTMAX_MODE_CHANNEL, cudnn::One(type), t.get(), CudaAddress(a.y), t.get(),
+            CudaAddress(a.dy), cudnn::Zero(type), t.get(), CudaAddress(a.dx)));
         return absl::OkStatus();
       });
 }
@@ -148,9 +155,9 @@ absl::Status CuDnn::Lrn(Stream* stream, const LrnArgs& a) {
         RILL_ASSIGN_OR_RETURN(cudnn::TensorDesc t, cudnn::MakeTensor(a.desc));
         RILL_ASSIGN_OR_RETURN(cudnn::LrnDesc lrn, cudnn::MakeLrn(a.lrn));
         const DataType type = a.desc.type;
-        RILL_CUDNN_RETURN_IF_ERROR(cudnnLRNCrossChannelForward(s.handle(), lrn.get(), CUDNN_LRN_CROSS_CHANNEL_DIM1,
-                                                               cudnn::One(type), t.get(), CudaAddress(a.x),
-                                                               cudnn::Zero(type), t.get(), CudaAddress(a.y)));
+        RILL_CUDNN_RETURN_IF_ERROR(cudnnLRNCrossChannelForward(
+            s.handle(), lrn.get(), CUDNN_LRN_CROSS_CHANNEL_DIM1, cudnn::One(type), t.get(),
+            CudaAddress(a.x), cudnn::Zero(type), t.get(), CudaAddress(a.y)));
         return absl::OkStatus();
       });
 }

@@ -79,10 +79,10 @@ class CuDnn : public DnnSupport {
   uint64_t CachedWorkspaceBytes() const;
 
  protected:
-  absl::StatusOr<std::vector<ConvolutionAlgorithm>> ConvolutionAlgorithms(ConvolutionKind kind,
-                                                                          const ConvolutionShape& shape) override;
-  absl::StatusOr<ConvolutionAlgorithm> BestConvolutionAlgorithm(ConvolutionKind kind,
-                                                                const ConvolutionShape& shape) override;
+  absl::StatusOr<std::vector<ConvolutionAlgorithm>> ConvolutionAlgorithms(
+      ConvolutionKind kind, const ConvolutionShape& shape) override;
+  absl::StatusOr<ConvolutionAlgorithm> BestConvolutionAlgorithm(
+      ConvolutionKind kind, const ConvolutionShape& shape) override;
   absl::Status Convolve(Stream* stream, ConvolutionKind kind, const ConvolutionArgs& args) override;
   absl::Status BiasAdd(Stream* stream, const BiasAddArgs& args) override;
   absl::Status Activate(Stream* stream, const ActivationArgs& args) override;
@@ -106,7 +106,8 @@ class CuDnn : public DnnSupport {
   // The id of the first available algorithm of cuDNN's heuristics.
   absl::StatusOr<int64_t> DefaultAlgorithm(ConvolutionKind kind, const ConvolutionShape& shape);
   // cudnnFind*Algorithm's fastest available algorithm.
-  absl::StatusOr<ConvolutionAlgorithm> FindAlgorithm(ConvolutionKind kind, const ConvolutionShape& shape);
+  absl::StatusOr<ConvolutionAlgorithm> FindAlgorithm(ConvolutionKind kind,
+                                                     const ConvolutionShape& shape);
 
   StreamExecutor* const executor_;  // Owns this plugin.
   const std::unique_ptr<cudnn::Context> context_;

@@ -22,16 +22,17 @@ namespace rill {
 namespace {
 
 using testing::AllNear;
-using testing::ForEach;
 using testing::ChannelStats;
-using testing::PoolReference;
+using testing::ForEach;
 using testing::IsOk;
 using testing::Must;
+using testing::PoolReference;
 using testing::RandomFloats;
 
 constexpr DataLayout kLayouts[] = {DataLayout::kNCHW, DataLayout::kNHWC};
 
-TensorDescriptor Tensor(DataLayout layout, int64_t n = 2, int64_t c = 5, int64_t h = 6, int64_t w = 7) {
+TensorDescriptor Tensor(DataLayout layout, int64_t n = 2, int64_t c = 5, int64_t h = 6,
+                        int64_t w = 7) {
   return {.n = n, .c = c, .h = h, .w = w, .layout = layout};
 }
 
@@ -42,7 +43,8 @@ TEST_F(CudnnOpsTest, BiasAdd) {
     const TensorDescriptor t = Tensor(layout);
     const std::vector<float> x = RandomFloats(t.ElementCount(), 1), b = RandomFloats(t.c, 2);
     DeviceMemory<float> dx = Upload(x), db = Upload(b), y = Output(t.ElementCount());
-    stream_->ThenBiasAdd(t, dx, db, &y).ThenBiasAdd(t, dx, db, &dx);  // Out of place, then in place.
+    stream_->ThenBiasAdd(t, dx, db, &y)
+        .ThenBiasAdd(t, dx, db, &dx);  // Out of place, then in place.
     ASSERT_TRUE(IsOk(stream_->BlockHostUntilDone()));
     std::vector<double> ref(x.size());
     ForEach(t, [&](int64_t n, int64_t c, int64_t h, int64_t w) {
@@ -94,8 +96,10 @@ TEST_F(CudnnOpsTest, ActivationsForwardAndBackward) {
     for (const ActivationCase& a : ActivationCases()) {
       SCOPED_TRACE(a.desc.ToString());
       const TensorDescriptor t = Tensor(layout);
-      const std::vector<float> x = RandomFloats(t.ElementCount(), 3, -3, 3), dy = RandomFloats(t.ElementCount(), 4);
-      DeviceMemory<float> dx_in = Upload(x), ddy = Upload(dy), y = Output(x.size()), dx = Output(x.size());
+      const std::vector<float> x = RandomFloats(t.ElementCount(), 3, -3, 3),
+                               dy = RandomFloats(t.ElementCount(), 4);
+      DeviceMemory<float> dx_in = Upload(x), ddy = Upload(dy), y = Output(x.size()),
+                          dx = Output(x.size());
       stream_->ThenActivate(a.desc, t, dx_in, &y)
           .ThenActivateBackward(ActivationBackwardArgs{a.desc, t, dx_in, y, ddy, dx});
       ASSERT_TRUE(IsOk(stream_->BlockHostUntilDone()));
@@ -112,19 +116,26 @@ TEST_F(CudnnOpsTest, ActivationsForwardAndBackward) {
 
 TEST_F(CudnnOpsTest, PoolingForwardAndBackward) {
   for (DataLayout layout : kLayouts) {
-    for (PoolingMode mode :
-         {PoolingMode::kMax, PoolingMode::kAverageIncludePadding, PoolingMode::kAverageExcludePadding}) {
+    for (PoolingMode mode : {PoolingMode::kMax, PoolingMode::kAverageIncludePadding,
+                             PoolingMode::kAverageExcludePadding}) {
       for (const PoolingDescriptor& shape :
            {PoolingDescriptor{.window_h = 2, .window_w = 2, .stride_h = 2, .stride_w = 2},
-            PoolingDescriptor{.window_h = 3, .window_w = 2, .pad_h = 1, .pad_w = 1, .stride_h = 2, .stride_w = 1}}) {
+            PoolingDescriptor{.window_h = 3,
+            .window_w = 2,
+            .pad_h = 1,
+            .pad_w = 1,
+            .stride_h = 2,
+            .stride_w = 1}}) {
         PoolingDescriptor p = shape;
         p.mode = mode;
         SCOPED_TRACE(p.ToString() + " " + DataLayoutName(layout));
         const TensorDescriptor xt = Tensor(layout), yt = Must(PoolingOutput(xt, p));
-        const std::vector<float> x = RandomFloats(xt.ElementCount(), 5), dy = RandomFloats(yt.ElementCount(), 6);
+        const std::vector<float> x = RandomFloats(xt.ElementCount(), 5),
+                                 dy = RandomFloats(yt.ElementCount(), 6);
         DeviceMemory<float> dx_in = Upload(x), ddy = Upload(dy), y = Output(yt.ElementCount()),
                             dx = Output(xt.ElementCount());
-        stream_->ThenPoolForward(p, xt, dx_in, yt, &y).ThenPoolBackward(PoolBackwardArgs{p, xt, yt, dx_in, y, ddy, dx});
+        stream_->ThenPoolForward(p, xt, dx_in, yt, &y)
+            .ThenPoolBackward(PoolBackwardArgs{p, xt, yt, dx_in, y, ddy, dx});
         ASSERT_TRUE(IsOk(stream_->BlockHostUntilDone()));
         std::vector<double> ref_y, ref_dx;
         PoolReference(p, xt, yt, x, dy, ref_y, ref_dx);
@@ -137,8 +148,9 @@ TEST_F(CudnnOpsTest, PoolingForwardAndBackward) {
 
 // Softmax over channels: y, and dx for `dy` (reference in double).
 template <typename T>
-void SoftmaxReference(const TensorDescriptor& t, bool log, const std::vector<T>& x, const std::vector<T>& dy,
-                      std::vector<double>& ref_y, std::vector<double>& ref_dx) {
+void SoftmaxReference(const TensorDescriptor& t, bool log, const std::vector<T>& x,
+                      const std::vector<T>& dy, std::vector<double>& ref_y,
+                      std::vector<double>& ref_dx) {
   ref_y.assign(x.size(), 0);
   ref_dx.assign(x.size(), 0);
   for (int64_t n = 0; n < t.n; ++n)
@@ -165,11 +177,15 @@ void SoftmaxReference(const TensorDescriptor& t, bool log, const std::vector<T>&
 TEST_F(CudnnOpsTest, SoftmaxAndLogSoftmaxForwardAndBackward) {
   for (DataLayout layout : kLayouts) {
     for (bool log : {false, true}) {
-      SCOPED_TRACE(::testing::Message() << (log ? "log-softmax " : "softmax ") << DataLayoutName(layout));
+      SCOPED_TRACE(::testing::Message()
+                   << (log ? "log-softmax " : "softmax ") << DataLayoutName(layout));
       const TensorDescriptor t = Tensor(layout, 2, 7, 3, 4);
-      const std::vector<float> x = RandomFloats(t.ElementCount(), 7, -4, 4), dy = RandomFloats(t.ElementCount(), 8);
-      DeviceMemory<float> dx_in = Upload(x), ddy = Upload(dy), y = Output(x.size()), dx = Output(x.size());
-      stream_->ThenSoftmax(t, dx_in, &y, log).ThenSoftmaxBackward(SoftmaxBackwardArgs{t, log, y, ddy, dx});
+      const std::vector<float> x = RandomFloats(t.ElementCount(), 7, -4, 4),
+                               dy = RandomFloats(t.ElementCount(), 8);
+      DeviceMemory<float> dx_in = Upload(x), ddy = Upload(dy), y = Output(x.size()),
+                          dx = Output(x.size());
+      stream_->ThenSoftmax(t, dx_in, &y, log)
+          .ThenSoftmaxBackward(SoftmaxBackwardArgs{t, log, y, ddy, dx});
       ASSERT_TRUE(IsOk(stream_->BlockHostUntilDone()));
       std::vector<double> ref_y, ref_dx;
       SoftmaxReference(t, log, x, dy, ref_y, ref_dx);
@@ -192,8 +208,8 @@ TEST_F(CudnnOpsTest, DoubleTensors) {
     x[i] = xf[i] + 1e-9 * static_cast<double>(i);  // Not representable in float.
     dy[i] = dyf[i];
   }
-  DeviceMemory<double> dx_in = Upload(x), ddy = Upload(dy), y = Output<double>(x.size()), dx = Output<double>(x.size()),
-                       r = Output<double>(x.size());
+  DeviceMemory<double> dx_in = Upload(x), ddy = Upload(dy), y = Output<double>(x.size()),
+                       dx = Output<double>(x.size()), r = Output<double>(x.size());
   stream_->ThenSoftmax(SoftmaxArgs{t, false, dx_in, y})
       .ThenSoftmaxBackward(SoftmaxBackwardArgs{t, false, y, ddy, dx})
       .ThenActivate(ActivationArgs{{ActivationMode::kRelu}, t, dx_in, r});
@@ -214,8 +230,8 @@ TEST_F(CudnnOpsTest, BatchNormInference) {
                              var = RandomFloats(t.c, 13, 0.5, 2);
     DeviceMemory<float> y = Output(x.size());
     const double eps = 1e-3;
-    stream_->ThenBatchNormForwardInference(
-        BatchNormInferenceArgs{t, Upload(x), Upload(scale), Upload(offset), Upload(mean), Upload(var), y, eps});
+    stream_->ThenBatchNormForwardInference(BatchNormInferenceArgs{
+        t, Upload(x), Upload(scale), Upload(offset), Upload(mean), Upload(var), y, eps});
     ASSERT_TRUE(IsOk(stream_->BlockHostUntilDone()));
     std::vector<double> ref(x.size());
     ForEach(t, [&](int64_t n, int64_t c, int64_t h, int64_t w) {
@@ -231,22 +247,25 @@ TEST_F(CudnnOpsTest, BatchNormTrainingAndBackward) {
     SCOPED_TRACE(DataLayoutName(layout));
     const TensorDescriptor t = Tensor(layout);
     const double eps = 1e-3, factor = 0.3, m = static_cast<double>(t.n) * t.h * t.w;
-    const std::vector<float> x = RandomFloats(t.ElementCount(), 14, -2, 3), scale = RandomFloats(t.c, 15),
-                             offset = RandomFloats(t.c, 16), running_mean0 = RandomFloats(t.c, 17),
-                             running_var0 = RandomFloats(t.c, 18, 0.5, 2), dy = RandomFloats(t.ElementCount(), 19);
+    const std::vector<float> x = RandomFloats(t.ElementCount(), 14, -2, 3),
+                             scale = RandomFloats(t.c, 15), offset = RandomFloats(t.c, 16),
+                             running_mean0 = RandomFloats(t.c, 17),
+                             running_var0 = RandomFloats(t.c, 18, 0.5, 2),
+                             dy = RandomFloats(t.ElementCount(), 19);
     DeviceMemory<float> dx_in = Upload(x), dscale_in = Upload(scale), rm = Upload(running_mean0),
                         rv = Upload(running_var0), y = Output(x.size()), saved_mean = Output(t.c),
-                        saved_inv_std = Output(t.c), dx = Output(x.size()), dscale = Output(t.c), doffset = Output(t.c);
+                        saved_inv_std = Output(t.c), dx = Output(x.size()), dscale = Output(t.c),
+                        doffset = Output(t.c);
     stream_
-        ->ThenBatchNormForwardTraining(BatchNormTrainingArgs{t, dx_in, dscale_in, Upload(offset), y, rm, rv, saved_mean,
-                                                             saved_inv_std, eps, factor})
-        .ThenBatchNormBackward(BatchNormBackwardArgs{t, dx_in, Upload(dy), dscale_in, saved_mean, saved_inv_std, dx,
-                                                     dscale, doffset, eps});
+        ->ThenBatchNormForwardTraining(BatchNormTrainingArgs{
+            t, dx_in, dscale_in, Upload(offset), y, rm, rv, saved_mean, saved_inv_std, eps, factor})
+        .ThenBatchNormBackward(BatchNormBackwardArgs{t, dx_in, Upload(dy), dscale_in, saved_mean,
+                                                     saved_inv_std, dx, dscale, doffset, eps});
     ASSERT_TRUE(IsOk(stream_->BlockHostUntilDone()));
     std::vector<double> mean, var;
     ChannelStats(t, x, mean, var);
-    std::vector<double> ref_y(x.size()), ref_dx(x.size()), inv(t.c), rm_ref(t.c), rv_ref(t.c), dgamma(t.c, 0),
-        dbeta(t.c, 0);
+    std::vector<double> ref_y(x.size()), ref_dx(x.size()), inv(t.c), rm_ref(t.c), rv_ref(t.c),
+        dgamma(t.c, 0), dbeta(t.c, 0);
     for (int64_t c = 0; c < t.c; ++c) {
       inv[c] = 1 / std::sqrt(var[c] + eps);
       rm_ref[c] = (1 - factor) * running_mean0[c] + factor * mean[c];
@@ -281,8 +300,8 @@ TEST_F(CudnnOpsTest, BatchNormTrainingWithoutRunningStatistics) {
   const TensorDescriptor t = Tensor(DataLayout::kNCHW);
   const std::vector<float> x = RandomFloats(t.ElementCount(), 20), ones(t.c, 1), zeros(t.c, 0);
   DeviceMemory<float> y = Output(x.size()), saved_mean = Output(t.c), saved_inv_std = Output(t.c);
-  stream_->ThenBatchNormForwardTraining(
-      BatchNormTrainingArgs{t, Upload(x), Upload(ones), Upload(zeros), y, {}, {}, saved_mean, saved_inv_std, 1e-3});
+  stream_->ThenBatchNormForwardTraining(BatchNormTrainingArgs{
+      t, Upload(x), Upload(ones), Upload(zeros), y, {}, {}, saved_mean, saved_inv_std, 1e-3});
   ASSERT_TRUE(IsOk(stream_->BlockHostUntilDone()));
   std::vector<double> mean, var;
   ChannelStats(t, x, mean, var);
@@ -292,8 +311,9 @@ TEST_F(CudnnOpsTest, BatchNormTrainingWithoutRunningStatistics) {
 TEST_F(CudnnOpsTest, Lrn) {
   for (DataLayout layout : kLayouts) {
     // cuDNN takes even sizes too: the window is [c - (size - 1) / 2, c + size / 2].
-    for (const LrnDescriptor& lrn : {LrnDescriptor{}, LrnDescriptor{.size = 3, .alpha = 0.5, .beta = 0.6, .k = 1.5},
-                                     LrnDescriptor{.size = 4, .alpha = 0.3, .beta = 0.75, .k = 1}}) {
+    for (const LrnDescriptor& lrn :
+         {LrnDescriptor{}, LrnDescriptor{.size = 3, .alpha = 0.5, .beta = 0.6, .k = 1.5},
+          LrnDescriptor{.size = 4, .alpha = 0.3, .beta = 0.75, .k = 1}}) {
       SCOPED_TRACE(lrn.ToString() + " " + DataLayoutName(layout));
       const TensorDescriptor t = Tensor(layout, 2, 9, 3, 4);
       const std::vector<float> x = RandomFloats(t.ElementCount(), 21, -2, 2);
@@ -303,7 +323,8 @@ TEST_F(CudnnOpsTest, Lrn) {
       std::vector<double> ref(x.size());
       ForEach(t, [&](int64_t n, int64_t c, int64_t h, int64_t w) {
         double sum = 0;
-        for (int64_t j = std::max<int64_t>(0, c - (lrn.size - 1) / 2); j <= std::min(t.c - 1, c + lrn.size / 2); ++j) {
+        for (int64_t j = std::max<int64_t>(0, c - (lrn.size - 1) / 2);
+             j <= std::min(t.c - 1, c + lrn.size / 2); ++j) {
           const double v = x[t.Offset(n, j, h, w)];
           sum += v * v;
         }

@@ -24,7 +24,8 @@ std::string Describe(const std::string& op, const TensorDescriptor& t) {
 // statistics for `x` (cudnnDeriveBNTensorDescriptor, spatial mode).
 absl::StatusOr<cudnn::TensorDesc> BatchNormParams(const cudnn::TensorDesc& x) {
   RILL_ASSIGN_OR_RETURN(cudnn::TensorDesc params, cudnn::TensorDesc::Create());
-  RILL_CUDNN_RETURN_IF_ERROR(cudnnDeriveBNTensorDescriptor(params.get(), x.get(), CUDNN_BATCHNORM_SPATIAL));
+  RILL_CUDNN_RETURN_IF_ERROR(
+      cudnnDeriveBNTensorDescriptor(params.get(), x.get(), CUDNN_BATCHNORM_SPATIAL));
   return params;
 }
 
@@ -38,8 +39,9 @@ absl::Status CuDnn::PoolForward(Stream* stream, const PoolArgs& a) {
         RILL_ASSIGN_OR_RETURN(cudnn::TensorDesc x, cudnn::MakeTensor(a.x_desc));
         RILL_ASSIGN_OR_RETURN(cudnn::TensorDesc y, cudnn::MakeTensor(a.y_desc));
         const DataType type = a.x_desc.type;
-        RILL_CUDNN_RETURN_IF_ERROR(cudnnPoolingForward(s.handle(), pool.get(), cudnn::One(type), x.get(),
-                                                       CudaAddress(a.x), cudnn::Zero(type), y.get(), CudaAddress(a.y)));
+        RILL_CUDNN_RETURN_IF_ERROR(cudnnPoolingForward(s.handle(), pool.get(), cudnn::One(type),
+                                                       x.get(), CudaAddress(a.x), cudnn::Zero(type),
+                                                       y.get(), CudaAddress(a.y)));
         return absl::OkStatus();
       });
 }
@@ -52,9 +54,10 @@ absl::Status CuDnn::PoolBackward(Stream* stream, const PoolBackwardArgs& a) {
         RILL_ASSIGN_OR_RETURN(cudnn::TensorDesc x, cudnn::MakeTensor(a.x_desc));
         RILL_ASSIGN_OR_RETURN(cudnn::TensorDesc y, cudnn::MakeTensor(a.y_desc));
         const DataType type = a.x_desc.type;
-        RILL_CUDNN_RETURN_IF_ERROR(cudnnPoolingBackward(
-            s.handle(), pool.get(), cudnn::One(type), y.get(), CudaAddress(a.y), y.get(), CudaAddress(a.dy), x.get(),
-            CudaAddress(a.x), cudnn::Zero(type), x.get(), CudaAddress(a.dx)));
+        RILL_CUDNN_RETURN_IF_ERROR(
+            cudnnPoolingBackward(s.handle(), pool.get(), cudnn::One(type), y.get(),
+                                 CudaAddress(a.y), y.get(), CudaAddress(a.dy), x.get(),
+                                 CudaAddress(a.x), cudnn::Zero(type), x.get(), CudaAddress(a.dx)));
         return absl::OkStatus();
       });
 }
@@ -67,9 +70,10 @@ absl::Status CuDnn::BatchNormInference(Stream* stream, const BatchNormInferenceA
         RILL_ASSIGN_OR_RETURN(cudnn::TensorDesc params, BatchNormParams(x));
         const DataType type = a.desc.type;
         RILL_CUDNN_RETURN_IF_ERROR(cudnnBatchNormalizationForwardInference(
-            s.handle(), CUDNN_BATCHNORM_SPATIAL, cudnn::One(type), cudnn::Zero(type), x.get(), CudaAddress(a.x),
-            x.get(), CudaAddress(a.y), params.get(), CudaAddress(a.scale), CudaAddress(a.offset),
-            CudaAddress(a.estimated_mean), CudaAddress(a.estimated_variance), a.epsilon));
+            s.handle(), CUDNN_BATCHNORM_SPATIAL, cudnn::One(type), cudnn::Zero(type), x.get(),
+            CudaAddress(a.x), x.get(), CudaAddress(a.y), params.get(), CudaAddress(a.scale),
+            CudaAddress(a.offset), CudaAddress(a.estimated_mean), CudaAddress(a.estimated_variance),
+            a.epsilon));
         return absl::OkStatus();
       });
 }
@@ -83,10 +87,11 @@ absl::Status CuDnn::BatchNormTraining(Stream* stream, const BatchNormTrainingArg
         const DataType type = a.desc.type;
         // Null running buffers (both null, as DnnSupport checks) skip the update.
         RILL_CUDNN_RETURN_IF_ERROR(cudnnBatchNormalizationForwardTraining(
-            s.handle(), CUDNN_BATCHNORM_SPATIAL, cudnn::One(type), cudnn::Zero(type), x.get(), CudaAddress(a.x),
-            x.get(), CudaAddress(a.y), params.get(), CudaAddress(a.scale), CudaAddress(a.offset),
-            a.exponential_average_factor, CudaAddress(a.running_mean), CudaAddress(a.running_variance), a.epsilon,
-            CudaAddress(a.saved_mean), CudaAddress(a.saved_inv_std)));
+            s.handle(), CUDNN_BATCHNORM_SPATIAL, cudnn::One(type), cudnn::Zero(type), x.get(),
+            CudaAddress(a.x), x.get(), CudaAddress(a.y), params.get(), CudaAddress(a.scale),
+            CudaAddress(a.offset), a.exponential_average_factor, CudaAddress(a.running_mean),
+            CudaAddress(a.running_variance), a.epsilon, CudaAddress(a.saved_mean),
+            CudaAddress(a.saved_inv_std)));
         return absl::OkStatus();
       });
 }
@@ -102,9 +107,10 @@ absl::Status CuDnn::BatchNormBackward(Stream* stream, const BatchNormBackwardArg
         const void* zero = cudnn::Zero(type);
         // dx and the parameter gradients are overwritten (alpha 1, beta 0).
         RILL_CUDNN_RETURN_IF_ERROR(cudnnBatchNormalizationBackward(
-            s.handle(), CUDNN_BATCHNORM_SPATIAL, one, zero, one, zero, x.get(), CudaAddress(a.x), x.get(),
-            CudaAddress(a.dy), x.get(), CudaAddress(a.dx), params.get(), CudaAddress(a.scale), CudaAddress(a.dscale),
-            CudaAddress(a.doffset), a.epsilon, CudaAddress(a.saved_mean), CudaAddress(a.saved_inv_std)));
+            s.handle(), CUDNN_BATCHNORM_SPATIAL, one, zero, one, zero, x.get(), CudaAddress(a.x),
+            x.get(), CudaAddress(a.dy), x.get(), CudaAddress(a.dx), params.get(),
+            CudaAddress(a.scale), CudaAddress(a.dscale), CudaAddress(a.doffset), a.epsilon,
+            CudaAddress(a.saved_mean), CudaAddress(a.saved_inv_std)));
         return absl::OkStatus();
       });
 }

@@ -11,10 +11,13 @@ namespace {
 // 5xxx execution failed).
 absl::StatusCode CanonicalCode(cudnnStatus_t status) {
   switch (status) {
-    case CUDNN_STATUS_NOT_INITIALIZED: return absl::StatusCode::kUnavailable;
+    case CUDNN_STATUS_NOT_INITIALIZED:
+      return absl::StatusCode::kUnavailable;
     case CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED:  // CUDNN_STATUS_ALLOC_FAILED.
-    case CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED: return absl::StatusCode::kResourceExhausted;
-    default: break;
+    case CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED:
+      return absl::StatusCode::kResourceExhausted;
+    default:
+      break;
   }
   const int number = static_cast<int>(status);
   if (number >= 2000 && number < 3000) return absl::StatusCode::kInvalidArgument;
@@ -38,7 +41,8 @@ std::string CudnnLastErrorText() {
 
 absl::Status CudnnStatus(cudnnStatus_t status, absl::string_view what, absl::string_view detail) {
   if (status == CUDNN_STATUS_SUCCESS) return absl::OkStatus();
-  std::string message = absl::StrCat(what, ": ", CudnnStatusName(status), " (", static_cast<int>(status), ")");
+  std::string message =
+      absl::StrCat(what, ": ", CudnnStatusName(status), " (", static_cast<int>(status), ")");
   if (!detail.empty()) absl::StrAppend(&message, ": ", detail);
   return absl::Status(CanonicalCode(status), message);
 }

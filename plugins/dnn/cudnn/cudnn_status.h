@@ -32,7 +32,8 @@ std::string CudnnLastErrorText();
 // ..._DEVICE_ALLOCATION_FAILED); Unavailable for
 // CUDNN_STATUS_NOT_INITIALIZED (what cudnnCreate returns without a driver
 // or device); Internal otherwise.
-absl::Status CudnnStatus(cudnnStatus_t status, absl::string_view what, absl::string_view detail = "");
+absl::Status CudnnStatus(cudnnStatus_t status, absl::string_view what,
+                         absl::string_view detail = "");
 
 }  // namespace rill
 

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "rill/plugins/dnn/dnn_test_reference.h"
 #include "gtest/gtest.h"
 #include "rill/plugins/dnn/cudnn/cudnn_dnn.h"
 #include "rill/plugins/dnn/dnn.h"
+#include "rill/plugins/dnn/dnn_test_reference.h"
 #include "rill/rill.h"
 #include "tests/testing/status_testing.h"
 
@@ -24,16 +24,17 @@ namespace rill::testing {
 
 // |got - ref| <= abs_tol + rel_tol |ref| for every element.
 template <typename T>
-::testing::AssertionResult AllNear(const char* what, const std::vector<T>& got, const std::vector<double>& ref,
-                                   double abs_tol, double rel_tol) {
+::testing::AssertionResult AllNear(const char* what, const std::vector<T>& got,
+                                   const std::vector<double>& ref, double abs_tol, double rel_tol) {
   if (got.size() != ref.size()) {
-    return ::testing::AssertionFailure() << what << ": " << got.size() << " values, reference " << ref.size();
+    return ::testing::AssertionFailure()
+           << what << ": " << got.size() << " values, reference " << ref.size();
   }
   for (size_t i = 0; i < got.size(); ++i) {
     const double tol = abs_tol + rel_tol * std::fabs(ref[i]);
     if (!(std::fabs(got[i] - ref[i]) <= tol)) {
-      return ::testing::AssertionFailure()
-             << what << "[" << i << "] = " << got[i] << ", reference " << ref[i] << ", tolerance " << tol;
+      return ::testing::AssertionFailure() << what << "[" << i << "] = " << got[i] << ", reference "
+                                           << ref[i] << ", tolerance " << tol;
     }
   }
   return ::testing::AssertionSuccess();
@@ -45,7 +46,8 @@ inline std::string NoCudaDeviceReason() {
   if (!cuda.ok()) return "no cuda platform: " + cuda.status().ToString();
   if ((*cuda)->VisibleDeviceCount() > 0) return "";
   const absl::Status why = (*cuda)->Availability();  // "no CUDA device: cudaGetDeviceCount: ...".
-  return why.ok() ? std::string("no CUDA device: the cuda platform reports 0 devices") : std::string(why.message());
+  return why.ok() ? std::string("no CUDA device: the cuda platform reports 0 devices")
+                  : std::string(why.message());
 }
 
 // CUDA device 0, its "cudnn" plugin and a stream.
@@ -64,7 +66,8 @@ class CudnnTest : public ::testing::Test {
 
   template <typename T>
   DeviceMemory<T> Upload(const std::vector<T>& host) {
-    auto owned = std::make_shared<ScopedDeviceMemory<T>>(Must(exec_->AllocateOwnedArray<T>(host.size())));
+    auto owned =
+        std::make_shared<ScopedDeviceMemory<T>>(Must(exec_->AllocateOwnedArray<T>(host.size())));
     keep_.push_back(owned);
     stream_->ThenMemcpy(owned->ptr(), host.data(), host.size() * sizeof(T));
     EXPECT_TRUE(IsOk(stream_->BlockHostUntilDone()));

@@ -18,13 +18,20 @@ namespace {
 
 const char* DnnlStatusName(dnnl_status_t status) {
   switch (status) {
-    case dnnl_success: return "success";
-    case dnnl_out_of_memory: return "out_of_memory";
-    case dnnl_invalid_arguments: return "invalid_arguments";
-    case dnnl_unimplemented: return "unimplemented";
-    case dnnl_iterator_ends: return "iterator_ends";
-    case dnnl_runtime_error: return "runtime_error";
-    case dnnl_not_required: return "not_required";
+    case dnnl_success:
+      return "success";
+    case dnnl_out_of_memory:
+      return "out_of_memory";
+    case dnnl_invalid_arguments:
+      return "invalid_arguments";
+    case dnnl_unimplemented:
+      return "unimplemented";
+    case dnnl_iterator_ends:
+      return "iterator_ends";
+    case dnnl_runtime_error:
+      return "runtime_error";
+    case dnnl_not_required:
+      return "not_required";
   }
   return "unknown";
 }
@@ -35,10 +42,14 @@ absl::Status FromDnnl(const dnnl::error& error, const std::string& context) {
   const std::string message =
       absl::StrCat(context, ": oneDNN ", DnnlStatusName(error.status), ": ", error.what());
   switch (error.status) {
-    case dnnl_unimplemented: return absl::UnimplementedError(message);
-    case dnnl_invalid_arguments: return absl::InvalidArgumentError(message);
-    case dnnl_out_of_memory: return absl::ResourceExhaustedError(message);
-    default: return absl::InternalError(message);
+    case dnnl_unimplemented:
+      return absl::UnimplementedError(message);
+    case dnnl_invalid_arguments:
+      return absl::InvalidArgumentError(message);
+    case dnnl_out_of_memory:
+      return absl::ResourceExhaustedError(message);
+    default:
+      return absl::InternalError(message);
   }
 }
 
@@ -85,7 +96,9 @@ memory::desc TensorMd(const TensorDescriptor& t) {
   return memory::desc(dims, memory::data_type::f32, strides);
 }
 
-memory::desc VectorMd(int64_t c) { return memory::desc({c}, memory::data_type::f32, memory::dims{1}); }
+memory::desc VectorMd(int64_t c) {
+  return memory::desc({c}, memory::data_type::f32, memory::dims{1});
+}
 
 memory::desc FilterMd(const FilterDescriptor& f, int64_t groups) {
   const int64_t o = f.output_channels / groups, i = f.input_channels, h = f.height, w = f.width;
@@ -226,9 +239,8 @@ dnnl::primitive_attr UserScratchpad() {
   return attr;
 }
 
-absl::StatusOr<std::shared_ptr<const CachedPrimitive>> PrimitiveCache::GetOrCreate(const Key& key,
-                                                                                   const char* context,
-                                                                                   const Factory& create) {
+absl::StatusOr<std::shared_ptr<const CachedPrimitive>> PrimitiveCache::GetOrCreate(
+    const Key& key, const char* context, const Factory& create) {
   // Listeners learn which implementation serves the call being enqueued.
   auto noted = [](const std::shared_ptr<const CachedPrimitive>& p) {
     if (StreamListenersActive()) NoteAlgorithm(p->implementation);
@@ -242,7 +254,8 @@ absl::StatusOr<std::shared_ptr<const CachedPrimitive>> PrimitiveCache::GetOrCrea
   // Created outside the lock: a slow primitive-descriptor creation does not
   // stall other shapes. Two threads racing on one key both create; one wins.
   std::shared_ptr<const CachedPrimitive> made;
-  absl::Status status = Guard(context, [&] { made = std::make_shared<const CachedPrimitive>(create()); });
+  absl::Status status =
+      Guard(context, [&] { made = std::make_shared<const CachedPrimitive>(create()); });
   if (!status.ok()) return status;
   MutexLock lock(&mu_);
   return noted(entries_.try_emplace(key, std::move(made)).first->second);
@@ -254,12 +267,13 @@ size_t PrimitiveCache::size() {
 }
 
 void AppendKey(std::vector<int64_t>& key, const TensorDescriptor& t) {
-  key.insert(key.end(), {t.n, t.c, t.h, t.w, static_cast<int64_t>(t.layout), static_cast<int64_t>(t.type)});
+  key.insert(key.end(),
+             {t.n, t.c, t.h, t.w, static_cast<int64_t>(t.layout), static_cast<int64_t>(t.type)});
 }
 
 void AppendKey(std::vector<int64_t>& key, const FilterDescriptor& f) {
-  key.insert(key.end(), {f.output_channels, f.input_channels, f.height, f.width, static_cast<int64_t>(f.layout),
-                         static_cast<int64_t>(f.type)});
+  key.insert(key.end(), {f.output_channels, f.input_channels, f.height, f.width,
+                         static_cast<int64_t>(f.layout), static_cast<int64_t>(f.type)});
 }
 
 }  // namespace rill::onednn

@@ -9,12 +9,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
-
-#include <oneapi/dnnl/dnnl.hpp>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
@@ -124,11 +123,13 @@ class ThreadChoice {
   }
 
   Mutex mu_;
-  int64_t interval_ ABSL_GUARDED_BY(mu_) = kExplore;  // Calls between retries of the slower variant.
+  int64_t interval_ ABSL_GUARDED_BY(mu_) =
+      kExplore;  // Calls between retries of the slower variant.
   int64_t since_retry_ ABSL_GUARDED_BY(mu_) = 0;
-  int retrying_ ABSL_GUARDED_BY(mu_) = -1;  // The variant being retried, or -1.
+  int retrying_ ABSL_GUARDED_BY(mu_) = -1;               // The variant being retried, or -1.
   double recent_[2][kWindow] ABSL_GUARDED_BY(mu_) = {};  // Seconds, a ring per variant.
-  int64_t runs_[2] ABSL_GUARDED_BY(mu_) = {0, 0};        // Recorded runs per variant, the dropped first included.
+  int64_t runs_[2] ABSL_GUARDED_BY(mu_) = {
+      0, 0};  // Recorded runs per variant, the dropped first included.
 };
 
 // --- Running.
@@ -145,7 +146,9 @@ void Execute(const dnnl::primitive& primitive, std::unordered_map<int, dnnl::mem
 template <typename Work>
 absl::Status EnqueueDnn(StreamExecutor* owner, Stream* stream, const char* op, Work work) {
   return EnqueueHostWork(owner, stream, "onednn", "AsDnn()",
-                         [op, work = std::move(work)]() mutable -> absl::Status { return Guard(op, [&] { work(); }); });
+                         [op, work = std::move(work)]() mutable -> absl::Status {
+                           return Guard(op, [&] { work(); });
+                         });
 }
 
 // --- Primitive cache.
@@ -155,7 +158,7 @@ struct CachedPrimitive {
   dnnl::primitive primitive;
   dnnl::memory::desc scratchpad_md;  // User-mode scratchpad (attr scratchpad_mode::user).
   uint64_t scratchpad_bytes = 0;
-  std::string implementation;     // impl_info_str().
+  std::string implementation;  // impl_info_str().
   // The memory descriptors of the op's tensors, in an order each op defines
   // (convolution: input, filter, output).
   std::vector<dnnl::memory::desc> mds;
@@ -197,7 +200,8 @@ class PrimitiveCache {
 
   // The cached primitive for `key`, created by `create` (which may throw
   // dnnl::error: the status names `context`) on a miss.
-  absl::StatusOr<std::shared_ptr<const CachedPrimitive>> GetOrCreate(const Key& key, const char* context,
+  absl::StatusOr<std::shared_ptr<const CachedPrimitive>> GetOrCreate(const Key& key,
+                                                                     const char* context,
                                                                      const Factory& create);
   size_t size();
 

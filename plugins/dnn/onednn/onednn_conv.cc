@@ -25,9 +25,12 @@ constexpr int64_t kAlgorithmIds[] = {OneDnn::kAuto, OneDnn::kDirect, OneDnn::kWi
 
 const char* AlgorithmName(int64_t id) {
   switch (id) {
-    case OneDnn::kAuto: return "auto";
-    case OneDnn::kDirect: return "direct";
-    case OneDnn::kWinograd: return "winograd";
+    case OneDnn::kAuto:
+      return "auto";
+    case OneDnn::kDirect:
+      return "direct";
+    case OneDnn::kWinograd:
+      return "winograd";
   }
   return "?";
 }
@@ -63,10 +66,11 @@ ConvMds AnyMds(const ConvMds& m) {
   return {any(m.src), any(m.wei), any(m.dst), m.strides, m.dilates, m.pad};
 }
 
-dnnl::convolution_forward::primitive_desc ForwardPd(const ConvMds& m, int64_t algorithm, dnnl::prop_kind prop,
-                                                     const dnnl::primitive_attr& attr) {
-  dnnl::convolution_forward::desc d(prop, ToDnnl(algorithm), m.src, m.wei, m.dst, m.strides, m.dilates, m.pad,
-                                    m.pad);
+dnnl::convolution_forward::primitive_desc ForwardPd(const ConvMds& m, int64_t algorithm,
+                                                    dnnl::prop_kind prop,
+                                                    const dnnl::primitive_attr& attr) {
+  dnnl::convolution_forward::desc d(prop, ToDnnl(algorithm), m.src, m.wei, m.dst, m.strides,
+                                    m.dilates, m.pad, m.pad);
   return dnnl::convolution_forward::primitive_desc(d, attr, **onednn::Engine());
 }
 
@@ -77,8 +81,10 @@ constexpr uint64_t RoundUp64(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
 // a reorder for each tensor whose layouts differ, inputs before the
 // convolution and outputs after, with the staged copies in the workspace.
 template <typename Pd>
-CachedPrimitive Staged(const Pd& pd, dnnl::primitive primitive, const std::vector<memory::desc>& user,
-                       const std::vector<memory::desc>& chosen, const std::vector<bool>& is_output) {
+CachedPrimitive Staged(const Pd& pd, dnnl::primitive primitive,
+                       const std::vector<memory::desc>& user,
+                       const std::vector<memory::desc>& chosen,
+                       const std::vector<bool>& is_output) {
   CachedPrimitive c;
   c.primitive = std::move(primitive);
   c.scratchpad_md = pd.scratchpad_desc();
@@ -91,9 +97,11 @@ CachedPrimitive Staged(const Pd& pd, dnnl::primitive primitive, const std::vecto
     CachedPrimitive::Staged st;
     st.md = chosen[i];
     if (chosen[i] != user[i]) {
-      dnnl::reorder::primitive_desc r = is_output[i]
-          ? dnnl::reorder::primitive_desc(engine, chosen[i], engine, user[i], onednn::UserScratchpad())
-          : dnnl::reorder::primitive_desc(engine, user[i], engine, chosen[i], onednn::UserScratchpad());
+      dnnl::reorder::primitive_desc r =
+          is_output[i] ? dnnl::reorder::primitive_desc(engine, chosen[i], engine, user[i],
+                                                       onednn::UserScratchpad())
+                       : dnnl::reorder::primitive_desc(engine, user[i], engine, chosen[i],
+                                                       onednn::UserScratchpad());
       st.reorder = dnnl::reorder(r);
       st.reorder_scratchpad_md = r.scratchpad_desc();
       scratch = std::max<uint64_t>(scratch, st.reorder_scratchpad_md.get_size());
@@ -111,31 +119,36 @@ CachedPrimitive Staged(const Pd& pd, dnnl::primitive primitive, const std::vecto
 // The convolution of `kind` with the layouts of `io` (the caller's, or
 // format_tag::any), staged against the caller's `m`. Throws dnnl::error when
 // oneDNN has no implementation.
-CachedPrimitive MakeConvolutionWith(ConvolutionKind kind, const ConvMds& m, const ConvMds& io, int64_t algorithm) {
+CachedPrimitive MakeConvolutionWith(ConvolutionKind kind, const ConvMds& m, const ConvMds& io,
+                                    int64_t algorithm) {
   const std::vector<memory::desc> user = {m.src, m.wei, m.dst};
   const dnnl::primitive_attr attr = onednn::UserScratchpad();
   const dnnl::engine& engine = **onednn::Engine();
   switch (kind) {
     case ConvolutionKind::kForward: {
       auto pd = ForwardPd(io, algorithm, dnnl::prop_kind::forward_inference, attr);
-      return Staged(pd, dnnl::convolution_forward(pd), user, {pd.src_desc(), pd.weights_desc(), pd.dst_desc()},
-                    {false, false, true});
+      return Staged(pd, dnnl::convolution_forward(pd), user,
+                    {pd.src_desc(), pd.weights_desc(), pd.dst_desc()}, {false, false, true});
     }
     case ConvolutionKind::kBackwardData: {
-      auto hint = ForwardPd(io, algorithm, dnnl::prop_kind::forward_training, dnnl::primitive_attr());
-      dnnl::convolution_backward_data::desc d(ToDnnl(algorithm), io.src, io.wei, io.dst, m.strides, m.dilates,
-                                              m.pad, m.pad);
+      auto hint =
+          ForwardPd(io, algorithm, dnnl::prop_kind::forward_training, dnnl::primitive_attr());
+      dnnl::convolution_backward_data::desc d(ToDnnl(algorithm), io.src, io.wei, io.dst, m.strides,
+                                              m.dilates, m.pad, m.pad);
       dnnl::convolution_backward_data::primitive_desc pd(d, attr, engine, hint);
       return Staged(pd, dnnl::convolution_backward_data(pd), user,
-                    {pd.diff_src_desc(), pd.weights_desc(), pd.diff_dst_desc()}, {true, false, false});
+                    {pd.diff_src_desc(), pd.weights_desc(), pd.diff_dst_desc()},
+                    {true, false, false});
     }
     case ConvolutionKind::kBackwardFilter: {
-      auto hint = ForwardPd(io, algorithm, dnnl::prop_kind::forward_training, dnnl::primitive_attr());
-      dnnl::convolution_backward_weights::desc d(ToDnnl(algorithm), io.src, io.wei, io.dst, m.strides,
-                                                 m.dilates, m.pad, m.pad);
+      auto hint =
+          ForwardPd(io, algorithm, dnnl::prop_kind::forward_training, dnnl::primitive_attr());
+      dnnl::convolution_backward_weights::desc d(ToDnnl(algorithm), io.src, io.wei, io.dst,
+                                                 m.strides, m.dilates, m.pad, m.pad);
       dnnl::convolution_backward_weights::primitive_desc pd(d, attr, engine, hint);
       return Staged(pd, dnnl::convolution_backward_weights(pd), user,
-                    {pd.src_desc(), pd.diff_weights_desc(), pd.diff_dst_desc()}, {false, true, false});
+                    {pd.src_desc(), pd.diff_weights_desc(), pd.diff_dst_desc()},
+                    {false, true, false});
     }
   }
   throw dnnl::error(dnnl_invalid_arguments, "unknown convolution kind");
@@ -161,7 +174,8 @@ bool PadsChannels(const CachedPrimitive& c) {
 // gemm without im2col: it ran 2-3x faster than jit_1x1 with its reorders
 // (bench/dnn_bench conv1x1, 256 -> 64 channels at 56x56). Throws dnnl::error
 // when oneDNN has no implementation.
-CachedPrimitive MakeConvolution(ConvolutionKind kind, const ConvolutionShape& shape, int64_t algorithm) {
+CachedPrimitive MakeConvolution(ConvolutionKind kind, const ConvolutionShape& shape,
+                                int64_t algorithm) {
   const ConvMds m = Mds(shape);
   if (shape.filter.height == 1 && shape.filter.width == 1) {
     try {
@@ -184,17 +198,16 @@ CachedPrimitive MakeConvolution(ConvolutionKind kind, const ConvolutionShape& sh
 
 // The primitive for `threads` OpenMP threads (created under that count;
 // oneDNN fixes its team size then), cached by every shape parameter.
-absl::StatusOr<std::shared_ptr<const CachedPrimitive>> ConvolutionPrimitive(onednn::PrimitiveCache& cache,
-                                                                            ConvolutionKind kind,
-                                                                            const ConvolutionShape& shape,
-                                                                            int64_t algorithm, int threads,
-                                                                            bool with_choice) {
+absl::StatusOr<std::shared_ptr<const CachedPrimitive>> ConvolutionPrimitive(
+    onednn::PrimitiveCache& cache, ConvolutionKind kind, const ConvolutionShape& shape,
+    int64_t algorithm, int threads, bool with_choice) {
   std::vector<int64_t> key = {kOpConvolution, static_cast<int64_t>(kind), algorithm, threads};
   onednn::AppendKey(key, shape.input);
   onednn::AppendKey(key, shape.filter);
   onednn::AppendKey(key, shape.output);
   const ConvolutionDescriptor& c = shape.conv;
-  key.insert(key.end(), {c.pad_h, c.pad_w, c.stride_h, c.stride_w, c.dilation_h, c.dilation_w, c.group_count});
+  key.insert(key.end(),
+             {c.pad_h, c.pad_w, c.stride_h, c.stride_w, c.dilation_h, c.dilation_w, c.group_count});
   absl::StatusOr<std::shared_ptr<const CachedPrimitive>> made =
       cache.GetOrCreate(key, "onednn convolution", [&] {
         onednn::ScopedThreads scope(threads);
@@ -203,10 +216,11 @@ absl::StatusOr<std::shared_ptr<const CachedPrimitive>> ConvolutionPrimitive(oned
         return made;
       });
   if (!made.ok()) {
-    return absl::Status(made.status().code(),
-                        absl::StrCat("onednn ", ConvolutionKindName(kind), " convolution algorithm ", algorithm,
-                                     " (", AlgorithmName(algorithm), ") is not available for ", shape.ToString(),
-                                     ": ", made.status().message()));
+    return absl::Status(
+        made.status().code(),
+        absl::StrCat("onednn ", ConvolutionKindName(kind), " convolution algorithm ", algorithm,
+                     " (", AlgorithmName(algorithm), ") is not available for ", shape.ToString(),
+                     ": ", made.status().message()));
   }
   return made;
 }
@@ -215,7 +229,7 @@ absl::StatusOr<std::shared_ptr<const CachedPrimitive>> ConvolutionPrimitive(oned
 // per call, its one-thread twin (onednn::ThreadChoice picks per call).
 struct ConvVariants {
   std::shared_ptr<const CachedPrimitive> all, one;  // `one` null: always `all`.
-  uint64_t workspace_bytes = 0;                      // Enough for either.
+  uint64_t workspace_bytes = 0;                     // Enough for either.
 };
 
 absl::StatusOr<ConvVariants> Variants(onednn::PrimitiveCache& cache, ConvolutionKind kind,
@@ -223,7 +237,8 @@ absl::StatusOr<ConvVariants> Variants(onednn::PrimitiveCache& cache, Convolution
   const int threads = onednn::PluginThreads();
   const bool adaptive = onednn::ThreadsAdjustable() && !onednn::ThreadsFixed() && threads > 1;
   ConvVariants v;
-  RILL_ASSIGN_OR_RETURN(v.all, ConvolutionPrimitive(cache, kind, shape, algorithm, threads, adaptive));
+  RILL_ASSIGN_OR_RETURN(v.all,
+                        ConvolutionPrimitive(cache, kind, shape, algorithm, threads, adaptive));
   v.workspace_bytes = v.all->workspace_bytes;
   if (adaptive) {
     RILL_ASSIGN_OR_RETURN(v.one, ConvolutionPrimitive(cache, kind, shape, algorithm, 1, false));
@@ -234,17 +249,20 @@ absl::StatusOr<ConvVariants> Variants(onednn::PrimitiveCache& cache, Convolution
 
 absl::Status CheckAlgorithmId(int64_t id) {
   if (id >= OneDnn::kAuto && id <= OneDnn::kWinograd) return absl::OkStatus();
-  return absl::NotFoundError(absl::StrCat("convolution algorithm ", id,
-                                          " is not offered by onednn (it offers 0 auto, 1 direct, 2 winograd)"));
+  return absl::NotFoundError(
+      absl::StrCat("convolution algorithm ", id,
+                   " is not offered by onednn (it offers 0 auto, 1 direct, 2 winograd)"));
 }
 
 // Runs one convolution with the primitive's argument roles for `kind`:
 // inputs reordered into their staged copies, the convolution, outputs
 // reordered back. `workspace` holds p.workspace_bytes.
-void RunConvolution(const CachedPrimitive& p, ConvolutionKind kind, void* input, void* filter, void* output,
-                    void* workspace) {
+void RunConvolution(const CachedPrimitive& p, ConvolutionKind kind, void* input, void* filter,
+                    void* output, void* workspace) {
   void* const user[3] = {input, filter, output};
-  const int output_role = kind == ConvolutionKind::kForward ? 2 : kind == ConvolutionKind::kBackwardData ? 0 : 1;
+  const int output_role = kind == ConvolutionKind::kForward        ? 2
+                          : kind == ConvolutionKind::kBackwardData ? 0
+                                                                   : 1;
   char* const base = static_cast<char*>(workspace);
   memory m[3];
   for (int i = 0; i < 3; ++i) {
@@ -255,28 +273,35 @@ void RunConvolution(const CachedPrimitive& p, ConvolutionKind kind, void* input,
     }
     m[i] = onednn::Wrap(st.md, base + st.offset);
     if (i != output_role) {
-      onednn::Execute(st.reorder, {{DNNL_ARG_FROM, onednn::Wrap(p.mds[i], user[i])}, {DNNL_ARG_TO, m[i]}},
+      onednn::Execute(st.reorder,
+                      {{DNNL_ARG_FROM, onednn::Wrap(p.mds[i], user[i])}, {DNNL_ARG_TO, m[i]}},
                       st.reorder_scratchpad_md, workspace);
     }
   }
   switch (kind) {
     case ConvolutionKind::kForward:
-      onednn::Execute(p.primitive, {{DNNL_ARG_SRC, m[0]}, {DNNL_ARG_WEIGHTS, m[1]}, {DNNL_ARG_DST, m[2]}},
+      onednn::Execute(p.primitive,
+                      {{DNNL_ARG_SRC, m[0]}, {DNNL_ARG_WEIGHTS, m[1]}, {DNNL_ARG_DST, m[2]}},
                       p.scratchpad_md, workspace);
       break;
     case ConvolutionKind::kBackwardData:
-      onednn::Execute(p.primitive, {{DNNL_ARG_DIFF_SRC, m[0]}, {DNNL_ARG_WEIGHTS, m[1]}, {DNNL_ARG_DIFF_DST, m[2]}},
-                      p.scratchpad_md, workspace);
+      onednn::Execute(
+          p.primitive,
+          {{DNNL_ARG_DIFF_SRC, m[0]}, {DNNL_ARG_WEIGHTS, m[1]}, {DNNL_ARG_DIFF_DST, m[2]}},
+          p.scratchpad_md, workspace);
       break;
     case ConvolutionKind::kBackwardFilter:
-      onednn::Execute(p.primitive, {{DNNL_ARG_SRC, m[0]}, {DNNL_ARG_DIFF_WEIGHTS, m[1]}, {DNNL_ARG_DIFF_DST, m[2]}},
-                      p.scratchpad_md, workspace);
+      onednn::Execute(
+          p.primitive,
+          {{DNNL_ARG_SRC, m[0]}, {DNNL_ARG_DIFF_WEIGHTS, m[1]}, {DNNL_ARG_DIFF_DST, m[2]}},
+          p.scratchpad_md, workspace);
       break;
   }
   const CachedPrimitive::Staged& out = p.staged[output_role];
   if (out.reorder) {
     onednn::Execute(out.reorder,
-                    {{DNNL_ARG_FROM, m[output_role]}, {DNNL_ARG_TO, onednn::Wrap(p.mds[output_role], user[output_role])}},
+                    {{DNNL_ARG_FROM, m[output_role]},
+                     {DNNL_ARG_TO, onednn::Wrap(p.mds[output_role], user[output_role])}},
                     out.reorder_scratchpad_md, workspace);
   }
 }
@@ -285,8 +310,8 @@ void RunConvolution(const CachedPrimitive& p, ConvolutionKind kind, void* input,
 // count, and records the time. While another host library call runs
 // (platform/host/host_thread_budget.h), the one-thread variant runs,
 // untimed: the cores are shared.
-void RunVariant(const ConvVariants& v, ConvolutionKind kind, void* input, void* filter, void* output,
-                void* workspace) {
+void RunVariant(const ConvVariants& v, ConvolutionKind kind, void* input, void* filter,
+                void* output, void* workspace) {
   HostComputeScope budget;
   if (v.one == nullptr) {
     onednn::ScopedThreads scope(onednn::PluginThreads());
@@ -302,13 +327,15 @@ void RunVariant(const ConvVariants& v, ConvolutionKind kind, void* input, void* 
   onednn::ScopedThreads scope(variant == 0 ? onednn::PluginThreads() : 1);
   const auto start = std::chrono::steady_clock::now();
   RunConvolution(variant == 0 ? *v.all : *v.one, kind, input, filter, output, workspace);
-  v.all->choice->Record(variant, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  v.all->choice->Record(
+      variant, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 // A 64-byte-aligned host buffer for timing runs.
 struct AlignedBuffer {
   explicit AlignedBuffer(uint64_t bytes)
-      : data(static_cast<float*>(std::aligned_alloc(64, std::max<uint64_t>(64, (bytes + 63) / 64 * 64)))) {
+      : data(static_cast<float*>(
+            std::aligned_alloc(64, std::max<uint64_t>(64, (bytes + 63) / 64 * 64)))) {
     if (data != nullptr) std::fill(data, data + bytes / sizeof(float), 0.01f);
   }
   ~AlignedBuffer() { std::free(data); }
@@ -317,8 +344,8 @@ struct AlignedBuffer {
 
 }  // namespace
 
-absl::StatusOr<std::vector<ConvolutionAlgorithm>> OneDnn::ConvolutionAlgorithms(ConvolutionKind kind,
-                                                                                const ConvolutionShape& shape) {
+absl::StatusOr<std::vector<ConvolutionAlgorithm>> OneDnn::ConvolutionAlgorithms(
+    ConvolutionKind kind, const ConvolutionShape& shape) {
   RILL_RETURN_IF_ERROR(onednn::RequireFloat("convolution", shape.input.type));
   std::vector<ConvolutionAlgorithm> algorithms;
   for (int64_t id : kAlgorithmIds) {
@@ -343,8 +370,8 @@ absl::StatusOr<std::vector<ConvolutionAlgorithm>> OneDnn::ConvolutionAlgorithms(
   return algorithms;
 }
 
-absl::StatusOr<ConvolutionAlgorithm> OneDnn::BestConvolutionAlgorithm(ConvolutionKind kind,
-                                                                      const ConvolutionShape& shape) {
+absl::StatusOr<ConvolutionAlgorithm> OneDnn::BestConvolutionAlgorithm(
+    ConvolutionKind kind, const ConvolutionShape& shape) {
   {
     MutexLock lock(&best_mu_);
     auto it = best_.find({static_cast<int>(kind), shape});
@@ -355,9 +382,12 @@ absl::StatusOr<ConvolutionAlgorithm> OneDnn::BestConvolutionAlgorithm(Convolutio
   return best_.try_emplace({static_cast<int>(kind), shape}, best).first->second;
 }
 
-absl::StatusOr<ConvolutionAlgorithm> OneDnn::TimeAlgorithms(ConvolutionKind kind, const ConvolutionShape& shape) {
-  RILL_ASSIGN_OR_RETURN(std::vector<ConvolutionAlgorithm> algorithms, ConvolutionAlgorithms(kind, shape));
-  AlignedBuffer input(shape.input.Bytes()), filter(shape.filter.Bytes()), output(shape.output.Bytes());
+absl::StatusOr<ConvolutionAlgorithm> OneDnn::TimeAlgorithms(ConvolutionKind kind,
+                                                            const ConvolutionShape& shape) {
+  RILL_ASSIGN_OR_RETURN(std::vector<ConvolutionAlgorithm> algorithms,
+                        ConvolutionAlgorithms(kind, shape));
+  AlignedBuffer input(shape.input.Bytes()), filter(shape.filter.Bytes()),
+      output(shape.output.Bytes());
   if (input.data == nullptr || filter.data == nullptr || output.data == nullptr) {
     return absl::ResourceExhaustedError("onednn: no host memory for timing convolution algorithms");
   }
@@ -375,7 +405,10 @@ absl::StatusOr<ConvolutionAlgorithm> OneDnn::TimeAlgorithms(ConvolutionKind kind
       RILL_RETURN_IF_ERROR(onednn::Guard("onednn: timing a convolution", [&] {
         RunConvolution(*v.all, kind, input.data, filter.data, output.data, workspace.data);
       }));
-      if (run > 0) seconds = std::min(seconds, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      if (run > 0)
+        seconds = std::min(
+            seconds,
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
     if (seconds < best_seconds) {
       best_seconds = seconds;
@@ -383,8 +416,9 @@ absl::StatusOr<ConvolutionAlgorithm> OneDnn::TimeAlgorithms(ConvolutionKind kind
     }
   }
   if (best == nullptr) {
-    return absl::UnimplementedError(absl::StrCat("onednn: no convolution algorithm is available for ",
-                                                 ConvolutionKindName(kind), " ", shape.ToString()));
+    return absl::UnimplementedError(
+        absl::StrCat("onednn: no convolution algorithm is available for ",
+                     ConvolutionKindName(kind), " ", shape.ToString()));
   }
   return *best;
 }
@@ -406,9 +440,9 @@ absl::Status OneDnn::Convolve(Stream* stream, ConvolutionKind kind, const Convol
   if (!a.workspace.is_null()) {
     if (a.workspace.size() < need) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "workspace ", a.workspace.ToString(), " is too small: onednn's ", ConvolutionKindName(kind),
-          " convolution algorithm ", algorithm, " (", AlgorithmName(algorithm), ") needs ", need, " bytes for ",
-          a.shape.ToString()));
+          "workspace ", a.workspace.ToString(), " is too small: onednn's ",
+          ConvolutionKindName(kind), " convolution algorithm ", algorithm, " (",
+          AlgorithmName(algorithm), ") needs ", need, " bytes for ", a.shape.ToString()));
     }
     workspace = HostPointer(a.workspace);
   } else if (need > 0) {
@@ -418,9 +452,8 @@ absl::Status OneDnn::Convolve(Stream* stream, ConvolutionKind kind, const Convol
   return onednn::EnqueueDnn(
       executor_, stream, "onednn convolution",
       [v = std::move(v), kind, input = HostPointer(a.input), filter = HostPointer(a.filter),
-       output = HostPointer(a.output), workspace, owned = std::move(owned)] {
-        RunVariant(v, kind, input, filter, output, workspace);
-      });
+       output = HostPointer(a.output), workspace,
+       owned = std::move(owned)] { RunVariant(v, kind, input, filter, output, workspace); });
 }
 
 }  // namespace rill

@@ -19,23 +19,23 @@
 namespace rill {
 namespace {
 
-using testing::HasError;
 using testing::BackwardData;
 using testing::BackwardFilter;
 using testing::Forward;
-using testing::Reference;
+using testing::HasError;
 using testing::IsOk;
 using testing::Must;
 using testing::RandomFloats;
+using testing::Reference;
 
-::testing::AssertionResult Matches(const char* what, const std::vector<float>& got, const Reference& ref,
-                                   double slack = 1) {
+::testing::AssertionResult Matches(const char* what, const std::vector<float>& got,
+                                   const Reference& ref, double slack = 1) {
   const double eps = std::numeric_limits<float>::epsilon();
   for (size_t i = 0; i < got.size(); ++i) {
     const double tol = slack * 4 * (ref.terms + 2) * eps * ref.scale[i];
     if (!(std::fabs(got[i] - ref.value[i]) <= tol)) {
-      return ::testing::AssertionFailure() << what << "[" << i << "] = " << got[i] << ", reference " << ref.value[i]
-                                           << ", tolerance " << tol;
+      return ::testing::AssertionFailure() << what << "[" << i << "] = " << got[i] << ", reference "
+                                           << ref.value[i] << ", tolerance " << tol;
     }
   }
   return ::testing::AssertionSuccess();
@@ -50,25 +50,44 @@ struct Case {
 
 std::vector<Case> Cases() {
   return {
-      {"3x3 pad 1", {.n = 2, .c = 3, .h = 7, .w = 6}, {.output_channels = 4, .input_channels = 3, .height = 3, .width = 3},
+      {"3x3 pad 1",
+       {.n = 2, .c = 3, .h = 7, .w = 6},
+       {.output_channels = 4, .input_channels = 3, .height = 3, .width = 3},
        {.pad_h = 1, .pad_w = 1}},
       {"stride, dilation, uneven pad",
        {.n = 1, .c = 5, .h = 11, .w = 9},
        {.output_channels = 3, .input_channels = 5, .height = 3, .width = 2},
        {.pad_h = 2, .pad_w = 0, .stride_h = 2, .stride_w = 1, .dilation_h = 2, .dilation_w = 3}},
-      {"2 groups", {.n = 2, .c = 4, .h = 6, .w = 7}, {.output_channels = 6, .input_channels = 2, .height = 3, .width = 2},
-       {.pad_h = 1, .pad_w = 1, .stride_h = 1, .stride_w = 2, .dilation_h = 1, .dilation_w = 2, .group_count = 2}},
-      {"depthwise", {.n = 1, .c = 4, .h = 5, .w = 5}, {.output_channels = 4, .input_channels = 1, .height = 3, .width = 3},
+      {"2 groups",
+       {.n = 2, .c = 4, .h = 6, .w = 7},
+       {.output_channels = 6, .input_channels = 2, .height = 3, .width = 2},
+       {.pad_h = 1,
+        .pad_w = 1,
+        .stride_h = 1,
+        .stride_w = 2,
+        .dilation_h = 1,
+        .dilation_w = 2,
+        .group_count = 2}},
+      {"depthwise",
+       {.n = 1, .c = 4, .h = 5, .w = 5},
+       {.output_channels = 4, .input_channels = 1, .height = 3, .width = 3},
        {.pad_h = 1, .pad_w = 1, .stride_h = 2, .stride_w = 2, .group_count = 4}},
-      {"1x1", {.n = 3, .c = 8, .h = 4, .w = 4}, {.output_channels = 5, .input_channels = 8, .height = 1, .width = 1}, {}},
+      {"1x1",
+       {.n = 3, .c = 8, .h = 4, .w = 4},
+       {.output_channels = 5, .input_channels = 8, .height = 1, .width = 1},
+       {}},
       // The Fashion-MNIST CNN's layers, smaller: a 1-channel first layer
       // (blocked layouts would pad it: the plugin keeps plain ones where
       // that matters) and a 16 -> 16 layer (nChw8c blocks on AVX2, staged
       // through the workspace).
-      {"first layer 5x5 pad 2", {.n = 2, .c = 1, .h = 12, .w = 12},
-       {.output_channels = 16, .input_channels = 1, .height = 5, .width = 5}, {.pad_h = 2, .pad_w = 2}},
-      {"blocked 5x5 pad 2", {.n = 2, .c = 16, .h = 8, .w = 8},
-       {.output_channels = 16, .input_channels = 16, .height = 5, .width = 5}, {.pad_h = 2, .pad_w = 2}},
+      {"first layer 5x5 pad 2",
+       {.n = 2, .c = 1, .h = 12, .w = 12},
+       {.output_channels = 16, .input_channels = 1, .height = 5, .width = 5},
+       {.pad_h = 2, .pad_w = 2}},
+      {"blocked 5x5 pad 2",
+       {.n = 2, .c = 16, .h = 8, .w = 8},
+       {.output_channels = 16, .input_channels = 16, .height = 5, .width = 5},
+       {.pad_h = 2, .pad_w = 2}},
   };
 }
 
@@ -81,7 +100,8 @@ class OneDnnConvTest : public testing::OneDnnTest {
     const std::vector<float> dy = RandomFloats(shape.output.ElementCount(), 3);
     DeviceMemory<float> dx_in = Upload(x), dw_in = Upload(w), ddy = Upload(dy);
     DeviceMemory<float> y = Output(shape.output.ElementCount());
-    DeviceMemory<float> dx = Output(shape.input.ElementCount()), dw = Output(shape.filter.ElementCount());
+    DeviceMemory<float> dx = Output(shape.input.ElementCount()),
+                        dw = Output(shape.filter.ElementCount());
     stream_->ThenConvolve(ConvolutionArgs{shape, dx_in, dw_in, y, algorithm, {}})
         .ThenConvolveBackwardData(ConvolutionArgs{shape, dx, dw_in, ddy, algorithm, {}})
         .ThenConvolveBackwardFilter(ConvolutionArgs{shape, dx_in, dw, ddy, algorithm, {}});
@@ -109,7 +129,8 @@ TEST_P(OneDnnConvTest, EveryDirectionLayoutAndCase) {
 
 TEST_P(OneDnnConvTest, OutputLayoutMayDifferFromInput) {
   const Case c = Cases()[0];
-  ConvolutionShape shape{c.input, c.filter, c.conv, Must(ConvolutionOutput(c.input, c.filter, c.conv))};
+  ConvolutionShape shape{c.input, c.filter, c.conv,
+                         Must(ConvolutionOutput(c.input, c.filter, c.conv))};
   shape.output.layout = DataLayout::kNHWC;
   CheckAllDirections(shape, kDefaultAlgorithm);
 }
@@ -117,7 +138,8 @@ TEST_P(OneDnnConvTest, OutputLayoutMayDifferFromInput) {
 TEST_P(OneDnnConvTest, PositionalThenConvolve) {
   const Case c = Cases()[1];
   const TensorDescriptor out = Must(ConvolutionOutput(c.input, c.filter, c.conv));
-  const std::vector<float> x = RandomFloats(c.input.ElementCount(), 4), w = RandomFloats(c.filter.ElementCount(), 5);
+  const std::vector<float> x = RandomFloats(c.input.ElementCount(), 4),
+                           w = RandomFloats(c.filter.ElementCount(), 5);
   DeviceMemory<float> dx = Upload(x), dw = Upload(w), y = Output(out.ElementCount());
   stream_->ThenConvolve(c.input, dx, c.filter, dw, c.conv, out, &y);
   ASSERT_TRUE(IsOk(stream_->BlockHostUntilDone()));
@@ -133,7 +155,8 @@ TEST_P(OneDnnConvTest, AlgorithmsListChooseAndBest) {
   const ConvolutionShape shape{in, f, conv, Must(ConvolutionOutput(in, f, conv))};
   for (ConvolutionKind kind : {ConvolutionKind::kForward, ConvolutionKind::kBackwardData,
                                ConvolutionKind::kBackwardFilter}) {
-    std::vector<ConvolutionAlgorithm> algorithms = Must(dnn_->GetConvolutionAlgorithms(kind, shape));
+    std::vector<ConvolutionAlgorithm> algorithms =
+        Must(dnn_->GetConvolutionAlgorithms(kind, shape));
     ASSERT_EQ(algorithms.size(), 3u);
     EXPECT_EQ(algorithms[0].name, "auto");
     EXPECT_EQ(algorithms[1].name, "direct");
@@ -151,7 +174,8 @@ TEST_P(OneDnnConvTest, AlgorithmsListChooseAndBest) {
     EXPECT_TRUE(best.available);
     EXPECT_EQ(Must(dnn_->FindBestConvolutionAlgorithm(kind, shape)).id, best.id);  // Remembered.
   }
-  for (const ConvolutionAlgorithm& a : Must(dnn_->GetConvolutionAlgorithms(ConvolutionKind::kForward, shape))) {
+  for (const ConvolutionAlgorithm& a :
+       Must(dnn_->GetConvolutionAlgorithms(ConvolutionKind::kForward, shape))) {
     if (!a.available) continue;
     SCOPED_TRACE(a.name);
     CheckAllDirections(shape, a.id, a.id == OneDnn::kWinograd ? 100 : 1);
@@ -163,17 +187,21 @@ TEST_P(OneDnnConvTest, AlgorithmsListChooseAndBest) {
 // plugin allocates one through the executor and frees it.
 TEST_P(OneDnnConvTest, Workspace) {
   const Case c = Cases()[2];
-  const ConvolutionShape shape{c.input, c.filter, c.conv, Must(ConvolutionOutput(c.input, c.filter, c.conv))};
-  for (const ConvolutionAlgorithm& a : Must(dnn_->GetConvolutionAlgorithms(ConvolutionKind::kBackwardFilter, shape))) {
+  const ConvolutionShape shape{c.input, c.filter, c.conv,
+                               Must(ConvolutionOutput(c.input, c.filter, c.conv))};
+  for (const ConvolutionAlgorithm& a :
+       Must(dnn_->GetConvolutionAlgorithms(ConvolutionKind::kBackwardFilter, shape))) {
     if (!a.available) continue;
     const std::vector<float> x = RandomFloats(shape.input.ElementCount(), 6);
     const std::vector<float> dy = RandomFloats(shape.output.ElementCount(), 7);
     DeviceMemory<float> dx = Upload(x), ddy = Upload(dy), dw = Output(shape.filter.ElementCount());
     ScopedDeviceMemory<uint8_t> workspace;
-    if (a.workspace_bytes > 0) workspace = Must(exec_->AllocateOwnedArray<uint8_t>(a.workspace_bytes));
+    if (a.workspace_bytes > 0)
+      workspace = Must(exec_->AllocateOwnedArray<uint8_t>(a.workspace_bytes));
     stream_->ThenConvolveBackwardFilter(ConvolutionArgs{shape, dx, dw, ddy, a.id, *workspace});
     ASSERT_TRUE(IsOk(stream_->BlockHostUntilDone()));
-    EXPECT_TRUE(Matches("dw", Download(dw), BackwardFilter(shape, x, dy), a.id == OneDnn::kWinograd ? 100 : 1));
+    EXPECT_TRUE(Matches("dw", Download(dw), BackwardFilter(shape, x, dy),
+                        a.id == OneDnn::kWinograd ? 100 : 1));
   }
 }
 
@@ -182,29 +210,33 @@ TEST_P(OneDnnConvTest, Workspace) {
 // there; nothing may read it before writing), on the blocked shape.
 TEST_P(OneDnnConvTest, ExplicitWorkspaceHoldsTheStagedLayouts) {
   const Case c = Cases()[6];
-  const ConvolutionShape shape{c.input, c.filter, c.conv, Must(ConvolutionOutput(c.input, c.filter, c.conv))};
+  const ConvolutionShape shape{c.input, c.filter, c.conv,
+                               Must(ConvolutionOutput(c.input, c.filter, c.conv))};
   const std::vector<float> x = RandomFloats(shape.input.ElementCount(), 8);
   const std::vector<float> w = RandomFloats(shape.filter.ElementCount(), 9);
   const std::vector<float> dy = RandomFloats(shape.output.ElementCount(), 10);
   DeviceMemory<float> dx_in = Upload(x), dw_in = Upload(w), ddy = Upload(dy);
   DeviceMemory<float> y = Output(shape.output.ElementCount());
-  DeviceMemory<float> dx = Output(shape.input.ElementCount()), dw = Output(shape.filter.ElementCount());
+  DeviceMemory<float> dx = Output(shape.input.ElementCount()),
+                      dw = Output(shape.filter.ElementCount());
   for (ConvolutionKind kind : {ConvolutionKind::kForward, ConvolutionKind::kBackwardData,
                                ConvolutionKind::kBackwardFilter}) {
     const ConvolutionAlgorithm a = Must(dnn_->GetConvolutionAlgorithms(kind, shape))[0];
     ASSERT_TRUE(a.available) << a.reason;
-    SCOPED_TRACE(::testing::Message() << ConvolutionKindName(kind) << " " << a.implementation << ", workspace "
-                                      << a.workspace_bytes);
+    SCOPED_TRACE(::testing::Message() << ConvolutionKindName(kind) << " " << a.implementation
+                                      << ", workspace " << a.workspace_bytes);
     ConvolutionArgs with{shape, dx_in, dw_in, y, kDefaultAlgorithm, {}};
     if (kind == ConvolutionKind::kBackwardData) with.input = dx, with.output = ddy;
     if (kind == ConvolutionKind::kBackwardFilter) with.filter = dw, with.output = ddy;
     if (a.workspace_bytes > 0) {
-      DeviceMemory<float> workspace = Output((a.workspace_bytes + sizeof(float) - 1) / sizeof(float));
+      DeviceMemory<float> workspace =
+          Output((a.workspace_bytes + sizeof(float) - 1) / sizeof(float));
       with.workspace = DeviceMemoryBase(workspace.opaque(), a.workspace_bytes, workspace.offset());
     }
-    ASSERT_TRUE(IsOk(kind == ConvolutionKind::kForward        ? dnn_->DoConvolve(stream_.get(), with)
-                     : kind == ConvolutionKind::kBackwardData ? dnn_->DoConvolveBackwardData(stream_.get(), with)
-                                                              : dnn_->DoConvolveBackwardFilter(stream_.get(), with)));
+    ASSERT_TRUE(IsOk(kind == ConvolutionKind::kForward ? dnn_->DoConvolve(stream_.get(), with)
+                     : kind == ConvolutionKind::kBackwardData
+                         ? dnn_->DoConvolveBackwardData(stream_.get(), with)
+                         : dnn_->DoConvolveBackwardFilter(stream_.get(), with)));
     ASSERT_TRUE(IsOk(stream_->BlockHostUntilDone()));
   }
   EXPECT_TRUE(Matches("y", Download(y), Forward(shape, x, w)));
@@ -217,7 +249,8 @@ TEST_P(OneDnnConvTest, ExplicitWorkspaceHoldsTheStagedLayouts) {
 // computes the same result.
 TEST_P(OneDnnConvTest, RepeatedCallsAgreeOnEitherThreadCount) {
   const Case c = Cases()[6];
-  const ConvolutionShape shape{c.input, c.filter, c.conv, Must(ConvolutionOutput(c.input, c.filter, c.conv))};
+  const ConvolutionShape shape{c.input, c.filter, c.conv,
+                               Must(ConvolutionOutput(c.input, c.filter, c.conv))};
   const std::vector<float> x = RandomFloats(shape.input.ElementCount(), 11);
   const std::vector<float> w = RandomFloats(shape.filter.ElementCount(), 12);
   DeviceMemory<float> dx = Upload(x), dw = Upload(w);

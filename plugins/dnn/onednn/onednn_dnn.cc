@@ -31,7 +31,8 @@ int64_t Bits(double value) {
   return bits;
 }
 
-std::vector<int64_t> Key(int64_t op, const TensorDescriptor& t, std::initializer_list<int64_t> extra = {}) {
+std::vector<int64_t> Key(int64_t op, const TensorDescriptor& t,
+                         std::initializer_list<int64_t> extra = {}) {
   std::vector<int64_t> key = {op};
   onednn::AppendKey(key, t);
   key.insert(key.end(), extra);
@@ -57,17 +58,23 @@ struct Eltwise {
 Eltwise ToEltwise(const ActivationDescriptor& a) {
   const float coef = static_cast<float>(a.coefficient);
   switch (a.mode) {
-    case ActivationMode::kRelu: return {dnnl::algorithm::eltwise_relu, 0, 0};
-    case ActivationMode::kSigmoid: return {dnnl::algorithm::eltwise_logistic, 0, 0};
-    case ActivationMode::kTanh: return {dnnl::algorithm::eltwise_tanh, 0, 0};
-    case ActivationMode::kElu: return {dnnl::algorithm::eltwise_elu, coef, 0};
-    case ActivationMode::kClippedRelu: return {dnnl::algorithm::eltwise_clip_v2, 0, coef};
+    case ActivationMode::kRelu:
+      return {dnnl::algorithm::eltwise_relu, 0, 0};
+    case ActivationMode::kSigmoid:
+      return {dnnl::algorithm::eltwise_logistic, 0, 0};
+    case ActivationMode::kTanh:
+      return {dnnl::algorithm::eltwise_tanh, 0, 0};
+    case ActivationMode::kElu:
+      return {dnnl::algorithm::eltwise_elu, coef, 0};
+    case ActivationMode::kClippedRelu:
+      return {dnnl::algorithm::eltwise_clip_v2, 0, coef};
   }
   return {dnnl::algorithm::eltwise_relu, 0, 0};
 }
 
 dnnl::eltwise_forward::primitive_desc EltwiseForwardPd(const Eltwise& e, const memory::desc& md) {
-  dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_training, e.algorithm, md, e.alpha, e.beta);
+  dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_training, e.algorithm, md, e.alpha,
+                                e.beta);
   return dnnl::eltwise_forward::primitive_desc(d, onednn::UserScratchpad(), **onednn::Engine());
 }
 
@@ -98,7 +105,8 @@ OneDnn::~OneDnn() = default;
 absl::StatusOr<std::unique_ptr<OneDnn>> OneDnn::Create(StreamExecutor* executor) {
   if (executor == nullptr) return absl::InvalidArgumentError("onednn: executor is null");
   if (executor->platform()->id() != kHostPlatformId) {
-    return absl::InvalidArgumentError(absl::StrCat("onednn runs on the host platform, not ", executor->DebugName()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("onednn runs on the host platform, not ", executor->DebugName()));
   }
   RILL_RETURN_IF_ERROR(onednn::Engine().status());
   return std::unique_ptr<OneDnn>(new OneDnn(executor));
@@ -110,7 +118,8 @@ std::string OneDnn::LibraryVersion() {
                         : v->cpu_runtime == DNNL_RUNTIME_TBB ? "TBB"
                         : v->cpu_runtime == DNNL_RUNTIME_SEQ ? "sequential"
                                                              : "other";
-  return absl::StrCat("oneDNN ", v->major, ".", v->minor, ".", v->patch, " (cpu runtime ", runtime, ")");
+  return absl::StrCat("oneDNN ", v->major, ".", v->minor, ".", v->patch, " (cpu runtime ", runtime,
+                      ")");
 }
 
 absl::Status OneDnn::Supports(const DnnOperation& op) const {
@@ -130,50 +139,55 @@ absl::Status OneDnn::BiasAdd(Stream* stream, const BiasAddArgs& a) {
   RILL_RETURN_IF_ERROR(onednn::RequireFloat("bias add", a.desc.type));
   const TensorDescriptor t = a.desc;
   RILL_ASSIGN_OR_RETURN(auto p, cache_->GetOrCreate(Key(kOpBiasAdd, t), "onednn bias add", [&] {
-    const memory::desc md = onednn::TensorMd(t), bias({1, t.c, 1, 1}, memory::data_type::f32, memory::dims{t.c, 1, 1, 1});
+    const memory::desc md = onednn::TensorMd(t),
+                       bias({1, t.c, 1, 1}, memory::data_type::f32, memory::dims{t.c, 1, 1, 1});
     dnnl::binary::desc d(dnnl::algorithm::binary_add, md, bias, md);
     dnnl::binary::primitive_desc pd(d, onednn::UserScratchpad(), **onednn::Engine());
     return Cached(pd, dnnl::binary(pd), {md, bias});
   }));
-  return onednn::EnqueueDnn(executor_, stream, "onednn bias add",
-                            [p, x = HostPointer(a.input), b = HostPointer(a.bias), y = HostPointer(a.output)] {
-                              onednn::Execute(p->primitive,
-                                              {{DNNL_ARG_SRC_0, onednn::Wrap(p->mds[0], x)},
-                                               {DNNL_ARG_SRC_1, onednn::Wrap(p->mds[1], b)},
-                                               {DNNL_ARG_DST, onednn::Wrap(p->mds[0], y)}},
-                                              p->scratchpad_md, onednn::ThreadScratch(0, p->scratchpad_bytes));
-                            });
+  return onednn::EnqueueDnn(
+      executor_, stream, "onednn bias add",
+      [p, x = HostPointer(a.input), b = HostPointer(a.bias), y = HostPointer(a.output)] {
+        onednn::Execute(p->primitive,
+                        {{DNNL_ARG_SRC_0, onednn::Wrap(p->mds[0], x)},
+                         {DNNL_ARG_SRC_1, onednn::Wrap(p->mds[1], b)},
+                         {DNNL_ARG_DST, onednn::Wrap(p->mds[0], y)}},
+                        p->scratchpad_md, onednn::ThreadScratch(0, p->scratchpad_bytes));
+      });
 }
 
 absl::Status OneDnn::Activate(Stream* stream, const ActivationArgs& a) {
   RILL_RETURN_IF_ERROR(onednn::RequireFloat("activation", a.desc.type));
   const Eltwise e = ToEltwise(a.activation);
   const std::vector<int64_t> key =
-      Key(kOpActivation, a.desc, {static_cast<int64_t>(a.activation.mode), Bits(a.activation.coefficient)});
+      Key(kOpActivation, a.desc,
+          {static_cast<int64_t>(a.activation.mode), Bits(a.activation.coefficient)});
   RILL_ASSIGN_OR_RETURN(auto p, cache_->GetOrCreate(key, "onednn activation", [&] {
     const memory::desc md = onednn::TensorMd(a.desc);
     auto pd = EltwiseForwardPd(e, md);
     return Cached(pd, dnnl::eltwise_forward(pd), {md});
   }));
-  return onednn::EnqueueDnn(executor_, stream, "onednn activation",
-                            [p, x = HostPointer(a.x), y = HostPointer(a.y)] {
-                              onednn::Execute(p->primitive,
-                                              {{DNNL_ARG_SRC, onednn::Wrap(p->mds[0], x)},
-                                               {DNNL_ARG_DST, onednn::Wrap(p->mds[0], y)}},
-                                              p->scratchpad_md, onednn::ThreadScratch(0, p->scratchpad_bytes));
-                            });
+  return onednn::EnqueueDnn(
+      executor_, stream, "onednn activation", [p, x = HostPointer(a.x), y = HostPointer(a.y)] {
+        onednn::Execute(p->primitive,
+                        {{DNNL_ARG_SRC, onednn::Wrap(p->mds[0], x)},
+                         {DNNL_ARG_DST, onednn::Wrap(p->mds[0], y)}},
+                        p->scratchpad_md, onednn::ThreadScratch(0, p->scratchpad_bytes));
+      });
 }
 
 absl::Status OneDnn::ActivateBackward(Stream* stream, const ActivationBackwardArgs& a) {
   RILL_RETURN_IF_ERROR(onednn::RequireFloat("activation backward", a.desc.type));
   const Eltwise e = ToEltwise(a.activation);
-  const std::vector<int64_t> key = Key(kOpActivationBackward, a.desc,
-                                       {static_cast<int64_t>(a.activation.mode), Bits(a.activation.coefficient)});
+  const std::vector<int64_t> key =
+      Key(kOpActivationBackward, a.desc,
+          {static_cast<int64_t>(a.activation.mode), Bits(a.activation.coefficient)});
   RILL_ASSIGN_OR_RETURN(auto p, cache_->GetOrCreate(key, "onednn activation backward", [&] {
     const memory::desc md = onednn::TensorMd(a.desc);
     auto hint = EltwiseForwardPd(e, md);
     dnnl::eltwise_backward::desc d(e.algorithm, md, md, e.alpha, e.beta);
-    dnnl::eltwise_backward::primitive_desc pd(d, onednn::UserScratchpad(), **onednn::Engine(), hint);
+    dnnl::eltwise_backward::primitive_desc pd(d, onednn::UserScratchpad(), **onednn::Engine(),
+                                              hint);
     return Cached(pd, dnnl::eltwise_backward(pd), {md});
   }));
   return onednn::EnqueueDnn(
@@ -189,26 +203,30 @@ absl::Status OneDnn::ActivateBackward(Stream* stream, const ActivationBackwardAr
 
 absl::Status OneDnn::Softmax(Stream* stream, const SoftmaxArgs& a) {
   RILL_RETURN_IF_ERROR(onednn::RequireFloat("softmax", a.desc.type));
-  RILL_ASSIGN_OR_RETURN(auto p, cache_->GetOrCreate(Key(kOpSoftmax, a.desc, {a.log}), "onednn softmax", [&] {
-    const memory::desc md = onednn::TensorMd(a.desc);
-    return a.log ? MakeSoftmax<dnnl::logsoftmax_forward, dnnl::logsoftmax_backward>(md, false)
-                 : MakeSoftmax<dnnl::softmax_forward, dnnl::softmax_backward>(md, false);
-  }));
-  return onednn::EnqueueDnn(executor_, stream, "onednn softmax", [p, x = HostPointer(a.x), y = HostPointer(a.y)] {
-    onednn::Execute(p->primitive,
-                    {{DNNL_ARG_SRC, onednn::Wrap(p->mds[0], x)}, {DNNL_ARG_DST, onednn::Wrap(p->mds[0], y)}},
-                    p->scratchpad_md, onednn::ThreadScratch(0, p->scratchpad_bytes));
-  });
+  RILL_ASSIGN_OR_RETURN(
+      auto p, cache_->GetOrCreate(Key(kOpSoftmax, a.desc, {a.log}), "onednn softmax", [&] {
+        const memory::desc md = onednn::TensorMd(a.desc);
+        return a.log ? MakeSoftmax<dnnl::logsoftmax_forward, dnnl::logsoftmax_backward>(md, false)
+                     : MakeSoftmax<dnnl::softmax_forward, dnnl::softmax_backward>(md, false);
+      }));
+  return onednn::EnqueueDnn(
+      executor_, stream, "onednn softmax", [p, x = HostPointer(a.x), y = HostPointer(a.y)] {
+        onednn::Execute(p->primitive,
+                        {{DNNL_ARG_SRC, onednn::Wrap(p->mds[0], x)},
+                         {DNNL_ARG_DST, onednn::Wrap(p->mds[0], y)}},
+                        p->scratchpad_md, onednn::ThreadScratch(0, p->scratchpad_bytes));
+      });
 }
 
 absl::Status OneDnn::SoftmaxBackward(Stream* stream, const SoftmaxBackwardArgs& a) {
   RILL_RETURN_IF_ERROR(onednn::RequireFloat("softmax backward", a.desc.type));
-  RILL_ASSIGN_OR_RETURN(auto p, cache_->GetOrCreate(Key(kOpSoftmaxBackward, a.desc, {a.log}),
-                                                    "onednn softmax backward", [&] {
-    const memory::desc md = onednn::TensorMd(a.desc);
-    return a.log ? MakeSoftmax<dnnl::logsoftmax_forward, dnnl::logsoftmax_backward>(md, true)
-                 : MakeSoftmax<dnnl::softmax_forward, dnnl::softmax_backward>(md, true);
-  }));
+  RILL_ASSIGN_OR_RETURN(
+      auto p,
+      cache_->GetOrCreate(Key(kOpSoftmaxBackward, a.desc, {a.log}), "onednn softmax backward", [&] {
+        const memory::desc md = onednn::TensorMd(a.desc);
+        return a.log ? MakeSoftmax<dnnl::logsoftmax_forward, dnnl::logsoftmax_backward>(md, true)
+                     : MakeSoftmax<dnnl::softmax_forward, dnnl::softmax_backward>(md, true);
+      }));
   return onednn::EnqueueDnn(
       executor_, stream, "onednn softmax backward",
       [p, y = HostPointer(a.y), dy = HostPointer(a.dy), dx = HostPointer(a.dx)] {
@@ -224,23 +242,30 @@ absl::Status OneDnn::Lrn(Stream* stream, const LrnArgs& a) {
   RILL_RETURN_IF_ERROR(onednn::RequireFloat("lrn", a.desc.type));
   const LrnDescriptor& l = a.lrn;
   if (l.size % 2 == 0) {
-    return absl::UnimplementedError(absl::StrCat("onednn lrn: even size ", l.size,
-                                                 " is not supported (oneDNN sums a symmetric window of size - 1 "
-                                                 "channels but divides by size; use an odd size)"));
+    return absl::UnimplementedError(
+        absl::StrCat("onednn lrn: even size ", l.size,
+                     " is not supported (oneDNN sums a symmetric window of size - 1 "
+                     "channels but divides by size; use an odd size)"));
   }
-  RILL_ASSIGN_OR_RETURN(auto p, cache_->GetOrCreate(Key(kOpLrn, a.desc, {l.size, Bits(l.alpha), Bits(l.beta), Bits(l.k)}),
-                                                    "onednn lrn", [&] {
-    const memory::desc md = onednn::TensorMd(a.desc);
-    dnnl::lrn_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::lrn_across_channels, md, l.size,
-                              static_cast<float>(l.alpha), static_cast<float>(l.beta), static_cast<float>(l.k));
-    dnnl::lrn_forward::primitive_desc pd(d, onednn::UserScratchpad(), **onednn::Engine());
-    return Cached(pd, dnnl::lrn_forward(pd), {md});
-  }));
-  return onednn::EnqueueDnn(executor_, stream, "onednn lrn", [p, x = HostPointer(a.x), y = HostPointer(a.y)] {
-    onednn::Execute(p->primitive,
-                    {{DNNL_ARG_SRC, onednn::Wrap(p->mds[0], x)}, {DNNL_ARG_DST, onednn::Wrap(p->mds[0], y)}},
-                    p->scratchpad_md, onednn::ThreadScratch(0, p->scratchpad_bytes));
-  });
+  RILL_ASSIGN_OR_RETURN(
+      auto p,
+      cache_->GetOrCreate(
+          Key(kOpLrn, a.desc, {l.size, Bits(l.alpha), Bits(l.beta), Bits(l.k)}), "onednn lrn", [&] {
+            const memory::desc md = onednn::TensorMd(a.desc);
+            dnnl::lrn_forward::desc d(dnnl::prop_kind::forward_inference,
+                                      dnnl::algorithm::lrn_across_channels, md, l.size,
+                                      static_cast<float>(l.alpha), static_cast<float>(l.beta),
+                                      static_cast<float>(l.k));
+            dnnl::lrn_forward::primitive_desc pd(d, onednn::UserScratchpad(), **onednn::Engine());
+            return Cached(pd, dnnl::lrn_forward(pd), {md});
+          }));
+  return onednn::EnqueueDnn(
+      executor_, stream, "onednn lrn", [p, x = HostPointer(a.x), y = HostPointer(a.y)] {
+        onednn::Execute(p->primitive,
+                        {{DNNL_ARG_SRC, onednn::Wrap(p->mds[0], x)},
+                         {DNNL_ARG_DST, onednn::Wrap(p->mds[0], y)}},
+                        p->scratchpad_md, onednn::ThreadScratch(0, p->scratchpad_bytes));
+      });
 }
 
 RILL_REGISTER_PLUGIN(onednn, kHostPlatformId, PluginKind::kDnn, OneDnn::kName, CreateOneDnn,

@@ -78,10 +78,10 @@ class OneDnn : public DnnSupport {
   size_t CachedPrimitives() const;
 
  protected:
-  absl::StatusOr<std::vector<ConvolutionAlgorithm>> ConvolutionAlgorithms(ConvolutionKind kind,
-                                                                          const ConvolutionShape& shape) override;
-  absl::StatusOr<ConvolutionAlgorithm> BestConvolutionAlgorithm(ConvolutionKind kind,
-                                                                const ConvolutionShape& shape) override;
+  absl::StatusOr<std::vector<ConvolutionAlgorithm>> ConvolutionAlgorithms(
+      ConvolutionKind kind, const ConvolutionShape& shape) override;
+  absl::StatusOr<ConvolutionAlgorithm> BestConvolutionAlgorithm(
+      ConvolutionKind kind, const ConvolutionShape& shape) override;
   absl::Status Convolve(Stream* stream, ConvolutionKind kind, const ConvolutionArgs& args) override;
   absl::Status BiasAdd(Stream* stream, const BiasAddArgs& args) override;
   absl::Status Activate(Stream* stream, const ActivationArgs& args) override;
@@ -99,13 +99,15 @@ class OneDnn : public DnnSupport {
   explicit OneDnn(StreamExecutor* executor);
 
   // Times every available algorithm of `shape` once on scratch buffers.
-  absl::StatusOr<ConvolutionAlgorithm> TimeAlgorithms(ConvolutionKind kind, const ConvolutionShape& shape);
+  absl::StatusOr<ConvolutionAlgorithm> TimeAlgorithms(ConvolutionKind kind,
+                                                      const ConvolutionShape& shape);
 
   StreamExecutor* const executor_;  // Owns this plugin.
   const std::unique_ptr<onednn::PrimitiveCache> cache_;
   Mutex best_mu_;
   // The fastest algorithm id per (direction, shape).
-  absl::flat_hash_map<std::pair<int, ConvolutionShape>, ConvolutionAlgorithm> best_ ABSL_GUARDED_BY(best_mu_);
+  absl::flat_hash_map<std::pair<int, ConvolutionShape>, ConvolutionAlgorithm> best_
+      ABSL_GUARDED_BY(best_mu_);
 };
 
 }  // namespace rill

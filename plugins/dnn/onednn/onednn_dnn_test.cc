@@ -27,14 +27,15 @@ namespace {
 using testing::AllNear;
 using testing::ChannelStats;
 using testing::ForEach;
-using testing::PoolReference;
 using testing::IsOk;
 using testing::Must;
+using testing::PoolReference;
 using testing::RandomFloats;
 
 constexpr DataLayout kLayouts[] = {DataLayout::kNCHW, DataLayout::kNHWC};
 
-TensorDescriptor Tensor(DataLayout layout, int64_t n = 2, int64_t c = 5, int64_t h = 6, int64_t w = 7) {
+TensorDescriptor Tensor(DataLayout layout, int64_t n = 2, int64_t c = 5, int64_t h = 6,
+                        int64_t w = 7) {
   return {.n = n, .c = c, .h = h, .w = w, .layout = layout};
 }
 
@@ -45,7 +46,8 @@ TEST_P(OneDnnOpsTest, BiasAdd) {
     const TensorDescriptor t = Tensor(layout);
     const std::vector<float> x = RandomFloats(t.ElementCount(), 1), b = RandomFloats(t.c, 2);
     DeviceMemory<float> dx = Upload(x), db = Upload(b), y = Output(t.ElementCount());
-    stream_->ThenBiasAdd(t, dx, db, &y).ThenBiasAdd(t, dx, db, &dx);  // Out of place, then in place.
+    stream_->ThenBiasAdd(t, dx, db, &y)
+        .ThenBiasAdd(t, dx, db, &dx);  // Out of place, then in place.
     ASSERT_TRUE(IsOk(stream_->BlockHostUntilDone()));
     std::vector<double> ref(x.size());
     ForEach(t, [&](int64_t n, int64_t c, int64_t h, int64_t w) {
@@ -66,20 +68,29 @@ struct ActivationCase {
 
 std::vector<ActivationCase> ActivationCases() {
   return {
-      {{ActivationMode::kRelu}, [](double x, double) { return std::max(0.0, x); },
-       [](double x, double) { return x > 0 ? 1.0 : 0.0; }, 1e-7},
-      {{ActivationMode::kSigmoid}, [](double x, double) { return 1 / (1 + std::exp(-x)); },
+      {{ActivationMode::kRelu},
+       [](double x, double) { return std::max(0.0, x); },
+       [](double x, double) { return x > 0 ? 1.0 : 0.0; },
+       1e-7},
+      {{ActivationMode::kSigmoid},
+       [](double x, double) { return 1 / (1 + std::exp(-x)); },
        [](double x, double) {
          const double s = 1 / (1 + std::exp(-x));
          return s * (1 - s);
        },
        2e-5},
-      {{ActivationMode::kTanh}, [](double x, double) { return std::tanh(x); },
-       [](double x, double) { return 1 - std::tanh(x) * std::tanh(x); }, 2e-5},
-      {{ActivationMode::kElu, 0.7}, [](double x, double a) { return x > 0 ? x : a * (std::exp(x) - 1); },
-       [](double x, double a) { return x > 0 ? 1 : a * std::exp(x); }, 2e-5},
-      {{ActivationMode::kClippedRelu, 1.5}, [](double x, double a) { return std::min(std::max(0.0, x), a); },
-       [](double x, double a) { return x > 0 && x < a ? 1.0 : 0.0; }, 1e-7},
+      {{ActivationMode::kTanh},
+       [](double x, double) { return std::tanh(x); },
+       [](double x, double) { return 1 - std::tanh(x) * std::tanh(x); },
+       2e-5},
+      {{ActivationMode::kElu, 0.7},
+       [](double x, double a) { return x > 0 ? x : a * (std::exp(x) - 1); },
+       [](double x, double a) { return x > 0 ? 1 : a * std::exp(x); },
+       2e-5},
+      {{ActivationMode::kClippedRelu, 1.5},
+       [](double x, double a) { return std::min(std::max(0.0, x), a); },
+       [](double x, double a) { return x > 0 && x < a ? 1.0 : 0.0; },
+       1e-7},
   };
 }
 
@@ -88,8 +99,10 @@ TEST_P(OneDnnOpsTest, ActivationsForwardAndBackward) {
     for (const ActivationCase& a : ActivationCases()) {
       SCOPED_TRACE(a.desc.ToString());
       const TensorDescriptor t = Tensor(layout);
-      const std::vector<float> x = RandomFloats(t.ElementCount(), 3, -3, 3), dy = RandomFloats(t.ElementCount(), 4);
-      DeviceMemory<float> dx_in = Upload(x), ddy = Upload(dy), y = Output(x.size()), dx = Output(x.size());
+      const std::vector<float> x = RandomFloats(t.ElementCount(), 3, -3, 3),
+                               dy = RandomFloats(t.ElementCount(), 4);
+      DeviceMemory<float> dx_in = Upload(x), ddy = Upload(dy), y = Output(x.size()),
+                          dx = Output(x.size());
       stream_->ThenActivate(a.desc, t, dx_in, &y)
           .ThenActivateBackward(ActivationBackwardArgs{a.desc, t, dx_in, y, ddy, dx});
       ASSERT_TRUE(IsOk(stream_->BlockHostUntilDone()));
@@ -110,12 +123,18 @@ TEST_P(OneDnnOpsTest, PoolingForwardAndBackward) {
                              PoolingMode::kAverageExcludePadding}) {
       for (const PoolingDescriptor& shape :
            {PoolingDescriptor{.window_h = 2, .window_w = 2, .stride_h = 2, .stride_w = 2},
-            PoolingDescriptor{.window_h = 3, .window_w = 2, .pad_h = 1, .pad_w = 1, .stride_h = 2, .stride_w = 1}}) {
+            PoolingDescriptor{.window_h = 3,
+            .window_w = 2,
+            .pad_h = 1,
+            .pad_w = 1,
+            .stride_h = 2,
+            .stride_w = 1}}) {
         PoolingDescriptor p = shape;
         p.mode = mode;
         SCOPED_TRACE(p.ToString() + " " + DataLayoutName(layout));
         const TensorDescriptor xt = Tensor(layout), yt = Must(PoolingOutput(xt, p));
-        const std::vector<float> x = RandomFloats(xt.ElementCount(), 5), dy = RandomFloats(yt.ElementCount(), 6);
+        const std::vector<float> x = RandomFloats(xt.ElementCount(), 5),
+                                 dy = RandomFloats(yt.ElementCount(), 6);
         DeviceMemory<float> dx_in = Upload(x), ddy = Upload(dy), y = Output(yt.ElementCount()),
                             dx = Output(xt.ElementCount());
         stream_->ThenPoolForward(p, xt, dx_in, yt, &y)
@@ -133,11 +152,15 @@ TEST_P(OneDnnOpsTest, PoolingForwardAndBackward) {
 TEST_P(OneDnnOpsTest, SoftmaxAndLogSoftmaxForwardAndBackward) {
   for (DataLayout layout : kLayouts) {
     for (bool log : {false, true}) {
-      SCOPED_TRACE(::testing::Message() << (log ? "log-softmax " : "softmax ") << DataLayoutName(layout));
+      SCOPED_TRACE(::testing::Message()
+                   << (log ? "log-softmax " : "softmax ") << DataLayoutName(layout));
       const TensorDescriptor t = Tensor(layout, 2, 7, 3, 4);
-      const std::vector<float> x = RandomFloats(t.ElementCount(), 7, -4, 4), dy = RandomFloats(t.ElementCount(), 8);
-      DeviceMemory<float> dx_in = Upload(x), ddy = Upload(dy), y = Output(x.size()), dx = Output(x.size());
-      stream_->ThenSoftmax(t, dx_in, &y, log).ThenSoftmaxBackward(SoftmaxBackwardArgs{t, log, y, ddy, dx});
+      const std::vector<float> x = RandomFloats(t.ElementCount(), 7, -4, 4),
+                               dy = RandomFloats(t.ElementCount(), 8);
+      DeviceMemory<float> dx_in = Upload(x), ddy = Upload(dy), y = Output(x.size()),
+                          dx = Output(x.size());
+      stream_->ThenSoftmax(t, dx_in, &y, log)
+          .ThenSoftmaxBackward(SoftmaxBackwardArgs{t, log, y, ddy, dx});
       ASSERT_TRUE(IsOk(stream_->BlockHostUntilDone()));
       std::vector<double> ref_y(x.size()), ref_dx(x.size());
       for (int64_t n = 0; n < t.n; ++n)
@@ -192,22 +215,25 @@ TEST_P(OneDnnOpsTest, BatchNormTrainingAndBackward) {
     SCOPED_TRACE(DataLayoutName(layout));
     const TensorDescriptor t = Tensor(layout);
     const double eps = 1e-3, factor = 0.3, m = static_cast<double>(t.n) * t.h * t.w;
-    const std::vector<float> x = RandomFloats(t.ElementCount(), 14, -2, 3), scale = RandomFloats(t.c, 15),
-                             offset = RandomFloats(t.c, 16), running_mean0 = RandomFloats(t.c, 17),
-                             running_var0 = RandomFloats(t.c, 18, 0.5, 2), dy = RandomFloats(t.ElementCount(), 19);
+    const std::vector<float> x = RandomFloats(t.ElementCount(), 14, -2, 3),
+                             scale = RandomFloats(t.c, 15), offset = RandomFloats(t.c, 16),
+                             running_mean0 = RandomFloats(t.c, 17),
+                             running_var0 = RandomFloats(t.c, 18, 0.5, 2),
+                             dy = RandomFloats(t.ElementCount(), 19);
     DeviceMemory<float> dx_in = Upload(x), dscale_in = Upload(scale), rm = Upload(running_mean0),
                         rv = Upload(running_var0), y = Output(x.size()), saved_mean = Output(t.c),
                         saved_inv_std = Output(t.c), dx = Output(x.size()), dscale = Output(t.c),
                         doffset = Output(t.c);
-    stream_->ThenBatchNormForwardTraining(BatchNormTrainingArgs{t, dx_in, dscale_in, Upload(offset), y, rm, rv,
-                                                                saved_mean, saved_inv_std, eps, factor})
-        .ThenBatchNormBackward(BatchNormBackwardArgs{t, dx_in, Upload(dy), dscale_in, saved_mean, saved_inv_std, dx,
-                                                     dscale, doffset, eps});
+    stream_
+        ->ThenBatchNormForwardTraining(BatchNormTrainingArgs{
+            t, dx_in, dscale_in, Upload(offset), y, rm, rv, saved_mean, saved_inv_std, eps, factor})
+        .ThenBatchNormBackward(BatchNormBackwardArgs{t, dx_in, Upload(dy), dscale_in, saved_mean,
+                                                     saved_inv_std, dx, dscale, doffset, eps});
     ASSERT_TRUE(IsOk(stream_->BlockHostUntilDone()));
     std::vector<double> mean, var;
     ChannelStats(t, x, mean, var);
-    std::vector<double> ref_y(x.size()), ref_dx(x.size()), inv(t.c), rm_ref(t.c), rv_ref(t.c), dgamma(t.c, 0),
-        dbeta(t.c, 0);
+    std::vector<double> ref_y(x.size()), ref_dx(x.size()), inv(t.c), rm_ref(t.c), rv_ref(t.c),
+        dgamma(t.c, 0), dbeta(t.c, 0);
     for (int64_t c = 0; c < t.c; ++c) {
       inv[c] = 1 / std::sqrt(var[c] + eps);
       rm_ref[c] = (1 - factor) * running_mean0[c] + factor * mean[c];
@@ -238,7 +264,8 @@ TEST_P(OneDnnOpsTest, BatchNormTrainingAndBackward) {
 
 TEST_P(OneDnnOpsTest, Lrn) {
   for (DataLayout layout : kLayouts) {
-    for (const LrnDescriptor& lrn : {LrnDescriptor{}, LrnDescriptor{.size = 3, .alpha = 0.5, .beta = 0.6, .k = 1.5}}) {
+    for (const LrnDescriptor& lrn :
+         {LrnDescriptor{}, LrnDescriptor{.size = 3, .alpha = 0.5, .beta = 0.6, .k = 1.5}}) {
       SCOPED_TRACE(lrn.ToString() + " " + DataLayoutName(layout));
       const TensorDescriptor t = Tensor(layout, 2, 9, 3, 4);
       const std::vector<float> x = RandomFloats(t.ElementCount(), 20, -2, 2);
@@ -248,7 +275,8 @@ TEST_P(OneDnnOpsTest, Lrn) {
       std::vector<double> ref(x.size());
       ForEach(t, [&](int64_t n, int64_t c, int64_t h, int64_t w) {
         double sum = 0;
-        for (int64_t j = std::max<int64_t>(0, c - (lrn.size - 1) / 2); j <= std::min(t.c - 1, c + lrn.size / 2); ++j) {
+        for (int64_t j = std::max<int64_t>(0, c - (lrn.size - 1) / 2);
+             j <= std::min(t.c - 1, c + lrn.size / 2); ++j) {
           const double v = x[t.Offset(n, j, h, w)];
           sum += v * v;
         }
@@ -270,7 +298,8 @@ TEST_P(OneDnnOpsTest, PrimitivesAreCachedPerShape) {
   for (int i = 0; i < 5; ++i) stream_->ThenSoftmax(t, x, &y);
   ASSERT_TRUE(IsOk(stream_->BlockHostUntilDone()));
   EXPECT_EQ(onednn->CachedPrimitives(), after_first);
-  EXPECT_NE(OneDnn::LibraryVersion().find("oneDNN 2."), std::string::npos) << OneDnn::LibraryVersion();
+  EXPECT_NE(OneDnn::LibraryVersion().find("oneDNN 2."), std::string::npos)
+      << OneDnn::LibraryVersion();
 }
 
 // Stream listeners (verbose mode, the trace) learn the plugin and the

@@ -16,13 +16,20 @@ namespace rill::xnnpack {
 
 const char* StatusName(xnn_status status) {
   switch (status) {
-    case xnn_status_success: return "xnn_status_success";
-    case xnn_status_uninitialized: return "xnn_status_uninitialized";
-    case xnn_status_invalid_parameter: return "xnn_status_invalid_parameter";
-    case xnn_status_invalid_state: return "xnn_status_invalid_state";
-    case xnn_status_unsupported_parameter: return "xnn_status_unsupported_parameter";
-    case xnn_status_unsupported_hardware: return "xnn_status_unsupported_hardware";
-    case xnn_status_out_of_memory: return "xnn_status_out_of_memory";
+    case xnn_status_success:
+      return "xnn_status_success";
+    case xnn_status_uninitialized:
+      return "xnn_status_uninitialized";
+    case xnn_status_invalid_parameter:
+      return "xnn_status_invalid_parameter";
+    case xnn_status_invalid_state:
+      return "xnn_status_invalid_state";
+    case xnn_status_unsupported_parameter:
+      return "xnn_status_unsupported_parameter";
+    case xnn_status_unsupported_hardware:
+      return "xnn_status_unsupported_hardware";
+    case xnn_status_out_of_memory:
+      return "xnn_status_out_of_memory";
   }
   return "xnn_status_unknown";
 }
@@ -32,13 +39,18 @@ absl::Status FromXnn(xnn_status status, absl::string_view context) {
   const std::string message =
       absl::StrCat(context, ": XNNPACK ", StatusName(status), " (", static_cast<int>(status), ")");
   switch (status) {
-    case xnn_status_invalid_parameter: return absl::InvalidArgumentError(message);
+    case xnn_status_invalid_parameter:
+      return absl::InvalidArgumentError(message);
     case xnn_status_unsupported_parameter:
-    case xnn_status_unsupported_hardware: return absl::UnimplementedError(message);
-    case xnn_status_out_of_memory: return absl::ResourceExhaustedError(message);
+    case xnn_status_unsupported_hardware:
+      return absl::UnimplementedError(message);
+    case xnn_status_out_of_memory:
+      return absl::ResourceExhaustedError(message);
     case xnn_status_uninitialized:
-    case xnn_status_invalid_state: return absl::FailedPreconditionError(message);
-    default: return absl::InternalError(message);
+    case xnn_status_invalid_state:
+      return absl::FailedPreconditionError(message);
+    default:
+      return absl::InternalError(message);
   }
 }
 
@@ -76,7 +88,8 @@ std::atomic<bool> pool_held{false};
 }  // namespace
 
 PoolLease::PoolLease() : pool_(SharedPool()) {
-  held_ = pool_ != nullptr && scope_.active() == 1 && !pool_held.exchange(true, std::memory_order_acquire);
+  held_ = pool_ != nullptr && scope_.active() == 1 &&
+          !pool_held.exchange(true, std::memory_order_acquire);
 }
 
 PoolLease::~PoolLease() {
@@ -86,7 +99,8 @@ PoolLease::~PoolLease() {
 // --- Over-read.
 
 bool OverReadLeavesPage(const void* data, uint64_t bytes) {
-  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096);
+  static const uintptr_t page =
+      static_cast<uintptr_t>(sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096);
   const uintptr_t last = reinterpret_cast<uintptr_t>(data) + bytes - 1;
   return last / page != (last + XNN_EXTRA_BYTES) / page;
 }
@@ -111,9 +125,11 @@ absl::StatusOr<Operator> MakeOperator(absl::string_view context,
   return owned;
 }
 
-absl::Status SetupAndRunLocked(CachedOperator& entry, absl::string_view context,
-                               const std::function<xnn_status(xnn_operator_t, pthreadpool_t)>& setup) {
-  if (entry.op == nullptr) return absl::InternalError(absl::StrCat(context, ": the operator was not created"));
+absl::Status SetupAndRunLocked(
+    CachedOperator& entry, absl::string_view context,
+    const std::function<xnn_status(xnn_operator_t, pthreadpool_t)>& setup) {
+  if (entry.op == nullptr)
+    return absl::InternalError(absl::StrCat(context, ": the operator was not created"));
   // Setup sizes the work split by the pool's thread count: the same pool
   // (or none) for both calls.
   PoolLease lease;
@@ -165,7 +181,9 @@ size_t OperatorCache::size() {
   return entries_.size();
 }
 
-int64_t KeyOf(const void* pointer) { return static_cast<int64_t>(reinterpret_cast<uintptr_t>(pointer)); }
+int64_t KeyOf(const void* pointer) {
+  return static_cast<int64_t>(reinterpret_cast<uintptr_t>(pointer));
+}
 
 int64_t KeyOf(float value) {
   uint32_t bits;

@@ -122,8 +122,9 @@ struct CachedOperator {
 // Under entry.mu: calls `setup(op, pool)` (an xnn_setup_* call) and
 // xnn_run_operator with the shared pool when it is free (PoolLease), else
 // on the calling thread alone. `context` names the op in errors.
-absl::Status SetupAndRunLocked(CachedOperator& entry, absl::string_view context,
-                               const std::function<xnn_status(xnn_operator_t, pthreadpool_t)>& setup)
+absl::Status SetupAndRunLocked(
+    CachedOperator& entry, absl::string_view context,
+    const std::function<xnn_status(xnn_operator_t, pthreadpool_t)>& setup)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry.mu);
 
 // Cached operators by key (an op tag, every shape parameter and, for

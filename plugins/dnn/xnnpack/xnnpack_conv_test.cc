@@ -35,8 +35,9 @@ using testing::Reference;
 
 // The reference of act(conv(x, w) + bias): bias added to each output
 // channel, its magnitude to the error scale, then the activation's clamp.
-Reference FusedReference(const ConvolutionShape& s, const std::vector<float>& x, const std::vector<float>& w,
-                         const std::vector<float>* bias, const std::optional<ActivationDescriptor>& act) {
+Reference FusedReference(const ConvolutionShape& s, const std::vector<float>& x,
+                         const std::vector<float>& w, const std::vector<float>* bias,
+                         const std::optional<ActivationDescriptor>& act) {
   Reference ref = Forward(s, x, w);
   testing::ForEach(s.output, [&](int64_t n, int64_t k, int64_t h, int64_t ww) {
     const int64_t i = s.output.Offset(n, k, h, ww);
@@ -46,19 +47,21 @@ Reference FusedReference(const ConvolutionShape& s, const std::vector<float>& x,
     }
     if (act.has_value()) {
       ref.value[i] = std::max(0.0, ref.value[i]);
-      if (act->mode == ActivationMode::kClippedRelu) ref.value[i] = std::min(act->coefficient, ref.value[i]);
+      if (act->mode == ActivationMode::kClippedRelu)
+        ref.value[i] = std::min(act->coefficient, ref.value[i]);
     }
   });
   return ref;
 }
 
-::testing::AssertionResult Matches(const char* what, const std::vector<float>& got, const Reference& ref) {
+::testing::AssertionResult Matches(const char* what, const std::vector<float>& got,
+                                   const Reference& ref) {
   const double eps = std::numeric_limits<float>::epsilon();
   for (size_t i = 0; i < got.size(); ++i) {
     const double tol = 4 * (ref.terms + 2) * eps * ref.scale[i];
     if (!(std::fabs(got[i] - ref.value[i]) <= tol)) {
-      return ::testing::AssertionFailure() << what << "[" << i << "] = " << got[i] << ", reference " << ref.value[i]
-                                           << ", tolerance " << tol;
+      return ::testing::AssertionFailure() << what << "[" << i << "] = " << got[i] << ", reference "
+                                           << ref.value[i] << ", tolerance " << tol;
     }
   }
   return ::testing::AssertionSuccess();
@@ -73,28 +76,52 @@ struct Case {
 
 std::vector<Case> Cases() {
   return {
-      {"3x3 pad 1", {.n = 2, .c = 3, .h = 7, .w = 6}, {.output_channels = 4, .input_channels = 3, .height = 3, .width = 3},
+      {"3x3 pad 1",
+       {.n = 2, .c = 3, .h = 7, .w = 6},
+       {.output_channels = 4, .input_channels = 3, .height = 3, .width = 3},
        {.pad_h = 1, .pad_w = 1}},
       {"stride, dilation, uneven pad",
        {.n = 1, .c = 5, .h = 11, .w = 9},
        {.output_channels = 3, .input_channels = 5, .height = 3, .width = 2},
        {.pad_h = 2, .pad_w = 0, .stride_h = 2, .stride_w = 1, .dilation_h = 2, .dilation_w = 3}},
-      {"2 groups", {.n = 2, .c = 4, .h = 6, .w = 7}, {.output_channels = 6, .input_channels = 2, .height = 3, .width = 2},
-       {.pad_h = 1, .pad_w = 1, .stride_h = 1, .stride_w = 2, .dilation_h = 1, .dilation_w = 2, .group_count = 2}},
-      {"depthwise", {.n = 1, .c = 4, .h = 5, .w = 5}, {.output_channels = 4, .input_channels = 1, .height = 3, .width = 3},
+      {"2 groups",
+       {.n = 2, .c = 4, .h = 6, .w = 7},
+       {.output_channels = 6, .input_channels = 2, .height = 3, .width = 2},
+       {.pad_h = 1,
+        .pad_w = 1,
+        .stride_h = 1,
+        .stride_w = 2,
+        .dilation_h = 1,
+        .dilation_w = 2,
+        .group_count = 2}},
+      {"depthwise",
+       {.n = 1, .c = 4, .h = 5, .w = 5},
+       {.output_channels = 4, .input_channels = 1, .height = 3, .width = 3},
        {.pad_h = 1, .pad_w = 1, .stride_h = 2, .stride_w = 2, .group_count = 4}},
-      {"depthwise 5 channels, dilated", {.n = 2, .c = 5, .h = 8, .w = 7},
+      {"depthwise 5 channels, dilated",
+       {.n = 2, .c = 5, .h = 8, .w = 7},
        {.output_channels = 5, .input_channels = 1, .height = 3, .width = 3},
        {.pad_h = 2, .pad_w = 2, .dilation_h = 2, .dilation_w = 2, .group_count = 5}},
-      {"depthwise multiplier 2", {.n = 1, .c = 3, .h = 6, .w = 6},
-       {.output_channels = 6, .input_channels = 1, .height = 3, .width = 3}, {.pad_h = 1, .pad_w = 1, .group_count = 3}},
-      {"1x1", {.n = 3, .c = 8, .h = 4, .w = 4}, {.output_channels = 5, .input_channels = 8, .height = 1, .width = 1}, {}},
-      {"1x1 stride 2", {.n = 1, .c = 7, .h = 5, .w = 6}, {.output_channels = 9, .input_channels = 7, .height = 1, .width = 1},
+      {"depthwise multiplier 2",
+       {.n = 1, .c = 3, .h = 6, .w = 6},
+       {.output_channels = 6, .input_channels = 1, .height = 3, .width = 3},
+       {.pad_h = 1, .pad_w = 1, .group_count = 3}},
+      {"1x1",
+       {.n = 3, .c = 8, .h = 4, .w = 4},
+       {.output_channels = 5, .input_channels = 8, .height = 1, .width = 1},
+       {}},
+      {"1x1 stride 2",
+       {.n = 1, .c = 7, .h = 5, .w = 6},
+       {.output_channels = 9, .input_channels = 7, .height = 1, .width = 1},
        {.stride_h = 2, .stride_w = 2}},
-      {"first layer 5x5 pad 2", {.n = 2, .c = 1, .h = 12, .w = 12},
-       {.output_channels = 16, .input_channels = 1, .height = 5, .width = 5}, {.pad_h = 2, .pad_w = 2}},
-      {"16 -> 16 5x5 pad 2", {.n = 2, .c = 16, .h = 8, .w = 8},
-       {.output_channels = 16, .input_channels = 16, .height = 5, .width = 5}, {.pad_h = 2, .pad_w = 2}},
+      {"first layer 5x5 pad 2",
+       {.n = 2, .c = 1, .h = 12, .w = 12},
+       {.output_channels = 16, .input_channels = 1, .height = 5, .width = 5},
+       {.pad_h = 2, .pad_w = 2}},
+      {"16 -> 16 5x5 pad 2",
+       {.n = 2, .c = 16, .h = 8, .w = 8},
+       {.output_channels = 16, .input_channels = 16, .height = 5, .width = 5},
+       {.pad_h = 2, .pad_w = 2}},
   };
 }
 
@@ -131,10 +158,12 @@ TEST_P(XnnpackConvTest, EveryCaseWithAndWithoutFusion) {
     for (const Fusion& f : fusions) {
       SCOPED_TRACE(::testing::Message() << c.name << ", " << f.name << ": " << shape.ToString());
       DeviceMemory<float> y = Output(shape.output.ElementCount());
-      ConvolutionArgs args{shape, dx, dw, y, kDefaultAlgorithm, {}, f.bias ? db : DeviceMemoryBase(), f.activation};
+      ConvolutionArgs args{
+          shape, dx, dw, y, kDefaultAlgorithm, {}, f.bias ? db : DeviceMemoryBase(), f.activation};
       ASSERT_TRUE(IsOk(dnn_->DoConvolve(stream_.get(), args)));
       ASSERT_TRUE(IsOk(stream_->BlockHostUntilDone()));
-      EXPECT_TRUE(Matches("y", Download(y), FusedReference(shape, x, w, f.bias ? &b : nullptr, f.activation)));
+      EXPECT_TRUE(Matches("y", Download(y),
+                          FusedReference(shape, x, w, f.bias ? &b : nullptr, f.activation)));
     }
   }
 }
@@ -144,7 +173,8 @@ TEST_P(XnnpackConvTest, EveryCaseWithAndWithoutFusion) {
 // this plugin.
 TEST_P(XnnpackConvTest, ActivationsItDoesNotFuseRunUnfused) {
   const ConvolutionShape s = Nhwc(Cases()[2]);
-  const std::vector<float> x = RandomFloats(s.input.ElementCount(), 17), w = RandomFloats(s.filter.ElementCount(), 18);
+  const std::vector<float> x = RandomFloats(s.input.ElementCount(), 17),
+                           w = RandomFloats(s.filter.ElementCount(), 18);
   const std::vector<float> b = RandomFloats(s.filter.output_channels, 19);
   DeviceMemory<float> dx = Upload(x), dw = Upload(w), db = Upload(b);
   const uint64_t handed_on = dnn_->calls_handed_on();
@@ -152,20 +182,24 @@ TEST_P(XnnpackConvTest, ActivationsItDoesNotFuseRunUnfused) {
                                           ActivationDescriptor{ActivationMode::kElu, 0.5}}) {
     SCOPED_TRACE(act.ToString());
     DeviceMemory<float> y = Output(s.output.ElementCount());
-    ASSERT_TRUE(IsOk(dnn_->DoConvolve(stream_.get(), ConvolutionArgs{s, dx, dw, y, kDefaultAlgorithm, {}, db, act})));
+    ASSERT_TRUE(IsOk(dnn_->DoConvolve(
+        stream_.get(), ConvolutionArgs{s, dx, dw, y, kDefaultAlgorithm, {}, db, act})));
     ASSERT_TRUE(IsOk(stream_->BlockHostUntilDone()));
     Reference ref = FusedReference(s, x, w, &b, std::nullopt);
     std::vector<double> want(ref.value.size());
     for (size_t i = 0; i < want.size(); ++i) {
       const double v = ref.value[i];
-      want[i] = act.mode == ActivationMode::kSigmoid ? 1 / (1 + std::exp(-v)) : v > 0 ? v : 0.5 * (std::exp(v) - 1);
+      want[i] = act.mode == ActivationMode::kSigmoid ? 1 / (1 + std::exp(-v))
+                : v > 0                              ? v
+                                                     : 0.5 * (std::exp(v) - 1);
     }
     // Both functions have slope <= 1: the convolution's bound, plus the
     // activation's own few ulp.
     const double eps = std::numeric_limits<float>::epsilon();
     const std::vector<float> got = Download(y);
     for (size_t i = 0; i < got.size(); ++i) {
-      ASSERT_NEAR(got[i], want[i], 4 * (ref.terms + 2) * eps * ref.scale[i] + 2e-6 + 2e-5 * std::fabs(want[i]))
+      ASSERT_NEAR(got[i], want[i],
+                  4 * (ref.terms + 2) * eps * ref.scale[i] + 2e-6 + 2e-5 * std::fabs(want[i]))
           << "y[" << i << "]";
     }
   }
@@ -174,7 +208,8 @@ TEST_P(XnnpackConvTest, ActivationsItDoesNotFuseRunUnfused) {
 
 TEST_P(XnnpackConvTest, PositionalThenConvolve) {
   const ConvolutionShape s = Nhwc(Cases()[1]);
-  const std::vector<float> x = RandomFloats(s.input.ElementCount(), 4), w = RandomFloats(s.filter.ElementCount(), 5);
+  const std::vector<float> x = RandomFloats(s.input.ElementCount(), 4),
+                           w = RandomFloats(s.filter.ElementCount(), 5);
   DeviceMemory<float> y = Output(s.output.ElementCount());
   stream_->ThenConvolve(s.input, Upload(x), s.filter, Upload(w), s.conv, s.output, &y);
   ASSERT_TRUE(IsOk(stream_->BlockHostUntilDone()));
@@ -187,7 +222,8 @@ TEST_P(XnnpackConvTest, PositionalThenConvolve) {
 TEST_P(XnnpackConvTest, WeightsChangedInPlaceAreRepacked) {
   const ConvolutionShape s = Nhwc(Cases()[0]);
   const std::vector<float> x = RandomFloats(s.input.ElementCount(), 6);
-  const std::vector<float> w1 = RandomFloats(s.filter.ElementCount(), 7), w2 = RandomFloats(s.filter.ElementCount(), 8);
+  const std::vector<float> w1 = RandomFloats(s.filter.ElementCount(), 7),
+                           w2 = RandomFloats(s.filter.ElementCount(), 8);
   const std::vector<float> b1 = RandomFloats(s.filter.output_channels, 9);
   const std::vector<float> b2 = RandomFloats(s.filter.output_channels, 10);
   DeviceMemory<float> dx = Upload(x), dw = Upload(w1), db = Upload(b1);
@@ -205,14 +241,17 @@ TEST_P(XnnpackConvTest, WeightsChangedInPlaceAreRepacked) {
   ASSERT_TRUE(IsOk(stream_->BlockHostUntilDone()));
   EXPECT_TRUE(Matches("y1", Download(y1), FusedReference(s, x, w1, &b1, std::nullopt)));
   EXPECT_TRUE(Matches("y2", Download(y2), FusedReference(s, x, w1, &b1, std::nullopt)));
-  EXPECT_TRUE(Matches("y3 (new weights)", Download(y3), FusedReference(s, x, w2, &b1, std::nullopt)));
+  EXPECT_TRUE(
+      Matches("y3 (new weights)", Download(y3), FusedReference(s, x, w2, &b1, std::nullopt)));
   EXPECT_TRUE(Matches("y4 (new bias)", Download(y4), FusedReference(s, x, w2, &b2, std::nullopt)));
-  EXPECT_EQ(xnnpack_->WeightPacks() - packs, 3) << "packed for w1, w2, b2; not again for the second call";
+  EXPECT_EQ(xnnpack_->WeightPacks() - packs, 3)
+      << "packed for w1, w2, b2; not again for the second call";
 }
 
 TEST_P(XnnpackConvTest, OneAlgorithmListedChosenAndBest) {
   const ConvolutionShape s = Nhwc(Cases()[0]);
-  std::vector<ConvolutionAlgorithm> algorithms = Must(dnn_->GetConvolutionAlgorithms(ConvolutionKind::kForward, s));
+  std::vector<ConvolutionAlgorithm> algorithms =
+      Must(dnn_->GetConvolutionAlgorithms(ConvolutionKind::kForward, s));
   ASSERT_EQ(algorithms.size(), 1u);
   EXPECT_EQ(algorithms[0].id, 0);
   EXPECT_EQ(algorithms[0].name, "xnnpack");
@@ -225,9 +264,10 @@ TEST_P(XnnpackConvTest, OneAlgorithmListedChosenAndBest) {
     algorithms = Must(dnn_->GetConvolutionAlgorithms(kind, s));
     ASSERT_EQ(algorithms.size(), 1u);
     EXPECT_FALSE(algorithms[0].available);
-    EXPECT_NE(algorithms[0].reason.find("forward convolutions only"), std::string::npos) << algorithms[0].reason;
-    EXPECT_TRUE(HasError(dnn_->FindBestConvolutionAlgorithm(kind, s).status(), StatusCode::kUnimplemented,
-                         {"xnnpack"}));
+    EXPECT_NE(algorithms[0].reason.find("forward convolutions only"), std::string::npos)
+        << algorithms[0].reason;
+    EXPECT_TRUE(HasError(dnn_->FindBestConvolutionAlgorithm(kind, s).status(),
+                         StatusCode::kUnimplemented, {"xnnpack"}));
   }
   ConvolutionShape nchw = s;
   nchw.input.layout = nchw.output.layout = DataLayout::kNCHW;
@@ -235,7 +275,8 @@ TEST_P(XnnpackConvTest, OneAlgorithmListedChosenAndBest) {
   EXPECT_FALSE(algorithms[0].available);
   EXPECT_NE(algorithms[0].reason.find("NCHW"), std::string::npos) << algorithms[0].reason;
 
-  const std::vector<float> x = RandomFloats(s.input.ElementCount(), 11), w = RandomFloats(s.filter.ElementCount(), 12);
+  const std::vector<float> x = RandomFloats(s.input.ElementCount(), 11),
+                           w = RandomFloats(s.filter.ElementCount(), 12);
   DeviceMemory<float> dx = Upload(x), dw = Upload(w);
   for (int64_t id : {kDefaultAlgorithm, kBestAlgorithm, XnnpackDnn::kAlgorithm}) {
     DeviceMemory<float> y = Output(s.output.ElementCount());
@@ -244,17 +285,19 @@ TEST_P(XnnpackConvTest, OneAlgorithmListedChosenAndBest) {
     EXPECT_TRUE(Matches("y", Download(y), Forward(s, x, w))) << "algorithm " << id;
   }
   DeviceMemory<float> y = Output(s.output.ElementCount());
-  EXPECT_TRUE(HasError(dnn_->DoConvolve(stream_.get(), ConvolutionArgs{s, dx, dw, y, 7, {}}), StatusCode::kNotFound,
-                       {"algorithm 7", "xnnpack", "0 xnnpack"}));
+  EXPECT_TRUE(HasError(dnn_->DoConvolve(stream_.get(), ConvolutionArgs{s, dx, dw, y, 7, {}}),
+                       StatusCode::kNotFound, {"algorithm 7", "xnnpack", "0 xnnpack"}));
 }
 
 // The same bits whether a call gets the shared pool or runs alone (a lease
 // held here keeps it from the call).
 TEST_P(XnnpackConvTest, SameBitsWithAndWithoutThePool) {
   const ConvolutionShape s = Nhwc(Cases()[9]);
-  const std::vector<float> x = RandomFloats(s.input.ElementCount(), 13), w = RandomFloats(s.filter.ElementCount(), 14);
+  const std::vector<float> x = RandomFloats(s.input.ElementCount(), 13),
+                           w = RandomFloats(s.filter.ElementCount(), 14);
   DeviceMemory<float> dx = Upload(x), dw = Upload(w);
-  DeviceMemory<float> pooled = Output(s.output.ElementCount()), alone = Output(s.output.ElementCount());
+  DeviceMemory<float> pooled = Output(s.output.ElementCount()),
+                      alone = Output(s.output.ElementCount());
   stream_->ThenConvolve(ConvolutionArgs{s, dx, dw, pooled, kDefaultAlgorithm, {}});
   ASSERT_TRUE(IsOk(stream_->BlockHostUntilDone()));
   {
@@ -272,7 +315,8 @@ TEST_P(XnnpackConvTest, SameBitsWithAndWithoutThePool) {
 // result is right.
 TEST_P(XnnpackConvTest, ConcurrentStreamsShareOperatorsAndThePool) {
   const ConvolutionShape s = Nhwc(Cases()[9]);
-  const std::vector<float> x = RandomFloats(s.input.ElementCount(), 15), w = RandomFloats(s.filter.ElementCount(), 16);
+  const std::vector<float> x = RandomFloats(s.input.ElementCount(), 15),
+                           w = RandomFloats(s.filter.ElementCount(), 16);
   const Reference want = Forward(s, x, w);
   DeviceMemory<float> dx = Upload(x), dw = Upload(w);
   constexpr int kStreams = 3, kCalls = 8;
@@ -282,14 +326,17 @@ TEST_P(XnnpackConvTest, ConcurrentStreamsShareOperatorsAndThePool) {
   for (int i = 0; i < kStreams * kCalls; ++i) outputs.push_back(Output(s.output.ElementCount()));
   for (int call = 0; call < kCalls; ++call) {
     for (int i = 0; i < kStreams; ++i) {
-      streams[i]->ThenConvolve(ConvolutionArgs{s, dx, dw, outputs[call * kStreams + i], kDefaultAlgorithm, {}});
+      streams[i]->ThenConvolve(
+          ConvolutionArgs{s, dx, dw, outputs[call * kStreams + i], kDefaultAlgorithm, {}});
     }
   }
   for (auto& stream : streams) ASSERT_TRUE(IsOk(stream->BlockHostUntilDone()));
-  for (size_t i = 0; i < outputs.size(); ++i) ASSERT_TRUE(Matches("y", Download(outputs[i]), want)) << "output " << i;
+  for (size_t i = 0; i < outputs.size(); ++i)
+    ASSERT_TRUE(Matches("y", Download(outputs[i]), want)) << "output " << i;
 }
 
-INSTANTIATE_TEST_SUITE_P(HostDevices, XnnpackConvTest, ::testing::Values(0, 1), testing::DeviceName);
+INSTANTIATE_TEST_SUITE_P(HostDevices, XnnpackConvTest, ::testing::Values(0, 1),
+                         testing::DeviceName);
 
 }  // namespace
 }  // namespace rill

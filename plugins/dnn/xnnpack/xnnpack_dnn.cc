@@ -24,7 +24,9 @@ namespace {
 // version macro).
 constexpr char kLibraryVersion[] = "XNNPACK 0.0~git20220216 (Debian)";
 
-absl::Status No(absl::string_view why) { return absl::UnimplementedError(absl::StrCat("xnnpack: ", why)); }
+absl::Status No(absl::string_view why) {
+  return absl::UnimplementedError(absl::StrCat("xnnpack: ", why));
+}
 
 absl::Status RequireFloat(const TensorDescriptor& t) {
   if (t.type == DataType::kFloat) return absl::OkStatus();
@@ -47,7 +49,8 @@ absl::Status SupportsActivation(const ActivationDescriptor& a) {
   const float coef = static_cast<float>(a.coefficient);
   switch (a.mode) {
     case ActivationMode::kRelu:
-    case ActivationMode::kSigmoid: return absl::OkStatus();
+    case ActivationMode::kSigmoid:
+      return absl::OkStatus();
     case ActivationMode::kClippedRelu:
       if (coef > 0) return absl::OkStatus();
       return No(absl::StrCat(a.ToString(), ": the ceiling is 0 as a float"));
@@ -55,7 +58,8 @@ absl::Status SupportsActivation(const ActivationDescriptor& a) {
       // alpha 0 is relu (computed as a clamp); XNNPACK wants a normal alpha.
       if (coef == 0 || std::isnormal(coef)) return absl::OkStatus();
       return No(absl::StrCat(a.ToString(), ": XNNPACK needs a normal float alpha"));
-    case ActivationMode::kTanh: return No("tanh activations (this XNNPACK snapshot has no f32 tanh)");
+    case ActivationMode::kTanh:
+      return No("tanh activations (this XNNPACK snapshot has no f32 tanh)");
   }
   return No(absl::StrCat("activation ", a.ToString()));
 }
@@ -71,11 +75,13 @@ absl::Status SupportsFused(const ActivationDescriptor& a) {
 
 absl::Status SupportsConvolution(const DnnOperation& op) {
   if (op.op != DnnOp::kConvolveForward) {
-    return No(absl::StrCat(DnnOpName(op.op), " (XNNPACK is an inference library: forward convolutions only)"));
+    return No(absl::StrCat(DnnOpName(op.op),
+                           " (XNNPACK is an inference library: forward convolutions only)"));
   }
   RILL_RETURN_IF_ERROR(RequireFloat(op.input));
   RILL_RETURN_IF_ERROR(RequireFloat(op.output));
-  if (op.filter.type != DataType::kFloat) return No(absl::StrCat(DataTypeName(op.filter.type), " filters"));
+  if (op.filter.type != DataType::kFloat)
+    return No(absl::StrCat(DataTypeName(op.filter.type), " filters"));
   RILL_RETURN_IF_ERROR(RequireNhwc(op.input));
   RILL_RETURN_IF_ERROR(RequireNhwc(op.output, "output "));
   if (op.filter.layout != FilterLayout::kOHWI) {
@@ -100,7 +106,8 @@ absl::Status SupportsPooling(const DnnOperation& op) {
   RILL_RETURN_IF_ERROR(RequireNhwc(op.input));
   RILL_RETURN_IF_ERROR(RequireNhwc(op.output, "output "));
   const PoolingDescriptor& p = op.pool;
-  if (p.window_h == 1 && p.window_w == 1) return No("1x1 pooling windows (XNNPACK rejects them as meaningless)");
+  if (p.window_h == 1 && p.window_w == 1)
+    return No("1x1 pooling windows (XNNPACK rejects them as meaningless)");
   if (p.mode == PoolingMode::kAverageIncludePadding && (p.pad_h > 0 || p.pad_w > 0)) {
     return No(absl::StrCat("average pooling that counts the padding (", p.ToString(),
                            "): XNNPACK divides by the window's valid pixels (avg_exclude_pad)"));
@@ -131,7 +138,8 @@ XnnpackDnn::~XnnpackDnn() = default;
 absl::StatusOr<std::unique_ptr<XnnpackDnn>> XnnpackDnn::Create(StreamExecutor* executor) {
   if (executor == nullptr) return absl::InvalidArgumentError("xnnpack: executor is null");
   if (executor->platform()->id() != kHostPlatformId) {
-    return absl::InvalidArgumentError(absl::StrCat("xnnpack runs on the host platform, not ", executor->DebugName()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("xnnpack runs on the host platform, not ", executor->DebugName()));
   }
   RILL_RETURN_IF_ERROR(xnnpack::Initialize());
   return std::unique_ptr<XnnpackDnn>(new XnnpackDnn(executor));
@@ -150,26 +158,33 @@ absl::Status XnnpackDnn::Supports(const DnnOperation& op) const {
   switch (op.op) {
     case DnnOp::kConvolveForward:
     case DnnOp::kConvolveBackwardData:
-    case DnnOp::kConvolveBackwardFilter: return SupportsConvolution(op);
-    case DnnOp::kBiasAdd: return RequireFloat(op.input);  // Either layout: a broadcasting add.
+    case DnnOp::kConvolveBackwardFilter:
+      return SupportsConvolution(op);
+    case DnnOp::kBiasAdd:
+      return RequireFloat(op.input);  // Either layout: a broadcasting add.
     case DnnOp::kActivate:
       RILL_RETURN_IF_ERROR(RequireFloat(op.input));  // Either layout: element-wise.
       return SupportsActivation(op.activation);
-    case DnnOp::kPoolForward: return SupportsPooling(op);
+    case DnnOp::kPoolForward:
+      return SupportsPooling(op);
     case DnnOp::kSoftmax:
       RILL_RETURN_IF_ERROR(RequireFloat(op.input));
       RILL_RETURN_IF_ERROR(RequireNhwc(op.input));
-      if (op.log) return No("log-softmax (XNNPACK's softmax has no log form, and log(softmax) loses accuracy)");
+      if (op.log)
+        return No(
+            "log-softmax (XNNPACK's softmax has no log form, and log(softmax) loses accuracy)");
       return absl::OkStatus();
     case DnnOp::kActivateBackward:
     case DnnOp::kPoolBackward:
     case DnnOp::kSoftmaxBackward:
-      return No(absl::StrCat(DnnOpName(op.op), " (XNNPACK is an inference library: no backward operations)"));
+      return No(absl::StrCat(DnnOpName(op.op),
+                             " (XNNPACK is an inference library: no backward operations)"));
     case DnnOp::kBatchNormInference:
     case DnnOp::kBatchNormTraining:
     case DnnOp::kBatchNormBackward:
       return No(absl::StrCat(DnnOpName(op.op), " (XNNPACK has no batch normalization operator)"));
-    case DnnOp::kLrn: return No("lrn (XNNPACK has no LRN operator)");
+    case DnnOp::kLrn:
+      return No("lrn (XNNPACK has no LRN operator)");
   }
   return No(absl::StrCat("operation ", DnnOpName(op.op)));
 }
@@ -180,7 +195,9 @@ absl::Status XnnpackDnn::Supports(const DnnOperation& op) const {
 absl::Status XnnpackDnn::ActivateBackward(Stream*, const ActivationBackwardArgs& a) {
   return Supports(DnnOperation::Of(a));
 }
-absl::Status XnnpackDnn::PoolBackward(Stream*, const PoolBackwardArgs& a) { return Supports(DnnOperation::Of(a)); }
+absl::Status XnnpackDnn::PoolBackward(Stream*, const PoolBackwardArgs& a) {
+  return Supports(DnnOperation::Of(a));
+}
 absl::Status XnnpackDnn::SoftmaxBackward(Stream*, const SoftmaxBackwardArgs& a) {
   return Supports(DnnOperation::Of(a));
 }

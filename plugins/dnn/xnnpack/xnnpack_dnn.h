@@ -91,10 +91,10 @@ class XnnpackDnn : public DnnSupport {
   int64_t WeightPacks() const;
 
  protected:
-  absl::StatusOr<std::vector<ConvolutionAlgorithm>> ConvolutionAlgorithms(ConvolutionKind kind,
-                                                                          const ConvolutionShape& shape) override;
-  absl::StatusOr<ConvolutionAlgorithm> BestConvolutionAlgorithm(ConvolutionKind kind,
-                                                                const ConvolutionShape& shape) override;
+  absl::StatusOr<std::vector<ConvolutionAlgorithm>> ConvolutionAlgorithms(
+      ConvolutionKind kind, const ConvolutionShape& shape) override;
+  absl::StatusOr<ConvolutionAlgorithm> BestConvolutionAlgorithm(
+      ConvolutionKind kind, const ConvolutionShape& shape) override;
   absl::Status Convolve(Stream* stream, ConvolutionKind kind, const ConvolutionArgs& args) override;
   absl::Status BiasAdd(Stream* stream, const BiasAddArgs& args) override;
   absl::Status Activate(Stream* stream, const ActivationArgs& args) override;

@@ -40,8 +40,8 @@ constexpr DataLayout kLayouts[] = {DataLayout::kNHWC, DataLayout::kNCHW};
 
 // 5 channels: not a multiple of XNNPACK's SIMD width, so the remainder
 // paths run.
-TensorDescriptor Tensor(DataLayout layout = DataLayout::kNHWC, int64_t n = 2, int64_t c = 5, int64_t h = 6,
-                        int64_t w = 7) {
+TensorDescriptor Tensor(DataLayout layout = DataLayout::kNHWC, int64_t n = 2, int64_t c = 5,
+                        int64_t h = 6, int64_t w = 7) {
   return {.n = n, .c = c, .h = h, .w = w, .layout = layout};
 }
 
@@ -54,7 +54,8 @@ TEST_P(XnnpackOpsTest, BiasAddEitherLayout) {
       SCOPED_TRACE(t.ToString());
       const std::vector<float> x = RandomFloats(t.ElementCount(), 1), b = RandomFloats(t.c, 2);
       DeviceMemory<float> dx = Upload(x), db = Upload(b), y = Output(t.ElementCount());
-      stream_->ThenBiasAdd(t, dx, db, &y).ThenBiasAdd(t, dx, db, &dx);  // Out of place, then in place.
+      stream_->ThenBiasAdd(t, dx, db, &y)
+          .ThenBiasAdd(t, dx, db, &dx);  // Out of place, then in place.
       ASSERT_TRUE(IsOk(stream_->BlockHostUntilDone()));
       std::vector<double> ref(x.size());
       ForEach(t, [&](int64_t n, int64_t c, int64_t h, int64_t w) {
@@ -76,9 +77,13 @@ struct ActivationCase {
 std::vector<ActivationCase> ActivationCases() {
   return {
       {{ActivationMode::kRelu}, [](double x, double) { return std::max(0.0, x); }, 1e-7},
-      {{ActivationMode::kClippedRelu, 1.5}, [](double x, double a) { return std::min(std::max(0.0, x), a); }, 1e-7},
+      {{ActivationMode::kClippedRelu, 1.5},
+       [](double x, double a) { return std::min(std::max(0.0, x), a); },
+       1e-7},
       {{ActivationMode::kSigmoid}, [](double x, double) { return 1 / (1 + std::exp(-x)); }, 2e-5},
-      {{ActivationMode::kElu, 0.7}, [](double x, double a) { return x > 0 ? x : a * (std::exp(x) - 1); }, 2e-5},
+      {{ActivationMode::kElu, 0.7},
+       [](double x, double a) { return x > 0 ? x : a * (std::exp(x) - 1); },
+       2e-5},
       // alpha 0 is relu; XNNPACK's elu refuses it, so it runs as a clamp.
       {{ActivationMode::kElu, 0}, [](double x, double) { return std::max(0.0, x); }, 1e-7},
   };
@@ -105,10 +110,14 @@ TEST_P(XnnpackOpsTest, ActivationsEitherLayoutAndInPlace) {
 std::vector<PoolingDescriptor> PoolShapes() {
   return {
       PoolingDescriptor{.window_h = 2, .window_w = 2, .stride_h = 2, .stride_w = 2},
-      PoolingDescriptor{.window_h = 3, .window_w = 2, .pad_h = 1, .pad_w = 1, .stride_h = 2, .stride_w = 1},
-      PoolingDescriptor{.window_h = 3, .window_w = 3, .pad_h = 1, .pad_w = 1, .stride_h = 1, .stride_w = 1},
-      PoolingDescriptor{.window_h = 2, .window_w = 3, .pad_h = 1, .pad_w = 2, .stride_h = 3, .stride_w = 2},
-      PoolingDescriptor{.window_h = 1, .window_w = 3, .pad_h = 0, .pad_w = 1, .stride_h = 1, .stride_w = 2},
+      PoolingDescriptor{
+          .window_h = 3, .window_w = 2, .pad_h = 1, .pad_w = 1, .stride_h = 2, .stride_w = 1},
+      PoolingDescriptor{
+          .window_h = 3, .window_w = 3, .pad_h = 1, .pad_w = 1, .stride_h = 1, .stride_w = 1},
+      PoolingDescriptor{
+          .window_h = 2, .window_w = 3, .pad_h = 1, .pad_w = 2, .stride_h = 3, .stride_w = 2},
+      PoolingDescriptor{
+          .window_h = 1, .window_w = 3, .pad_h = 0, .pad_w = 1, .stride_h = 1, .stride_w = 2},
   };
 }
 
@@ -121,7 +130,8 @@ TEST_P(XnnpackOpsTest, PoolingForward) {
       p.mode = mode;
       if (mode == PoolingMode::kAverageIncludePadding && (p.pad_h > 0 || p.pad_w > 0)) continue;
       for (int64_t c : {1, 3, 8, 17}) {
-        const TensorDescriptor xt = Tensor(DataLayout::kNHWC, 2, c), yt = Must(PoolingOutput(xt, p));
+        const TensorDescriptor xt = Tensor(DataLayout::kNHWC, 2, c),
+                               yt = Must(PoolingOutput(xt, p));
         SCOPED_TRACE(p.ToString() + " " + xt.ToString());
         const std::vector<float> x = RandomFloats(xt.ElementCount(), 5);
         DeviceMemory<float> dx = Upload(x), y = Output(yt.ElementCount());
@@ -141,8 +151,10 @@ TEST_P(XnnpackOpsTest, PoolingForward) {
 
 // With every input negative, a padded zero would win a max: it must not.
 TEST_P(XnnpackOpsTest, PaddingNeverWinsAMax) {
-  const PoolingDescriptor p{.window_h = 3, .window_w = 3, .pad_h = 2, .pad_w = 1, .stride_h = 1, .stride_w = 2};
-  const TensorDescriptor xt = Tensor(DataLayout::kNHWC, 1, 3, 4, 5), yt = Must(PoolingOutput(xt, p));
+  const PoolingDescriptor p{
+      .window_h = 3, .window_w = 3, .pad_h = 2, .pad_w = 1, .stride_h = 1, .stride_w = 2};
+  const TensorDescriptor xt = Tensor(DataLayout::kNHWC, 1, 3, 4, 5),
+                         yt = Must(PoolingOutput(xt, p));
   const std::vector<float> x = RandomFloats(xt.ElementCount(), 6, -3, -1);
   DeviceMemory<float> y = Output(yt.ElementCount());
   stream_->ThenPoolForward(p, xt, Upload(x), yt, &y);
@@ -154,7 +166,8 @@ TEST_P(XnnpackOpsTest, PaddingNeverWinsAMax) {
   EXPECT_LT(*std::max_element(got.begin(), got.end()), 0);
 }
 
-void SoftmaxReference(const TensorDescriptor& t, const std::vector<float>& x, std::vector<double>& y) {
+void SoftmaxReference(const TensorDescriptor& t, const std::vector<float>& x,
+                      std::vector<double>& y) {
   y.assign(x.size(), 0);
   for (int64_t n = 0; n < t.n; ++n)
     for (int64_t h = 0; h < t.h; ++h)
@@ -162,7 +175,8 @@ void SoftmaxReference(const TensorDescriptor& t, const std::vector<float>& x, st
         double max = -INFINITY, sum = 0;
         for (int64_t c = 0; c < t.c; ++c) max = std::max<double>(max, x[t.Offset(n, c, h, w)]);
         for (int64_t c = 0; c < t.c; ++c) sum += std::exp(x[t.Offset(n, c, h, w)] - max);
-        for (int64_t c = 0; c < t.c; ++c) y[t.Offset(n, c, h, w)] = std::exp(x[t.Offset(n, c, h, w)] - max) / sum;
+        for (int64_t c = 0; c < t.c; ++c)
+          y[t.Offset(n, c, h, w)] = std::exp(x[t.Offset(n, c, h, w)] - max) / sum;
       }
 }
 
@@ -194,7 +208,8 @@ TEST_P(XnnpackOpsTest, InputsEndingAtAPageBoundaryAreStaged) {
   const uint64_t first = (end - base) / sizeof(float) - count;
   DeviceMemory<float> slice = Must(big.GetSlice(first, count));
   ASSERT_TRUE(xnnpack::OverReadLeavesPage(HostPointer(slice), count * sizeof(float)));
-  ASSERT_TRUE(xnnpack::ReadableInput(static_cast<const float*>(HostPointer(slice)), count).staged());
+  ASSERT_TRUE(
+      xnnpack::ReadableInput(static_cast<const float*>(HostPointer(slice)), count).staged());
   stream_->ThenMemcpy(&slice, x.data(), count * sizeof(float));
 
   const PoolingDescriptor p{.window_h = 2, .window_w = 2, .stride_h = 1, .stride_w = 1};
@@ -214,9 +229,10 @@ TEST_P(XnnpackOpsTest, InputsEndingAtAPageBoundaryAreStaged) {
 // remainders), which would fault here; through ReadableInput they do not.
 TEST(XnnpackOverReadTest, StagedInputsSurviveAGuardPage) {
   ASSERT_TRUE(IsOk(xnnpack::Initialize()));
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE)), c = 5, pixels = 4 * 4, count = pixels * c;
-  char* mapping =
-      static_cast<char*>(mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE)), c = 5, pixels = 4 * 4,
+               count = pixels * c;
+  char* mapping = static_cast<char*>(
+      mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   ASSERT_NE(mapping, MAP_FAILED);
   ASSERT_EQ(mprotect(mapping + page, page, PROT_NONE), 0);
   float* x = reinterpret_cast<float*>(mapping + page) - count;  // Ends at the guard page.
@@ -224,18 +240,22 @@ TEST(XnnpackOverReadTest, StagedInputsSurviveAGuardPage) {
   std::copy(values.begin(), values.end(), x);
   const xnnpack::ReadableInput in(x, count);
   EXPECT_TRUE(in.staged());
-  EXPECT_FALSE(xnnpack::ReadableInput(x, count - 8).staged()) << "32 bytes before the end: no staging needed";
+  EXPECT_FALSE(xnnpack::ReadableInput(x, count - 8).staged())
+      << "32 bytes before the end: no staging needed";
 
   std::vector<float> pooled(pixels * c), soft(count);
   xnn_operator_t pool_op = nullptr, softmax_op = nullptr;
-  ASSERT_EQ(xnn_create_max_pooling2d_nhwc_f32(0, 0, 0, 0, 2, 2, 1, 1, 1, 1, c, c, c, -INFINITY, INFINITY, 0, &pool_op),
+  ASSERT_EQ(xnn_create_max_pooling2d_nhwc_f32(0, 0, 0, 0, 2, 2, 1, 1, 1, 1, c, c, c, -INFINITY,
+                                              INFINITY, 0, &pool_op),
             xnn_status_success);
   xnnpack::Operator pool_owned(pool_op);
-  ASSERT_EQ(xnn_setup_max_pooling2d_nhwc_f32(pool_op, 1, 4, 4, in.get(), pooled.data(), nullptr), xnn_status_success);
+  ASSERT_EQ(xnn_setup_max_pooling2d_nhwc_f32(pool_op, 1, 4, 4, in.get(), pooled.data(), nullptr),
+            xnn_status_success);
   ASSERT_EQ(xnn_run_operator(pool_op, nullptr), xnn_status_success);
   ASSERT_EQ(xnn_create_softmax_nc_f32(c, c, c, 0, &softmax_op), xnn_status_success);
   xnnpack::Operator softmax_owned(softmax_op);
-  ASSERT_EQ(xnn_setup_softmax_nc_f32(softmax_op, pixels, in.get(), soft.data(), nullptr), xnn_status_success);
+  ASSERT_EQ(xnn_setup_softmax_nc_f32(softmax_op, pixels, in.get(), soft.data(), nullptr),
+            xnn_status_success);
   ASSERT_EQ(xnn_run_operator(softmax_op, nullptr), xnn_status_success);
   const TensorDescriptor t{.n = 1, .c = 5, .h = 4, .w = 4, .layout = DataLayout::kNHWC};
   std::vector<double> ref;
@@ -255,11 +275,13 @@ TEST(XnnpackOverReadTest, OnlyReadsThatCouldLeaveThePageAreStaged) {
 
 // One call holds the shared pool at a time; others run without it.
 TEST(XnnpackThreadsTest, OneLeaseHoldsThePool) {
-  if (xnnpack::PoolThreads() < 2) GTEST_SKIP() << "a one-thread pool is never created (RILL_DNN_THREADS=1 or 1 core)";
+  if (xnnpack::PoolThreads() < 2)
+    GTEST_SKIP() << "a one-thread pool is never created (RILL_DNN_THREADS=1 or 1 core)";
   {
     xnnpack::PoolLease first;
     ASSERT_NE(first.get(), nullptr);
-    EXPECT_EQ(pthreadpool_get_threads_count(first.get()), static_cast<size_t>(xnnpack::PoolThreads()));
+    EXPECT_EQ(pthreadpool_get_threads_count(first.get()),
+              static_cast<size_t>(xnnpack::PoolThreads()));
     xnnpack::PoolLease second;
     EXPECT_EQ(second.get(), nullptr);
   }
@@ -270,7 +292,8 @@ TEST(XnnpackThreadsTest, OneLeaseHoldsThePool) {
 // While another host library call runs (platform/host/host_thread_budget.h),
 // XNNPACK leaves the cores to it and runs on the calling thread.
 TEST(XnnpackThreadsTest, TheHostThreadBudgetKeepsThePoolIdleWhileAnotherLibraryRuns) {
-  if (xnnpack::PoolThreads() < 2) GTEST_SKIP() << "a one-thread pool is never created (RILL_DNN_THREADS=1 or 1 core)";
+  if (xnnpack::PoolThreads() < 2)
+    GTEST_SKIP() << "a one-thread pool is never created (RILL_DNN_THREADS=1 or 1 core)";
   {
     HostComputeScope blas_call;  // As OpenBLAS, BLIS or oneDNN hold while they compute.
     xnnpack::PoolLease lease;
@@ -289,15 +312,21 @@ TEST_P(XnnpackOpsTest, OperatorsAreCachedPerShape) {
   for (int i = 0; i < 5; ++i) stream_->ThenSoftmax(t, x, &y);
   ASSERT_TRUE(IsOk(stream_->BlockHostUntilDone()));
   EXPECT_EQ(xnnpack_->CachedOperators(), after_first);
-  EXPECT_NE(dnn_->Version().find("XNNPACK 0.0~git20220216 (Debian)"), std::string::npos) << dnn_->Version();
+  EXPECT_NE(dnn_->Version().find("XNNPACK 0.0~git20220216 (Debian)"), std::string::npos)
+      << dnn_->Version();
 }
 
 // --- Supports().
 
-DnnOperation Conv(DataLayout layout = DataLayout::kNHWC, FilterLayout filter_layout = FilterLayout::kOHWI,
+DnnOperation Conv(DataLayout layout = DataLayout::kNHWC,
+                  FilterLayout filter_layout = FilterLayout::kOHWI,
                   DataType type = DataType::kFloat) {
   ConvolutionShape s{{.n = 1, .c = 4, .h = 6, .w = 6, .layout = layout, .type = type},
-                     {.output_channels = 2, .input_channels = 4, .height = 3, .width = 3, .layout = filter_layout,
+                     {.output_channels = 2,
+                      .input_channels = 4,
+                      .height = 3,
+                      .width = 3,
+                      .layout = filter_layout,
                       .type = type},
                      {.pad_h = 1, .pad_w = 1},
                      {}};
@@ -316,13 +345,15 @@ TEST_P(XnnpackOpsTest, SupportsSaysWhatAndWhy) {
   EXPECT_TRUE(IsOk(dnn_->Supports(Conv())));
   EXPECT_TRUE(HasError(dnn_->Supports(Conv(DataLayout::kNCHW)), StatusCode::kUnimplemented,
                        {"xnnpack", "NCHW tensors (it computes NHWC)"}));
-  EXPECT_TRUE(HasError(dnn_->Supports(Conv(DataLayout::kNHWC, FilterLayout::kOIHW)), StatusCode::kUnimplemented,
-                       {"xnnpack", "OIHW filters"}));
-  EXPECT_TRUE(HasError(dnn_->Supports(Conv(DataLayout::kNHWC, FilterLayout::kOHWI, DataType::kDouble)),
-                       StatusCode::kUnimplemented, {"xnnpack", "double tensors"}));
+  EXPECT_TRUE(HasError(dnn_->Supports(Conv(DataLayout::kNHWC, FilterLayout::kOIHW)),
+                       StatusCode::kUnimplemented, {"xnnpack", "OIHW filters"}));
+  EXPECT_TRUE(
+      HasError(dnn_->Supports(Conv(DataLayout::kNHWC, FilterLayout::kOHWI, DataType::kDouble)),
+               StatusCode::kUnimplemented, {"xnnpack", "double tensors"}));
   DnnOperation op = Conv();
   op.op = DnnOp::kConvolveBackwardData;
-  EXPECT_TRUE(HasError(dnn_->Supports(op), StatusCode::kUnimplemented, {"backward_data", "forward"}));
+  EXPECT_TRUE(
+      HasError(dnn_->Supports(op), StatusCode::kUnimplemented, {"backward_data", "forward"}));
   op.op = DnnOp::kConvolveBackwardFilter;
   EXPECT_TRUE(HasError(dnn_->Supports(op), StatusCode::kUnimplemented, {"backward_filter"}));
   // Fused bias, relu and clipped relu; not sigmoid (the base runs it after).
@@ -336,12 +367,15 @@ TEST_P(XnnpackOpsTest, SupportsSaysWhatAndWhy) {
   EXPECT_TRUE(HasError(dnn_->Supports(op), StatusCode::kUnimplemented, {"fused sigmoid"}));
 
   const TensorDescriptor nhwc = Tensor(), nchw = Tensor(DataLayout::kNCHW);
-  for (DnnOp bn : {DnnOp::kBatchNormInference, DnnOp::kBatchNormTraining, DnnOp::kBatchNormBackward}) {
-    EXPECT_TRUE(HasError(dnn_->Supports(Op(bn, nhwc)), StatusCode::kUnimplemented, {"batch normalization"}));
+  for (DnnOp bn :
+       {DnnOp::kBatchNormInference, DnnOp::kBatchNormTraining, DnnOp::kBatchNormBackward}) {
+    EXPECT_TRUE(HasError(dnn_->Supports(Op(bn, nhwc)), StatusCode::kUnimplemented,
+                         {"batch normalization"}));
   }
   EXPECT_TRUE(HasError(dnn_->Supports(Op(DnnOp::kLrn, nhwc)), StatusCode::kUnimplemented, {"LRN"}));
   for (DnnOp backward : {DnnOp::kActivateBackward, DnnOp::kPoolBackward, DnnOp::kSoftmaxBackward}) {
-    EXPECT_TRUE(HasError(dnn_->Supports(Op(backward, nhwc)), StatusCode::kUnimplemented, {"backward"}));
+    EXPECT_TRUE(
+        HasError(dnn_->Supports(Op(backward, nhwc)), StatusCode::kUnimplemented, {"backward"}));
   }
   op = Op(DnnOp::kActivate, nchw);
   op.activation = {ActivationMode::kElu, 1};
@@ -352,15 +386,21 @@ TEST_P(XnnpackOpsTest, SupportsSaysWhatAndWhy) {
   EXPECT_TRUE(IsOk(dnn_->Supports(op)));
   op.log = true;
   EXPECT_TRUE(HasError(dnn_->Supports(op), StatusCode::kUnimplemented, {"log-softmax"}));
-  EXPECT_TRUE(HasError(dnn_->Supports(Op(DnnOp::kSoftmax, nchw)), StatusCode::kUnimplemented, {"NCHW"}));
+  EXPECT_TRUE(
+      HasError(dnn_->Supports(Op(DnnOp::kSoftmax, nchw)), StatusCode::kUnimplemented, {"NCHW"}));
   EXPECT_TRUE(IsOk(dnn_->Supports(Op(DnnOp::kBiasAdd, nchw))));
   op = Op(DnnOp::kBiasAdd, nhwc);
   op.input.type = DataType::kDouble;
   EXPECT_TRUE(HasError(dnn_->Supports(op), StatusCode::kUnimplemented, {"double"}));
 
   op = Op(DnnOp::kPoolForward, nhwc);
-  op.pool = {.mode = PoolingMode::kAverageIncludePadding, .window_h = 3, .window_w = 3, .pad_h = 1, .pad_w = 1};
-  EXPECT_TRUE(HasError(dnn_->Supports(op), StatusCode::kUnimplemented, {"counts the padding", "avg_exclude_pad"}));
+  op.pool = {.mode = PoolingMode::kAverageIncludePadding,
+             .window_h = 3,
+             .window_w = 3,
+             .pad_h = 1,
+             .pad_w = 1};
+  EXPECT_TRUE(HasError(dnn_->Supports(op), StatusCode::kUnimplemented,
+                       {"counts the padding", "avg_exclude_pad"}));
   op.pool.pad_h = op.pool.pad_w = 0;
   EXPECT_TRUE(IsOk(dnn_->Supports(op)));
   op.pool = {.mode = PoolingMode::kMax, .window_h = 1, .window_w = 1, .stride_h = 2, .stride_w = 2};
@@ -380,16 +420,19 @@ TEST_P(XnnpackOpsTest, ChainHandsTheRestToOneDnn) {
   ASSERT_NE(dnn->fallback(), nullptr);
   EXPECT_EQ(dnn->fallback()->Name(), "onednn");
   const uint64_t handed_before = dnn->calls_handed_on();
-  const TensorDescriptor nchw = Tensor(DataLayout::kNCHW, 2, 7, 3, 4), nhwc = Tensor(DataLayout::kNHWC, 2, 7, 3, 4);
+  const TensorDescriptor nchw = Tensor(DataLayout::kNCHW, 2, 7, 3, 4),
+                         nhwc = Tensor(DataLayout::kNHWC, 2, 7, 3, 4);
   const std::vector<float> x = RandomFloats(nchw.ElementCount(), 10, -3, 3);
-  DeviceMemory<float> dx = Upload(x), soft = Output(x.size()), tanh_y = Output(x.size()), relu_y = Output(x.size());
+  DeviceMemory<float> dx = Upload(x), soft = Output(x.size()), tanh_y = Output(x.size()),
+                      relu_y = Output(x.size());
   stream_->ThenSoftmax(nchw, dx, &soft)
       .ThenActivate({ActivationMode::kTanh}, nhwc, dx, &tanh_y)
       .ThenActivate({ActivationMode::kRelu}, nhwc, dx, &relu_y);
   ASSERT_TRUE(IsOk(stream_->BlockHostUntilDone()));
   std::vector<double> ref_soft, ref_tanh(x.size()), ref_relu(x.size());
   SoftmaxReference(nchw, x, ref_soft);
-  for (size_t i = 0; i < x.size(); ++i) ref_tanh[i] = std::tanh(x[i]), ref_relu[i] = std::max(0.0f, x[i]);
+  for (size_t i = 0; i < x.size(); ++i)
+    ref_tanh[i] = std::tanh(x[i]), ref_relu[i] = std::max(0.0f, x[i]);
   EXPECT_TRUE(AllNear("softmax", Download(soft), ref_soft, 2e-6, 2e-5));
   EXPECT_TRUE(AllNear("tanh", Download(tanh_y), ref_tanh, 2e-6, 2e-5));
   EXPECT_TRUE(AllNear("relu", Download(relu_y), ref_relu, 0, 0));

@@ -64,11 +64,15 @@ class TwoLibraries : public XnnpackTest {
   void Convolve(DnnSupport* dnn, DataLayout layout, int64_t algorithm = kDefaultAlgorithm) {
     ConvolutionShape s;
     s.input = {.n = 1, .c = 4, .h = 6, .w = 5, .layout = layout};
-    s.filter = {.output_channels = 3, .input_channels = 4, .height = 3, .width = 3,
+    s.filter = {.output_channels = 3,
+                .input_channels = 4,
+                .height = 3,
+                .width = 3,
                 .layout = layout == DataLayout::kNHWC ? FilterLayout::kOHWI : FilterLayout::kOIHW};
     s.conv = {.pad_h = 1, .pad_w = 1};
     s.output = Must(ConvolutionOutput(s.input, s.filter, s.conv));
-    const std::vector<float> x = RandomFloats(s.input.ElementCount(), 3), w = RandomFloats(s.filter.ElementCount(), 4);
+    const std::vector<float> x = RandomFloats(s.input.ElementCount(), 3),
+                             w = RandomFloats(s.filter.ElementCount(), 4);
     DeviceMemory<float> dx = Upload(x), dw = Upload(w), dy = Output(s.output.ElementCount());
     const ConvolutionArgs args{s, dx, dw, dy, algorithm};
     if (dnn == exec_->AsDnn()) {
@@ -85,7 +89,8 @@ class TwoLibraries : public XnnpackTest {
 };
 
 TEST_P(TwoLibraries, AreDistinctObjectsInOneProcess) {
-  const std::string xnnpack = ObjectOf("xnn_run_operator"), dnnl = ObjectOf("dnnl_primitive_execute");
+  const std::string xnnpack = ObjectOf("xnn_run_operator"),
+                    dnnl = ObjectOf("dnnl_primitive_execute");
   EXPECT_NE(xnnpack.find("libXNNPACK"), std::string::npos) << xnnpack;
   EXPECT_NE(dnnl.find("libdnnl"), std::string::npos) << dnnl;
   EXPECT_EQ(ObjectOf("xnn_run_operator").find("dnnl"), std::string::npos);
@@ -125,10 +130,15 @@ TEST_P(TwoLibraries, TheSelectorsChoiceIsWhereTheCallRuns) {
   RemoveStreamListener(recorder.get());
   ConvolutionShape s;
   s.input = {.n = 1, .c = 4, .h = 6, .w = 5, .layout = DataLayout::kNHWC};
-  s.filter = {.output_channels = 3, .input_channels = 4, .height = 3, .width = 3, .layout = FilterLayout::kOHWI};
+  s.filter = {.output_channels = 3,
+              .input_channels = 4,
+              .height = 3,
+              .width = 3,
+              .layout = FilterLayout::kOHWI};
   s.conv = {.pad_h = 1, .pad_w = 1};
   s.output = Must(ConvolutionOutput(s.input, s.filter, s.conv));
-  const AlgorithmChoice choice = Must(selector.Select(exec_, exec_->AsDnn(), ConvolutionKind::kForward, s));
+  const AlgorithmChoice choice =
+      Must(selector.Select(exec_, exec_->AsDnn(), ConvolutionKind::kForward, s));
   selector.SetOptions(saved);
   EXPECT_EQ(choice.source, ChoiceSource::kMemory);
   ASSERT_EQ(recorder->plugins().size(), 1u);

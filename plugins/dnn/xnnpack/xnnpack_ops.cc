@@ -29,7 +29,8 @@ namespace {
 
 constexpr int64_t kOpBiasAdd = 1, kOpActivation = 2, kOpSoftmax = 3, kOpPool = 4;
 
-std::vector<int64_t> Key(int64_t op, const TensorDescriptor& t, std::initializer_list<int64_t> extra = {}) {
+std::vector<int64_t> Key(int64_t op, const TensorDescriptor& t,
+                         std::initializer_list<int64_t> extra = {}) {
   std::vector<int64_t> key = {op, t.n, t.c, t.h, t.w, static_cast<int64_t>(t.layout)};
   key.insert(key.end(), extra);
   return key;
@@ -50,12 +51,15 @@ struct Unary {
 Unary ToUnary(const ActivationDescriptor& a) {
   const float coef = static_cast<float>(a.coefficient);
   switch (a.mode) {
-    case ActivationMode::kClippedRelu: return {Unary::kClamp, 0, coef, "clamp_nc_f32"};
-    case ActivationMode::kSigmoid: return {Unary::kSigmoid, 0, 0, "sigmoid_nc_f32"};
+    case ActivationMode::kClippedRelu:
+      return {Unary::kClamp, 0, coef, "clamp_nc_f32"};
+    case ActivationMode::kSigmoid:
+      return {Unary::kSigmoid, 0, 0, "sigmoid_nc_f32"};
     case ActivationMode::kElu:
       if (coef != 0) return {Unary::kElu, coef, 0, "elu_nc_f32"};
       [[fallthrough]];  // alpha 0: max(0, x).
-    default: return {Unary::kClamp, 0, INFINITY, "clamp_nc_f32"};
+    default:
+      return {Unary::kClamp, 0, INFINITY, "clamp_nc_f32"};
   }
 }
 
@@ -64,16 +68,19 @@ using NcSetup = xnn_status (*)(xnn_operator_t, size_t, const float*, float*, pth
 
 NcSetup SetupOf(const Unary& u) {
   switch (u.kind) {
-    case Unary::kClamp: return xnn_setup_clamp_nc_f32;
-    case Unary::kSigmoid: return xnn_setup_sigmoid_nc_f32;
-    case Unary::kElu: return xnn_setup_elu_nc_f32;
+    case Unary::kClamp:
+      return xnn_setup_clamp_nc_f32;
+    case Unary::kSigmoid:
+      return xnn_setup_sigmoid_nc_f32;
+    case Unary::kElu:
+      return xnn_setup_elu_nc_f32;
   }
   return xnn_setup_clamp_nc_f32;
 }
 
 // Runs an nc operator over `rows` rows of its channels (x may be y).
-absl::Status RunNc(CachedOperator& entry, const char* context, NcSetup setup, size_t rows, const float* x,
-                   float* y, uint64_t count) {
+absl::Status RunNc(CachedOperator& entry, const char* context, NcSetup setup, size_t rows,
+                   const float* x, float* y, uint64_t count) {
   ReadableInput in(x, count);
   MutexLock lock(&entry.mu);
   return xnnpack::SetupAndRunLocked(entry, context, [&](xnn_operator_t op, pthreadpool_t pool) {
@@ -99,15 +106,16 @@ absl::Status XnnpackDnn::BiasAdd(Stream* stream, const BiasAddArgs& a) {
       executor_, stream, kName, "AsDnn()", [entry, t, x, b, y]() -> absl::Status {
         // NHWC: [pixels, c] + [c]; NCHW: [n, c, h w] + [c, 1].
         const bool nhwc = t.layout == DataLayout::kNHWC;
-        const size_t x_shape[3] = {static_cast<size_t>(nhwc ? t.n * t.h * t.w : t.n), static_cast<size_t>(t.c),
-                                   static_cast<size_t>(t.h * t.w)};
+        const size_t x_shape[3] = {static_cast<size_t>(nhwc ? t.n * t.h * t.w : t.n),
+                                   static_cast<size_t>(t.c), static_cast<size_t>(t.h * t.w)};
         const size_t b_shape[2] = {static_cast<size_t>(t.c), 1};
         ReadableInput in(x, t.ElementCount()), bias(b, t.c);
         MutexLock lock(&entry->mu);
-        return xnnpack::SetupAndRunLocked(*entry, "xnnpack bias add", [&](xnn_operator_t op, pthreadpool_t pool) {
-          return xnn_setup_add_nd_f32(op, nhwc ? 2 : 3, x_shape, nhwc ? 1 : 2, b_shape, in.get(), bias.get(), y,
-                                      pool);
-        });
+        return xnnpack::SetupAndRunLocked(
+            *entry, "xnnpack bias add", [&](xnn_operator_t op, pthreadpool_t pool) {
+              return xnn_setup_add_nd_f32(op, nhwc ? 2 : 3, x_shape, nhwc ? 1 : 2, b_shape,
+                                          in.get(), bias.get(), y, pool);
+            });
       });
 }
 
@@ -116,25 +124,28 @@ absl::Status XnnpackDnn::Activate(Stream* stream, const ActivationArgs& a) {
   const Unary u = ToUnary(a.activation);
   const TensorDescriptor t = a.desc;
   const size_t c = static_cast<size_t>(t.c);
-  RILL_ASSIGN_OR_RETURN(auto entry,
-                        cache_->GetOrCreate(Key(kOpActivation, t, {u.kind, KeyOf(u.a), KeyOf(u.b)}), [&] {
-                          return MakeOperator("xnnpack activation", [&](xnn_operator_t* op) {
-                            switch (u.kind) {
-                              case Unary::kClamp: return xnn_create_clamp_nc_f32(c, c, c, u.a, u.b, 0, op);
-                              case Unary::kSigmoid: return xnn_create_sigmoid_nc_f32(c, c, c, 0, op);
-                              case Unary::kElu: return xnn_create_elu_nc_f32(c, c, c, u.a, 0, op);
-                            }
-                            return xnn_status_invalid_parameter;
-                          });
-                        }));
+  RILL_ASSIGN_OR_RETURN(
+      auto entry, cache_->GetOrCreate(Key(kOpActivation, t, {u.kind, KeyOf(u.a), KeyOf(u.b)}), [&] {
+        return MakeOperator("xnnpack activation", [&](xnn_operator_t* op) {
+          switch (u.kind) {
+            case Unary::kClamp:
+              return xnn_create_clamp_nc_f32(c, c, c, u.a, u.b, 0, op);
+            case Unary::kSigmoid:
+              return xnn_create_sigmoid_nc_f32(c, c, c, 0, op);
+            case Unary::kElu:
+              return xnn_create_elu_nc_f32(c, c, c, u.a, 0, op);
+          }
+          return xnn_status_invalid_parameter;
+        });
+      }));
   Note(u.name);
   // Element-wise: the layout does not matter; rows of c elements.
-  return EnqueueHostWork(executor_, stream, kName, "AsDnn()",
-                         [entry, setup = SetupOf(u), t, x = static_cast<const float*>(HostPointer(a.x)),
-                          y = static_cast<float*>(HostPointer(a.y))] {
-                           return RunNc(*entry, "xnnpack activation", setup, t.n * t.h * t.w, x, y,
-                                        t.ElementCount());
-                         });
+  return EnqueueHostWork(
+      executor_, stream, kName, "AsDnn()",
+      [entry, setup = SetupOf(u), t, x = static_cast<const float*>(HostPointer(a.x)),
+       y = static_cast<float*>(HostPointer(a.y))] {
+        return RunNc(*entry, "xnnpack activation", setup, t.n * t.h * t.w, x, y, t.ElementCount());
+      });
 }
 
 absl::Status XnnpackDnn::Softmax(Stream* stream, const SoftmaxArgs& a) {
@@ -142,16 +153,17 @@ absl::Status XnnpackDnn::Softmax(Stream* stream, const SoftmaxArgs& a) {
   const TensorDescriptor t = a.desc;
   const size_t c = static_cast<size_t>(t.c);
   RILL_ASSIGN_OR_RETURN(auto entry, cache_->GetOrCreate(Key(kOpSoftmax, t), [&] {
-    return MakeOperator("xnnpack softmax",
-                        [&](xnn_operator_t* op) { return xnn_create_softmax_nc_f32(c, c, c, 0, op); });
+    return MakeOperator("xnnpack softmax", [&](xnn_operator_t* op) {
+      return xnn_create_softmax_nc_f32(c, c, c, 0, op);
+    });
   }));
   Note("softmax_nc_f32");
   // NHWC: one row of c channels per pixel.
   return EnqueueHostWork(executor_, stream, kName, "AsDnn()",
                          [entry, t, x = static_cast<const float*>(HostPointer(a.x)),
                           y = static_cast<float*>(HostPointer(a.y))] {
-                           return RunNc(*entry, "xnnpack softmax", xnn_setup_softmax_nc_f32, t.n * t.h * t.w, x, y,
-                                        t.ElementCount());
+                           return RunNc(*entry, "xnnpack softmax", xnn_setup_softmax_nc_f32,
+                                        t.n * t.h * t.w, x, y, t.ElementCount());
                          });
 }
 
@@ -162,35 +174,40 @@ absl::Status XnnpackDnn::PoolForward(Stream* stream, const PoolArgs& a) {
   const bool max = p.mode == PoolingMode::kMax;
   const auto u32 = [](int64_t v) { return static_cast<uint32_t>(v); };
   const size_t c = static_cast<size_t>(x.c);
-  const std::vector<int64_t> key = Key(kOpPool, x, {static_cast<int64_t>(p.mode), p.window_h, p.window_w, p.pad_h,
-                                                    p.pad_w, p.stride_h, p.stride_w});
+  const std::vector<int64_t> key = Key(kOpPool, x,
+                                       {static_cast<int64_t>(p.mode), p.window_h, p.window_w,
+                                        p.pad_h, p.pad_w, p.stride_h, p.stride_w});
   RILL_ASSIGN_OR_RETURN(auto entry, cache_->GetOrCreate(key, [&] {
-    return MakeOperator(max ? "xnnpack max pooling" : "xnnpack average pooling", [&](xnn_operator_t* op) {
-      // Symmetric padding: top, right, bottom, left. XNNPACK's max pooling
-      // never takes a padded pixel (padding never wins), and its average
-      // pooling divides by the window's valid pixels (avg_exclude_pad;
-      // without padding the two averages agree).
-      return max ? xnn_create_max_pooling2d_nhwc_f32(u32(p.pad_h), u32(p.pad_w), u32(p.pad_h), u32(p.pad_w),
-                                                     u32(p.window_h), u32(p.window_w), u32(p.stride_h),
-                                                     u32(p.stride_w), 1, 1, c, c, c, -INFINITY, INFINITY, 0, op)
-                 : xnn_create_average_pooling2d_nhwc_f32(u32(p.pad_h), u32(p.pad_w), u32(p.pad_h), u32(p.pad_w),
-                                                         u32(p.window_h), u32(p.window_w), u32(p.stride_h),
-                                                         u32(p.stride_w), c, c, c, -INFINITY, INFINITY, 0, op);
-    });
+    return MakeOperator(
+        max ? "xnnpack max pooling" : "xnnpack average pooling", [&](xnn_operator_t* op) {
+          // Symmetric padding: top, right, bottom, left. XNNPACK's max pooling
+          // never takes a padded pixel (padding never wins), and its average
+          // pooling divides by the window's valid pixels (avg_exclude_pad;
+          // without padding the two averages agree).
+          return max ? xnn_create_max_pooling2d_nhwc_f32(
+                           u32(p.pad_h), u32(p.pad_w), u32(p.pad_h), u32(p.pad_w), u32(p.window_h),
+                           u32(p.window_w), u32(p.stride_h), u32(p.stride_w), 1, 1, c, c, c,
+                           -INFINITY, INFINITY, 0, op)
+                     : xnn_create_average_pooling2d_nhwc_f32(
+                           u32(p.pad_h), u32(p.pad_w), u32(p.pad_h), u32(p.pad_w), u32(p.window_h),
+                           u32(p.window_w), u32(p.stride_h), u32(p.stride_w), c, c, c, -INFINITY,
+                           INFINITY, 0, op);
+        });
   }));
   Note(max ? "max_pooling2d_nhwc_f32" : "average_pooling2d_nhwc_f32");
-  return EnqueueHostWork(
-      executor_, stream, kName, "AsDnn()",
-      [entry, x, max, xp = static_cast<const float*>(HostPointer(a.x)),
-       y = static_cast<float*>(HostPointer(a.y))]() -> absl::Status {
-        ReadableInput in(xp, x.ElementCount());
-        const auto setup = max ? xnn_setup_max_pooling2d_nhwc_f32 : xnn_setup_average_pooling2d_nhwc_f32;
-        MutexLock lock(&entry->mu);
-        return xnnpack::SetupAndRunLocked(*entry, max ? "xnnpack max pooling" : "xnnpack average pooling",
-                                          [&](xnn_operator_t op, pthreadpool_t pool) {
-                                            return setup(op, x.n, x.h, x.w, in.get(), y, pool);
-                                          });
-      });
+  return EnqueueHostWork(executor_, stream, kName, "AsDnn()",
+                         [entry, x, max, xp = static_cast<const float*>(HostPointer(a.x)),
+                          y = static_cast<float*>(HostPointer(a.y))]() -> absl::Status {
+                           ReadableInput in(xp, x.ElementCount());
+                           const auto setup = max ? xnn_setup_max_pooling2d_nhwc_f32
+                                                  : xnn_setup_average_pooling2d_nhwc_f32;
+                           MutexLock lock(&entry->mu);
+                           return xnnpack::SetupAndRunLocked(
+                               *entry, max ? "xnnpack max pooling" : "xnnpack average pooling",
+                               [&](xnn_operator_t op, pthreadpool_t pool) {
+                                 return setup(op, x.n, x.h, x.w, in.get(), y, pool);
+                               });
+                         });
 }
 
 }  // namespace rill

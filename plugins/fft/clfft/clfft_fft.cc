@@ -37,7 +37,8 @@ bool HasFp64(cl_device_id device) {
   size_t size = 0;
   if (clGetDeviceInfo(device, CL_DEVICE_EXTENSIONS, 0, nullptr, &size) != CL_SUCCESS) return false;
   std::string extensions(size, '\0');
-  if (clGetDeviceInfo(device, CL_DEVICE_EXTENSIONS, size, extensions.data(), nullptr) != CL_SUCCESS) {
+  if (clGetDeviceInfo(device, CL_DEVICE_EXTENSIONS, size, extensions.data(), nullptr) !=
+      CL_SUCCESS) {
     return false;
   }
   return extensions.find("cl_khr_fp64") != std::string::npos;
@@ -57,17 +58,19 @@ std::string ClFft::LibraryVersion() {
   return absl::StrCat(major, ".", minor, ".", patch);
 }
 
-absl::StatusOr<std::unique_ptr<FftPlan>> ClFft::CreatePlanFromResolvedSpec(Stream* stream,
-                                                                           const FftPlanSpec& resolved) {
-  RILL_ASSIGN_OR_RETURN(OpenClStream * cl_stream, OpenClPluginStream(executor(), stream, kName, "AsFft()"));
+absl::StatusOr<std::unique_ptr<FftPlan>> ClFft::CreatePlanFromResolvedSpec(
+    Stream* stream, const FftPlanSpec& resolved) {
+  RILL_ASSIGN_OR_RETURN(OpenClStream * cl_stream,
+                        OpenClPluginStream(executor(), stream, kName, "AsFft()"));
   RILL_ASSIGN_OR_RETURN(OpenClExecutor * cl, AsOpenClExecutor(executor()));
   if (resolved.precision == DataType::kDouble && !fp64_) {
-    return absl::UnimplementedError(absl::StrCat("clfft: ", executor()->DebugName(),
-                                                 " has no cl_khr_fp64, so no double-precision plan (",
-                                                 resolved.ToString(), ")"));
+    return absl::UnimplementedError(absl::StrCat(
+        "clfft: ", executor()->DebugName(), " has no cl_khr_fp64, so no double-precision plan (",
+        resolved.ToString(), ")"));
   }
-  RILL_ASSIGN_OR_RETURN(std::shared_ptr<ClFftExecutable> e,
-                        ClFftExecutable::Create(cl->context(), cl_stream->queue(), resolved, cl->info().base_align));
+  RILL_ASSIGN_OR_RETURN(
+      std::shared_ptr<ClFftExecutable> e,
+      ClFftExecutable::Create(cl->context(), cl_stream->queue(), resolved, cl->info().base_align));
   return std::unique_ptr<FftPlan>(new ClFftPlan(executor(), resolved, std::move(e)));
 }
 
@@ -75,8 +78,8 @@ absl::Status ClFft::ExecutePlan(Stream* stream, FftPlan* plan, const DeviceMemor
                                 const DeviceMemoryBase& out) {
   // The shared executable keeps the clFFT plan alive until this run is done.
   return EnqueueOpenClWork(executor(), stream, kName, "AsFft()",
-                           [e = static_cast<ClFftPlan*>(plan)->executable(), in, out](
-                               cl_command_queue queue) -> absl::StatusOr<cl_event> {
+                           [e = static_cast<ClFftPlan*>(plan)->executable(), in,
+                            out](cl_command_queue queue) -> absl::StatusOr<cl_event> {
                              return e->Enqueue(queue, in, out);
                            });
 }

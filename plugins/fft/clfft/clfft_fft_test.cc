@@ -22,6 +22,8 @@
 //  - a round trip satisfies ||y - N x|| <= 4 (log2 N + 1) eps(T) ||N x||.
 // Elements a run must not touch are compared exactly.
 
+#include "rill/plugins/fft/clfft/clfft_fft.h"
+
 #include <algorithm>
 #include <cmath>
 #include <complex>
@@ -33,7 +35,6 @@
 
 #include "gtest/gtest.h"
 #include "rill/platform/opencl/opencl_plugin.h"
-#include "rill/plugins/fft/clfft/clfft_fft.h"
 #include "rill/plugins/fft/fft.h"
 #include "rill/plugins/fft/fft_test_util.h"
 #include "rill/rill.h"
@@ -53,10 +54,10 @@ using fft_testing::Cd;
 using fft_testing::ElementIndex;
 using fft_testing::Product;
 using fft_testing::Random;
-using fft_testing::Tolerance;
-using fft_testing::Spec;
 using fft_testing::RelativeError;
 using fft_testing::SideDims;
+using fft_testing::Spec;
+using fft_testing::Tolerance;
 using testing::HasError;
 using testing::IsOk;
 using testing::Must;
@@ -122,8 +123,8 @@ Stream& Enqueue(Stream* s, FftPlan* plan, const DeviceMemoryBase& in, const Devi
 // `offset` of their allocations; returns the output image. Checks that an
 // out-of-place run left its input alone.
 template <typename T>
-std::vector<T> RunOnce(Device& d, const FftPlanSpec& spec, const std::vector<T>& in_img, size_t out_scalars,
-                       uint64_t offset) {
+std::vector<T> RunOnce(Device& d, const FftPlanSpec& spec, const std::vector<T>& in_img,
+                       size_t out_scalars, uint64_t offset) {
   const DeviceMemoryBase in = d.Upload(in_img, offset);
   const DeviceMemoryBase out =
       spec.placement == kIn ? in : d.Upload(std::vector<T>(out_scalars, T(777)), offset);
@@ -144,7 +145,8 @@ class ClFftTest : public ::testing::TestWithParam<int> {
       GTEST_SKIP() << "the opencl platform has no device: " << cl->Availability();
     }
     if (GetParam() >= cl->VisibleDeviceCount()) {
-      GTEST_SKIP() << "OpenCL device " << GetParam() << " is not there (" << cl->VisibleDeviceCount()
+      GTEST_SKIP() << "OpenCL device " << GetParam() << " is not there ("
+                   << cl->VisibleDeviceCount()
                    << " device(s); ctest sets POCL_DEVICES=\"pthread basic\" for two)";
     }
     cl_.exec = Must(cl->ExecutorForDevice(GetParam()));
@@ -183,9 +185,11 @@ void ClFftTest::Check(const FftPlanSpec& spec, uint32_t seed, uint64_t offset) {
   const bool in_place = r.placement == kIn;
   const std::vector<int64_t> in_dims = SideDims(r, real_in), out_dims = SideDims(r, real_out);
   const int64_t n = Product(r.dims), in_count = Product(in_dims), out_count = Product(out_dims);
-  const size_t in_scalars = FftInputBytes(r) / sizeof(T), out_scalars = FftOutputBytes(r) / sizeof(T);
+  const size_t in_scalars = FftInputBytes(r) / sizeof(T),
+               out_scalars = FftOutputBytes(r) / sizeof(T);
 
-  std::vector<T> in_img = Random<T>(in_place ? std::max(in_scalars, out_scalars) : in_scalars, seed);
+  std::vector<T> in_img =
+      Random<T>(in_place ? std::max(in_scalars, out_scalars) : in_scalars, seed);
   auto scalar = [](bool real, int64_t element) { return real ? element : 2 * element; };
   std::vector<std::vector<Cd>> refs(r.batch);
   for (int64_t b = 0; b < r.batch; ++b) {
@@ -245,21 +249,32 @@ void ClFftTest::Check(const FftPlanSpec& spec, uint32_t seed, uint64_t offset) {
 std::vector<FftPlanSpec> SmallCases() {
   return {
       // c2c: radices 2, 3, 5, 7, 11, 13; 1-D, 2-D, 3-D.
-      Spec(kC2C, kFwd, {16}), Spec(kC2C, kInv, {15}, 3), Spec(kC2C, kFwd, {13}, 2, kIn),
-      Spec(kC2C, kInv, {11}), Spec(kC2C, kFwd, {6, 8}), Spec(kC2C, kInv, {5, 7}, 2, kIn),
-      Spec(kC2C, kFwd, {4, 5, 6}, 2), Spec(kC2C, kInv, {3, 4, 4}, 1, kIn),
+      Spec(kC2C, kFwd, {16}),
+      Spec(kC2C, kInv, {15}, 3),
+      Spec(kC2C, kFwd, {13}, 2, kIn),
+      Spec(kC2C, kInv, {11}),
+      Spec(kC2C, kFwd, {6, 8}),
+      Spec(kC2C, kInv, {5, 7}, 2, kIn),
+      Spec(kC2C, kFwd, {4, 5, 6}, 2),
+      Spec(kC2C, kInv, {3, 4, 4}, 1, kIn),
       // c2c with strides, distances and embeds.
       Spec(kC2C, kFwd, {10}, 3, kOut, {{12}, 2, 25}, {{10}, 3, 1}),
       Spec(kC2C, kInv, {4, 6}, 2, kOut, {{5, 8}, 1, 45}, {{4, 7}, 2, 60}),
       Spec(kC2C, kFwd, {3, 4, 5}, 2, kOut, {{3, 5, 6}, 1, 0}, {{4, 4, 5}, 1, 0}),
       // r2c.
-      Spec(kR2C, kFwd, {16}), Spec(kR2C, kFwd, {15}, 2, kIn), Spec(kR2C, kFwd, {6, 8}),
-      Spec(kR2C, kFwd, {4, 4, 6}, 1, kIn), Spec(kR2C, kFwd, {5, 6}, 3, kOut, {{6, 7}, 1, 50}, {}),
+      Spec(kR2C, kFwd, {16}),
+      Spec(kR2C, kFwd, {15}, 2, kIn),
+      Spec(kR2C, kFwd, {6, 8}),
+      Spec(kR2C, kFwd, {4, 4, 6}, 1, kIn),
+      Spec(kR2C, kFwd, {5, 6}, 3, kOut, {{6, 7}, 1, 50}, {}),
       Spec(kR2C, kFwd, {9}, 2, kOut, {{}, 2, 20}, {{}, 2, 0}),
       // c2r.
-      Spec(kC2R, kInv, {16}), Spec(kC2R, kInv, {9}, 3, kIn), Spec(kC2R, kInv, {6, 10}),
+      Spec(kC2R, kInv, {16}),
+      Spec(kC2R, kInv, {9}, 3, kIn),
+      Spec(kC2R, kInv, {6, 10}),
       Spec(kC2R, kInv, {4, 6, 5}, 2, kOut, {{4, 7, 4}, 1, 120}, {{5, 6, 6}, 2, 0}),
-      Spec(kC2R, kInv, {5, 4}, 1, kIn), Spec(kC2R, kInv, {8, 8, 8}, 2),
+      Spec(kC2R, kInv, {5, 4}, 1, kIn),
+      Spec(kC2R, kInv, {8, 8, 8}, 2),
   };
 }
 
@@ -288,8 +303,9 @@ TEST_P(ClFftTest, DoubleMatchesNaiveDftAndFftw) {
 // alignment become sub-buffers, others bounce copies.
 TEST_P(ClFftTest, ViewsAtOffsets) {
   for (uint64_t offset : {base_align_, uint64_t{8}, base_align_ + 24}) {
-    for (FftPlanSpec spec : {Spec(kC2C, kFwd, {32}, 2), Spec(kR2C, kFwd, {8, 6}), Spec(kC2R, kInv, {6, 8}),
-                             Spec(kC2C, kInv, {8, 8}, 1, kIn), Spec(kR2C, kFwd, {12}, 2, kIn)}) {
+    for (FftPlanSpec spec :
+         {Spec(kC2C, kFwd, {32}, 2), Spec(kR2C, kFwd, {8, 6}), Spec(kC2R, kInv, {6, 8}),
+          Spec(kC2C, kInv, {8, 8}, 1, kIn), Spec(kR2C, kFwd, {12}, 2, kIn)}) {
       Check<float>(spec, 7, offset);
       if (NoDouble()) continue;
       spec.precision = DataType::kDouble;
@@ -306,7 +322,8 @@ void ClFftTest::RoundTripC2C(const std::vector<int64_t>& dims, FftPlacement inve
   const FftPlanSpec inv = Spec(kC2C, kInv, dims, 1, inverse_placement, {}, {}, DataTypeOf<T>());
   SCOPED_TRACE(fwd.ToString());
   const std::vector<T> x = Random<T>(2 * n, 42);
-  DeviceMemory<C> in(cl_.Upload(x)), mid(cl_.Upload(std::vector<T>(2 * n))), out(cl_.Upload(std::vector<T>(2 * n)));
+  DeviceMemory<C> in(cl_.Upload(x)), mid(cl_.Upload(std::vector<T>(2 * n))),
+      out(cl_.Upload(std::vector<T>(2 * n)));
   std::unique_ptr<FftPlan> f = Must(fft_->CreatePlan(cl_.stream.get(), fwd));
   std::unique_ptr<FftPlan> i = Must(fft_->CreatePlan(cl_.stream.get(), inv));
   cl_.stream->ThenFft(f.get(), in, &mid);
@@ -363,21 +380,25 @@ TEST_P(ClFftTest, BadInput) {
                        absl::StatusCode::kUnimplemented, {"size 17", "prime factor 17"}));
   EXPECT_TRUE(HasError(fft_->CreatePlan(cl_.stream.get(), Spec(kR2C, kFwd, {8, 34})).status(),
                        absl::StatusCode::kUnimplemented, {"size 34", "prime factor 17"}));
-  EXPECT_TRUE(HasError(fft_->CreatePlan(cl_.stream.get(), Spec(kC2C, kFwd, {4, 4 * 19 * 19})).status(),
-                       absl::StatusCode::kUnimplemented, {"size 1444", "prime factor 19"}));
+  EXPECT_TRUE(
+      HasError(fft_->CreatePlan(cl_.stream.get(), Spec(kC2C, kFwd, {4, 4 * 19 * 19})).status(),
+               absl::StatusCode::kUnimplemented, {"size 1444", "prime factor 19"}));
   // In-place c2c with two layouts.
   EXPECT_TRUE(HasError(
-      fft_->CreatePlan(cl_.stream.get(), Spec(kC2C, kFwd, {8}, 2, kIn, {{}, 1, 8}, {{}, 1, 10})).status(),
+      fft_->CreatePlan(cl_.stream.get(), Spec(kC2C, kFwd, {8}, 2, kIn, {{}, 1, 8}, {{}, 1, 10}))
+          .status(),
       absl::StatusCode::kUnimplemented, {"same layout"}));
 
   // Buffers too small for the plan.
-  std::unique_ptr<FftPlan> plan = Must(fft_->CreatePlan(cl_.stream.get(), Spec(kC2C, kFwd, {64}, 2)));
-  DeviceMemory<C> small(cl_.Upload(std::vector<float>(2 * 64))), big(cl_.Upload(std::vector<float>(4 * 64)));
+  std::unique_ptr<FftPlan> plan =
+      Must(fft_->CreatePlan(cl_.stream.get(), Spec(kC2C, kFwd, {64}, 2)));
+  DeviceMemory<C> small(cl_.Upload(std::vector<float>(2 * 64))),
+      big(cl_.Upload(std::vector<float>(4 * 64)));
   DeviceMemory<C> out(cl_.Upload(std::vector<float>(4 * 64)));
-  EXPECT_TRUE(HasError(fft_->DoFft(cl_.stream.get(), plan.get(), small, &out), absl::StatusCode::kInvalidArgument,
-                       {"input"}));
-  EXPECT_TRUE(HasError(fft_->DoFft(cl_.stream.get(), plan.get(), big, &small), absl::StatusCode::kInvalidArgument,
-                       {"output"}));
+  EXPECT_TRUE(HasError(fft_->DoFft(cl_.stream.get(), plan.get(), small, &out),
+                       absl::StatusCode::kInvalidArgument, {"input"}));
+  EXPECT_TRUE(HasError(fft_->DoFft(cl_.stream.get(), plan.get(), big, &small),
+                       absl::StatusCode::kInvalidArgument, {"output"}));
   // Wrong element types for the plan.
   DeviceMemory<float> real_out(cl_.Upload(std::vector<float>(4 * 64)));
   EXPECT_TRUE(HasError(fft_->DoFft(cl_.stream.get(), plan.get(), big, &real_out),
@@ -406,7 +427,8 @@ TEST_P(ClFftTest, BadInput) {
   EXPECT_TRUE(IsOk(cl_.stream->BlockHostUntilDone()));
   if (NoDouble()) {
     EXPECT_TRUE(HasError(fft_->CreatePlan(cl_.stream.get(), Spec(kC2C, kFwd, {64}, 1, kOut, {}, {},
-                                                                 DataType::kDouble)).status(),
+                                                                 DataType::kDouble))
+                             .status(),
                          absl::StatusCode::kUnimplemented, {"cl_khr_fp64"}));
   }
 }

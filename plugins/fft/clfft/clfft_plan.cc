@@ -56,17 +56,16 @@ struct Operand {
 
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<ClFftExecutable>> ClFftExecutable::Create(cl_context context,
-                                                                         cl_command_queue bake_queue,
-                                                                         const FftPlanSpec& r,
-                                                                         uint64_t base_align) {
+absl::StatusOr<std::shared_ptr<ClFftExecutable>> ClFftExecutable::Create(
+    cl_context context, cl_command_queue bake_queue, const FftPlanSpec& r, uint64_t base_align) {
   const std::string what = absl::StrCat("clfft plan ", r.ToString());
   for (int i = 0; i < r.rank(); ++i) {
     if (int64_t p = UnsupportedFactor(r.dims[i]); p != 0) {
-      return absl::UnimplementedError(absl::StrCat(
-          "clfft: size ", r.dims[i], " (dims[", i, "] of [", absl::StrJoin(r.dims, ","),
-          "]) has the prime factor ", p, "; clFFT supports sizes whose prime factors are 2, 3, 5, 7, 11 "
-          "and 13 (use the host fftw plugin for other sizes)"));
+      return absl::UnimplementedError(
+          absl::StrCat("clfft: size ", r.dims[i], " (dims[", i, "] of [",
+                       absl::StrJoin(r.dims, ","), "]) has the prime factor ", p,
+                       "; clFFT supports sizes whose prime factors are 2, 3, 5, 7, 11 "
+                       "and 13 (use the host fftw plugin for other sizes)"));
     }
   }
   if (r.type == FftType::kC2C && r.placement == FftPlacement::kInPlace && !(r.input == r.output)) {
@@ -83,35 +82,46 @@ absl::StatusOr<std::shared_ptr<ClFftExecutable>> ClFftExecutable::Create(cl_cont
 
   std::shared_ptr<ClFftExecutable> e(new ClFftExecutable(context, r, base_align));
   MutexLock lock(&PlanningMutex());
-  auto check = [&](clfftStatus status, const char* call) { return ClFftStatus(status, absl::StrCat(what, ": ", call)); };
-  RILL_RETURN_IF_ERROR(check(clfftCreateDefaultPlan(&e->plan_, context, static_cast<clfftDim>(rank), lengths.data()),
-                             "clfftCreateDefaultPlan"));
+  auto check = [&](clfftStatus status, const char* call) {
+    return ClFftStatus(status, absl::StrCat(what, ": ", call));
+  };
+  RILL_RETURN_IF_ERROR(
+      check(clfftCreateDefaultPlan(&e->plan_, context, static_cast<clfftDim>(rank), lengths.data()),
+            "clfftCreateDefaultPlan"));
   e->planned_ = true;  // From here on the destructor destroys it.
-  RILL_RETURN_IF_ERROR(check(
-      clfftSetPlanPrecision(e->plan_, r.precision == DataType::kFloat ? CLFFT_SINGLE : CLFFT_DOUBLE),
-      "clfftSetPlanPrecision"));
+  RILL_RETURN_IF_ERROR(
+      check(clfftSetPlanPrecision(e->plan_,
+                                  r.precision == DataType::kFloat ? CLFFT_SINGLE : CLFFT_DOUBLE),
+            "clfftSetPlanPrecision"));
   RILL_RETURN_IF_ERROR(check(clfftSetLayout(e->plan_, in_layout, out_layout), "clfftSetLayout"));
-  RILL_RETURN_IF_ERROR(check(
-      clfftSetResultLocation(e->plan_, r.placement == FftPlacement::kInPlace ? CLFFT_INPLACE : CLFFT_OUTOFPLACE),
-      "clfftSetResultLocation"));
-  RILL_RETURN_IF_ERROR(check(clfftSetPlanInStride(e->plan_, static_cast<clfftDim>(rank), in_strides.data()),
-                             "clfftSetPlanInStride"));
-  RILL_RETURN_IF_ERROR(check(clfftSetPlanOutStride(e->plan_, static_cast<clfftDim>(rank), out_strides.data()),
-                             "clfftSetPlanOutStride"));
+  RILL_RETURN_IF_ERROR(
+      check(clfftSetResultLocation(
+                e->plan_, r.placement == FftPlacement::kInPlace ? CLFFT_INPLACE : CLFFT_OUTOFPLACE),
+            "clfftSetResultLocation"));
+  RILL_RETURN_IF_ERROR(
+      check(clfftSetPlanInStride(e->plan_, static_cast<clfftDim>(rank), in_strides.data()),
+            "clfftSetPlanInStride"));
+  RILL_RETURN_IF_ERROR(
+      check(clfftSetPlanOutStride(e->plan_, static_cast<clfftDim>(rank), out_strides.data()),
+            "clfftSetPlanOutStride"));
   RILL_RETURN_IF_ERROR(check(clfftSetPlanDistance(e->plan_, static_cast<size_t>(r.input.distance),
                                                   static_cast<size_t>(r.output.distance)),
                              "clfftSetPlanDistance"));
-  RILL_RETURN_IF_ERROR(check(clfftSetPlanBatchSize(e->plan_, static_cast<size_t>(r.batch)), "clfftSetPlanBatchSize"));
+  RILL_RETURN_IF_ERROR(check(clfftSetPlanBatchSize(e->plan_, static_cast<size_t>(r.batch)),
+                             "clfftSetPlanBatchSize"));
   // clFFT scales the backward transform by 1/N by default; Rill's are unnormalized.
-  RILL_RETURN_IF_ERROR(check(clfftSetPlanScale(e->plan_, CLFFT_FORWARD, 1.0f), "clfftSetPlanScale(CLFFT_FORWARD)"));
-  RILL_RETURN_IF_ERROR(check(clfftSetPlanScale(e->plan_, CLFFT_BACKWARD, 1.0f), "clfftSetPlanScale(CLFFT_BACKWARD)"));
-  RILL_RETURN_IF_ERROR(check(clfftBakePlan(e->plan_, 1, &bake_queue, nullptr, nullptr), "clfftBakePlan"));
+  RILL_RETURN_IF_ERROR(
+      check(clfftSetPlanScale(e->plan_, CLFFT_FORWARD, 1.0f), "clfftSetPlanScale(CLFFT_FORWARD)"));
+  RILL_RETURN_IF_ERROR(check(clfftSetPlanScale(e->plan_, CLFFT_BACKWARD, 1.0f),
+                             "clfftSetPlanScale(CLFFT_BACKWARD)"));
+  RILL_RETURN_IF_ERROR(
+      check(clfftBakePlan(e->plan_, 1, &bake_queue, nullptr, nullptr), "clfftBakePlan"));
   RILL_RETURN_IF_ERROR(check(clfftGetTmpBufSize(e->plan_, &e->tmp_bytes_), "clfftGetTmpBufSize"));
   if (e->tmp_bytes_ > 0) {
     cl_int error = CL_SUCCESS;
     e->tmp_ = clCreateBuffer(context, CL_MEM_READ_WRITE, e->tmp_bytes_, nullptr, &error);
     RILL_RETURN_IF_ERROR(ClStatus(error, absl::StrCat(what, ": clCreateBuffer(temporary buffer, ",
-                                                       e->tmp_bytes_, " bytes)")));
+                                                      e->tmp_bytes_, " bytes)")));
   }
   return e;
 }
@@ -132,32 +142,39 @@ ClFftExecutable::~ClFftExecutable() {
   }
 }
 
-absl::StatusOr<cl_event> ClFftExecutable::Enqueue(cl_command_queue queue, const DeviceMemoryBase& in,
+absl::StatusOr<cl_event> ClFftExecutable::Enqueue(cl_command_queue queue,
+                                                  const DeviceMemoryBase& in,
                                                   const DeviceMemoryBase& out) {
   const bool in_place = spec_.placement == FftPlacement::kInPlace;
-  std::vector<cl_mem> made;  // Sub-buffers and copies: released once enqueued (OpenCL frees them after use).
+  std::vector<cl_mem>
+      made;  // Sub-buffers and copies: released once enqueued (OpenCL frees them after use).
   absl::Cleanup release = [&made] {
     for (cl_mem m : made) clReleaseMemObject(m);
   };
 
   // `memory` as a buffer clFFT can take, `bytes` long: the allocation
   // itself, a sub-buffer, or a bounce copy.
-  auto operand = [&](const DeviceMemoryBase& memory, uint64_t bytes, const char* name) -> absl::StatusOr<Operand> {
+  auto operand = [&](const DeviceMemoryBase& memory, uint64_t bytes,
+                     const char* name) -> absl::StatusOr<Operand> {
     cl_mem base = ClMem(memory);
     if (memory.offset() == 0) return Operand{base, false};
     cl_int error = CL_SUCCESS;
     if (base_align_ != 0 && memory.offset() % base_align_ == 0) {
       cl_buffer_region region{static_cast<size_t>(memory.offset()), static_cast<size_t>(bytes)};
-      cl_mem sub = clCreateSubBuffer(base, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &error);
-      RILL_RETURN_IF_ERROR(ClStatus(error, absl::StrCat("clfft: clCreateSubBuffer(", name, ", offset ",
-                                                         region.origin, ", size ", region.size, ")")));
+      cl_mem sub =
+          clCreateSubBuffer(base, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &error);
+      RILL_RETURN_IF_ERROR(
+          ClStatus(error, absl::StrCat("clfft: clCreateSubBuffer(", name, ", offset ",
+                                       region.origin, ", size ", region.size, ")")));
       made.push_back(sub);
       return Operand{sub, false};
     }
     cl_mem copy = clCreateBuffer(context_, CL_MEM_READ_WRITE, bytes, nullptr, &error);
-    RILL_RETURN_IF_ERROR(ClStatus(error, absl::StrCat("clfft: clCreateBuffer(copy of the ", name, ", ", bytes, " bytes)")));
+    RILL_RETURN_IF_ERROR(ClStatus(
+        error, absl::StrCat("clfft: clCreateBuffer(copy of the ", name, ", ", bytes, " bytes)")));
     made.push_back(copy);
-    RILL_CL_RETURN_IF_ERROR(clEnqueueCopyBuffer(queue, base, copy, memory.offset(), 0, bytes, 0, nullptr, nullptr));
+    RILL_CL_RETURN_IF_ERROR(
+        clEnqueueCopyBuffer(queue, base, copy, memory.offset(), 0, bytes, 0, nullptr, nullptr));
     return Operand{copy, true};
   };
 
@@ -180,12 +197,11 @@ absl::StatusOr<cl_event> ClFftExecutable::Enqueue(cl_command_queue queue, const 
   cl_event transform = nullptr;
   {
     MutexLock lock(&mu_);
-    const clfftStatus status =
-        clfftEnqueueTransform(plan_, direction, 1, &queue, last_ != nullptr ? 1 : 0,
-                              last_ != nullptr ? &last_ : nullptr, &transform, &src.mem,
-                              in_place ? nullptr : &dst.mem, tmp_);
-    RILL_RETURN_IF_ERROR(ClFftStatus(status, absl::StrCat("clfft run of ", spec_.ToString(),
-                                                          ": clfftEnqueueTransform")));
+    const clfftStatus status = clfftEnqueueTransform(
+        plan_, direction, 1, &queue, last_ != nullptr ? 1 : 0, last_ != nullptr ? &last_ : nullptr,
+        &transform, &src.mem, in_place ? nullptr : &dst.mem, tmp_);
+    RILL_RETURN_IF_ERROR(ClFftStatus(
+        status, absl::StrCat("clfft run of ", spec_.ToString(), ": clfftEnqueueTransform")));
     if (last_ != nullptr) clReleaseEvent(last_);
     last_ = transform;
     clRetainEvent(transform);  // One reference for last_, one for the caller.
@@ -194,8 +210,8 @@ absl::StatusOr<cl_event> ClFftExecutable::Enqueue(cl_command_queue queue, const 
   if (dst.bounce) {
     cl_event copy_back = nullptr;
     const cl_int error = clEnqueueCopyBuffer(queue, dst.mem, ClMem(out), 0, out.offset(),
-                                             in_place ? std::max(in_bytes, out_bytes) : out_bytes, 0,
-                                             nullptr, &copy_back);
+                                             in_place ? std::max(in_bytes, out_bytes) : out_bytes,
+                                             0, nullptr, &copy_back);
     clReleaseEvent(transform);
     RILL_RETURN_IF_ERROR(ClStatus(error, "clfft: clEnqueueCopyBuffer(result to the output view)"));
     result = copy_back;
@@ -204,7 +220,8 @@ absl::StatusOr<cl_event> ClFftExecutable::Enqueue(cl_command_queue queue, const 
   return result;
 }
 
-ClFftPlan::ClFftPlan(StreamExecutor* executor, const FftPlanSpec& resolved, std::shared_ptr<ClFftExecutable> e)
+ClFftPlan::ClFftPlan(StreamExecutor* executor, const FftPlanSpec& resolved,
+                     std::shared_ptr<ClFftExecutable> e)
     : FftPlan(executor, "clfft", resolved), executable_(std::move(e)) {}
 
 }  // namespace rill

@@ -1,11 +1,11 @@
 #ifndef RILL_PLUGINS_FFT_CLFFT_CLFFT_PLAN_H_
 #define RILL_PLUGINS_FFT_CLFFT_CLFFT_PLAN_H_
 
-#include <cstdint>
-#include <memory>
-
 #include <CL/cl.h>
 #include <clFFT.h>
+
+#include <cstdint>
+#include <memory>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -63,14 +63,15 @@ class ClFftExecutable {
   cl_mem tmp_ = nullptr;  // Owned; used by one run at a time.
   size_t tmp_bytes_ = 0;
 
-  Mutex mu_;                                       // Orders runs (kernel arguments, last_).
+  Mutex mu_;                                      // Orders runs (kernel arguments, last_).
   cl_event last_ ABSL_GUARDED_BY(mu_) = nullptr;  // Retained: the previous run's transform.
 };
 
 // An FftPlan of the "clfft" plugin. Thread-safe.
 class ClFftPlan : public FftPlan {
  public:
-  ClFftPlan(StreamExecutor* executor, const FftPlanSpec& resolved, std::shared_ptr<ClFftExecutable> e);
+  ClFftPlan(StreamExecutor* executor, const FftPlanSpec& resolved,
+            std::shared_ptr<ClFftExecutable> e);
 
   // clfftPlanHandle*.
   void* native_handle() const override { return executable_->handle(); }

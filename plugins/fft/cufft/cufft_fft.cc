@@ -18,7 +18,8 @@ namespace rill {
 
 absl::StatusOr<std::unique_ptr<CuFft>> CuFft::Create(StreamExecutor* executor) {
   if (executor == nullptr) return absl::InvalidArgumentError("cufft: executor is null");
-  RILL_RETURN_IF_ERROR(CudaDeviceOrdinal(executor).status());  // InvalidArgument off the cuda platform.
+  RILL_RETURN_IF_ERROR(
+      CudaDeviceOrdinal(executor).status());  // InvalidArgument off the cuda platform.
   return std::unique_ptr<CuFft>(new CuFft(executor));
 }
 
@@ -33,17 +34,20 @@ int CuFft::LibraryVersion() {
   return version;
 }
 
-absl::StatusOr<std::unique_ptr<FftPlan>> CuFft::CreatePlanFromResolvedSpec(Stream* stream,
-                                                                           const FftPlanSpec& resolved) {
-  RILL_ASSIGN_OR_RETURN(std::shared_ptr<CuFftExecutable> e, CuFftExecutable::Create(executor(), resolved));
+absl::StatusOr<std::unique_ptr<FftPlan>> CuFft::CreatePlanFromResolvedSpec(
+    Stream* stream, const FftPlanSpec& resolved) {
+  RILL_ASSIGN_OR_RETURN(std::shared_ptr<CuFftExecutable> e,
+                        CuFftExecutable::Create(executor(), resolved));
   return std::unique_ptr<FftPlan>(new CuFftPlan(executor(), resolved, std::move(e)));
 }
 
 absl::Status CuFft::ExecutePlan(Stream* stream, FftPlan* plan, const DeviceMemoryBase& in,
                                 const DeviceMemoryBase& out) {
-  RILL_ASSIGN_OR_RETURN(cudaStream_t cuda_stream, CudaPluginStream(executor(), stream, kName, "AsFft()"));
+  RILL_ASSIGN_OR_RETURN(cudaStream_t cuda_stream,
+                        CudaPluginStream(executor(), stream, kName, "AsFft()"));
   if (!stream->ok()) return stream->status();
-  return static_cast<CuFftPlan*>(plan)->executable()->Enqueue(cuda_stream, CudaAddress(in), CudaAddress(out));
+  return static_cast<CuFftPlan*>(plan)->executable()->Enqueue(cuda_stream, CudaAddress(in),
+                                                              CudaAddress(out));
 }
 
 namespace {

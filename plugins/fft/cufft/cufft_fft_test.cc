@@ -13,12 +13,14 @@
 // each element within 4 (log2 N + 1) eps(T) ||reference|| of the naive DFT;
 // a round trip within 4 (log2 N + 1) eps(T) ||N x||.
 
+#include "rill/plugins/fft/cufft/cufft_fft.h"
+
 #include <cufft.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <complex>
+#include <cstdlib>
 #include <limits>
 #include <memory>
 #include <random>
@@ -27,7 +29,6 @@
 
 #include "gtest/gtest.h"
 #include "rill/platform/cuda/cuda_platform.h"
-#include "rill/plugins/fft/cufft/cufft_fft.h"
 #include "rill/plugins/fft/cufft/cufft_status.h"
 #include "rill/plugins/fft/fft.h"
 #include "rill/plugins/fft/fft_test_util.h"
@@ -41,9 +42,9 @@ using fft_testing::Cd;
 using fft_testing::ElementIndex;
 using fft_testing::Product;
 using fft_testing::Random;
-using fft_testing::Tolerance;
-using fft_testing::Spec;
 using fft_testing::SideDims;
+using fft_testing::Spec;
+using fft_testing::Tolerance;
 using testing::HasError;
 using testing::IsOk;
 using testing::Must;
@@ -60,8 +61,10 @@ TEST(CuFftStatusTest, NamesCodesAndCanonicalCodes) {
   EXPECT_TRUE(IsOk(CuFftStatus(0, "x")));
   EXPECT_TRUE(HasError(CuFftStatus(8, "cufftMakePlanMany64"), absl::StatusCode::kInvalidArgument,
                        {"cufftMakePlanMany64", "CUFFT_INVALID_SIZE (8)"}));
-  EXPECT_TRUE(HasError(CuFftStatus(2, "w"), absl::StatusCode::kResourceExhausted, {"CUFFT_ALLOC_FAILED"}));
-  EXPECT_TRUE(HasError(CuFftStatus(14, "w"), absl::StatusCode::kUnimplemented, {"CUFFT_NOT_IMPLEMENTED"}));
+  EXPECT_TRUE(
+      HasError(CuFftStatus(2, "w"), absl::StatusCode::kResourceExhausted, {"CUFFT_ALLOC_FAILED"}));
+  EXPECT_TRUE(
+      HasError(CuFftStatus(14, "w"), absl::StatusCode::kUnimplemented, {"CUFFT_NOT_IMPLEMENTED"}));
   EXPECT_TRUE(HasError(CuFftStatus(5, "w"), absl::StatusCode::kInternal, {"CUFFT_INTERNAL_ERROR"}));
   EXPECT_TRUE(HasError(CuFftStatus(999, "w"), absl::StatusCode::kInternal, {"cufftResult 999"}));
   EXPECT_EQ(CuFftResultName(CUFFT_INVALID_DEVICE), "CUFFT_INVALID_DEVICE");
@@ -81,9 +84,11 @@ TEST(CuFftRegistryTest, RegisteredAsTheCudaDefault) {
 }
 
 TEST(CuFftCreateTest, RejectsAHostExecutor) {
-  StreamExecutor* host = Must(Must(PlatformManager::Default().PlatformWithName("host"))->ExecutorForDevice(0));
+  StreamExecutor* host =
+      Must(Must(PlatformManager::Default().PlatformWithName("host"))->ExecutorForDevice(0));
   EXPECT_TRUE(HasError(CuFft::Create(host).status(), absl::StatusCode::kInvalidArgument));
-  EXPECT_TRUE(HasError(CuFft::Create(nullptr).status(), absl::StatusCode::kInvalidArgument, {"null"}));
+  EXPECT_TRUE(
+      HasError(CuFft::Create(nullptr).status(), absl::StatusCode::kInvalidArgument, {"null"}));
 }
 
 class CuFftTest : public ::testing::Test {
@@ -101,7 +106,8 @@ class CuFftTest : public ::testing::Test {
 
   template <typename T>
   DeviceMemoryBase Upload(const std::vector<T>& host) {
-    auto owned = std::make_shared<ScopedDeviceMemory<T>>(Must(exec_->AllocateOwnedArray<T>(host.size())));
+    auto owned =
+        std::make_shared<ScopedDeviceMemory<T>>(Must(exec_->AllocateOwnedArray<T>(host.size())));
     keep_.push_back(owned);
     DeviceMemoryBase view = *owned->ptr();
     stream_->ThenMemcpy(&view, host.data(), host.size() * sizeof(T));
@@ -156,16 +162,18 @@ void CuFftTest::Check(const FftPlanSpec& spec, uint32_t seed) {
   const bool real_in = r.type == kR2C, real_out = r.type == kC2R, in_place = r.placement == kIn;
   const std::vector<int64_t> in_dims = SideDims(r, real_in), out_dims = SideDims(r, real_out);
   const int64_t n = Product(r.dims), in_count = Product(in_dims), out_count = Product(out_dims);
-  const size_t in_scalars = FftInputBytes(r) / sizeof(T), out_scalars = FftOutputBytes(r) / sizeof(T);
-  std::vector<T> in_img = Random<T>(in_place ? std::max(in_scalars, out_scalars) : in_scalars, seed);
+  const size_t in_scalars = FftInputBytes(r) / sizeof(T),
+               out_scalars = FftOutputBytes(r) / sizeof(T);
+  std::vector<T> in_img =
+      Random<T>(in_place ? std::max(in_scalars, out_scalars) : in_scalars, seed);
   auto scalar = [](bool real, int64_t element) { return real ? element : 2 * element; };
   std::vector<std::vector<Cd>> refs(r.batch);
   for (int64_t b = 0; b < r.batch; ++b) {
     std::vector<Cd> x(in_count);
     if (r.type == kC2R) {  // A Hermitian input: the spectrum of real data.
       const std::vector<double> re = Random<double>(n, seed + 1000 * static_cast<uint32_t>(b));
-      x = fft_testing::HalfSpectrum(fft_testing::NaiveDft(std::vector<Cd>(re.begin(), re.end()), r.dims, true),
-                                    r.dims);
+      x = fft_testing::HalfSpectrum(
+          fft_testing::NaiveDft(std::vector<Cd>(re.begin(), re.end()), r.dims, true), r.dims);
       for (int64_t j = 0; j < in_count; ++j) {
         const int64_t at = scalar(false, ElementIndex(r.input, in_dims, b, j));
         in_img[at] = static_cast<T>(x[j].real());
@@ -197,8 +205,8 @@ void CuFftTest::Check(const FftPlanSpec& spec, uint32_t seed) {
       if (!real_out) written[at + 1] = true;
       const Cd value = real_out ? Cd(got[at], 0) : Cd(got[at], got[at + 1]);
       const Cd ref = real_out ? Cd(refs[b][k].real(), 0) : refs[b][k];
-      ASSERT_LE(std::abs(value - ref), tol) << "batch " << b << " element " << k << ": got " << value
-                                            << ", naive DFT " << ref;
+      ASSERT_LE(std::abs(value - ref), tol)
+          << "batch " << b << " element " << k << ": got " << value << ", naive DFT " << ref;
     }
   }
   if (!in_place) {
@@ -213,13 +221,21 @@ void CuFftTest::Check(const FftPlanSpec& spec, uint32_t seed) {
 
 std::vector<FftPlanSpec> SmallCases() {
   return {
-      Spec(kC2C, kFwd, {16}), Spec(kC2C, kInv, {15}, 3), Spec(kC2C, kFwd, {17}, 2, kIn),
-      Spec(kC2C, kFwd, {6, 8}), Spec(kC2C, kInv, {5, 7}, 2, kIn), Spec(kC2C, kFwd, {4, 5, 6}, 2),
+      Spec(kC2C, kFwd, {16}),
+      Spec(kC2C, kInv, {15}, 3),
+      Spec(kC2C, kFwd, {17}, 2, kIn),
+      Spec(kC2C, kFwd, {6, 8}),
+      Spec(kC2C, kInv, {5, 7}, 2, kIn),
+      Spec(kC2C, kFwd, {4, 5, 6}, 2),
       Spec(kC2C, kFwd, {10}, 3, kOut, {{12}, 2, 25}, {{10}, 3, 1}),
       Spec(kC2C, kInv, {4, 6}, 2, kOut, {{5, 8}, 1, 45}, {{4, 7}, 2, 60}),
-      Spec(kR2C, kFwd, {16}), Spec(kR2C, kFwd, {15}, 2, kIn), Spec(kR2C, kFwd, {6, 8}),
+      Spec(kR2C, kFwd, {16}),
+      Spec(kR2C, kFwd, {15}, 2, kIn),
+      Spec(kR2C, kFwd, {6, 8}),
       Spec(kR2C, kFwd, {5, 6}, 3, kOut, {{6, 7}, 1, 50}, {}),
-      Spec(kC2R, kInv, {16}), Spec(kC2R, kInv, {9}, 3, kIn), Spec(kC2R, kInv, {6, 10}),
+      Spec(kC2R, kInv, {16}),
+      Spec(kC2R, kInv, {9}, 3, kIn),
+      Spec(kC2R, kInv, {6, 10}),
       Spec(kC2R, kInv, {4, 6, 5}, 2, kOut, {{4, 7, 4}, 1, 120}, {{5, 6, 6}, 2, 0}),
   };
 }
@@ -243,11 +259,13 @@ TEST_F(CuFftTest, DoubleMatchesNaiveDft) {
 
 TEST_F(CuFftTest, LargeRoundTrips) {
   using C = std::complex<float>;
-  for (const std::vector<int64_t>& dims : {std::vector<int64_t>{1 << 20}, {512, 512}, {64, 64, 64}}) {
+  for (const std::vector<int64_t>& dims :
+       {std::vector<int64_t>{1 << 20}, {512, 512}, {64, 64, 64}}) {
     SCOPED_TRACE(dims.size());
     const int64_t n = Product(dims);
     const std::vector<float> x = Random<float>(2 * n, 42);
-    DeviceMemory<C> in(Upload(x)), mid(Upload(std::vector<float>(2 * n))), out(Upload(std::vector<float>(2 * n)));
+    DeviceMemory<C> in(Upload(x)), mid(Upload(std::vector<float>(2 * n))),
+        out(Upload(std::vector<float>(2 * n)));
     std::unique_ptr<FftPlan> f = Must(fft_->CreatePlan(stream_.get(), Spec(kC2C, kFwd, dims)));
     std::unique_ptr<FftPlan> i = Must(fft_->CreatePlan(stream_.get(), Spec(kC2C, kInv, dims)));
     stream_->ThenFft(f.get(), in, &mid).ThenFft(i.get(), mid, &out);
@@ -265,17 +283,19 @@ TEST_F(CuFftTest, LargeRoundTrips) {
 TEST_F(CuFftTest, BadInput) {
   using C = std::complex<float>;
   std::unique_ptr<FftPlan> plan = Must(fft_->CreatePlan(stream_.get(), Spec(kC2C, kFwd, {64}, 2)));
-  DeviceMemory<C> small(Upload(std::vector<float>(2 * 64))), big(Upload(std::vector<float>(4 * 64)));
-  EXPECT_TRUE(HasError(fft_->DoFft(stream_.get(), plan.get(), small, &big), absl::StatusCode::kInvalidArgument,
-                       {"input"}));
-  EXPECT_TRUE(HasError(fft_->DoFft(stream_.get(), plan.get(), big, &small), absl::StatusCode::kInvalidArgument,
-                       {"output"}));
+  DeviceMemory<C> small(Upload(std::vector<float>(2 * 64))),
+      big(Upload(std::vector<float>(4 * 64)));
+  EXPECT_TRUE(HasError(fft_->DoFft(stream_.get(), plan.get(), small, &big),
+                       absl::StatusCode::kInvalidArgument, {"input"}));
+  EXPECT_TRUE(HasError(fft_->DoFft(stream_.get(), plan.get(), big, &small),
+                       absl::StatusCode::kInvalidArgument, {"output"}));
   // A plan of another executor (the host's fftw plan if it is linked).
   Platform* host = Must(PlatformManager::Default().PlatformWithName("host"));
   StreamExecutor* host_exec = Must(host->ExecutorForDevice(0));
   std::unique_ptr<Stream> host_stream = Must(host_exec->CreateStream());
   if (FftSupport* host_fft = host_exec->AsFft(); host_fft != nullptr) {
-    std::unique_ptr<FftPlan> host_plan = Must(host_fft->CreatePlan(host_stream.get(), Spec(kC2C, kFwd, {64}, 2)));
+    std::unique_ptr<FftPlan> host_plan =
+        Must(host_fft->CreatePlan(host_stream.get(), Spec(kC2C, kFwd, {64}, 2)));
     DeviceMemory<C> out(Upload(std::vector<float>(4 * 64)));
     EXPECT_TRUE(HasError(fft_->DoFft(stream_.get(), host_plan.get(), big, &out),
                          absl::StatusCode::kFailedPrecondition));

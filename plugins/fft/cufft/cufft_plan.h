@@ -1,11 +1,11 @@
 #ifndef RILL_PLUGINS_FFT_CUFFT_CUFFT_PLAN_H_
 #define RILL_PLUGINS_FFT_CUFFT_CUFFT_PLAN_H_
 
-#include <cstdint>
-#include <memory>
-
 #include <cuda_runtime_api.h>
 #include <cufft.h>
+
+#include <cstdint>
+#include <memory>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -60,19 +60,20 @@ class CuFftExecutable {
   const FftPlanSpec spec_;
   cufftHandle plan_ = 0;
   bool planned_ = false;
-  cudaEvent_t last_ = nullptr;   // Recorded after each run.
-  DeviceMemoryBase work_;        // cuFFT's work area (null when 0 bytes).
-  DeviceMemoryBase scratch_;     // Out-of-place c2r: the input's copy.
+  cudaEvent_t last_ = nullptr;  // Recorded after each run.
+  DeviceMemoryBase work_;       // cuFFT's work area (null when 0 bytes).
+  DeviceMemoryBase scratch_;    // Out-of-place c2r: the input's copy.
   size_t work_bytes_ = 0;
 
-  Mutex mu_;                               // Serializes set-stream, exec, record.
+  Mutex mu_;  // Serializes set-stream, exec, record.
   bool recorded_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 // An FftPlan of the "cufft" plugin. Thread-safe.
 class CuFftPlan : public FftPlan {
  public:
-  CuFftPlan(StreamExecutor* executor, const FftPlanSpec& resolved, std::shared_ptr<CuFftExecutable> e);
+  CuFftPlan(StreamExecutor* executor, const FftPlanSpec& resolved,
+            std::shared_ptr<CuFftExecutable> e);
 
   // cufftHandle*.
   void* native_handle() const override { return executable_->handle(); }

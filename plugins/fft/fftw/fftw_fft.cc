@@ -60,9 +60,10 @@ std::string FftwFft::LibraryVersion() { return fftwf_version; }
 unsigned FftwFft::PlannerFlags() { return GetSetup().flags; }
 bool FftwFft::PlannerThreadSafe() { return GetSetup().thread_safe; }
 
-absl::StatusOr<std::unique_ptr<FftPlan>> FftwFft::CreatePlanFromResolvedSpec(Stream* stream,
-                                                                             const FftPlanSpec& resolved) {
-  absl::StatusOr<std::unique_ptr<FftwPlan>> plan = FftwPlan::Create(executor(), resolved, PlannerFlags());
+absl::StatusOr<std::unique_ptr<FftPlan>> FftwFft::CreatePlanFromResolvedSpec(
+    Stream* stream, const FftPlanSpec& resolved) {
+  absl::StatusOr<std::unique_ptr<FftwPlan>> plan =
+      FftwPlan::Create(executor(), resolved, PlannerFlags());
   if (!plan.ok()) return plan.status();
   return std::unique_ptr<FftPlan>(std::move(*plan));
 }

@@ -17,6 +17,8 @@
 //  - a round trip satisfies ||y - N x|| <= 4 (log2 N + 1) eps(T) ||N x||.
 // Elements a run must not touch are compared exactly.
 
+#include "rill/plugins/fft/fft.h"
+
 #include <algorithm>
 #include <cmath>
 #include <complex>
@@ -28,7 +30,6 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "rill/plugins/fft/fft.h"
 #include "rill/plugins/fft/fft_test_util.h"
 #include "rill/plugins/fft/fftw/fftw_fft.h"
 #include "rill/rill.h"
@@ -41,10 +42,10 @@ using fft_testing::Cd;
 using fft_testing::ElementIndex;
 using fft_testing::Product;
 using fft_testing::Random;
-using fft_testing::Tolerance;
-using fft_testing::Spec;
 using fft_testing::RelativeError;
 using fft_testing::SideDims;
+using fft_testing::Spec;
+using fft_testing::Tolerance;
 using testing::IsOk;
 using testing::Must;
 
@@ -130,9 +131,11 @@ void FftwTest::Check(const FftPlanSpec& spec, uint32_t seed, uint64_t misalign) 
   const bool in_place = r.placement == FftPlacement::kInPlace;
   const std::vector<int64_t> in_dims = SideDims(r, real_in), out_dims = SideDims(r, real_out);
   const int64_t n = Product(r.dims), in_count = Product(in_dims), out_count = Product(out_dims);
-  const size_t in_scalars = FftInputBytes(r) / sizeof(T), out_scalars = FftOutputBytes(r) / sizeof(T);
+  const size_t in_scalars = FftInputBytes(r) / sizeof(T),
+               out_scalars = FftOutputBytes(r) / sizeof(T);
 
-  std::vector<T> in_img = Random<T>(in_place ? std::max(in_scalars, out_scalars) : in_scalars, seed);
+  std::vector<T> in_img =
+      Random<T>(in_place ? std::max(in_scalars, out_scalars) : in_scalars, seed);
   auto scalar = [](bool real, int64_t element) { return real ? element : 2 * element; };
   std::vector<std::vector<Cd>> refs(r.batch);
   for (int64_t b = 0; b < r.batch; ++b) {
@@ -180,8 +183,8 @@ void FftwTest::Check(const FftPlanSpec& spec, uint32_t seed, uint64_t misalign) 
       const Cd value = real_out ? Cd(got[at], 0) : Cd(got[at], got[at + 1]);
       const Cd ref = real_out ? Cd(refs[b][k].real(), 0) : refs[b][k];
       if (!real_out) written[at + 1] = true;
-      ASSERT_LE(std::abs(value - ref), tol) << "batch " << b << " element " << k << ": got " << value
-                                            << ", reference " << ref;
+      ASSERT_LE(std::abs(value - ref), tol)
+          << "batch " << b << " element " << k << ": got " << value << ", reference " << ref;
     }
   }
   if (!in_place) {
@@ -201,19 +204,28 @@ std::vector<FftPlanSpec> SmallCases() {
   const auto kC2C = FftType::kC2C, kR2C = FftType::kR2C, kC2R = FftType::kC2R;
   return {
       // c2c: sizes with radices 2, 3, 5, 7 and a prime; 1-D, 2-D, 3-D.
-      Spec(kC2C, kFwd, {16}), Spec(kC2C, kInv, {15}, 3), Spec(kC2C, kFwd, {13}, 2, kIn),
-      Spec(kC2C, kFwd, {6, 8}), Spec(kC2C, kInv, {5, 7}, 2, kIn), Spec(kC2C, kFwd, {4, 5, 6}, 2),
+      Spec(kC2C, kFwd, {16}),
+      Spec(kC2C, kInv, {15}, 3),
+      Spec(kC2C, kFwd, {13}, 2, kIn),
+      Spec(kC2C, kFwd, {6, 8}),
+      Spec(kC2C, kInv, {5, 7}, 2, kIn),
+      Spec(kC2C, kFwd, {4, 5, 6}, 2),
       Spec(kC2C, kInv, {3, 4, 4}, 1, kIn),
       // c2c with strides, distances and embeds: strided input, interleaved output.
       Spec(kC2C, kFwd, {10}, 3, kOut, {{12}, 2, 25}, {{10}, 3, 1}),
       Spec(kC2C, kInv, {4, 6}, 2, kOut, {{5, 8}, 1, 45}, {{4, 7}, 2, 60}),
       Spec(kC2C, kFwd, {3, 4, 5}, 2, kOut, {{3, 5, 6}, 1, 0}, {{4, 4, 5}, 1, 0}),
       // r2c.
-      Spec(kR2C, kFwd, {16}), Spec(kR2C, kFwd, {15}, 2, kIn), Spec(kR2C, kFwd, {6, 8}),
-      Spec(kR2C, kFwd, {4, 4, 6}, 1, kIn), Spec(kR2C, kFwd, {5, 6}, 3, kOut, {{6, 7}, 1, 50}, {}),
+      Spec(kR2C, kFwd, {16}),
+      Spec(kR2C, kFwd, {15}, 2, kIn),
+      Spec(kR2C, kFwd, {6, 8}),
+      Spec(kR2C, kFwd, {4, 4, 6}, 1, kIn),
+      Spec(kR2C, kFwd, {5, 6}, 3, kOut, {{6, 7}, 1, 50}, {}),
       Spec(kR2C, kFwd, {9}, 2, kOut, {{}, 2, 20}, {{}, 2, 0}),
       // c2r: rank 1 preserves its input through FFTW, ranks 2-3 by a copy.
-      Spec(kC2R, kInv, {16}), Spec(kC2R, kInv, {9}, 3, kIn), Spec(kC2R, kInv, {6, 10}),
+      Spec(kC2R, kInv, {16}),
+      Spec(kC2R, kInv, {9}, 3, kIn),
+      Spec(kC2R, kInv, {6, 10}),
       Spec(kC2R, kInv, {4, 6, 5}, 2, kOut, {{4, 7, 4}, 1, 120}, {{5, 6, 6}, 2, 0}),
       Spec(kC2R, kInv, {5, 4}, 1, kIn),
   };
@@ -223,7 +235,8 @@ TEST_P(FftwTest, IsTheHostDefault) {
   Platform* host = Must(PlatformManager::Default().PlatformWithName("host"));
   StreamExecutor* exec = Must(host->ExecutorForDevice(GetParam()));
   EXPECT_EQ(Must(exec->PluginName(PluginKind::kFft)), "fftw");
-  EXPECT_NE(FftwFft::LibraryVersion().find("fftw-3"), std::string::npos) << FftwFft::LibraryVersion();
+  EXPECT_NE(FftwFft::LibraryVersion().find("fftw-3"), std::string::npos)
+      << FftwFft::LibraryVersion();
 }
 
 TEST_P(FftwTest, FloatMatchesNaiveDft) {
@@ -242,10 +255,11 @@ TEST_P(FftwTest, DoubleMatchesNaiveDft) {
 // Views at odd offsets from the allocation's alignment take FFTW's
 // unaligned plan.
 TEST_P(FftwTest, MisalignedViews) {
-  for (FftPlanSpec spec : {Spec(FftType::kC2C, FftDirection::kForward, {32}, 2),
-                           Spec(FftType::kR2C, FftDirection::kForward, {8, 6}),
-                           Spec(FftType::kC2R, FftDirection::kInverse, {6, 8}),
-                           Spec(FftType::kC2C, FftDirection::kInverse, {8, 8}, 1, FftPlacement::kInPlace)}) {
+  for (FftPlanSpec spec :
+       {Spec(FftType::kC2C, FftDirection::kForward, {32}, 2),
+        Spec(FftType::kR2C, FftDirection::kForward, {8, 6}),
+        Spec(FftType::kC2R, FftDirection::kInverse, {6, 8}),
+        Spec(FftType::kC2C, FftDirection::kInverse, {8, 8}, 1, FftPlacement::kInPlace)}) {
     Check<float>(spec, 7, /*misalign=*/4);
     spec.precision = DataType::kDouble;
     Check<double>(spec, 8, /*misalign=*/8);
@@ -256,13 +270,14 @@ template <typename T>
 void FftwTest::RoundTripC2C(const std::vector<int64_t>& dims, FftPlacement inverse_placement) {
   using C = std::complex<T>;
   const int64_t n = Product(dims);
-  const FftPlanSpec fwd = Spec(FftType::kC2C, FftDirection::kForward, dims, 1, FftPlacement::kOutOfPlace, {}, {},
-                               DataTypeOf<T>());
-  const FftPlanSpec inv = Spec(FftType::kC2C, FftDirection::kInverse, dims, 1, inverse_placement, {}, {},
-                               DataTypeOf<T>());
+  const FftPlanSpec fwd = Spec(FftType::kC2C, FftDirection::kForward, dims, 1,
+                               FftPlacement::kOutOfPlace, {}, {}, DataTypeOf<T>());
+  const FftPlanSpec inv = Spec(FftType::kC2C, FftDirection::kInverse, dims, 1, inverse_placement,
+                               {}, {}, DataTypeOf<T>());
   SCOPED_TRACE(fwd.ToString());
   const std::vector<T> x = Random<T>(2 * n, 42);
-  DeviceMemory<C> in(Upload(x)), mid(Upload(std::vector<T>(2 * n))), out(Upload(std::vector<T>(2 * n)));
+  DeviceMemory<C> in(Upload(x)), mid(Upload(std::vector<T>(2 * n))),
+      out(Upload(std::vector<T>(2 * n)));
   std::unique_ptr<FftPlan> f = Must(fft_->CreatePlan(stream_.get(), fwd));
   std::unique_ptr<FftPlan> i = Must(fft_->CreatePlan(stream_.get(), inv));
   stream_->ThenFft(f.get(), in, &mid);
@@ -280,10 +295,10 @@ template <typename T>
 void FftwTest::RoundTripReal(const std::vector<int64_t>& dims) {
   using C = std::complex<T>;
   const int64_t n = Product(dims), half = n / dims.back() * (dims.back() / 2 + 1);
-  const FftPlanSpec fwd = Spec(FftType::kR2C, FftDirection::kForward, dims, 1, FftPlacement::kOutOfPlace, {}, {},
-                               DataTypeOf<T>());
-  const FftPlanSpec inv = Spec(FftType::kC2R, FftDirection::kInverse, dims, 1, FftPlacement::kOutOfPlace, {}, {},
-                               DataTypeOf<T>());
+  const FftPlanSpec fwd = Spec(FftType::kR2C, FftDirection::kForward, dims, 1,
+                               FftPlacement::kOutOfPlace, {}, {}, DataTypeOf<T>());
+  const FftPlanSpec inv = Spec(FftType::kC2R, FftDirection::kInverse, dims, 1,
+                               FftPlacement::kOutOfPlace, {}, {}, DataTypeOf<T>());
   SCOPED_TRACE(fwd.ToString());
   const std::vector<T> x = Random<T>(n, 43);
   DeviceMemory<T> in(Upload(x)), out(Upload(std::vector<T>(n)));
@@ -317,9 +332,12 @@ TEST_P(FftwTest, PlanningDoesNotTouchUserData) {
   const DeviceMemoryBase a = Upload(x), b = Upload(y);
   for (FftType type : {FftType::kC2C, FftType::kR2C, FftType::kC2R}) {
     for (FftPlacement placement : {FftPlacement::kOutOfPlace, FftPlacement::kInPlace}) {
-      const FftDirection dir = type == FftType::kC2R ? FftDirection::kInverse : FftDirection::kForward;
-      ASSERT_TRUE(IsOk(fft_->CreatePlan(stream_.get(), Spec(type, dir, {n / 2}, 1, placement)).status()));
-      ASSERT_TRUE(IsOk(fft_->CreatePlan(stream_.get(), Spec(type, dir, {64, 32}, 1, placement)).status()));
+      const FftDirection dir =
+          type == FftType::kC2R ? FftDirection::kInverse : FftDirection::kForward;
+      ASSERT_TRUE(
+          IsOk(fft_->CreatePlan(stream_.get(), Spec(type, dir, {n / 2}, 1, placement)).status()));
+      ASSERT_TRUE(
+          IsOk(fft_->CreatePlan(stream_.get(), Spec(type, dir, {64, 32}, 1, placement)).status()));
     }
   }
   EXPECT_EQ(Download<float>(a), x);
@@ -348,7 +366,8 @@ TEST_P(FftwTest, PlanCacheSharesPlansByShape) {
   EXPECT_NE(d, c);
   EXPECT_NE(e, d);
   EXPECT_EQ(fft_->CachedPlanCount(), before + 4);
-  EXPECT_EQ(a->spec(), Must(ResolveFftPlanSpec(Spec(FftType::kC2C, FftDirection::kForward, {64, 32}, 4))));
+  EXPECT_EQ(a->spec(),
+            Must(ResolveFftPlanSpec(Spec(FftType::kC2C, FftDirection::kForward, {64, 32}, 4))));
   EXPECT_EQ(a->plugin_name(), "fftw");
   EXPECT_EQ(a->executor(), exec_);
   EXPECT_NE(a->native_handle(), nullptr);
@@ -397,7 +416,9 @@ TEST_P(FftwTest, ConcurrentStreamsAndPlanning) {
   std::thread planner([&] {
     std::unique_ptr<Stream> s = Must(exec_->CreateStream());
     for (int64_t size = 16; size <= 2048; size *= 2) {
-      EXPECT_TRUE(IsOk(fft_->CreatePlan(s.get(), Spec(FftType::kR2C, FftDirection::kForward, {size, 8})).status()));
+      EXPECT_TRUE(
+          IsOk(fft_->CreatePlan(s.get(), Spec(FftType::kR2C, FftDirection::kForward, {size, 8}))
+                   .status()));
     }
   });
   for (int rep = 0; rep < 50; ++rep) {
@@ -405,7 +426,9 @@ TEST_P(FftwTest, ConcurrentStreamsAndPlanning) {
     other->ThenFft(plan, in, &outs[1]);
   }
   for (int64_t size = 16; size <= 2048; size *= 2) {
-    EXPECT_TRUE(IsOk(fft_->CreatePlan(stream_.get(), Spec(FftType::kC2R, FftDirection::kInverse, {8, size})).status()));
+    EXPECT_TRUE(
+        IsOk(fft_->CreatePlan(stream_.get(), Spec(FftType::kC2R, FftDirection::kInverse, {8, size}))
+                 .status()));
   }
   planner.join();
   ASSERT_TRUE(IsOk(stream_->BlockHostUntilDone()));

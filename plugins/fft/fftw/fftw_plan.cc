@@ -29,16 +29,20 @@ template <>
 struct Api<float> {
   using Plan = fftwf_plan;
   using Complex = fftwf_complex;
-  static Plan C2C(int r, const fftw_iodim64* d, const fftw_iodim64* h, void* in, void* out, int sign,
+  static Plan C2C(int r, const fftw_iodim64* d, const fftw_iodim64* h, void* in, void* out,
+                  int sign, unsigned flags) {
+    return fftwf_plan_guru64_dft(r, d, 1, h, static_cast<Complex*>(in), static_cast<Complex*>(out),
+                                 sign, flags);
+  }
+  static Plan R2C(int r, const fftw_iodim64* d, const fftw_iodim64* h, void* in, void* out,
                   unsigned flags) {
-    return fftwf_plan_guru64_dft(r, d, 1, h, static_cast<Complex*>(in), static_cast<Complex*>(out), sign,
-                                 flags);
+    return fftwf_plan_guru64_dft_r2c(r, d, 1, h, static_cast<float*>(in),
+                                     static_cast<Complex*>(out), flags);
   }
-  static Plan R2C(int r, const fftw_iodim64* d, const fftw_iodim64* h, void* in, void* out, unsigned flags) {
-    return fftwf_plan_guru64_dft_r2c(r, d, 1, h, static_cast<float*>(in), static_cast<Complex*>(out), flags);
-  }
-  static Plan C2R(int r, const fftw_iodim64* d, const fftw_iodim64* h, void* in, void* out, unsigned flags) {
-    return fftwf_plan_guru64_dft_c2r(r, d, 1, h, static_cast<Complex*>(in), static_cast<float*>(out), flags);
+  static Plan C2R(int r, const fftw_iodim64* d, const fftw_iodim64* h, void* in, void* out,
+                  unsigned flags) {
+    return fftwf_plan_guru64_dft_c2r(r, d, 1, h, static_cast<Complex*>(in),
+                                     static_cast<float*>(out), flags);
   }
   static void ExecC2C(Plan p, void* in, void* out) {
     fftwf_execute_dft(p, static_cast<Complex*>(in), static_cast<Complex*>(out));
@@ -57,16 +61,20 @@ template <>
 struct Api<double> {
   using Plan = fftw_plan;
   using Complex = fftw_complex;
-  static Plan C2C(int r, const fftw_iodim64* d, const fftw_iodim64* h, void* in, void* out, int sign,
+  static Plan C2C(int r, const fftw_iodim64* d, const fftw_iodim64* h, void* in, void* out,
+                  int sign, unsigned flags) {
+    return fftw_plan_guru64_dft(r, d, 1, h, static_cast<Complex*>(in), static_cast<Complex*>(out),
+                                sign, flags);
+  }
+  static Plan R2C(int r, const fftw_iodim64* d, const fftw_iodim64* h, void* in, void* out,
                   unsigned flags) {
-    return fftw_plan_guru64_dft(r, d, 1, h, static_cast<Complex*>(in), static_cast<Complex*>(out), sign,
-                                flags);
+    return fftw_plan_guru64_dft_r2c(r, d, 1, h, static_cast<double*>(in),
+                                    static_cast<Complex*>(out), flags);
   }
-  static Plan R2C(int r, const fftw_iodim64* d, const fftw_iodim64* h, void* in, void* out, unsigned flags) {
-    return fftw_plan_guru64_dft_r2c(r, d, 1, h, static_cast<double*>(in), static_cast<Complex*>(out), flags);
-  }
-  static Plan C2R(int r, const fftw_iodim64* d, const fftw_iodim64* h, void* in, void* out, unsigned flags) {
-    return fftw_plan_guru64_dft_c2r(r, d, 1, h, static_cast<Complex*>(in), static_cast<double*>(out), flags);
+  static Plan C2R(int r, const fftw_iodim64* d, const fftw_iodim64* h, void* in, void* out,
+                  unsigned flags) {
+    return fftw_plan_guru64_dft_c2r(r, d, 1, h, static_cast<Complex*>(in),
+                                    static_cast<double*>(out), flags);
   }
   static void ExecC2C(Plan p, void* in, void* out) {
     fftw_execute_dft(p, static_cast<Complex*>(in), static_cast<Complex*>(out));
@@ -132,7 +140,10 @@ class Executable : public FftwExecutable {
   using Plan = typename Api<T>::Plan;
 
   Executable(const FftPlanSpec& s, unsigned effort)
-      : spec_(s), guru_(MakeGuruDims(s)), effort_(effort), in_bytes_(FftInputBytes(s)),
+      : spec_(s),
+        guru_(MakeGuruDims(s)),
+        effort_(effort),
+        in_bytes_(FftInputBytes(s)),
         out_bytes_(FftOutputBytes(s)) {}
 
   ~Executable() override {
@@ -153,8 +164,8 @@ class Executable : public FftwExecutable {
     if (copy_input_) {
       FftwBuffer& scratch = ThreadInputScratch();
       if (!scratch.Reserve(in_bytes_)) {
-        return absl::ResourceExhaustedError(absl::StrCat("fftw: cannot allocate ", in_bytes_,
-                                                         " bytes to preserve the c2r input"));
+        return absl::ResourceExhaustedError(
+            absl::StrCat("fftw: cannot allocate ", in_bytes_, " bytes to preserve the c2r input"));
       }
       std::memcpy(scratch.data, in, in_bytes_);
       in = scratch.data;
@@ -166,9 +177,15 @@ class Executable : public FftwExecutable {
       plan = *p;
     }
     switch (spec_.type) {
-      case FftType::kC2C: Api<T>::ExecC2C(plan, in, out); break;
-      case FftType::kR2C: Api<T>::ExecR2C(plan, in, out); break;
-      case FftType::kC2R: Api<T>::ExecC2R(plan, in, out); break;
+      case FftType::kC2C:
+        Api<T>::ExecC2C(plan, in, out);
+        break;
+      case FftType::kR2C:
+        Api<T>::ExecR2C(plan, in, out);
+        break;
+      case FftType::kC2R:
+        Api<T>::ExecC2R(plan, in, out);
+        break;
     }
     return absl::OkStatus();
   }
@@ -193,9 +210,9 @@ class Executable : public FftwExecutable {
     FftwBuffer in, out;
     if (!in.Reserve(in_place ? std::max(in_bytes_, out_bytes_) : in_bytes_) ||
         (!in_place && !out.Reserve(out_bytes_))) {
-      return absl::ResourceExhaustedError(absl::StrCat("fftw: cannot allocate the planning arrays (",
-                                                       in_bytes_, " + ", out_bytes_, " bytes) for ",
-                                                       spec_.ToString()));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("fftw: cannot allocate the planning arrays (", in_bytes_, " + ", out_bytes_,
+                       " bytes) for ", spec_.ToString()));
     }
     void* out_data = in_place ? in.data : out.data;
     const unsigned flags = effort_ | (unaligned ? FFTW_UNALIGNED : 0u);
@@ -214,8 +231,8 @@ class Executable : public FftwExecutable {
       plan = Make(in.data, out_data, flags | (in_place ? 0u : FFTW_PRESERVE_INPUT));
     }
     if (plan == nullptr) {
-      return absl::UnimplementedError(
-          absl::StrCat("fftw cannot plan ", spec_.ToString(), " (FFTW returned no plan for this layout)"));
+      return absl::UnimplementedError(absl::StrCat("fftw cannot plan ", spec_.ToString(),
+                                                   " (FFTW returned no plan for this layout)"));
     }
     return plan;
   }
@@ -235,14 +252,15 @@ class Executable : public FftwExecutable {
   const GuruDims guru_;
   const unsigned effort_;
   const uint64_t in_bytes_, out_bytes_;
-  Plan aligned_ = nullptr;  // Set by Init, then constant.
+  Plan aligned_ = nullptr;   // Set by Init, then constant.
   bool copy_input_ = false;  // Set by Init (the unaligned plan agrees), then constant.
   Mutex mu_;
   Plan unaligned_ ABSL_GUARDED_BY(mu_) = nullptr;
 };
 
 template <typename T>
-absl::StatusOr<std::shared_ptr<FftwExecutable>> MakeExecutable(const FftPlanSpec& s, unsigned effort) {
+absl::StatusOr<std::shared_ptr<FftwExecutable>> MakeExecutable(const FftPlanSpec& s,
+                                                               unsigned effort) {
   auto e = std::make_shared<Executable<T>>(s, effort);
   absl::Status status = e->Init();
   if (!status.ok()) return status;
@@ -251,7 +269,8 @@ absl::StatusOr<std::shared_ptr<FftwExecutable>> MakeExecutable(const FftPlanSpec
 
 }  // namespace
 
-FftwPlan::FftwPlan(StreamExecutor* executor, const FftPlanSpec& resolved, std::shared_ptr<FftwExecutable> e)
+FftwPlan::FftwPlan(StreamExecutor* executor, const FftPlanSpec& resolved,
+                   std::shared_ptr<FftwExecutable> e)
     : FftPlan(executor, "fftw", resolved), executable_(std::move(e)) {}
 
 absl::StatusOr<std::unique_ptr<FftwPlan>> FftwPlan::Create(StreamExecutor* executor,

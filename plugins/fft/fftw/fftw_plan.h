@@ -57,7 +57,8 @@ class FftwPlan : public FftPlan {
   const std::shared_ptr<FftwExecutable>& executable() const { return executable_; }
 
  private:
-  FftwPlan(StreamExecutor* executor, const FftPlanSpec& resolved, std::shared_ptr<FftwExecutable> e);
+  FftwPlan(StreamExecutor* executor, const FftPlanSpec& resolved,
+           std::shared_ptr<FftwExecutable> e);
 
   const std::shared_ptr<FftwExecutable> executable_;
 };

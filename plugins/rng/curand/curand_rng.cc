@@ -63,10 +63,12 @@ absl::Status CuRand::SetOffset(uint64_t offset) {
 absl::StatusOr<curandGenerator_st*> CuRand::GeneratorLocked() {
   if (generator_ == nullptr) {
     curandGenerator_t generator = nullptr;
-    RILL_RETURN_IF_ERROR(CuRandStatus(curandCreateGenerator(&generator, CURAND_RNG_PSEUDO_PHILOX4_32_10),
-                                      absl::StrCat("curandCreateGenerator(PHILOX4_32_10, device ", ordinal_, ")")));
-    const absl::Status ordered = CuRandStatus(
-        curandSetGeneratorOrdering(generator, CURAND_ORDERING_PSEUDO_DEFAULT), "curandSetGeneratorOrdering");
+    RILL_RETURN_IF_ERROR(
+        CuRandStatus(curandCreateGenerator(&generator, CURAND_RNG_PSEUDO_PHILOX4_32_10),
+                     absl::StrCat("curandCreateGenerator(PHILOX4_32_10, device ", ordinal_, ")")));
+    const absl::Status ordered =
+        CuRandStatus(curandSetGeneratorOrdering(generator, CURAND_ORDERING_PSEUDO_DEFAULT),
+                     "curandSetGeneratorOrdering");
     if (!ordered.ok()) {
       curandDestroyGenerator(generator);
       return ordered;
@@ -76,8 +78,9 @@ absl::StatusOr<curandGenerator_st*> CuRand::GeneratorLocked() {
   if (pending_) {
     // cuRAND keeps the offset across a new seed: set both, as RngSupport
     // restarts at offset 0 on SetSeed.
-    RILL_RETURN_IF_ERROR(CuRandStatus(curandSetPseudoRandomGeneratorSeed(generator_, seed_),
-                                      absl::StrCat("curandSetPseudoRandomGeneratorSeed(", seed_, ")")));
+    RILL_RETURN_IF_ERROR(
+        CuRandStatus(curandSetPseudoRandomGeneratorSeed(generator_, seed_),
+                     absl::StrCat("curandSetPseudoRandomGeneratorSeed(", seed_, ")")));
     RILL_RETURN_IF_ERROR(CuRandStatus(curandSetGeneratorOffset(generator_, offset_),
                                       absl::StrCat("curandSetGeneratorOffset(", offset_, ")")));
     pending_ = false;
@@ -86,29 +89,31 @@ absl::StatusOr<curandGenerator_st*> CuRand::GeneratorLocked() {
 }
 
 absl::Status CuRand::Uniform(Stream* stream, DataType type, DeviceMemoryBase out, uint64_t count) {
-  return Generate(stream, type == DataType::kFloat ? Kind::kUniformFloat : Kind::kUniformDouble, 0, 1, out,
-                  count);
+  return Generate(stream, type == DataType::kFloat ? Kind::kUniformFloat : Kind::kUniformDouble, 0,
+                  1, out, count);
 }
 
-absl::Status CuRand::Gaussian(Stream* stream, DataType type, double mean, double stddev, DeviceMemoryBase out,
-                              uint64_t count) {
-  return Generate(stream, type == DataType::kFloat ? Kind::kNormalFloat : Kind::kNormalDouble, mean, stddev,
-                  out, count);
+absl::Status CuRand::Gaussian(Stream* stream, DataType type, double mean, double stddev,
+                              DeviceMemoryBase out, uint64_t count) {
+  return Generate(stream, type == DataType::kFloat ? Kind::kNormalFloat : Kind::kNormalDouble, mean,
+                  stddev, out, count);
 }
 
 absl::Status CuRand::Bits(Stream* stream, DeviceMemoryBase out, uint64_t count) {
   return Generate(stream, Kind::kBits, 0, 1, out, count);
 }
 
-absl::Status CuRand::Generate(Stream* stream, Kind kind, double mean, double stddev, DeviceMemoryBase out,
-                              uint64_t count) {
+absl::Status CuRand::Generate(Stream* stream, Kind kind, double mean, double stddev,
+                              DeviceMemoryBase out, uint64_t count) {
   const bool doubles = kind == Kind::kUniformDouble || kind == Kind::kNormalDouble;
   const uint64_t element = doubles ? 8 : 4;
   if (out.offset() % element != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("curand: output starts at byte offset ", out.offset(),
-                                                   ", not a multiple of the element size ", element));
+    return absl::InvalidArgumentError(
+        absl::StrCat("curand: output starts at byte offset ", out.offset(),
+                     ", not a multiple of the element size ", element));
   }
-  RILL_ASSIGN_OR_RETURN(cudaStream_t cuda_stream, CudaPluginStream(executor_, stream, kName, "AsRng()"));
+  RILL_ASSIGN_OR_RETURN(cudaStream_t cuda_stream,
+                        CudaPluginStream(executor_, stream, kName, "AsRng()"));
   if (!stream->ok()) return stream->status();  // Skipped: the generator stays where it is.
   void* p = CudaAddress(out);
   const size_t n = static_cast<size_t>(count);
@@ -122,7 +127,8 @@ absl::Status CuRand::Generate(Stream* stream, Kind kind, double mean, double std
                                     "curand: cudaEventCreateWithFlags"));
   }
   if (recorded_) {  // After the previous generation, whatever its stream.
-    RILL_RETURN_IF_ERROR(CudaStatus(cudaStreamWaitEvent(cuda_stream, last_, 0), "curand: cudaStreamWaitEvent"));
+    RILL_RETURN_IF_ERROR(
+        CudaStatus(cudaStreamWaitEvent(cuda_stream, last_, 0), "curand: cudaStreamWaitEvent"));
   }
   RILL_RETURN_IF_ERROR(Enqueue(generator, kind, mean, stddev, p, n));
   RILL_RETURN_IF_ERROR(CudaStatus(cudaEventRecord(last_, cuda_stream), "curand: cudaEventRecord"));
@@ -130,8 +136,8 @@ absl::Status CuRand::Generate(Stream* stream, Kind kind, double mean, double std
   return absl::OkStatus();
 }
 
-absl::Status CuRand::Enqueue(curandGenerator_st* generator, Kind kind, double mean, double stddev, void* p,
-                             size_t n) {
+absl::Status CuRand::Enqueue(curandGenerator_st* generator, Kind kind, double mean, double stddev,
+                             void* p, size_t n) {
   switch (kind) {
     case Kind::kBits:
       return CuRandStatus(curandGenerate(generator, static_cast<unsigned int*>(p), n),
@@ -143,13 +149,15 @@ absl::Status CuRand::Enqueue(curandGenerator_st* generator, Kind kind, double me
       return CuRandStatus(curandGenerateUniformDouble(generator, static_cast<double*>(p), n),
                           absl::StrCat("curandGenerateUniformDouble(n=", n, ")"));
     case Kind::kNormalFloat:
-      return CuRandStatus(curandGenerateNormal(generator, static_cast<float*>(p), n, static_cast<float>(mean),
-                                               static_cast<float>(stddev)),
-                          absl::StrCat("curandGenerateNormal(n=", n, ", mean=", mean, ", stddev=", stddev, ")"));
+      return CuRandStatus(
+          curandGenerateNormal(generator, static_cast<float*>(p), n, static_cast<float>(mean),
+                               static_cast<float>(stddev)),
+          absl::StrCat("curandGenerateNormal(n=", n, ", mean=", mean, ", stddev=", stddev, ")"));
     case Kind::kNormalDouble:
-      return CuRandStatus(curandGenerateNormalDouble(generator, static_cast<double*>(p), n, mean, stddev),
-                          absl::StrCat("curandGenerateNormalDouble(n=", n, ", mean=", mean, ", stddev=", stddev,
-                                       ")"));
+      return CuRandStatus(
+          curandGenerateNormalDouble(generator, static_cast<double*>(p), n, mean, stddev),
+          absl::StrCat("curandGenerateNormalDouble(n=", n, ", mean=", mean, ", stddev=", stddev,
+                       ")"));
   }
   return absl::InternalError("curand: unknown kind");
 }

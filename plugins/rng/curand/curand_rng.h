@@ -1,12 +1,12 @@
 #ifndef RILL_PLUGINS_RNG_CURAND_CURAND_RNG_H_
 #define RILL_PLUGINS_RNG_CURAND_CURAND_RNG_H_
 
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
-
-#include <cuda_runtime_api.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -74,9 +74,10 @@ class CuRand : public RngSupport {
   static int LibraryVersion();
 
  protected:
-  absl::Status Uniform(Stream* stream, DataType type, DeviceMemoryBase out, uint64_t count) override;
-  absl::Status Gaussian(Stream* stream, DataType type, double mean, double stddev, DeviceMemoryBase out,
-                        uint64_t count) override;
+  absl::Status Uniform(Stream* stream, DataType type, DeviceMemoryBase out,
+                       uint64_t count) override;
+  absl::Status Gaussian(Stream* stream, DataType type, double mean, double stddev,
+                        DeviceMemoryBase out, uint64_t count) override;
   absl::Status Bits(Stream* stream, DeviceMemoryBase out, uint64_t count) override;
 
  private:
@@ -89,8 +90,8 @@ class CuRand : public RngSupport {
                         uint64_t count);
   // Enqueues one generation of `n` values of `kind` into device address `p`
   // with `generator`, bound to the call's stream.
-  static absl::Status Enqueue(curandGenerator_st* generator, Kind kind, double mean, double stddev, void* p,
-                              size_t n);
+  static absl::Status Enqueue(curandGenerator_st* generator, Kind kind, double mean, double stddev,
+                              void* p, size_t n);
   // The generator (made on first use; the device must be current), with a
   // pending seed or offset applied.
   absl::StatusOr<curandGenerator_st*> GeneratorLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -99,9 +100,9 @@ class CuRand : public RngSupport {
   const int ordinal_;               // The executor's CUDA device.
   Mutex mu_;
   curandGenerator_st* generator_ ABSL_GUARDED_BY(mu_) = nullptr;
-  uint64_t seed_ ABSL_GUARDED_BY(mu_) = 0;    // Last SetSeed (0 as the host plugin).
-  uint64_t offset_ ABSL_GUARDED_BY(mu_) = 0;  // Pending offset while `pending_`.
-  bool pending_ ABSL_GUARDED_BY(mu_) = true;  // seed_/offset_ not yet given to cuRAND.
+  uint64_t seed_ ABSL_GUARDED_BY(mu_) = 0;           // Last SetSeed (0 as the host plugin).
+  uint64_t offset_ ABSL_GUARDED_BY(mu_) = 0;         // Pending offset while `pending_`.
+  bool pending_ ABSL_GUARDED_BY(mu_) = true;         // seed_/offset_ not yet given to cuRAND.
   cudaEvent_t last_ ABSL_GUARDED_BY(mu_) = nullptr;  // After the last generation, if recorded_.
   bool recorded_ ABSL_GUARDED_BY(mu_) = false;
 };

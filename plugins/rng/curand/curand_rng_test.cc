@@ -8,6 +8,8 @@
 // in the last bits, as curand.h warns); plus views at an offset,
 // determinism after a reseed, and calls on a failed stream.
 
+#include "rill/plugins/rng/curand/curand_rng.h"
+
 #include <curand.h>
 
 #include <cmath>
@@ -18,7 +20,6 @@
 
 #include "gtest/gtest.h"
 #include "rill/platform/cuda/cuda_platform.h"
-#include "rill/plugins/rng/curand/curand_rng.h"
 #include "rill/plugins/rng/curand/curand_status.h"
 #include "rill/plugins/rng/rng.h"
 #include "rill/rill.h"
@@ -47,30 +48,38 @@ TEST(CuRandRegistryTest, RegisteredAsTheCudaDefault) {
 
 TEST(CuRandStatusTest, NamesCodesAndCanonicalCodes) {
   EXPECT_TRUE(IsOk(CuRandStatus(CURAND_STATUS_SUCCESS, "x")));
-  EXPECT_TRUE(HasError(CuRandStatus(CURAND_STATUS_ALLOCATION_FAILED, "curandGenerate"),
-                       absl::StatusCode::kResourceExhausted,
-                       {"curandGenerate: ", "CURAND_STATUS_ALLOCATION_FAILED (102)", "memory allocation failed"}));
+  EXPECT_TRUE(HasError(
+      CuRandStatus(CURAND_STATUS_ALLOCATION_FAILED, "curandGenerate"),
+      absl::StatusCode::kResourceExhausted,
+      {"curandGenerate: ", "CURAND_STATUS_ALLOCATION_FAILED (102)", "memory allocation failed"}));
   // What curandCreateGenerator returns without a driver (TOOLCHAIN.md §3.3).
   EXPECT_TRUE(HasError(CuRandStatus(CURAND_STATUS_INITIALIZATION_FAILED, "curandCreateGenerator"),
-                       absl::StatusCode::kUnavailable, {"CURAND_STATUS_INITIALIZATION_FAILED (203)"}));
-  EXPECT_TRUE(HasError(CuRandStatus(CURAND_STATUS_LENGTH_NOT_MULTIPLE, "w"), absl::StatusCode::kInvalidArgument,
+                       absl::StatusCode::kUnavailable,
+                       {"CURAND_STATUS_INITIALIZATION_FAILED (203)"}));
+  EXPECT_TRUE(HasError(CuRandStatus(CURAND_STATUS_LENGTH_NOT_MULTIPLE, "w"),
+                       absl::StatusCode::kInvalidArgument,
                        {"CURAND_STATUS_LENGTH_NOT_MULTIPLE (105)"}));
-  EXPECT_TRUE(HasError(CuRandStatus(CURAND_STATUS_OUT_OF_RANGE, "w"), absl::StatusCode::kInvalidArgument,
-                       {"CURAND_STATUS_OUT_OF_RANGE (104)"}));
-  EXPECT_TRUE(HasError(CuRandStatus(CURAND_STATUS_ARCH_MISMATCH, "w"), absl::StatusCode::kUnimplemented,
-                       {"CURAND_STATUS_ARCH_MISMATCH (204)"}));
+  EXPECT_TRUE(HasError(CuRandStatus(CURAND_STATUS_OUT_OF_RANGE, "w"),
+                       absl::StatusCode::kInvalidArgument, {"CURAND_STATUS_OUT_OF_RANGE (104)"}));
+  EXPECT_TRUE(HasError(CuRandStatus(CURAND_STATUS_ARCH_MISMATCH, "w"),
+                       absl::StatusCode::kUnimplemented, {"CURAND_STATUS_ARCH_MISMATCH (204)"}));
   EXPECT_TRUE(HasError(CuRandStatus(CURAND_STATUS_LAUNCH_FAILURE, "w"), absl::StatusCode::kInternal,
                        {"CURAND_STATUS_LAUNCH_FAILURE (201)"}));
-  EXPECT_TRUE(HasError(CuRandStatus(777, "w"), absl::StatusCode::kInternal, {"curandStatus 777 (777)"}));
+  EXPECT_TRUE(
+      HasError(CuRandStatus(777, "w"), absl::StatusCode::kInternal, {"curandStatus 777 (777)"}));
   EXPECT_EQ(CuRandStatusName(CURAND_STATUS_INTERNAL_ERROR), "CURAND_STATUS_INTERNAL_ERROR");
 }
 
-TEST(CuRandStatusTest, LibraryVersionIsTheHeaders) { EXPECT_EQ(CuRand::LibraryVersion(), CURAND_VERSION); }
+TEST(CuRandStatusTest, LibraryVersionIsTheHeaders) {
+  EXPECT_EQ(CuRand::LibraryVersion(), CURAND_VERSION);
+}
 
 TEST(CuRandCreateTest, RejectsAHostExecutor) {
-  StreamExecutor* host = Must(Must(PlatformManager::Default().PlatformWithName("host"))->ExecutorForDevice(0));
+  StreamExecutor* host =
+      Must(Must(PlatformManager::Default().PlatformWithName("host"))->ExecutorForDevice(0));
   EXPECT_TRUE(HasError(CuRand::Create(host).status(), absl::StatusCode::kInvalidArgument));
-  EXPECT_TRUE(HasError(CuRand::Create(nullptr).status(), absl::StatusCode::kInvalidArgument, {"null"}));
+  EXPECT_TRUE(
+      HasError(CuRand::Create(nullptr).status(), absl::StatusCode::kInvalidArgument, {"null"}));
 }
 
 // --- On a device.
@@ -80,8 +89,8 @@ enum class What { kBits, kUniform, kNormal };
 // `n` values from `executor`'s RNG plugin, written into elements
 // [pad, pad + n) of a larger buffer (a view at an offset).
 template <typename T>
-std::vector<T> Generate(StreamExecutor* executor, What what, uint64_t n, uint64_t pad = 0, double mean = 0,
-                        double stddev = 1) {
+std::vector<T> Generate(StreamExecutor* executor, What what, uint64_t n, uint64_t pad = 0,
+                        double mean = 0, double stddev = 1) {
   ScopedDeviceMemory<T> buffer = Must(executor->AllocateOwnedArray<T>(n + pad));
   DeviceMemory<T> view = Must(buffer->GetSlice(pad, n));
   std::unique_ptr<Stream> stream = Must(executor->CreateStream());
@@ -108,7 +117,8 @@ void ExpectSameBits(const std::vector<T>& gpu, const std::vector<T>& host, const
 }
 
 template <typename T>
-void ExpectUlpClose(const std::vector<T>& gpu, const std::vector<T>& host, double rel, const char* what) {
+void ExpectUlpClose(const std::vector<T>& gpu, const std::vector<T>& host, double rel,
+                    const char* what) {
   ASSERT_EQ(gpu.size(), host.size());
   for (size_t i = 0; i < gpu.size(); ++i) {
     ASSERT_LE(std::fabs(double{gpu[i]} - double{host[i]}), rel * (1 + std::fabs(double{host[i]})))
@@ -146,13 +156,14 @@ TEST_F(CuRandTest, BitsAndUniformsMatchTheHostPlugin) {
     for (uint64_t n : {uint64_t{1}, uint64_t{3}, uint64_t{1000}, uint64_t{(1 << 20) + 1}}) {
       SCOPED_TRACE(::testing::Message() << "seed " << seed << ", n " << n);
       Reset(seed);
-      ExpectSameBits(Generate<uint32_t>(gpu_, What::kBits, n), Generate<uint32_t>(host_, What::kBits, n), "bits");
+      ExpectSameBits(Generate<uint32_t>(gpu_, What::kBits, n),
+                     Generate<uint32_t>(host_, What::kBits, n), "bits");
       Reset(seed);
-      ExpectSameBits(Generate<float>(gpu_, What::kUniform, n), Generate<float>(host_, What::kUniform, n),
-                     "uniform float");
+      ExpectSameBits(Generate<float>(gpu_, What::kUniform, n),
+                     Generate<float>(host_, What::kUniform, n), "uniform float");
       Reset(seed);
-      ExpectSameBits(Generate<double>(gpu_, What::kUniform, n), Generate<double>(host_, What::kUniform, n),
-                     "uniform double");
+      ExpectSameBits(Generate<double>(gpu_, What::kUniform, n),
+                     Generate<double>(host_, What::kUniform, n), "uniform double");
     }
   }
 }
@@ -161,15 +172,16 @@ TEST_F(CuRandTest, BitsAndUniformsMatchTheHostPlugin) {
 // values across kinds.
 TEST_F(CuRandTest, SequenceOfCallsMatchesTheHostPlugin) {
   Reset(0x123456789abcdef0ull);
-  ExpectSameBits(Generate<uint32_t>(gpu_, What::kBits, 1001), Generate<uint32_t>(host_, What::kBits, 1001), "bits");
-  ExpectSameBits(Generate<float>(gpu_, What::kUniform, 517, 3), Generate<float>(host_, What::kUniform, 517),
-                 "uniform float at a view offset");
+  ExpectSameBits(Generate<uint32_t>(gpu_, What::kBits, 1001),
+                 Generate<uint32_t>(host_, What::kBits, 1001), "bits");
+  ExpectSameBits(Generate<float>(gpu_, What::kUniform, 517, 3),
+                 Generate<float>(host_, What::kUniform, 517), "uniform float at a view offset");
   ExpectUlpClose(Generate<float>(gpu_, What::kNormal, 258, 0, 1.0, 2.0),
                  Generate<float>(host_, What::kNormal, 258, 0, 1.0, 2.0), 1e-5, "normal float");
-  ExpectSameBits(Generate<double>(gpu_, What::kUniform, 333, 1), Generate<double>(host_, What::kUniform, 333),
-                 "uniform double");
-  ExpectSameBits(Generate<uint32_t>(gpu_, What::kBits, 7), Generate<uint32_t>(host_, What::kBits, 7),
-                 "bits after doubles");
+  ExpectSameBits(Generate<double>(gpu_, What::kUniform, 333, 1),
+                 Generate<double>(host_, What::kUniform, 333), "uniform double");
+  ExpectSameBits(Generate<uint32_t>(gpu_, What::kBits, 7),
+                 Generate<uint32_t>(host_, What::kBits, 7), "bits after doubles");
   ExpectUlpClose(Generate<double>(gpu_, What::kNormal, 100, 0, -1.0, 0.5),
                  Generate<double>(host_, What::kNormal, 100, 0, -1.0, 0.5), 1e-12, "normal double");
 }
@@ -178,14 +190,14 @@ TEST_F(CuRandTest, OffsetsMatchTheHostPlugin) {
   for (uint64_t offset : {uint64_t{1}, uint64_t{3}, uint64_t{262145}, (uint64_t{1} << 32) + 7}) {
     SCOPED_TRACE(::testing::Message() << "offset " << offset);
     Reset(99, offset);
-    ExpectSameBits(Generate<uint32_t>(gpu_, What::kBits, 300002), Generate<uint32_t>(host_, What::kBits, 300002),
-                   "bits");
+    ExpectSameBits(Generate<uint32_t>(gpu_, What::kBits, 300002),
+                   Generate<uint32_t>(host_, What::kBits, 300002), "bits");
     Reset(99, offset);
-    ExpectSameBits(Generate<float>(gpu_, What::kUniform, 1000), Generate<float>(host_, What::kUniform, 1000),
-                   "uniform float");
+    ExpectSameBits(Generate<float>(gpu_, What::kUniform, 1000),
+                   Generate<float>(host_, What::kUniform, 1000), "uniform float");
     Reset(99, offset);
-    ExpectSameBits(Generate<double>(gpu_, What::kUniform, 300000), Generate<double>(host_, What::kUniform, 300000),
-                   "uniform double");
+    ExpectSameBits(Generate<double>(gpu_, What::kUniform, 300000),
+                   Generate<double>(host_, What::kUniform, 300000), "uniform double");
   }
 }
 
@@ -223,15 +235,16 @@ TEST_F(CuRandTest, SkippedOnAFailedStreamWithoutAdvancing) {
   stream->ThenDoHostCallbackWithStatus([] { return absl::InternalError("broken"); });
   ASSERT_FALSE(stream->BlockHostUntilDone().ok());
   DeviceMemory<uint32_t> view = *out;
-  EXPECT_TRUE(HasError(rng->DoPopulateRandBits(stream.get(), &view), absl::StatusCode::kInternal, {"broken"}));
+  EXPECT_TRUE(HasError(rng->DoPopulateRandBits(stream.get(), &view), absl::StatusCode::kInternal,
+                       {"broken"}));
   // Nothing was drawn: the next numbers are the sequence's first.
-  ExpectSameBits(Generate<uint32_t>(gpu_, What::kBits, 16), Generate<uint32_t>(host_, What::kBits, 16),
-                 "bits after the skipped call");
+  ExpectSameBits(Generate<uint32_t>(gpu_, What::kBits, 16),
+                 Generate<uint32_t>(host_, What::kBits, 16), "bits after the skipped call");
 
   DeviceMemory<float> odd(Must(out->GetByteSlice(2, 8)));
   std::unique_ptr<Stream> fresh = Must(gpu_->CreateStream());
-  EXPECT_TRUE(HasError(rng->DoPopulateRandUniform(fresh.get(), &odd), absl::StatusCode::kInvalidArgument,
-                       {"byte offset 2"}));
+  EXPECT_TRUE(HasError(rng->DoPopulateRandUniform(fresh.get(), &odd),
+                       absl::StatusCode::kInvalidArgument, {"byte offset 2"}));
   // A stream of another executor.
   std::unique_ptr<Stream> host_stream = Must(host_->CreateStream());
   EXPECT_FALSE(rng->DoPopulateRandBits(host_stream.get(), &view).ok());

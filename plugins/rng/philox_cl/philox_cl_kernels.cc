@@ -9,11 +9,10 @@ namespace {
 
 // The Philox core and the constants, shared by both programs.
 std::string Common() {
-  return absl::StrCat(
-      "#pragma OPENCL FP_CONTRACT OFF\n",
-      absl::StrFormat("#define K_2POW32_INV %af\n", philox::k2Pow32Inv),
-      absl::StrFormat("#define K_2POW32_INV_2PI %af\n", philox::k2Pow32Inv2Pi),
-      absl::StrFormat("#define K_LANES %uUL\n", philox::kLanes), R"CL(
+  return absl::StrCat("#pragma OPENCL FP_CONTRACT OFF\n",
+                      absl::StrFormat("#define K_2POW32_INV %af\n", philox::k2Pow32Inv),
+                      absl::StrFormat("#define K_2POW32_INV_2PI %af\n", philox::k2Pow32Inv2Pi),
+                      absl::StrFormat("#define K_LANES %uUL\n", philox::kLanes), R"CL(
 uint4 philox4x32_10(uint4 c, uint k0, uint k1) {
   for (int i = 0; i < 10; ++i) {
     const ulong p0 = (ulong)0xD2511F53u * c.x;

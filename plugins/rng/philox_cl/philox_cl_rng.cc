@@ -60,7 +60,8 @@ std::pair<uint64_t, uint64_t> PhiloxClRng::Claim(uint64_t count, bool doubles) {
   return {seed_, offset};
 }
 
-absl::Status PhiloxClRng::Uniform(Stream* stream, DataType type, DeviceMemoryBase out, uint64_t count) {
+absl::Status PhiloxClRng::Uniform(Stream* stream, DataType type, DeviceMemoryBase out,
+                                  uint64_t count) {
   if (type == DataType::kDouble) return EnqueueDoubles(stream, false, 0, 1, out, count);
   return EnqueueWords(stream, 1, 0, 1, out, count);
 }
@@ -79,8 +80,9 @@ absl::Status PhiloxClRng::EnqueueWords(Stream* stream, int32_t kind, float mean,
                                        DeviceMemoryBase out, uint64_t count) {
   RILL_RETURN_IF_ERROR(OpenClPluginStream(executor_, stream, kName, "AsRng()").status());
   if (out.offset() % 4 != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("philox (OpenCL): the output view starts at byte offset ",
-                                                   out.offset(), ", not a multiple of 4"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("philox (OpenCL): the output view starts at byte offset ", out.offset(),
+                     ", not a multiple of 4"));
   }
   if (!stream->ok()) return stream->status();  // Skipped: leave the generator where it is.
   std::shared_ptr<WordsKernel> kernel;
@@ -98,8 +100,9 @@ absl::Status PhiloxClRng::EnqueueWords(Stream* stream, int32_t kind, float mean,
   }
   const auto [seed, offset] = Claim(count, /*doubles=*/false);
   const uint64_t blocks = (offset + count - 1) / 4 - offset / 4 + 1;  // Philox blocks touched.
-  stream->ThenLaunch(ThreadDim(kThreads), BlockDim(static_cast<int64_t>((blocks + kThreads - 1) / kThreads)),
-                     *kernel, seed, offset, count, Whole(out), First(out, 4), mean, stddev, kind);
+  stream->ThenLaunch(ThreadDim(kThreads),
+                     BlockDim(static_cast<int64_t>((blocks + kThreads - 1) / kThreads)), *kernel,
+                     seed, offset, count, Whole(out), First(out, 4), mean, stddev, kind);
   return stream->status();
 }
 
@@ -107,8 +110,9 @@ absl::Status PhiloxClRng::EnqueueDoubles(Stream* stream, bool normal, double mea
                                          DeviceMemoryBase out, uint64_t count) {
   RILL_RETURN_IF_ERROR(OpenClPluginStream(executor_, stream, kName, "AsRng()").status());
   if (out.offset() % 8 != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("philox (OpenCL): the output view starts at byte offset ",
-                                                   out.offset(), ", not a multiple of 8"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("philox (OpenCL): the output view starts at byte offset ", out.offset(),
+                     ", not a multiple of 8"));
   }
   if (!stream->ok()) return stream->status();
   std::shared_ptr<DoublesKernel> kernel;
@@ -129,8 +133,9 @@ absl::Status PhiloxClRng::EnqueueDoubles(Stream* stream, bool normal, double mea
     kernel = doubles_;
   }
   const auto [seed, offset] = Claim(count, /*doubles=*/true);
-  stream->ThenLaunch(ThreadDim(kThreads), BlockDim(static_cast<int64_t>((count + kThreads - 1) / kThreads)),
-                     *kernel, seed, offset, count, Whole(out), First(out, 8), mean, stddev,
+  stream->ThenLaunch(ThreadDim(kThreads),
+                     BlockDim(static_cast<int64_t>((count + kThreads - 1) / kThreads)), *kernel,
+                     seed, offset, count, Whole(out), First(out, 8), mean, stddev,
                      int32_t{normal ? 1 : 0});
   return stream->status();
 }

@@ -42,7 +42,8 @@ class PhiloxClRng : public RngSupport {
   uint64_t offset() const;
 
  protected:
-  absl::Status Uniform(Stream* stream, DataType type, DeviceMemoryBase out, uint64_t count) override;
+  absl::Status Uniform(Stream* stream, DataType type, DeviceMemoryBase out,
+                       uint64_t count) override;
   absl::Status Gaussian(Stream* stream, DataType type, double mean, double stddev,
                         DeviceMemoryBase out, uint64_t count) override;
   absl::Status Bits(Stream* stream, DeviceMemoryBase out, uint64_t count) override;
@@ -50,8 +51,8 @@ class PhiloxClRng : public RngSupport {
  private:
   using WordsKernel =
       TypedKernel<uint64_t, uint64_t, uint64_t, DeviceMemoryBase, uint64_t, float, float, int32_t>;
-  using DoublesKernel =
-      TypedKernel<uint64_t, uint64_t, uint64_t, DeviceMemoryBase, uint64_t, double, double, int32_t>;
+  using DoublesKernel = TypedKernel<uint64_t, uint64_t, uint64_t, DeviceMemoryBase, uint64_t,
+                                    double, double, int32_t>;
 
   explicit PhiloxClRng(StreamExecutor* executor) : executor_(executor) {}
   // kind: 0 bits, 1 uniform, 2 normal (as the kernels).

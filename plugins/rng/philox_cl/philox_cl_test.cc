@@ -53,7 +53,8 @@ void ExpectSameBits(const std::vector<T>& cl, const std::vector<T>& host, const 
 }
 
 template <typename T>
-void ExpectUlpClose(const std::vector<T>& cl, const std::vector<T>& host, double rel, const char* what) {
+void ExpectUlpClose(const std::vector<T>& cl, const std::vector<T>& host, double rel,
+                    const char* what) {
   ASSERT_EQ(cl.size(), host.size());
   for (size_t i = 0; i < cl.size(); ++i) {
     ASSERT_LE(std::fabs(double{cl[i]} - double{host[i]}), rel * (1 + std::fabs(double{host[i]})))
@@ -82,12 +83,12 @@ class PhiloxClTest : public ::testing::Test {
 TEST_F(PhiloxClTest, SameSequenceAsTheHostPlugin) {
   Seed(0x123456789abcdef0ull);
   // Odd counts, so later calls start inside a Philox block.
-  ExpectSameBits(Generate<uint32_t>(cl_, What::kBits, 1001), Generate<uint32_t>(host_, What::kBits, 1001),
-                 "bits");
-  ExpectSameBits(Generate<float>(cl_, What::kUniform, 517, 3), Generate<float>(host_, What::kUniform, 517),
-                 "uniform float");
-  ExpectSameBits(Generate<double>(cl_, What::kUniform, 333, 1), Generate<double>(host_, What::kUniform, 333),
-                 "uniform double");
+  ExpectSameBits(Generate<uint32_t>(cl_, What::kBits, 1001),
+                 Generate<uint32_t>(host_, What::kBits, 1001), "bits");
+  ExpectSameBits(Generate<float>(cl_, What::kUniform, 517, 3),
+                 Generate<float>(host_, What::kUniform, 517), "uniform float");
+  ExpectSameBits(Generate<double>(cl_, What::kUniform, 333, 1),
+                 Generate<double>(host_, What::kUniform, 333), "uniform double");
   ExpectSameBits(Generate<uint32_t>(cl_, What::kBits, 7), Generate<uint32_t>(host_, What::kBits, 7),
                  "bits after doubles");
   ExpectUlpClose(Generate<float>(cl_, What::kNormal, 258, 0, 1.0, 2.0),
@@ -102,9 +103,10 @@ TEST_F(PhiloxClTest, OffsetsAndLargeCalls) {
   Seed(42);
   ASSERT_TRUE(IsOk(cl_->AsRng()->SetOffset(uint64_t{4} * 65536 * 3 + 2)));  // Past a lane round.
   ASSERT_TRUE(IsOk(host_->AsRng()->SetOffset(uint64_t{4} * 65536 * 3 + 2)));
-  ExpectSameBits(Generate<float>(cl_, What::kUniform, 300000), Generate<float>(host_, What::kUniform, 300000),
-                 "uniform float, 300k");
-  ExpectSameBits(Generate<double>(cl_, What::kUniform, 270000), Generate<double>(host_, What::kUniform, 270000),
+  ExpectSameBits(Generate<float>(cl_, What::kUniform, 300000),
+                 Generate<float>(host_, What::kUniform, 300000), "uniform float, 300k");
+  ExpectSameBits(Generate<double>(cl_, What::kUniform, 270000),
+                 Generate<double>(host_, What::kUniform, 270000),
                  "uniform double across a lane round");
   EXPECT_EQ(dynamic_cast<PhiloxClRng*>(cl_->AsRng())->offset(),
             dynamic_cast<PhiloxClRng*>(cl_->AsRng())->offset());
@@ -122,8 +124,8 @@ TEST_F(PhiloxClTest, SkippedOnAFailedStreamWithoutAdvancing) {
   EXPECT_EQ(rng->offset(), 0u);
   DeviceMemory<float> odd(Must(out->GetByteSlice(2, 8)));
   std::unique_ptr<Stream> fresh = Must(cl_->CreateStream());
-  EXPECT_TRUE(HasError(rng->DoPopulateRandUniform(fresh.get(), &odd), absl::StatusCode::kInvalidArgument,
-                       {"byte offset 2"}));
+  EXPECT_TRUE(HasError(rng->DoPopulateRandUniform(fresh.get(), &odd),
+                       absl::StatusCode::kInvalidArgument, {"byte offset 2"}));
 }
 
 }  // namespace
