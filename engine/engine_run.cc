@@ -1,8 +1,8 @@
 // How an engine runs a function it has dispatched: gathering what it
 // depends on (poison, device fences), running the body inline or on a
 // device stream, and completing it (errors, fences, releasing its vars).
-// Pushing and retiring are in engine_base.cc, waiting in engine_wait.cc,
-// shutdown in engine_shutdown.cc.
+// Pushing is in engine_push.cc, retiring in engine_base.cc, waiting in
+// engine_wait.cc, shutdown in engine_shutdown.cc.
 
 #include <exception>
 #include <memory>

@@ -1,7 +1,8 @@
 // EngineBase's shutdown: BeginShutdown, the idle wait with a deadline, the
 // abandoning of asynchronous functions whose completion never comes, the
 // once-only stop of threads and pools, and the watchdog that reports a
-// stuck shutdown. The rest of EngineBase is in engine_base.cc.
+// stuck shutdown. The rest of EngineBase is in engine_base.cc,
+// engine_blocks.cc, engine_push.cc, engine_wait.cc and engine_run.cc.
 
 #include <algorithm>
 #include <chrono>

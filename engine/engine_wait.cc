@@ -1,7 +1,7 @@
 // EngineBase's waits: WaitForAll, WaitForVar and a push's wait for room
 // under the in-flight bound, each of which lends its thread to the CPU
-// workers while it waits (HelpWhileWaiting, in engine_base.cc). Pushing,
-// retiring and diagnostics are in engine_base.cc; running a function in
+// workers while it waits (HelpWhileWaiting). Pushing is in engine_push.cc;
+// retiring and diagnostics in engine_base.cc; running a function in
 // engine_run.cc; shutdown in engine_shutdown.cc.
 
 #include <atomic>
@@ -13,8 +13,36 @@
 #include "rill/base/spin_lock.h"
 #include "rill/base/status_macros.h"
 #include "rill/engine/engine_base.h"
+#include "rill/engine/worker_batch.h"
 
 namespace rill::engine::internal {
+
+bool EngineBase::HelpWhileWaiting(absl::FunctionRef<bool()> done) {
+  WorkerBatch& batch = tls_worker;
+  // A thread is a worker of at most one engine, and a worker never waits.
+  if (batch.engine != nullptr && batch.engine != this) return false;
+  // Counted before the check, which StopOnce makes the other way round:
+  // either it waits for this thread to leave, or this does not start.
+  helping_.fetch_add(1, std::memory_order_seq_cst);
+  if (no_helping_.load(std::memory_order_seq_cst)) {
+    helping_.fetch_sub(1, std::memory_order_seq_cst);
+    return false;
+  }
+  batch.engine = this;
+  // Hands back what it batched, and leaves no trace of this engine on the
+  // thread, which may outlive it (also when a function's bookkeeping throws).
+  struct Leave {
+    EngineBase* engine;
+    WorkerBatch& batch;
+    ~Leave() {
+      engine->FlushRecycled();
+      batch.engine = nullptr;
+      batch.retired_unchecked = 0;
+      engine->helping_.fetch_sub(1, std::memory_order_seq_cst);  // The last touch of the engine.
+    }
+  } leave{this, batch};
+  return HelpUntil(done);
+}
 
 bool EngineBase::HelpUntilWoken(absl::FunctionRef<bool()> done) {
   // Read before the first check: a wake-up after it moves the epoch.
