@@ -9,6 +9,7 @@
 # <dep> and the targets it defines:
 #   Threads      Threads::Threads
 #   absl         absl::*
+#   GTest        GTest::gtest, GTest::gmock     (libgtest-dev, libgmock-dev)
 #   OpenCL       OpenCL::OpenCL                 (ocl-icd-opencl-dev, opencl-headers)
 #   CUDAToolkit  CUDA::cudart, CUDA::cublas, CUDA::curand, CUDA::cufft
 #   cuDNN        RillDeps::cudnn                (cudnn.h and libcudnn beside the toolkit)
@@ -64,6 +65,9 @@ macro(rill_find_dependency dep)
   elseif("${dep}" STREQUAL "absl")
     find_package(absl CONFIG QUIET)
     _rill_dep_result(absl "${absl_FOUND}" "Abseil ${absl_VERSION}" "libabsl-dev")
+  elseif("${dep}" STREQUAL "GTest")
+    find_package(GTest QUIET)
+    _rill_dep_result(GTest "${GTest_FOUND}" "GoogleTest ${GTest_VERSION}" "libgtest-dev libgmock-dev")
   elseif("${dep}" STREQUAL "OpenCL")
     find_package(OpenCL QUIET)
     _rill_dep_result(OpenCL "${OpenCL_FOUND}" "OpenCL ${OpenCL_VERSION_STRING}"
@@ -214,6 +218,7 @@ endmacro()
 # refuses an imported target that none of them matches).
 set(RILL_DEP_TARGETS_Threads "^Threads::")
 set(RILL_DEP_TARGETS_absl "^absl::")
+set(RILL_DEP_TARGETS_GTest "^GTest::")
 set(RILL_DEP_TARGETS_OpenCL "^OpenCL::")
 set(RILL_DEP_TARGETS_CUDAToolkit "^CUDA::")
 set(RILL_DEP_TARGETS_cuDNN "^RillDeps::cudnn$")

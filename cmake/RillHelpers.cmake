@@ -46,21 +46,9 @@ function(rill_add_library name)
   set_property(GLOBAL APPEND PROPERTY RILL_EXPORTED_TARGETS rill_${name})
 endfunction()
 
-# rill_add_backend(<name> SOURCES ... [DEPS ...])
-# A backend registers itself from a static initializer, which the linker
-# drops from a plain static archive. So the archive is rill_<name>_impl, and
-# rill::<name> is an INTERFACE target that links it whole-archive: whoever
-# links rill::<name>, directly or through another library, gets the backend
-# registered. Never link rill_<name>_impl directly.
-function(rill_add_backend name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
-  rill_add_library(${name}_impl SOURCES ${ARG_SOURCES} DEPS ${ARG_DEPS} PRIVATE_DEPS ${ARG_PRIVATE_DEPS})
-  add_library(rill_${name} INTERFACE)
-  add_library(rill::${name} ALIAS rill_${name})
-  set_target_properties(rill_${name} PROPERTIES EXPORT_NAME ${name})
-  target_link_libraries(rill_${name} INTERFACE "$<LINK_LIBRARY:WHOLE_ARCHIVE,rill::${name}_impl>")
-  set_property(GLOBAL APPEND PROPERTY RILL_EXPORTED_TARGETS rill_${name})
-endfunction()
+# rill_add_backend, rill_add_plugin, rill_add_conformance_test: also for
+# outside projects, so installed with the package.
+include(${CMAKE_CURRENT_LIST_DIR}/RillBackend.cmake)
 
 # rill_add_test(<name> SOURCES ... [DEPS ...] [LABELS ...] [ENV ...])
 # A GoogleTest binary; every test case becomes a ctest test carrying LABELS
@@ -98,17 +86,6 @@ function(rill_add_label_targets)
     add_custom_target(tests_${label})
     add_dependencies(tests_${label} ${tests})
   endforeach()
-endfunction()
-
-# rill_add_plugin(<name> SOURCES ... [DEPS ...] [PRIVATE_DEPS ...])
-# A library plugin implementation (plugins/<kind>/<name>). It registers its
-# factory at load time with RILL_REGISTER_PLUGIN, so it is linked like a
-# backend: rill::<name> carries the archive whole-archive.
-# Every plugin target is listed in the global property RILL_PLUGIN_TARGETS,
-# so the tools link whatever was built.
-function(rill_add_plugin name)
-  rill_add_backend(${name} ${ARGN})
-  set_property(GLOBAL APPEND PROPERTY RILL_PLUGIN_TARGETS rill::${name})
 endfunction()
 
 # rill_summary(<category> <name> <ON|OFF> <why>)

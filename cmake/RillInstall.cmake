@@ -46,6 +46,12 @@ foreach(_dir IN LISTS _rill_header_dirs)
   endif()
 endforeach()
 install(FILES rill.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rill)
+# The test helpers and the conformance suite, for outside backends' tests.
+if(TARGET rill_conformance)
+  install(FILES testing/status_testing.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rill/testing)
+  install(FILES conformance/conformance.h conformance/suite_kernels.h
+    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rill/conformance)
+endif()
 
 # Components: every exported target but the _impl archives (rill::onednn,
 # not rill::onednn_impl). For each, the outside dependencies it needs,
@@ -54,7 +60,7 @@ install(FILES rill.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rill)
 # walk also refuses what would break an outside project: a link item that
 # is an absolute path, or an imported target that RillDependencies.cmake
 # does not know how to find again.
-set(_rill_dep_names Threads absl OpenCL CUDAToolkit cuDNN OpenBLAS FFTW dnnl XNNPACK CLBlast clFFT ONNX ZLIB cairo)
+set(_rill_dep_names Threads absl GTest OpenCL CUDAToolkit cuDNN OpenBLAS FFTW dnnl XNNPACK CLBlast clFFT ONNX ZLIB cairo)
 set(_rill_components)
 foreach(_target IN LISTS _rill_targets)
   get_target_property(_name ${_target} EXPORT_NAME)
@@ -139,4 +145,5 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/RillConfigVersion.c
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/RillConfig.cmake
   ${CMAKE_CURRENT_BINARY_DIR}/RillConfigVersion.cmake
   ${PROJECT_SOURCE_DIR}/cmake/RillDependencies.cmake
+  ${PROJECT_SOURCE_DIR}/cmake/RillBackend.cmake
   DESTINATION ${RILL_INSTALL_CMAKEDIR})

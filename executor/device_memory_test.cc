@@ -3,7 +3,7 @@
 #include <cstdint>
 
 #include "gtest/gtest.h"
-#include "tests/testing/status_testing.h"
+#include "rill/testing/status_testing.h"
 
 namespace rill {
 namespace {

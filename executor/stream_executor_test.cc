@@ -11,7 +11,7 @@
 #include "rill/platform/host/host_executor.h"
 #include "rill/platform/host/host_platform.h"
 #include "rill/rill.h"
-#include "tests/testing/status_testing.h"
+#include "rill/testing/status_testing.h"
 
 namespace rill {
 namespace {

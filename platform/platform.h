@@ -41,6 +41,10 @@ class Platform {
   // OK when the platform can run here; otherwise Unavailable with the reason
   // (e.g. "no CUDA device: cudaErrorInsufficientDriver").
   virtual absl::Status Availability() const { return absl::OkStatus(); }
+  // How a user gets more devices of this platform here, for tools and the
+  // conformance suite to print when a case needs two: "set
+  // RILL_HOST_DEVICES=2". Empty when there is no such knob.
+  virtual std::string MoreDevicesHint() const { return ""; }
   virtual absl::StatusOr<DeviceDescription> DescriptionForDevice(int ordinal) const = 0;
 
   // The executor of device `ordinal`, created on first use. InvalidArgument

@@ -5,7 +5,7 @@
 
 #include "gtest/gtest.h"
 #include "rill/platform/host/host_platform.h"
-#include "tests/testing/status_testing.h"
+#include "rill/testing/status_testing.h"
 
 namespace rill {
 namespace {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "rill/executor/device_memory.h"
+#include "rill/platform/platform_id.h"
 #include "rill/stream/launch_dim.h"
 
 namespace rill {
@@ -68,10 +69,21 @@ constexpr KernelParam KernelParamOf() {
 template <typename... Params>
 struct KernelSignature {};
 
+// A kernel in a backend's own format, for one platform: a name for the
+// format ("spirv", "mine-bytecode", ...), which the backend checks, and its
+// bytes (a binary, or source text).
+struct KernelVariant {
+  std::string format;
+  std::vector<uint8_t> data;
+};
+
 // Describes one kernel in every form Rill can load it: a host C++ function,
-// CUDA PTX or fatbin bytes, OpenCL C source. StreamExecutor::LoadKernel picks
-// the variant of the executor's platform; a spec without it fails to load
-// with Unimplemented. A value type; thread-compatible.
+// CUDA PTX or fatbin bytes, OpenCL C source -- and, for any other backend,
+// a KernelVariant keyed by its platform id (AddVariant). The formats with
+// their own setters are the in-tree backends'; an outside backend reads
+// variant(kMinePlatformId) in its LoadKernel. StreamExecutor::LoadKernel
+// picks the variant of the executor's platform; a spec without it fails to
+// load with Unimplemented. A value type; thread-compatible.
 //
 //   void SaxpyHost(const HostThread& t, float a, const float* x, float* y, uint64_t n) {
 //     if (uint64_t i = t.global_x(); i < n) y[i] += a * x[i];
@@ -125,6 +137,18 @@ class KernelSpec {
     opencl_source_ = std::move(source);
     return *this;
   }
+  // Adds (or replaces) the variant of platform `platform`.
+  //   spec.AddVariant(kMinePlatformId, {"mine-bytecode", LoadBytes("saxpy.mbc")});
+  KernelSpec& AddVariant(PlatformId platform, KernelVariant variant) {
+    for (auto& [id, existing] : variants_) {
+      if (id == platform) {
+        existing = std::move(variant);
+        return *this;
+      }
+    }
+    variants_.emplace_back(platform, std::move(variant));
+    return *this;
+  }
 
   const std::string& name() const { return name_; }
   // Number of parameters of the host variant; -1 when it has none.
@@ -137,6 +161,13 @@ class KernelSpec {
   const std::string& cuda_ptx() const { return cuda_ptx_; }
   const std::vector<uint8_t>& cuda_fatbin() const { return cuda_fatbin_; }
   const std::string& opencl_source() const { return opencl_source_; }
+  // The variant added for `platform`; nullptr when there is none.
+  const KernelVariant* variant(PlatformId platform) const {
+    for (const auto& [id, v] : variants_) {
+      if (id == platform) return &v;
+    }
+    return nullptr;
+  }
 
  private:
   template <typename... Params, typename Fn, size_t... I>
@@ -160,6 +191,7 @@ class KernelSpec {
   std::string cuda_ptx_;
   std::vector<uint8_t> cuda_fatbin_;
   std::string opencl_source_;
+  std::vector<std::pair<PlatformId, KernelVariant>> variants_;
 };
 
 }  // namespace rill

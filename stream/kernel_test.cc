@@ -43,6 +43,22 @@ TEST(KernelSpec, RecordsEveryVariant) {
   EXPECT_NE(*spec.host_signature(), typeid(KernelSignature<double, DeviceMemory<int>>));
 }
 
+// Any platform's own format, keyed by its id: one variant per platform, a
+// second AddVariant for the same platform replaces the first.
+TEST(KernelSpec, KeepsOneVariantPerPlatform) {
+  static const PlatformIdInfo kMineInfo{"mine"}, kOtherInfo{"other"};
+  KernelSpec spec("k");
+  EXPECT_EQ(spec.variant(&kMineInfo), nullptr);
+  spec.AddVariant(&kMineInfo, {"mine-bytecode", {1, 2}}).AddVariant(&kOtherInfo, {"spirv", {9}});
+  ASSERT_NE(spec.variant(&kMineInfo), nullptr);
+  EXPECT_EQ(spec.variant(&kMineInfo)->format, "mine-bytecode");
+  EXPECT_EQ(spec.variant(&kMineInfo)->data, (std::vector<uint8_t>{1, 2}));
+  spec.AddVariant(&kMineInfo, {"mine-bytecode-v2", {3}});
+  EXPECT_EQ(spec.variant(&kMineInfo)->format, "mine-bytecode-v2");
+  EXPECT_EQ(spec.variant(&kMineInfo)->data, (std::vector<uint8_t>{3}));
+  EXPECT_EQ(spec.variant(&kOtherInfo)->format, "spirv");
+}
+
 // The block function runs every thread of the block once, with the
 // block's coordinates, and passes memory as a raw pointer.
 TEST(KernelSpec, HostBlockFunctionRunsEveryThreadOfTheBlock) {

@@ -21,7 +21,7 @@
 #include "rill/stream/trace_recorder.h"
 #include "rill/stream/verbose.h"
 #include "tests/testing/json_value.h"
-#include "tests/testing/status_testing.h"
+#include "rill/testing/status_testing.h"
 
 namespace rill {
 namespace {

@@ -1,4 +1,4 @@
-// The CUDA backend's own cases, beyond tests/conformance. The first group
+// The CUDA backend's own cases, beyond the conformance suite (conformance/). The first group
 // runs everywhere (no device: the platform's reason, error mapping, interop
 // checks); the rest needs a GPU and skips with the platform's reason when
 // there is none.
@@ -14,7 +14,7 @@
 #include "rill/platform/cuda/cuda_plugin.h"
 #include "rill/platform/cuda/cuda_status.h"
 #include "rill/rill.h"
-#include "tests/testing/status_testing.h"
+#include "rill/testing/status_testing.h"
 
 extern const unsigned char rill_cuda_test_fatbin[];
 extern const std::size_t rill_cuda_test_fatbin_size;

@@ -97,6 +97,10 @@ HostPlatform::HostPlatform(HostPlatformOptions options, absl::Status why)
 
 HostPlatform::~HostPlatform() = default;
 
+std::string HostPlatform::MoreDevicesHint() const {
+  return "set RILL_HOST_DEVICES=N (N virtual host devices, 1 to 1024)";
+}
+
 int HostPlatform::VisibleDeviceCount() const {
   return availability_.ok() ? options_.device_count : 0;
 }

@@ -48,6 +48,7 @@ class HostPlatform : public Platform {
   const std::string& Name() const override { return options_.name; }
   int VisibleDeviceCount() const override;
   absl::Status Availability() const override { return availability_; }
+  std::string MoreDevicesHint() const override;
   absl::StatusOr<DeviceDescription> DescriptionForDevice(int ordinal) const override;
 
  protected:

@@ -30,7 +30,7 @@
 #include "rill/platform/opencl/opencl_kernel.h"
 #include "rill/platform/opencl/opencl_plugin.h"
 #include "rill/rill.h"
-#include "tests/testing/status_testing.h"
+#include "rill/testing/status_testing.h"
 
 namespace rill {
 namespace {

@@ -6,7 +6,7 @@
 //
 // Each producer starts slow (a host kernel or callback that sleeps before
 // writing), so a consumer that does not really wait reads stale data.
-// Waits within one platform are in tests/conformance; the engine's
+// Waits within one platform are in the conformance suite (conformance/); the engine's
 // dispatch across both platforms is in opencl_engine_test.cc.
 //
 // Copies: Stream::ThenMemcpy(DeviceMemoryBase*, const DeviceMemoryBase&)
@@ -26,7 +26,7 @@
 #include "gtest/gtest.h"
 #include "rill/platform/host/host_executor.h"
 #include "rill/rill.h"
-#include "tests/testing/status_testing.h"
+#include "rill/testing/status_testing.h"
 
 namespace rill {
 namespace {

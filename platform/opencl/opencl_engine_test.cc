@@ -14,7 +14,7 @@
 #include "rill/engine/engine.h"
 #include "rill/rill.h"
 #include "tests/engine/engine_testing.h"
-#include "tests/testing/status_testing.h"
+#include "rill/testing/status_testing.h"
 
 namespace rill::engine {
 namespace {

@@ -42,6 +42,9 @@ class OpenClPlatform : public Platform {
   const std::string& Name() const override { return name_; }
   int VisibleDeviceCount() const override;
   absl::Status Availability() const override;
+  std::string MoreDevicesHint() const override {
+    return "with PoCL, set POCL_DEVICES=\"pthread basic\" (two CPU devices)";
+  }
   absl::StatusOr<DeviceDescription> DescriptionForDevice(int ordinal) const override;
 
  protected:

@@ -1,4 +1,4 @@
-// The OpenCL backend's own cases, beyond tests/conformance: discovery and
+// The OpenCL backend's own cases, beyond the conformance suite (conformance/): discovery and
 // descriptions, error names, kernel build errors with their log, the
 // program cache, sub-buffer kernel arguments and native handles.
 
@@ -13,7 +13,7 @@
 #include "rill/platform/opencl/opencl_plugin.h"
 #include "rill/platform/opencl/opencl_status.h"
 #include "rill/rill.h"
-#include "tests/testing/status_testing.h"
+#include "rill/testing/status_testing.h"
 
 namespace rill {
 namespace {

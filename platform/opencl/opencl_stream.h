@@ -16,8 +16,8 @@
 #include "absl/functional/function_ref.h"
 #include "rill/base/mutex.h"
 #include "rill/executor/stream_executor_interface.h"
-#include "rill/stream/live_stream_set.h"
-#include "rill/stream/stream_worker.h"
+#include "rill/platform/utils/backend_stream_set.h"
+#include "rill/platform/utils/stream_worker.h"
 
 namespace rill {
 
@@ -27,7 +27,7 @@ class OpenClStream;
 inline cl_mem ClMem(const DeviceMemoryBase& memory) { return static_cast<cl_mem>(memory.opaque()); }
 
 // The live streams of one OpenCL executor (for SynchronizeAllActivity).
-using OpenClStreamRegistry = LiveStreamSet<OpenClStream>;
+using OpenClStreamRegistry = BackendStreamSet<OpenClStream>;
 
 // An OpenCL stream: one in-order cl_command_queue (profiling enabled), fed
 // by one host worker thread.

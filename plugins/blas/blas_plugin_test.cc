@@ -32,7 +32,7 @@
 #include "rill/plugins/blas/blas_test_util.h"
 #include "rill/plugins/plugin_registry.h"
 #include "rill/rill.h"
-#include "tests/testing/status_testing.h"
+#include "rill/testing/status_testing.h"
 
 #ifdef RILL_HAVE_OPENBLAS
 #include "rill/plugins/blas/openblas/openblas_blas.h"

@@ -11,7 +11,7 @@
 #include "gtest/gtest.h"
 #include "rill/plugins/fft/fft.h"
 #include "rill/rill.h"
-#include "tests/testing/status_testing.h"
+#include "rill/testing/status_testing.h"
 
 namespace rill {
 namespace {

@@ -12,7 +12,7 @@
 #include "rill/platform/host/host_platform.h"
 #include "rill/rill.h"
 #include "tests/bad_input/private_host_platform.h"
-#include "tests/testing/status_testing.h"
+#include "rill/testing/status_testing.h"
 
 namespace rill {
 namespace {

@@ -12,7 +12,7 @@
 #include "rill/base/checked_math.h"
 #include "rill/plugins/dnn/dnn.h"
 #include "rill/rill.h"
-#include "tests/testing/status_testing.h"
+#include "rill/testing/status_testing.h"
 
 namespace rill {
 namespace {

@@ -26,7 +26,7 @@
 #include "rill/engine/var_table.h"
 #include "tests/engine/engine_testing.h"
 #include "tests/testing/scoped_env.h"
-#include "tests/testing/status_testing.h"
+#include "rill/testing/status_testing.h"
 
 namespace rill::engine {
 namespace {

@@ -30,7 +30,7 @@
 #include "rill/platform/host/host_platform.h"
 #include "rill/rill.h"
 #include "tests/engine/engine_testing.h"
-#include "tests/testing/status_testing.h"
+#include "rill/testing/status_testing.h"
 
 namespace rill::engine {
 namespace {

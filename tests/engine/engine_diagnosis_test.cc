@@ -31,7 +31,7 @@
 #include "rill/rill.h"
 #include "tests/engine/engine_testing.h"
 #include "tests/testing/json_value.h"
-#include "tests/testing/status_testing.h"
+#include "rill/testing/status_testing.h"
 
 namespace rill::engine {
 namespace {

@@ -25,7 +25,7 @@
 #include "rill/engine/engine.h"
 #include "tests/engine/engine_testing.h"
 #include "tests/testing/scoped_env.h"
-#include "tests/testing/status_testing.h"
+#include "rill/testing/status_testing.h"
 
 namespace rill::engine {
 namespace {

@@ -20,7 +20,7 @@
 #include "gtest/gtest.h"
 #include "rill/engine/engine.h"
 #include "tests/engine/engine_testing.h"
-#include "tests/testing/status_testing.h"
+#include "rill/testing/status_testing.h"
 
 namespace rill::engine {
 namespace {

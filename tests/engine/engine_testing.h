@@ -22,7 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "rill/engine/engine.h"
-#include "tests/testing/status_testing.h"
+#include "rill/testing/status_testing.h"
 
 namespace rill::engine::testing {
 

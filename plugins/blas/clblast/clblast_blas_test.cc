@@ -18,7 +18,7 @@
 #include "rill/plugins/blas/blas.h"
 #include "rill/plugins/blas/blas_test_util.h"
 #include "rill/rill.h"
-#include "tests/testing/status_testing.h"
+#include "rill/testing/status_testing.h"
 
 namespace rill {
 namespace {

@@ -18,7 +18,7 @@
 #include "rill/plugins/dnn/dnn.h"
 #include "rill/plugins/dnn/dnn_test_reference.h"
 #include "rill/rill.h"
-#include "tests/testing/status_testing.h"
+#include "rill/testing/status_testing.h"
 
 namespace rill::testing {
 

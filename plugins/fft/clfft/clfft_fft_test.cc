@@ -38,7 +38,7 @@
 #include "rill/plugins/fft/fft.h"
 #include "rill/plugins/fft/fft_test_util.h"
 #include "rill/rill.h"
-#include "tests/testing/status_testing.h"
+#include "rill/testing/status_testing.h"
 
 // clFFT 2.12 deletes a plan's internal objects through a base pointer
 // without a virtual destructor (FFTRepo::deletePlan, inside libclFFT), which

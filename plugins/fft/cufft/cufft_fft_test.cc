@@ -33,7 +33,7 @@
 #include "rill/plugins/fft/fft.h"
 #include "rill/plugins/fft/fft_test_util.h"
 #include "rill/rill.h"
-#include "tests/testing/status_testing.h"
+#include "rill/testing/status_testing.h"
 
 namespace rill {
 namespace {

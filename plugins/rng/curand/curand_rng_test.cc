@@ -23,7 +23,7 @@
 #include "rill/plugins/rng/curand/curand_status.h"
 #include "rill/plugins/rng/rng.h"
 #include "rill/rill.h"
-#include "tests/testing/status_testing.h"
+#include "rill/testing/status_testing.h"
 
 namespace rill {
 namespace {

@@ -17,7 +17,7 @@
 #include "rill/plugins/rng/philox/philox.h"
 #include "rill/plugins/rng/philox/philox_rng.h"
 #include "rill/plugins/rng/philox/philox_test_util.h"
-#include "tests/testing/status_testing.h"
+#include "rill/testing/status_testing.h"
 
 namespace rill {
 namespace {

@@ -11,7 +11,7 @@
 #include "gtest/gtest.h"
 #include "rill/plugins/rng/philox/philox_rng.h"
 #include "rill/rill.h"
-#include "tests/testing/status_testing.h"
+#include "rill/testing/status_testing.h"
 
 namespace rill::philox_testing {
 

@@ -13,7 +13,7 @@
 #include "rill/plugins/rng/philox_cl/philox_cl_rng.h"
 #include "rill/plugins/rng/rng.h"
 #include "rill/rill.h"
-#include "tests/testing/status_testing.h"
+#include "rill/testing/status_testing.h"
 
 namespace rill {
 namespace {

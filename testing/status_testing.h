@@ -1,10 +1,11 @@
-#ifndef RILL_TESTS_TESTING_STATUS_TESTING_H_
-#define RILL_TESTS_TESTING_STATUS_TESTING_H_
+#ifndef RILL_TESTING_STATUS_TESTING_H_
+#define RILL_TESTING_STATUS_TESTING_H_
 
-// Small helpers shared by Rill's tests: status checks that print the status
-// on failure, a value-or-abort for test set-up, a gate that holds a
-// stream's worker until the test opens it, and a deadline for calls that
-// could deadlock.
+// Small helpers for tests of Rill and of its backends and plugins (installed
+// with rill::testing; the conformance suite uses them): status checks that
+// print the status on failure, a value-or-fail for test set-up, a gate that
+// holds a stream's worker until the test opens it, and a deadline for calls
+// that could deadlock.
 
 #include <chrono>
 #include <condition_variable>
@@ -15,6 +16,7 @@
 #include <initializer_list>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -48,13 +50,22 @@ inline ::testing::AssertionResult IsOk(const absl::Status& status) {
   return ::testing::AssertionFailure() << status;
 }
 
-// The value of `value`, or a fatal test-setup failure naming `what`. For
-// set-up steps (allocations, streams) whose failure makes the rest moot.
+// Thrown by Must. GoogleTest catches it and fails the running test with
+// its message; the other tests of the binary still run.
+class MustFailure : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The value of `value`; otherwise the running test fails naming `what` and
+// the status (by throwing MustFailure out of the test body or fixture). For
+// set-up steps (allocations, streams) whose failure makes the rest moot,
+// also inside helpers that return values, where ASSERT_* cannot be used.
+// Not for host callbacks: an exception there fails the stream, not the test.
 template <typename T>
 T Must(absl::StatusOr<T> value, std::string_view what = "set-up") {
   if (!value.ok()) {
-    ADD_FAILURE() << std::string(what) << " failed: " << value.status();
-    std::abort();
+    throw MustFailure(std::string(what) + " failed: " + value.status().ToString());
   }
   return std::move(value).value();
 }
@@ -84,28 +95,43 @@ inline void WithDeadline(const std::string& what, std::function<void()> fn,
 
 // A latch a host callback blocks on until the test opens it. Shared by
 // pointer, so a callback still blocked when a test fails keeps it alive.
-// Thread-safe.
+// The wait is bounded (`timeout`, 60 s unless given): a backend that runs
+// the callback inside Then* (synchronously, on the test's own thread) makes
+// the test fail after the bound instead of hanging it. Thread-safe.
 //   auto gate = Gate::Make();
 //   stream->ThenDoHostCallback([gate] { gate->Wait(); });
 //   ... check that later work has not run ...
 //   gate->Open();
 class Gate {
  public:
-  static std::shared_ptr<Gate> Make() { return std::make_shared<Gate>(); }
+  static std::shared_ptr<Gate> Make(std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
+    auto gate = std::make_shared<Gate>();
+    gate->timeout_ = timeout;
+    return gate;
+  }
   void Open() {
     std::lock_guard<std::mutex> lock(mu_);
     open_ = true;
     cv_.notify_all();
   }
-  void Wait() {
+  // True once the gate is open; false (with a line on stderr) when it was
+  // not opened within the bound.
+  bool Wait() {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return open_; });
+    if (cv_.wait_for(lock, timeout_, [this] { return open_; })) return true;
+    std::fprintf(stderr,
+                 "Gate: not opened within %lld ms. If a stream ran this callback inside "
+                 "ThenDoHostCallback, on the caller's thread, the test could not open it: "
+                 "streams must run their work asynchronously.\n",
+                 static_cast<long long>(timeout_.count()));
+    return false;
   }
 
  private:
   std::mutex mu_;
   std::condition_variable cv_;
   bool open_ = false;
+  std::chrono::milliseconds timeout_{60000};
 };
 
 // Opens `gate` when it leaves scope, so a failing ASSERT never leaves a
@@ -124,4 +150,4 @@ class OpenOnExit {
 
 }  // namespace rill::testing
 
-#endif  // RILL_TESTS_TESTING_STATUS_TESTING_H_
+#endif  // RILL_TESTING_STATUS_TESTING_H_

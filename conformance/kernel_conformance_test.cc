@@ -2,36 +2,28 @@
 // 1-D, 2-D and 3-D grids checked against host references, a grid large
 // enough to run in parallel, and every launch error.
 //
-// A backend adds its own variant (PTX, OpenCL C) to the specs below.
+// Each kernel is written here as a host function; a backend with its own
+// format adds its variants through rill/conformance/suite_kernels.h.
 
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "tests/conformance/conformance.h"
-
-#ifdef RILL_CONFORMANCE_CUDA
-// conformance_kernels.cu as a fatbin (rill_cuda_embed_kernels).
-extern const unsigned char rill_conformance_fatbin[];
-extern const std::size_t rill_conformance_fatbin_size;
-#endif
+#include "rill/conformance/conformance.h"
+#include "rill/conformance/suite_kernels.h"
 
 namespace rill::conformance {
 namespace {
 
-// Adds the CUDA variant, when the CUDA backend is built.
-void AddCuda(KernelSpec& spec) {
-#ifdef RILL_CONFORMANCE_CUDA
-  spec.AddCudaFatbin(rill_conformance_fatbin, rill_conformance_fatbin_size);
-#else
-  (void)spec;
-#endif
-}
-
 using ::rill::testing::HasError;
 using ::rill::testing::IsOk;
 using ::rill::testing::Must;
+
+// `spec` with the variants the backends under test provide.
+KernelSpec WithVariants(KernelSpec spec) {
+  return Must(WithBackendVariants(std::move(spec)), "adding the backends' variants");
+}
 
 using SaxpyKernel = TypedKernel<float, DeviceMemory<float>, DeviceMemory<float>, uint64_t>;
 
@@ -43,14 +35,7 @@ KernelSpec SaxpySpec() {
         const int64_t i = t.global_x();
         if (i >= 0 && static_cast<uint64_t>(i) < n) y[i] = a * x[i] + y[i];
       });
-  spec.AddOpenClSource(R"CL(
-#pragma OPENCL FP_CONTRACT OFF
-__kernel void saxpy(float a, __global const float* x, __global float* y, ulong n) {
-  const size_t i = get_global_id(0);
-  if (i < n) y[i] = a * x[i] + y[i];
-})CL");
-  AddCuda(spec);
-  return spec;
+  return WithVariants(std::move(spec));
 }
 
 // out[(z * height + y) * width + x] = x + 100 * y + 10000 * z + bias over a
@@ -72,20 +57,7 @@ KernelSpec VolumeSpec() {
           out[(z * extent.y + y) * extent.x + x] = x + 100 * y + 10000 * z + bias;
         }
       });
-  spec.AddOpenClSource(R"CL(
-typedef struct { long x, y, z; } Dim3;  // rill::Dim3's layout.
-__kernel void volume(__global long* out, __global long* dims, Dim3 extent, long bias) {
-  const long x = get_global_id(0), y = get_global_id(1), z = get_global_id(2);
-  if (x == 0 && y == 0 && z == 0) {
-    dims[0] = get_local_size(0); dims[1] = get_local_size(1); dims[2] = get_local_size(2);
-    dims[3] = get_num_groups(0); dims[4] = get_num_groups(1); dims[5] = get_num_groups(2);
-  }
-  if (x < extent.x && y < extent.y && z < extent.z) {
-    out[(z * extent.y + y) * extent.x + x] = x + 100 * y + 10000 * z + bias;
-  }
-})CL");
-  AddCuda(spec);
-  return spec;
+  return WithVariants(std::move(spec));
 }
 
 struct Mixed {
@@ -100,22 +72,14 @@ KernelSpec ScalarsSpec() {
       [](const HostThread& t, int8_t small, uint64_t wide, Mixed mixed, double* out) {
         if (t.global_x() == 0) out[0] = small + static_cast<double>(wide) + mixed.a * mixed.b;
       });
-  spec.AddOpenClSource(R"CL(
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-#pragma OPENCL FP_CONTRACT OFF
-typedef struct { short a; double b; } Mixed;  // The test's Mixed.
-__kernel void scalars(char small, ulong wide, Mixed mixed, __global double* out) {
-  if (get_global_id(0) == 0) out[0] = small + (double)wide + mixed.a * mixed.b;
-})CL");
-  AddCuda(spec);
-  return spec;
+  return WithVariants(std::move(spec));
 }
 
 class KernelConformance : public ConformanceTest {
  protected:
   void SetUp() override {
     ConformanceTest::SetUp();
-    if (HasFatalFailure()) return;
+    if (HasFatalFailure() || IsSkipped()) return;
     skip_ = RequireFeature(executor_, Feature::kKernelLaunch, [&] {
       absl::StatusOr<SaxpyKernel> k =
           executor_->LoadKernel<float, DeviceMemory<float>, DeviceMemory<float>, uint64_t>(
@@ -131,8 +95,14 @@ class KernelConformance : public ConformanceTest {
   SaxpyKernel LoadSaxpy(StreamExecutor* executor) {
     return Must(executor->LoadKernel<float, DeviceMemory<float>, DeviceMemory<float>, uint64_t>(
                     SaxpySpec()),
-                "LoadKernel(saxpy)");
+                kLoadHint);
   }
+  // What a backend that declares launches but cannot load the suite's
+  // kernels should do.
+  static constexpr const char* kLoadHint =
+      "LoadKernel of a suite kernel (a backend that declares kKernelLaunch but does not run host "
+      "functions provides its versions of the suite's kernels with RILL_CONFORMANCE_KERNELS, "
+      "rill/conformance/suite_kernels.h)";
 
   // Runs saxpy over n elements with `threads` per block and checks it.
   void RunSaxpy(uint64_t n, int64_t threads) {
@@ -323,10 +293,7 @@ TEST_P(KernelConformance, LoadErrors) {
 
 TEST_P(KernelConformance, KernelOfAnotherExecutorIsInvalidArgument) {
   if (!skip_.ok()) GTEST_SKIP() << skip_;
-  if (platform()->VisibleDeviceCount() < 2) {
-    GTEST_SKIP() << platform()->Name()
-                 << " has one device here; run with more (RILL_HOST_DEVICES=2)";
-  }
+  if (absl::Status s = RequireDevices(2); !s.ok()) GTEST_SKIP() << s.message();
   StreamExecutor* peer = Must(
       platform()->ExecutorForDevice((GetParam().ordinal + 1) % platform()->VisibleDeviceCount()));
   SaxpyKernel foreign = LoadSaxpy(peer);

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "tests/conformance/conformance.h"
+#include "rill/conformance/conformance.h"
 
 namespace rill::conformance {
 namespace {

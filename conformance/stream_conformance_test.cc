@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/conformance/conformance.h"
+#include "rill/conformance/conformance.h"
 
 namespace rill::conformance {
 namespace {
@@ -83,7 +83,7 @@ TEST_P(StreamConformance, EnqueueIsAsynchronous) {
   ScopedDeviceMemory<int32_t> word = Allocate<int32_t>(1);
   const int32_t value = 42;
   int32_t out = -1;
-  auto gate = Gate::Make();
+  auto gate = Gate::Make(kBoundedWait);
   OpenOnExit open(gate);
   stream_->ThenDoHostCallback([gate] { gate->Wait(); })
       .ThenMemcpy(word.ptr(), &value, 4)
@@ -127,7 +127,7 @@ TEST_P(StreamConformance, WaitForStreamOrdersAcrossStreams) {
   ThenSlowStore(producer.get(), &flag, 1);
   stream_->ThenWaitFor(producer.get()).ThenDoHostCallback([&] { seen = flag.load(); });
   // Work enqueued on the producer after the wait is not waited for.
-  auto gate = Gate::Make();
+  auto gate = Gate::Make(kBoundedWait);
   OpenOnExit open(gate);
   producer->ThenDoHostCallback([gate] { gate->Wait(); });
   ASSERT_TRUE(IsOk(stream_->BlockHostUntilDone()));
@@ -142,10 +142,7 @@ TEST_P(StreamConformance, WaitForStreamOrdersAcrossStreams) {
 // Two streams of two different devices take turns: each step waits for the
 // other device's previous step.
 TEST_P(StreamConformance, StreamsOfTwoDevicesWaitOnEachOther) {
-  if (platform()->VisibleDeviceCount() < 2) {
-    GTEST_SKIP() << platform()->Name()
-                 << " has one device here; run with more (RILL_HOST_DEVICES=2)";
-  }
+  if (absl::Status s = RequireDevices(2); !s.ok()) GTEST_SKIP() << s.message();
   if (absl::Status s = RequireCallbacks(); !s.ok()) GTEST_SKIP() << s;
   StreamExecutor* peer = Must(
       platform()->ExecutorForDevice((GetParam().ordinal + 1) % platform()->VisibleDeviceCount()));
@@ -251,7 +248,7 @@ TEST_P(StreamConformance, AnEnqueueErrorLetsTheWorkQueuedBeforeItRun) {
   absl::Status notified_after = absl::UnknownError("not notified");
   std::unique_ptr<Event> early = Must(executor_->CreateEvent());
   std::unique_ptr<Event> late = Must(executor_->CreateEvent());
-  auto gate = Gate::Make();
+  auto gate = Gate::Make(kBoundedWait);
   {
     OpenOnExit open(gate);
     // Held behind the gate, so everything below is still queued when the
@@ -337,7 +334,7 @@ TEST_P(StreamConformance, EventStates) {
   EXPECT_TRUE(
       HasError(event->Synchronize(), absl::StatusCode::kFailedPrecondition, {"never recorded"}));
 
-  auto gate = Gate::Make();
+  auto gate = Gate::Make(kBoundedWait);
   OpenOnExit open(gate);
   stream_->ThenDoHostCallback([gate] { gate->Wait(); }).ThenRecordEvent(event.get());
   EXPECT_TRUE(event->recorded());
@@ -347,7 +344,7 @@ TEST_P(StreamConformance, EventStates) {
   EXPECT_EQ(event->PollForStatus(), Event::Status::kComplete);
 
   // Re-recording moves the point.
-  auto gate2 = Gate::Make();
+  auto gate2 = Gate::Make(kBoundedWait);
   OpenOnExit open2(gate2);
   stream_->ThenDoHostCallback([gate2] { gate2->Wait(); }).ThenRecordEvent(event.get());
   EXPECT_EQ(event->PollForStatus(), Event::Status::kPending);
@@ -406,7 +403,7 @@ TEST_P(StreamConformance, WaitingOnNeverRecordedEventIsFailedPrecondition) {
 TEST_P(StreamConformance, EventMayBeDestroyedWhileAWaitIsPending) {
   if (absl::Status s = RequireCallbacks(); !s.ok()) GTEST_SKIP() << s;
   std::unique_ptr<Stream> producer = NewStream();
-  auto gate = Gate::Make();
+  auto gate = Gate::Make(kBoundedWait);
   OpenOnExit open(gate);
   std::atomic<int> flag{0};
   int seen = -1;

@@ -1,4 +1,4 @@
-// The CUDA variants of the conformance kernels (kernel_conformance_test.cc),
+// The CUDA versions of the conformance suite's kernels (rill/conformance/suite_kernels.h),
 // embedded as a fatbin when the CUDA backend is built. Same names and
 // parameter layouts as the host and OpenCL variants.
 #include <cstdint>
