@@ -12,13 +12,13 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "rill/base/mutex.h"
+#include "rill/executor/attached_streams.h"
 #include "rill/executor/device_memory.h"
 #include "rill/executor/stream_executor_interface.h"
 #include "rill/plugins/plugin.h"
 #include "rill/stream/event.h"
 #include "rill/stream/kernel.h"
 #include "rill/stream/stream.h"
-#include "rill/stream/stream_registry.h"
 
 namespace rill {
 
@@ -157,7 +157,7 @@ class StreamExecutor {
   std::unique_ptr<StreamExecutorInterface> impl_;
   const std::shared_ptr<std::atomic<bool>> alive_ = std::make_shared<std::atomic<bool>>(true);
   // Shared with the streams: either side may be destroyed first.
-  const std::shared_ptr<StreamRegistry> streams_ = std::make_shared<StreamRegistry>();
+  const std::shared_ptr<AttachedStreams> streams_ = std::make_shared<AttachedStreams>();
 
   struct PluginSlot {
     // Every instance made for the kind, kept until the executor goes: a

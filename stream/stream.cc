@@ -17,8 +17,8 @@
 
 namespace rill {
 
-Stream::Stream(StreamExecutor* parent, std::shared_ptr<StreamRegistry> registry)
-    : parent_(parent), registry_(std::move(registry)) {}
+Stream::Stream(StreamExecutor* parent, std::shared_ptr<AttachedStreams> attached_streams)
+    : parent_(parent), attached_streams_(std::move(attached_streams)) {}
 
 absl::Status Stream::Init(const StreamOptions& options) {
   absl::StatusOr<std::unique_ptr<StreamInterface>> impl =
@@ -35,11 +35,11 @@ absl::Status Stream::Init(const StreamOptions& options) {
 }
 
 Stream::~Stream() {
-  // Leaves the executor's registry first: from then on the executor never
+  // Leaves the executor's AttachedStreams first: from then on the executor never
   // touches this stream, and its destructor waits for EndRemove, so the
   // backend outlives the backend stream. A stream detached meanwhile was
   // drained by the executor.
-  const StreamRegistry::Leave leave = registry_->BeginRemove(this);
+  const AttachedStreams::Leave leave = attached_streams_->BeginRemove(this);
   if (leave.attached && impl_ != nullptr) {
     // Fails only on the stream's own thread (a host callback of this
     // stream destroying it): the work queued after the callback could be
@@ -51,7 +51,7 @@ Stream::~Stream() {
                              << drained;
   }
   impl_.reset();
-  if (leave.counted) registry_->EndRemove();
+  if (leave.counted) attached_streams_->EndRemove();
 }
 
 void Stream::Detach() {

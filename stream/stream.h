@@ -26,7 +26,7 @@ class DeviceSpan;
 class Event;
 class StreamExecutor;
 class StreamInterface;
-class StreamRegistry;
+class AttachedStreams;
 class Timer;
 struct StreamOptions;
 namespace internal {
@@ -271,7 +271,7 @@ class Stream {
 
  private:
   friend class StreamExecutor;
-  Stream(StreamExecutor* parent, std::shared_ptr<StreamRegistry> registry);
+  Stream(StreamExecutor* parent, std::shared_ptr<AttachedStreams> attached_streams);
   absl::Status Init(const StreamOptions& options);
   // Called by the executor's destructor: waits for the work, then makes
   // every later call fail.
@@ -309,7 +309,7 @@ class Stream {
   friend std::string StreamLane(const Stream* stream);
 
   std::atomic<StreamExecutor*> parent_;
-  const std::shared_ptr<StreamRegistry> registry_;  // The executor's; outlives it.
+  const std::shared_ptr<AttachedStreams> attached_streams_;  // The executor's; outlives it.
   StreamStatus status_;
   std::unique_ptr<StreamInterface> impl_;
   // The lane name and device-time anchor, for listeners and DeviceSpan.

@@ -8,14 +8,14 @@
 #include "rill/base/mutex.h"
 #include "rill/executor/stream_executor_interface.h"
 #include "rill/platform/host/host_task.h"
-#include "rill/stream/live_stream_set.h"
-#include "rill/stream/stream_worker.h"
+#include "rill/platform/utils/backend_stream_set.h"
+#include "rill/platform/utils/stream_worker.h"
 
 namespace rill {
 
 class HostStream;
 // The live streams of one host executor (for SynchronizeAllActivity).
-using HostStreamRegistry = LiveStreamSet<HostStream>;
+using HostStreamRegistry = BackendStreamSet<HostStream>;
 
 // A host stream: an in-order queue drained by its own worker thread (a
 // StreamWorker, which says what a hand-off costs).

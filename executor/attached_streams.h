@@ -1,5 +1,5 @@
-#ifndef RILL_STREAM_STREAM_REGISTRY_H_
-#define RILL_STREAM_STREAM_REGISTRY_H_
+#ifndef RILL_EXECUTOR_ATTACHED_STREAMS_H_
+#define RILL_EXECUTOR_ATTACHED_STREAMS_H_
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
@@ -9,7 +9,8 @@ namespace rill {
 
 class Stream;
 
-// The live Streams of one StreamExecutor. Shared (by shared_ptr) between
+// The front Streams attached to one StreamExecutor (a backend keeps its
+// backend streams in a BackendStreamSet). Shared (by shared_ptr) between
 // the executor and its streams, so that either may be destroyed first, on
 // any thread, without one touching the other after it is gone:
 //
@@ -26,7 +27,7 @@ class Stream;
 //    backend outlives the destruction of their backend streams.
 //
 // Thread-safe.
-class StreamRegistry {
+class AttachedStreams {
  public:
   void Add(Stream* stream) {
     MutexLock lock(&mu_);
@@ -86,4 +87,4 @@ class StreamRegistry {
 
 }  // namespace rill
 
-#endif  // RILL_STREAM_STREAM_REGISTRY_H_
+#endif  // RILL_EXECUTOR_ATTACHED_STREAMS_H_

@@ -1,5 +1,5 @@
-#ifndef RILL_STREAM_STREAM_WORKER_H_
-#define RILL_STREAM_STREAM_WORKER_H_
+#ifndef RILL_PLATFORM_UTILS_STREAM_WORKER_H_
+#define RILL_PLATFORM_UTILS_STREAM_WORKER_H_
 
 #include <atomic>
 #include <chrono>
@@ -192,4 +192,4 @@ class StreamWorker {
 
 }  // namespace rill
 
-#endif  // RILL_STREAM_STREAM_WORKER_H_
+#endif  // RILL_PLATFORM_UTILS_STREAM_WORKER_H_

@@ -1,5 +1,5 @@
-#ifndef RILL_STREAM_LIVE_STREAM_SET_H_
-#define RILL_STREAM_LIVE_STREAM_SET_H_
+#ifndef RILL_PLATFORM_UTILS_BACKEND_STREAM_SET_H_
+#define RILL_PLATFORM_UTILS_BACKEND_STREAM_SET_H_
 
 #include <memory>
 #include <utility>
@@ -13,7 +13,9 @@
 
 namespace rill {
 
-// The live streams of one backend executor, for SynchronizeAllActivity.
+// The live backend streams of one backend executor, for
+// SynchronizeAllActivity and deferred frees (the executor's front Streams
+// are in its AttachedStreams).
 // Shared (by shared_ptr) between the executor and its streams, so that a
 // stream outliving its executor can still leave it. `StreamT` has
 // `absl::Status BlockHostUntilDone()`.
@@ -30,13 +32,13 @@ namespace rill {
 // waits for it, so the stream is never destroyed under the wait.
 // Thread-safe.
 template <typename StreamT>
-class LiveStreamSet {
+class BackendStreamSet {
  public:
-  LiveStreamSet() = default;
-  explicit LiveStreamSet(std::shared_ptr<LiveStreamSet> platform)
+  BackendStreamSet() = default;
+  explicit BackendStreamSet(std::shared_ptr<BackendStreamSet> platform)
       : platform_(std::move(platform)) {}
-  LiveStreamSet(const LiveStreamSet&) = delete;
-  LiveStreamSet& operator=(const LiveStreamSet&) = delete;
+  BackendStreamSet(const BackendStreamSet&) = delete;
+  BackendStreamSet& operator=(const BackendStreamSet&) = delete;
 
   void Add(StreamT* stream) {
     if (platform_ != nullptr) platform_->Add(stream);
@@ -106,7 +108,7 @@ class LiveStreamSet {
     }
   }
 
-  const std::shared_ptr<LiveStreamSet> platform_;  // Null: none.
+  const std::shared_ptr<BackendStreamSet> platform_;  // Null: none.
   Mutex mu_;
   CondVar unpinned_;
   absl::flat_hash_set<StreamT*> streams_ ABSL_GUARDED_BY(mu_);
@@ -116,4 +118,4 @@ class LiveStreamSet {
 
 }  // namespace rill
 
-#endif  // RILL_STREAM_LIVE_STREAM_SET_H_
+#endif  // RILL_PLATFORM_UTILS_BACKEND_STREAM_SET_H_
