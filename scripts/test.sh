@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Builds Rill and runs its tests. Works from any directory.
 #
-#   scripts/test.sh           setup, configure build/, build, ctest (all tests),
+#   scripts/test.sh           setup, check the C++ layout (clang-format), configure
+#                             build/, build, ctest (all tests),
 #                             then install into a temporary prefix and build and
 #                             run tests/consumer, tests/consumer_all and
 #                             examples/custom_blas against the installed package,
-#                             and compile README.md's C++ snippets against it
+#                             and compile README.md's C++ snippets against it;
+#                             then build two outside backends against it and run
+#                             the installed conformance suite on them (a copy of
+#                             platform/skeleton, examples/toy_backend)
 #   scripts/test.sh --tsan    ThreadSanitizer build in build-tsan/ of just the
 #                             tests it runs (targets tests_<label>): those labelled
 #                             stream, conformance, engine, tensor, graph, io or kvstore
@@ -140,6 +144,18 @@ configure() {
   cmake -S . -B "$BUILD_DIR" "${gen[@]}" "${CMAKE_ARGS[@]}"
 }
 
+# Every C++ and CUDA file as clang-format (.clang-format) lays it out.
+check_format() {
+  local files
+  mapfile -t files < <(git ls-files '*.cc' '*.h' '*.cu' 2>/dev/null || true)
+  if [[ ${#files[@]} -eq 0 ]]; then
+    echo "format: not a git checkout; skipped"
+    return 0
+  fi
+  clang-format --dry-run --Werror "${files[@]}"
+  echo "format: ${#files[@]} files as .clang-format lays them out"
+}
+
 # The installed CMake package must not carry absolute paths of outside
 # libraries (they are found again through RillDependencies.cmake).
 check_package_paths() {
@@ -160,7 +176,7 @@ configure_consumer() {
     -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     >"$LOG_DIR/$3-configure.log" \
     || { cat "$LOG_DIR/$3-configure.log"; return 1; }
-  grep -E '^-- (rill_consumer|rill_consumer_all|custom_blas|Rill):' "$LOG_DIR/$3-configure.log" || true
+  grep -E '^-- (rill_consumer|rill_consumer_all|custom_blas|toy|Rill):' "$LOG_DIR/$3-configure.log" || true
 }
 
 # Installs the build just tested into a temporary prefix, then configures,
@@ -187,6 +203,27 @@ consumer() {
   configure_consumer examples/custom_blas "$ebuild" custom-blas
   cmake --build "$ebuild" -j "$JOBS"
   "$ebuild/custom_blas"
+}
+
+# Backends written outside the tree against the installed package, each
+# tested by the installed conformance suite through one
+# rill_add_conformance_test line: platform/skeleton copied under a new name
+# by scripts/new_backend.sh (every method Unimplemented: the suite checks
+# its platform and skips every case, saying why), and examples/toy_backend
+# (host memory, a thread per stream; the host library plugins serve it).
+outside_backends() {
+  local src="$LOG_DIR/new-backend/mine" sbuild="$LOG_DIR/new-backend-build"
+  local tbuild="$LOG_DIR/toy-backend-build" log="$LOG_DIR/outside-ctest.log"
+  scripts/new_backend.sh mine "$src" >/dev/null
+  configure_consumer "$src" "$sbuild" new-backend
+  cmake --build "$sbuild" -j "$JOBS"
+  ctest --test-dir "$sbuild" --output-on-failure --no-tests=error >"$log" 2>&1 || { cat "$log"; return 1; }
+  SUMMARY+=("skeleton copy (outside): $(grep -E '^[0-9]+% tests passed' "$log")")
+  configure_consumer examples/toy_backend "$tbuild" toy-backend
+  cmake --build "$tbuild" -j "$JOBS"
+  ctest --test-dir "$tbuild" --output-on-failure --no-tests=error >"$log" 2>&1 || { cat "$log"; return 1; }
+  SUMMARY+=("toy backend (outside): $(grep -E '^[0-9]+% tests passed' "$log")")
+  "$tbuild/toy_demo"
 }
 
 # The libFuzzer target (tests/fuzz/README.md): a clang build of the
@@ -282,6 +319,7 @@ run_train_demo() {
 }
 
 step setup bash scripts/setup.sh
+[[ "$MODE" == default ]] && step format check_format
 if [[ "$MODE" == fuzz ]]; then
   step configure configure_fuzz
   step tests run_fuzz_tests
@@ -296,6 +334,7 @@ step build build
 step ctest run_ctest
 if [[ "$MODE" == default ]]; then
   step consumer consumer
+  step backends outside_backends
   # The imperative training example on the CPU context, a host device and
   # OpenCL (PoCL): it must learn (--check).
   step mlp run_mlp
