@@ -51,6 +51,15 @@ class DeviceMemoryBase {
   uint64_t offset_ = 0;
 };
 
+// The host address of `memory`'s first byte (the handle plus the offset),
+// on a device whose memory is host memory (Feature::kHostAddressableMemory:
+// the handle is a host pointer). Meaningless elsewhere: a CUDA or OpenCL
+// handle is no host address. StreamExecutor::HostAddress also checks that
+// the device owns the memory.
+inline void* HostPointer(const DeviceMemoryBase& memory) {
+  return static_cast<char*>(memory.opaque()) + memory.offset();
+}
+
 // A typed view of device memory holding elements of T.
 //   DeviceMemory<float> x = ...;  x.ElementCount();  x.GetSlice(8, 16);
 template <typename T>

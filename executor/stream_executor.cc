@@ -31,6 +31,8 @@ const char* FeatureName(Feature feature) {
       return "pinned host memory";
     case Feature::kDeviceToDeviceCopy:
       return "device-to-device copy";
+    case Feature::kHostAddressableMemory:
+      return "host-addressable memory";
   }
   return "unknown feature";
 }

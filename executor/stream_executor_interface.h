@@ -35,6 +35,16 @@ enum class Feature {
   kTimers,
   kPinnedHostMemory,
   kDeviceToDeviceCopy,
+  // The device's memory is ordinary host memory: a DeviceMemoryBase's
+  // opaque() is a host pointer to its allocation (HostPointer() adds the
+  // view's offset; StreamExecutorInterface::HostAddress returns it), which
+  // host threads may read and write while the stream's work runs -- a host
+  // callback on the stream sees what earlier work wrote. The host library
+  // plugins (OpenBLAS, FFTW, oneDNN, ...; plugins/host_library.h) serve
+  // such a device. Unlike the others, this feature is Unimplemented unless
+  // the backend declares it (a wrong claim would let a library write
+  // through a device handle).
+  kHostAddressableMemory,
 };
 const char* FeatureName(Feature feature);
 
@@ -136,8 +146,14 @@ class StreamExecutorInterface {
   virtual ~StreamExecutorInterface() = default;
 
   virtual const DeviceDescription& Description() const = 0;
-  // OK, or Unimplemented with the reason.
-  virtual absl::Status Supports(Feature feature) const { return absl::OkStatus(); }
+  // OK, or Unimplemented with the reason. By default every feature is
+  // supported but kHostAddressableMemory, which a backend declares itself.
+  virtual absl::Status Supports(Feature feature) const {
+    if (feature == Feature::kHostAddressableMemory) {
+      return absl::UnimplementedError("device memory is not host memory");
+    }
+    return absl::OkStatus();
+  }
 
   // `size` > 0. ResourceExhausted when the device cannot provide it.
   virtual absl::StatusOr<DeviceMemoryBase> Allocate(uint64_t size) = 0;
@@ -156,9 +172,10 @@ class StreamExecutorInterface {
   // another device.
   virtual bool Owns(const DeviceMemoryBase& memory) const { return true; }
   // The host address of `memory`'s first byte, for a backend whose device
-  // memory the host can read and write directly (the host backend; a
-  // unified-memory device). Unimplemented where it cannot (OpenCL buffers,
-  // CUDA device memory); InvalidArgument for memory this device does not own.
+  // memory the host can read and write directly, which declares
+  // Feature::kHostAddressableMemory (the host backend; a unified-memory
+  // device). Unimplemented where it cannot (OpenCL buffers, CUDA device
+  // memory); InvalidArgument for memory this device does not own.
   virtual absl::StatusOr<void*> HostAddress(const DeviceMemoryBase& memory) const {
     return absl::UnimplementedError("device memory is not host-addressable");
   }

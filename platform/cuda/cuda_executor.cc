@@ -36,6 +36,15 @@ CudaExecutor::~CudaExecutor() {
   for (void* ptr : host_allocations_) cudaFreeHost(ptr);
 }
 
+absl::Status CudaExecutor::Supports(Feature feature) const {
+  if (feature == Feature::kHostAddressableMemory) {
+    return absl::UnimplementedError(
+        "CUDA device memory is not host memory: its handle is a device pointer the host cannot "
+        "dereference");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<DeviceMemoryBase> CudaExecutor::Allocate(uint64_t size) {
   if (size > static_cast<uint64_t>(description_.memory_bytes)) {
     return absl::ResourceExhaustedError(

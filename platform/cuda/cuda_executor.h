@@ -34,6 +34,8 @@ class CudaExecutor : public StreamExecutorInterface {
   ~CudaExecutor() override;
 
   const DeviceDescription& Description() const override { return description_; }
+  // Every feature but kHostAddressableMemory.
+  absl::Status Supports(Feature feature) const override;
   absl::StatusOr<DeviceMemoryBase> Allocate(uint64_t size) override;
   absl::Status Deallocate(DeviceMemoryBase memory) override;
   absl::StatusOr<void*> HostMemoryAllocate(uint64_t size) override;

@@ -12,14 +12,10 @@
 
 namespace rill {
 
-// On the host, device memory is host memory: the handle is the allocation's
-// address and the view's offset is added to it.
-inline void* HostPointer(const DeviceMemoryBase& memory) {
-  return static_cast<char*>(memory.opaque()) + memory.offset();
-}
-
 // One virtual host device. Memory comes from 64-byte-aligned host
-// allocations counted against `memory_limit` bytes. Its streams also enter
+// allocations counted against `memory_limit` bytes: device memory is host
+// memory (Feature::kHostAddressableMemory), the handle is the allocation's
+// address and HostPointer() adds the view's offset. Its streams also enter
 // `platform_streams` (the streams of every device of the platform, which
 // may copy from this device's memory), past whose queued work a free is
 // deferred; null: this device's streams alone. Thread-safe.
@@ -30,6 +26,8 @@ class HostExecutor : public StreamExecutorInterface {
   ~HostExecutor() override;
 
   const DeviceDescription& Description() const override { return description_; }
+  // Every feature, kHostAddressableMemory included.
+  absl::Status Supports(Feature feature) const override { return absl::OkStatus(); }
 
   absl::StatusOr<DeviceMemoryBase> Allocate(uint64_t size) override;
   absl::Status Deallocate(DeviceMemoryBase memory) override;

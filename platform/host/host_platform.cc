@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "rill/base/status_macros.h"
 #include "rill/platform/host/host_executor.h"
+#include "rill/plugins/host_library.h"
 
 namespace rill {
 
@@ -134,6 +135,10 @@ absl::StatusOr<std::unique_ptr<StreamExecutorInterface>> HostPlatform::CreateExe
 }
 
 absl::Status RegisterHostPlatform(PlatformManager& manager) {
+  // Device memory is host memory (Feature::kHostAddressableMemory), so the
+  // host library plugins linked into the program (OpenBLAS, FFTW, oneDNN,
+  // ...) serve this platform; any such backend makes the same call.
+  RILL_RETURN_IF_ERROR(RegisterHostLibraryPlugins(kHostPlatformId));
   absl::StatusOr<HostPlatformOptions> options = HostPlatformOptionsFromEnv();
   if (!options.ok()) {
     return manager.RegisterPlatform(

@@ -65,8 +65,10 @@ class HostPlatform : public Platform {
 };
 
 // Registers the host platform, configured from the environment, with
-// `manager`. Harmless when it is already registered. A bad environment
-// setting registers a platform with no devices that says why.
+// `manager`, and the host library plugins for it with
+// PluginRegistry::Default() (RegisterHostLibraryPlugins). Harmless when it
+// is already registered. A bad environment setting registers a platform
+// with no devices that says why.
 absl::Status RegisterHostPlatform(PlatformManager& manager);
 
 }  // namespace rill

@@ -49,11 +49,6 @@ class HostStream : public StreamInterface {
                       const KernelInterface& kernel, KernelArgs args) override;
   absl::Status BlockHostUntilDone() override;
 
-  // Runs `task` on this stream's worker after the work before it; its error
-  // puts the stream in the error state. DoHostCallback without the
-  // AnyInvocable: host library plugins enqueue through this, so a call's
-  // captures (up to HostTask::kInlineSize bytes) are never heap-allocated.
-  void EnqueueTask(HostTask task) { Enqueue(std::move(task)); }
   // Holds `held` until the work queued before this call has run (also on a
   // failed stream). Deallocate defers frees through it.
   void HoldUntilQueuedWorkDone(std::shared_ptr<void> held) {

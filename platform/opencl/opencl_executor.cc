@@ -55,6 +55,11 @@ absl::Status OpenClExecutor::Supports(Feature feature) const {
     return absl::UnimplementedError(
         "timers: this OpenCL device has no profiling queues (CL_QUEUE_PROFILING_ENABLE)");
   }
+  if (feature == Feature::kHostAddressableMemory) {
+    return absl::UnimplementedError(
+        "an OpenCL buffer (cl_mem) is not host memory: the host reaches it through the queue "
+        "(copies, maps), even on a CPU device");
+  }
   return absl::OkStatus();
 }
 

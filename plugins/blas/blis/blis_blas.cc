@@ -19,12 +19,8 @@
 #include "absl/strings/str_cat.h"
 #include "rill/base/status_macros.h"
 #include "rill/executor/stream_executor.h"
-#include "rill/platform/host/host_executor.h"
-#include "rill/platform/host/host_platform.h"
-#include "rill/platform/host/host_plugin.h"
 #include "rill/platform/host/host_thread_budget.h"
-#include "rill/platform/platform.h"
-#include "rill/plugins/plugin_registry.h"
+#include "rill/plugins/host_library.h"
 #include "rill/stream/stream.h"
 
 #ifndef RILL_BLIS_LIBRARY
@@ -268,11 +264,7 @@ absl::Status EnqueueLevel1(StreamExecutor* owner, Stream* stream, Level1 op, con
 absl::Status Blis::Load() { return Api().status; }
 
 absl::StatusOr<std::unique_ptr<Blis>> Blis::Create(StreamExecutor* executor) {
-  if (executor == nullptr) return absl::InvalidArgumentError("blis: executor is null");
-  if (executor->platform()->id() != kHostPlatformId) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("blis runs on the host platform, not ", executor->DebugName()));
-  }
+  RILL_RETURN_IF_ERROR(CheckHostLibraryPlatform(executor, kName));
   RILL_RETURN_IF_ERROR(Load());
   Policy();
   return std::unique_ptr<Blis>(new Blis(executor));
@@ -378,7 +370,7 @@ absl::StatusOr<std::unique_ptr<PluginInterface>> CreateBlis(StreamExecutor* exec
 
 }  // namespace
 
-RILL_REGISTER_PLUGIN(blis, kHostPlatformId, PluginKind::kBlas, Blis::kName, CreateBlis,
-                     /*make_default=*/false);
+RILL_REGISTER_HOST_LIBRARY_PLUGIN(blis, PluginKind::kBlas, Blis::kName, CreateBlis,
+                                  /*make_default=*/false);
 
 }  // namespace rill

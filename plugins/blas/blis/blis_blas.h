@@ -11,10 +11,11 @@ namespace rill {
 
 class StreamExecutor;
 
-// BlasSupport for the host platform through BLIS's typed API (bli_sgemm_ex,
-// bli_dgemv, ...). Registered as "blis" (not the default; select it with
-// SetPlugin or RILL_BLAS=blis). Calls are checked (BlasSupport), enqueued on
-// the stream and run on the stream's worker thread, in stream order.
+// BlasSupport for host-memory devices (the host platform;
+// plugins/host_library.h) through BLIS's typed API (bli_sgemm_ex, bli_dgemv,
+// ...). Registered as "blis" (not the default; select it with SetPlugin or
+// RILL_BLAS=blis). Calls are checked (BlasSupport), enqueued on the stream and
+// run on the stream's worker thread, in stream order.
 //
 // Symbols: BLIS exports cblas_* like OpenBLAS, so linking both lets the
 // first on the link line serve both. This plugin therefore does not link

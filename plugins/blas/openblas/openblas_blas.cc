@@ -13,12 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "rill/base/status_macros.h"
 #include "rill/executor/stream_executor.h"
-#include "rill/platform/host/host_executor.h"
-#include "rill/platform/host/host_platform.h"
-#include "rill/platform/host/host_plugin.h"
 #include "rill/platform/host/host_thread_budget.h"
-#include "rill/platform/platform.h"
-#include "rill/plugins/plugin_registry.h"
+#include "rill/plugins/host_library.h"
 #include "rill/stream/stream.h"
 
 namespace rill {
@@ -179,11 +175,7 @@ std::vector<T*> Pointers(const std::vector<DeviceMemoryBase>& memory) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<OpenBlas>> OpenBlas::Create(StreamExecutor* executor) {
-  if (executor == nullptr) return absl::InvalidArgumentError("openblas: executor is null");
-  if (executor->platform()->id() != kHostPlatformId) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("openblas runs on the host platform, not ", executor->DebugName()));
-  }
+  RILL_RETURN_IF_ERROR(CheckHostLibraryPlatform(executor, kName));
   Policy();  // Reads RILL_BLAS_THREADS and the library's thread count once.
   return std::unique_ptr<OpenBlas>(new OpenBlas(executor));
 }
@@ -315,7 +307,7 @@ absl::StatusOr<std::unique_ptr<PluginInterface>> CreateOpenBlas(StreamExecutor* 
 
 }  // namespace
 
-RILL_REGISTER_PLUGIN(openblas, kHostPlatformId, PluginKind::kBlas, OpenBlas::kName, CreateOpenBlas,
-                     /*make_default=*/true);
+RILL_REGISTER_HOST_LIBRARY_PLUGIN(openblas, PluginKind::kBlas, OpenBlas::kName, CreateOpenBlas,
+                                  /*make_default=*/true);
 
 }  // namespace rill

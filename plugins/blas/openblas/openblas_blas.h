@@ -11,8 +11,9 @@ namespace rill {
 
 class StreamExecutor;
 
-// BlasSupport for the host platform through OpenBLAS's CBLAS API, linked
-// normally. Registered as "openblas", the host default. Each call is checked
+// BlasSupport for host-memory devices (the host platform;
+// plugins/host_library.h) through OpenBLAS's CBLAS API, linked normally.
+// Registered as "openblas", the host default. Each call is checked
 // (BlasSupport), then enqueued on the stream and run on the stream's worker
 // thread, in stream order; batched gemms are a loop of cblas_?gemm calls.
 //

@@ -7,7 +7,6 @@
 #include <exception>
 
 #include "absl/strings/str_cat.h"
-#include "rill/platform/host/host_executor.h"
 #include "rill/stream/stream_listener.h"
 
 namespace rill::onednn {

@@ -20,8 +20,8 @@
 #include "absl/status/statusor.h"
 #include "rill/base/mutex.h"
 #include "rill/executor/device_memory.h"
-#include "rill/platform/host/host_plugin.h"
 #include "rill/plugins/dnn/dnn_descriptors.h"
+#include "rill/plugins/host_library.h"
 
 namespace rill::onednn {
 
@@ -46,8 +46,9 @@ absl::Status RequireFloat(const char* op, DataType type);
 // cannot make one).
 absl::StatusOr<dnnl::engine*> Engine();
 
-// The calling thread's in-order oneDNN CPU stream on Engine(). Each Rill
-// host stream runs its tasks on one worker thread, so each gets its own.
+// The calling thread's in-order oneDNN CPU stream on Engine(). A Rill host
+// stream runs its tasks on one worker thread, so each gets its own (as does
+// each thread that runs another backend's host callbacks).
 dnnl::stream& ThreadStream();
 
 // Memory descriptors with explicit strides for the Rill layouts.

@@ -8,7 +8,6 @@
 #include "absl/strings/str_cat.h"
 #include "rill/base/status_macros.h"
 #include "rill/executor/stream_executor.h"
-#include "rill/platform/host/host_executor.h"
 #include "rill/platform/host/host_thread_budget.h"
 #include "rill/plugins/dnn/onednn/onednn_common.h"
 #include "rill/plugins/dnn/onednn/onednn_dnn.h"

@@ -9,11 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "rill/base/status_macros.h"
 #include "rill/executor/stream_executor.h"
-#include "rill/platform/host/host_executor.h"
-#include "rill/platform/host/host_platform.h"
-#include "rill/platform/platform.h"
 #include "rill/plugins/dnn/onednn/onednn_common.h"
-#include "rill/plugins/plugin_registry.h"
+#include "rill/plugins/host_library.h"
 
 namespace rill {
 
@@ -103,11 +100,7 @@ OneDnn::OneDnn(StreamExecutor* executor)
 OneDnn::~OneDnn() = default;
 
 absl::StatusOr<std::unique_ptr<OneDnn>> OneDnn::Create(StreamExecutor* executor) {
-  if (executor == nullptr) return absl::InvalidArgumentError("onednn: executor is null");
-  if (executor->platform()->id() != kHostPlatformId) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("onednn runs on the host platform, not ", executor->DebugName()));
-  }
+  RILL_RETURN_IF_ERROR(CheckHostLibraryPlatform(executor, kName));
   RILL_RETURN_IF_ERROR(onednn::Engine().status());
   return std::unique_ptr<OneDnn>(new OneDnn(executor));
 }
@@ -268,7 +261,7 @@ absl::Status OneDnn::Lrn(Stream* stream, const LrnArgs& a) {
       });
 }
 
-RILL_REGISTER_PLUGIN(onednn, kHostPlatformId, PluginKind::kDnn, OneDnn::kName, CreateOneDnn,
-                     /*make_default=*/true);
+RILL_REGISTER_HOST_LIBRARY_PLUGIN(onednn, PluginKind::kDnn, OneDnn::kName, CreateOneDnn,
+                                  /*make_default=*/true);
 
 }  // namespace rill

@@ -18,14 +18,15 @@ namespace onednn {
 class PrimitiveCache;
 }  // namespace onednn
 
-// DnnSupport for the host platform through oneDNN 2.x (CPU engine), float
-// only: double tensors are Unimplemented. Registered as "onednn", the host
-// default. Each call is checked (DnnSupport), its primitive looked up in a
-// per-plugin cache keyed by every shape parameter (created on the calling
-// thread on a miss, so an unsupported shape fails the Then* call at once),
-// then enqueued on the stream and run on the stream's worker thread on that
-// thread's own in-order dnnl::stream. Tensors keep the caller's layout
-// (memory descriptors with explicit strides), except inside convolutions.
+// DnnSupport for host-memory devices (the host platform;
+// plugins/host_library.h) through oneDNN 2.x (CPU engine), float only: double
+// tensors are Unimplemented. Registered as "onednn", the host default. Each
+// call is checked (DnnSupport), its primitive looked up in a per-plugin cache
+// keyed by every shape parameter (created on the calling thread on a miss, so
+// an unsupported shape fails the Then* call at once), then enqueued on the
+// stream and run on the stream's worker thread on that thread's own in-order
+// dnnl::stream. Tensors keep the caller's layout (memory descriptors with
+// explicit strides), except inside convolutions.
 //
 // Convolutions let oneDNN choose its layouts (format_tag::any): on AVX2 its
 // JIT direct convolution with blocked layouts (nChw8c data, OIhw8i8o-style

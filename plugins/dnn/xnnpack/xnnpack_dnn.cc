@@ -11,10 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "rill/base/status_macros.h"
 #include "rill/executor/stream_executor.h"
-#include "rill/platform/host/host_platform.h"
-#include "rill/platform/platform.h"
 #include "rill/plugins/dnn/xnnpack/xnnpack_common.h"
-#include "rill/plugins/plugin_registry.h"
+#include "rill/plugins/host_library.h"
 
 namespace rill {
 
@@ -136,11 +134,7 @@ XnnpackDnn::XnnpackDnn(StreamExecutor* executor)
 XnnpackDnn::~XnnpackDnn() = default;
 
 absl::StatusOr<std::unique_ptr<XnnpackDnn>> XnnpackDnn::Create(StreamExecutor* executor) {
-  if (executor == nullptr) return absl::InvalidArgumentError("xnnpack: executor is null");
-  if (executor->platform()->id() != kHostPlatformId) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("xnnpack runs on the host platform, not ", executor->DebugName()));
-  }
+  RILL_RETURN_IF_ERROR(CheckHostLibraryPlatform(executor, kName));
   RILL_RETURN_IF_ERROR(xnnpack::Initialize());
   return std::unique_ptr<XnnpackDnn>(new XnnpackDnn(executor));
 }
@@ -212,7 +206,7 @@ absl::Status XnnpackDnn::BatchNormBackward(Stream*, const BatchNormBackwardArgs&
 }
 absl::Status XnnpackDnn::Lrn(Stream*, const LrnArgs& a) { return Supports(DnnOperation::Of(a)); }
 
-RILL_REGISTER_PLUGIN(xnnpack, kHostPlatformId, PluginKind::kDnn, XnnpackDnn::kName, CreateXnnpack,
-                     /*make_default=*/false);
+RILL_REGISTER_HOST_LIBRARY_PLUGIN(xnnpack, PluginKind::kDnn, XnnpackDnn::kName, CreateXnnpack,
+                                  /*make_default=*/false);
 
 }  // namespace rill

@@ -18,13 +18,14 @@ namespace xnnpack {
 class OperatorCache;
 }  // namespace xnnpack
 
-// DnnSupport for the host platform through XNNPACK (Debian's 2022 snapshot),
-// an inference library: float only, forward only, NHWC tensors and OHWI
-// filters (what XNNPACK computes; element-wise calls and bias add take
-// either layout). Registered as "xnnpack", not the default: select it with
-// RILL_DNN=xnnpack, or chain it, RILL_DNN=xnnpack,onednn, so that what it
-// does not support (Supports() says why: NCHW convolutions, backward calls,
-// batch norm, LRN, tanh, log-softmax, ...) runs on oneDNN.
+// DnnSupport for host-memory devices (the host platform;
+// plugins/host_library.h) through XNNPACK (Debian's 2022 snapshot), an
+// inference library: float only, forward only, NHWC tensors and OHWI filters
+// (what XNNPACK computes; element-wise calls and bias add take either layout).
+// Registered as "xnnpack", not the default: select it with RILL_DNN=xnnpack,
+// or chain it, RILL_DNN=xnnpack,onednn, so that what it does not support
+// (Supports() says why: NCHW convolutions, backward calls, batch norm, LRN,
+// tanh, log-softmax, ...) runs on oneDNN.
 //
 // Supported: forward convolution (groups, depthwise, dilation, padding,
 // stride) with fused bias and fused relu / clipped relu (an output clamp);

@@ -11,10 +11,9 @@
 #include "absl/strings/str_cat.h"
 #include "rill/base/status_macros.h"
 #include "rill/executor/stream_executor.h"
-#include "rill/platform/host/host_executor.h"
-#include "rill/platform/host/host_plugin.h"
 #include "rill/plugins/dnn/xnnpack/xnnpack_common.h"
 #include "rill/plugins/dnn/xnnpack/xnnpack_dnn.h"
+#include "rill/plugins/host_library.h"
 #include "rill/stream/stream_listener.h"
 
 namespace rill {

@@ -6,14 +6,10 @@
 #include <cstring>
 #include <utility>
 
-#include "absl/strings/str_cat.h"
+#include "rill/base/status_macros.h"
 #include "rill/executor/stream_executor.h"
-#include "rill/platform/host/host_executor.h"
-#include "rill/platform/host/host_platform.h"
-#include "rill/platform/host/host_plugin.h"
-#include "rill/platform/platform.h"
 #include "rill/plugins/fft/fftw/fftw_plan.h"
-#include "rill/plugins/plugin_registry.h"
+#include "rill/plugins/host_library.h"
 
 namespace rill {
 namespace {
@@ -47,11 +43,7 @@ const Setup& GetSetup() {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<FftwFft>> FftwFft::Create(StreamExecutor* executor) {
-  if (executor == nullptr) return absl::InvalidArgumentError("fftw: executor is null");
-  if (executor->platform()->id() != kHostPlatformId) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("fftw runs on the host platform, not ", executor->DebugName()));
-  }
+  RILL_RETURN_IF_ERROR(CheckHostLibraryPlatform(executor, kName));
   GetSetup();
   return std::unique_ptr<FftwFft>(new FftwFft(executor));
 }
@@ -86,7 +78,7 @@ absl::StatusOr<std::unique_ptr<PluginInterface>> CreateFftw(StreamExecutor* exec
 
 }  // namespace
 
-RILL_REGISTER_PLUGIN(fftw, kHostPlatformId, PluginKind::kFft, FftwFft::kName, CreateFftw,
-                     /*make_default=*/true);
+RILL_REGISTER_HOST_LIBRARY_PLUGIN(fftw, PluginKind::kFft, FftwFft::kName, CreateFftw,
+                                  /*make_default=*/true);
 
 }  // namespace rill

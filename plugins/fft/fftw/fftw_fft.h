@@ -11,8 +11,9 @@ namespace rill {
 
 class StreamExecutor;
 
-// FftSupport for the host platform through FFTW 3 (libfftw3f for float,
-// libfftw3 for double). Registered as "fftw", the host default.
+// FftSupport for host-memory devices (the host platform;
+// plugins/host_library.h) through FFTW 3 (libfftw3f for float, libfftw3 for
+// double). Registered as "fftw", the host default.
 //
 // Plans are FftwPlan (fftw_plan.h): guru64 plans made on scratch arrays, so
 // planning never touches user data, and run with FFTW's new-array execute

@@ -2,18 +2,17 @@
 
 #include <algorithm>
 
-#include "absl/strings/str_cat.h"
-#include "rill/platform/host/host_executor.h"
+#include "rill/base/status_macros.h"
 #include "rill/platform/host/host_kernel.h"
-#include "rill/platform/host/host_platform.h"
-#include "rill/plugins/plugin_registry.h"
+#include "rill/plugins/host_library.h"
 #include "rill/plugins/rng/philox/philox.h"
 #include "rill/stream/stream.h"
 
 namespace rill {
 
 absl::StatusOr<std::unique_ptr<PhiloxRng>> PhiloxRng::Create(StreamExecutor* executor) {
-  return std::unique_ptr<PhiloxRng>(new PhiloxRng());
+  RILL_RETURN_IF_ERROR(CheckHostLibraryPlatform(executor, kName));
+  return std::unique_ptr<PhiloxRng>(new PhiloxRng(executor));
 }
 
 absl::Status PhiloxRng::SetSeed(uint64_t seed) {
@@ -67,8 +66,10 @@ absl::Status PhiloxRng::Bits(Stream* stream, DeviceMemoryBase out, uint64_t coun
 
 absl::Status PhiloxRng::Enqueue(Stream* stream, Kind kind, double mean, double stddev,
                                 DeviceMemoryBase out, uint64_t count) {
-  // A stream in error skips the work: leave the generator where it is.
+  // A stream in error skips the work, and a stream of another executor is
+  // refused: leave the generator where it is.
   if (!stream->ok()) return stream->status();
+  RILL_RETURN_IF_ERROR(HostLibraryStream(executor_, stream, kName, "AsRng()").status());
   const bool doubles = kind == Kind::kUniformDouble || kind == Kind::kNormalDouble;
   uint64_t seed, offset;
   int max_threads;
@@ -101,11 +102,11 @@ absl::Status PhiloxRng::Enqueue(Stream* stream, Kind kind, double mean, double s
         break;
     }
   };
-  stream->ThenDoHostCallbackWithStatus([fill, count, max_threads]() -> absl::Status {
+  return EnqueueHostWork(executor_, stream, kName, "AsRng()", [fill, count, max_threads] {
     const uint64_t chunks = (count + kChunk - 1) / kChunk;
     if (chunks <= 1 || max_threads == 1) {
       fill(0, count);
-      return absl::OkStatus();
+      return;
     }
     // Contiguous parts of whole chunks, at most max_threads of them, so at
     // most that many threads take part.
@@ -116,9 +117,7 @@ absl::Status PhiloxRng::Enqueue(Stream* stream, Kind kind, double mean, double s
       const uint64_t begin = static_cast<uint64_t>(part) * per_part;
       fill(std::min(begin, count), std::min(begin + per_part, count));
     });
-    return absl::OkStatus();
   });
-  return stream->status();
 }
 
 namespace {
@@ -131,7 +130,7 @@ absl::StatusOr<std::unique_ptr<PluginInterface>> CreatePhilox(StreamExecutor* ex
 
 }  // namespace
 
-RILL_REGISTER_PLUGIN(philox, kHostPlatformId, PluginKind::kRng, PhiloxRng::kName, CreatePhilox,
-                     /*make_default=*/true);
+RILL_REGISTER_HOST_LIBRARY_PLUGIN(philox, PluginKind::kRng, PhiloxRng::kName, CreatePhilox,
+                                  /*make_default=*/true);
 
 }  // namespace rill

@@ -13,14 +13,14 @@ namespace rill {
 
 class StreamExecutor;
 
-// RngSupport for the host platform: Philox4x32-10 laid out as cuRAND's
+// RngSupport for host-memory devices (the host platform;
+// plugins/host_library.h): Philox4x32-10 laid out as cuRAND's
 // CURAND_RNG_PSEUDO_PHILOX4_32_10 (see philox.h for exactly what matches).
-// Registered as "philox", the host default. Each call takes its position
-// from the generator when it is made (so calls are ordered by call, as
-// RngSupport says) and fills the buffer on the stream's thread, in stream
-// order, split into chunks over the host kernel pool: the bytes do not
-// depend on the number of threads.
-// Thread-safe.
+// Registered as "philox", the host default. Each call takes its position from
+// the generator when it is made (so calls are ordered by call, as RngSupport
+// says) and fills the buffer on the stream's thread, in stream order, split
+// into chunks over the host kernel pool: the bytes do not depend on the number
+// of threads. Thread-safe.
 class PhiloxRng : public RngSupport {
  public:
   static constexpr char kName[] = "philox";
@@ -52,7 +52,7 @@ class PhiloxRng : public RngSupport {
   absl::Status Bits(Stream* stream, DeviceMemoryBase out, uint64_t count) override;
 
  private:
-  PhiloxRng() = default;
+  explicit PhiloxRng(StreamExecutor* executor) : executor_(executor) {}
 
   enum class Kind { kBits, kUniformFloat, kUniformDouble, kNormalFloat, kNormalDouble };
   // Claims `count` values of `kind` from the generator and enqueues their
@@ -60,6 +60,7 @@ class PhiloxRng : public RngSupport {
   absl::Status Enqueue(Stream* stream, Kind kind, double mean, double stddev, DeviceMemoryBase out,
                        uint64_t count);
 
+  StreamExecutor* const executor_;  // Outlives the plugin (it owns it).
   mutable Mutex mu_;
   uint64_t seed_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t offset_ ABSL_GUARDED_BY(mu_) = 0;
