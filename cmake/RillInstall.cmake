@@ -26,24 +26,46 @@ install(TARGETS ${_rill_targets} EXPORT RillTargets
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(EXPORT RillTargets NAMESPACE rill:: DESTINATION ${RILL_INSTALL_CMAKEDIR})
 
-# Headers keep their folder under include/rill, so "rill/stream/stream.h"
-# resolves against include. Test headers (*_test*, tests/, testing/) stay out; a layer's
-# headers come with its library (rill_<folder>).
+# Public headers keep their folder under include/rill, so
+# "rill/stream/stream.h" resolves against include. Left out: test headers
+# (*_test*, tests/, testing/, testdata/) and internal headers, which say so
+# in their first lines with the marker `// rill:internal` (an engine's
+# block pool, a backend's stream class, a plugin's helpers). A layer's
+# headers come with its library (rill_<folder>). An installed header that
+# includes an internal one stops the configure step.
 set(_rill_header_dirs base executor stream platform plugins)
 foreach(_dir engine tensor ops graph io kvstore train)
   if(TARGET rill_${_dir})
     list(APPEND _rill_header_dirs ${_dir})
   endif()
 endforeach()
+set(_rill_public_headers)
+set(_rill_internal_headers)
 foreach(_dir IN LISTS _rill_header_dirs)
-  if(IS_DIRECTORY ${PROJECT_SOURCE_DIR}/${_dir})
-    install(DIRECTORY ${_dir} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rill
-      FILES_MATCHING PATTERN "*.h"
-      PATTERN "*_test*" EXCLUDE
-      PATTERN "testdata" EXCLUDE
-      PATTERN "testing" EXCLUDE
-      PATTERN "tests" EXCLUDE)
-  endif()
+  file(GLOB_RECURSE _headers RELATIVE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/${_dir}/*.h)
+  foreach(_h IN LISTS _headers)
+    if(_h MATCHES "(_test[^/]*|/tests?/.*|/testing/.*|/testdata/.*)$")
+      continue()
+    endif()
+    file(STRINGS ${PROJECT_SOURCE_DIR}/${_h} _marker LIMIT_COUNT 40 REGEX "^// rill:internal")
+    if(_marker)
+      list(APPEND _rill_internal_headers ${_h})
+      continue()
+    endif()
+    list(APPEND _rill_public_headers ${_h})
+    get_filename_component(_hdir ${_h} DIRECTORY)
+    install(FILES ${_h} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rill/${_hdir})
+  endforeach()
+endforeach()
+foreach(_h IN LISTS _rill_public_headers)
+  file(STRINGS ${PROJECT_SOURCE_DIR}/${_h} _includes REGEX "^#include \"rill/")
+  foreach(_line IN LISTS _includes)
+    string(REGEX REPLACE "^#include \"rill/([^\"]+)\".*" "\\1" _inc "${_line}")
+    if(_inc IN_LIST _rill_internal_headers)
+      message(FATAL_ERROR "Rill: the installed header ${_h} includes ${_inc}, which is marked "
+        "'// rill:internal' and not installed: include it from the .cc, or drop the marker.")
+    endif()
+  endforeach()
 endforeach()
 install(FILES rill.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rill)
 # The test helpers and the conformance suite, for outside backends' tests.

@@ -1,6 +1,8 @@
 #ifndef RILL_ENGINE_ENGINE_BASE_H_
 #define RILL_ENGINE_ENGINE_BASE_H_
 
+// rill:internal -- not installed: the engine's implementation; users include engine.h.
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>

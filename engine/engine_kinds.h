@@ -1,6 +1,8 @@
 #ifndef RILL_ENGINE_ENGINE_KINDS_H_
 #define RILL_ENGINE_ENGINE_KINDS_H_
 
+// rill:internal -- not installed: the engine's implementation; users include engine.h.
+
 #include <memory>
 
 #include "rill/engine/engine.h"

@@ -1,6 +1,8 @@
 #ifndef RILL_ENGINE_READY_QUEUE_H_
 #define RILL_ENGINE_READY_QUEUE_H_
 
+// rill:internal -- not installed: the engine's implementation; users include engine.h.
+
 #include <cstddef>
 #include <cstdint>
 #include <deque>

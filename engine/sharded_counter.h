@@ -1,6 +1,8 @@
 #ifndef RILL_ENGINE_SHARDED_COUNTER_H_
 #define RILL_ENGINE_SHARDED_COUNTER_H_
 
+// rill:internal -- not installed: the engine's implementation; users include engine.h.
+
 #include <atomic>
 #include <cstdint>
 

@@ -1,6 +1,8 @@
 #ifndef RILL_ENGINE_STREAM_POOL_H_
 #define RILL_ENGINE_STREAM_POOL_H_
 
+// rill:internal -- not installed: the engine's implementation; users include engine.h.
+
 #include <memory>
 #include <vector>
 

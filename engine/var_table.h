@@ -1,6 +1,8 @@
 #ifndef RILL_ENGINE_VAR_TABLE_H_
 #define RILL_ENGINE_VAR_TABLE_H_
 
+// rill:internal -- not installed: the engine's implementation; users include engine.h.
+
 #include <atomic>
 #include <cstdint>
 #include <memory>

@@ -1,6 +1,8 @@
 #ifndef RILL_ENGINE_WORKER_BATCH_H_
 #define RILL_ENGINE_WORKER_BATCH_H_
 
+// rill:internal -- not installed: the engine's implementation; users include engine.h.
+
 #include "rill/engine/opr_block.h"
 
 namespace rill::engine::internal {

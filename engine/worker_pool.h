@@ -1,6 +1,8 @@
 #ifndef RILL_ENGINE_WORKER_POOL_H_
 #define RILL_ENGINE_WORKER_POOL_H_
 
+// rill:internal -- not installed: the engine's implementation; users include engine.h.
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>

@@ -2,7 +2,7 @@
 
 #include <memory>
 
-#include "rill/platform/host/host_executor.h"
+#include "rill/executor/device_memory.h"
 #include "rill/platform/host/host_platform.h"
 #include "rill/rill.h"
 

@@ -1,6 +1,8 @@
 #ifndef RILL_PLATFORM_CUDA_CUDA_STREAM_H_
 #define RILL_PLATFORM_CUDA_CUDA_STREAM_H_
 
+// rill:internal -- not installed: the CUDA backend's implementation; users include cuda_platform.h.
+
 #include <cuda_runtime_api.h>
 
 #include <cstdint>

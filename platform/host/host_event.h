@@ -1,6 +1,8 @@
 #ifndef RILL_PLATFORM_HOST_HOST_EVENT_H_
 #define RILL_PLATFORM_HOST_HOST_EVENT_H_
 
+// rill:internal -- not installed: the host backend's implementation; users include host_platform.h.
+
 #include <chrono>
 #include <cstdint>
 #include <memory>

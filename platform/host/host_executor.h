@@ -1,6 +1,8 @@
 #ifndef RILL_PLATFORM_HOST_HOST_EXECUTOR_H_
 #define RILL_PLATFORM_HOST_HOST_EXECUTOR_H_
 
+// rill:internal -- not installed: the host backend's implementation; users include host_platform.h.
+
 #include <cstdint>
 #include <memory>
 

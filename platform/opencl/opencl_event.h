@@ -1,6 +1,9 @@
 #ifndef RILL_PLATFORM_OPENCL_OPENCL_EVENT_H_
 #define RILL_PLATFORM_OPENCL_OPENCL_EVENT_H_
 
+// rill:internal -- not installed: the OpenCL backend's implementation; users include
+// opencl_platform.h.
+
 #include <CL/cl.h>
 
 #include <cstdint>

@@ -1,6 +1,8 @@
 #ifndef RILL_PLATFORM_SKELETON_SKELETON_EXECUTOR_H_
 #define RILL_PLATFORM_SKELETON_SKELETON_EXECUTOR_H_
 
+// rill:internal -- not installed with Rill's package: this backend's implementation.
+
 #include <cstdint>
 #include <memory>
 

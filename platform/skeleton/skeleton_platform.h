@@ -1,6 +1,8 @@
 #ifndef RILL_PLATFORM_SKELETON_SKELETON_PLATFORM_H_
 #define RILL_PLATFORM_SKELETON_SKELETON_PLATFORM_H_
 
+// rill:internal -- not installed with Rill's package: this backend's implementation.
+
 #include <memory>
 #include <string>
 

@@ -1,6 +1,8 @@
 #ifndef RILL_PLUGINS_DNN_CUDNN_CUDNN_CONTEXT_H_
 #define RILL_PLUGINS_DNN_CUDNN_CUDNN_CONTEXT_H_
 
+// rill:internal -- not installed: the cuDNN plugin's implementation.
+
 // Private to the cudnn plugin: the cuDNN handle of one executor and its
 // cached convolution workspace.
 

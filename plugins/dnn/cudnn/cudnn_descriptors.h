@@ -1,6 +1,8 @@
 #ifndef RILL_PLUGINS_DNN_CUDNN_CUDNN_DESCRIPTORS_H_
 #define RILL_PLUGINS_DNN_CUDNN_CUDNN_DESCRIPTORS_H_
 
+// rill:internal -- not installed: the cuDNN plugin's implementation.
+
 // Private to the cudnn plugin: owning wrappers for cuDNN's descriptors and
 // the mapping from Rill's descriptors (plugins/dnn/dnn_descriptors.h) onto
 // them. None of this needs a GPU: descriptors are host objects.

@@ -1,6 +1,8 @@
 #ifndef RILL_PLUGINS_DNN_ONEDNN_ONEDNN_COMMON_H_
 #define RILL_PLUGINS_DNN_ONEDNN_ONEDNN_COMMON_H_
 
+// rill:internal -- not installed: the oneDNN plugin's implementation.
+
 // Private to the oneDNN plugin: the one place where oneDNN errors become
 // statuses, the Rill-descriptor -> oneDNN memory-descriptor mapping, the
 // process-wide engine, per-thread oneDNN streams and scratch, and the

@@ -1,6 +1,8 @@
 #ifndef RILL_PLUGINS_DNN_XNNPACK_XNNPACK_COMMON_H_
 #define RILL_PLUGINS_DNN_XNNPACK_XNNPACK_COMMON_H_
 
+// rill:internal -- not installed: the XNNPACK plugin's implementation.
+
 // Private to the XNNPACK plugin: the one place where an xnn_status becomes
 // a status, library initialization, the process-wide thread pool and its
 // lease, the guard against XNNPACK's input over-read, and the operator

@@ -1,6 +1,8 @@
 #ifndef RILL_PLUGINS_FFT_CLFFT_CLFFT_PLAN_H_
 #define RILL_PLUGINS_FFT_CLFFT_CLFFT_PLAN_H_
 
+// rill:internal -- not installed: the clFFT plugin's implementation.
+
 #include <CL/cl.h>
 #include <clFFT.h>
 

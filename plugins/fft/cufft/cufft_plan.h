@@ -1,6 +1,8 @@
 #ifndef RILL_PLUGINS_FFT_CUFFT_CUFFT_PLAN_H_
 #define RILL_PLUGINS_FFT_CUFFT_CUFFT_PLAN_H_
 
+// rill:internal -- not installed: the cuFFT plugin's implementation.
+
 #include <cuda_runtime_api.h>
 #include <cufft.h>
 

@@ -1,6 +1,8 @@
 #ifndef RILL_PLUGINS_FFT_FFTW_FFTW_PLAN_H_
 #define RILL_PLUGINS_FFT_FFTW_FFTW_PLAN_H_
 
+// rill:internal -- not installed: the FFTW plugin's implementation.
+
 #include <memory>
 
 #include "absl/status/status.h"

@@ -1,6 +1,8 @@
 #ifndef RILL_PLUGINS_RNG_PHILOX_CL_PHILOX_CL_KERNELS_H_
 #define RILL_PLUGINS_RNG_PHILOX_CL_PHILOX_CL_KERNELS_H_
 
+// rill:internal -- not installed: the OpenCL Philox plugin's implementation.
+
 #include <string>
 
 namespace rill::philox_cl {
