@@ -23,9 +23,9 @@
 #include "gtest/gtest.h"
 #include "rill/base/status_macros.h"
 #include "rill/engine/engine.h"
+#include "rill/testing/status_testing.h"
 #include "tests/engine/engine_testing.h"
 #include "tests/testing/scoped_env.h"
-#include "rill/testing/status_testing.h"
 
 namespace rill::engine {
 namespace {
@@ -210,21 +210,28 @@ TEST(ThreadedEngineRules, APusherAtTheBoundResumesWhenTheWorkersRunDry) {
   auto gate = Latch::Make();
   OpenLatchOnExit open_gate(gate);
   std::atomic<bool> holder_gave_up{false};
+  // The pusher starts only once both workers hold the holder and the gate:
+  // a pusher that helps while it waits must not pick up either itself.
+  auto holder_started = Latch::Make();
+  auto gate_started = Latch::Make();
   ASSERT_TRUE(IsOk(engine->PushSync(
-      [resumed, &holder_gave_up](RunContext) {
+      [resumed, holder_started, &holder_gave_up](RunContext) {
+        holder_started->Open();
         if (!resumed->Wait(10s)) holder_gave_up = true;
         return absl::OkStatus();
       },
       Context::Host(), {}, {x}, FnProperty::kNormal, 0, "holder")));
   for (int i = 0; i < 874; ++i) ASSERT_TRUE(IsOk(engine->PushSync(Noop, Context::Host(), {x}, {})));
   ASSERT_TRUE(IsOk(engine->PushSync(
-      [gate](RunContext) {
+      [gate, gate_started](RunContext) {
+        gate_started->Open();
         gate->Wait();
         return absl::OkStatus();
       },
       Context::Host(), {}, {y}, FnProperty::kNormal, 0, "gate")));
   for (int i = 0; i < 124; ++i) ASSERT_TRUE(IsOk(engine->PushSync(Noop, Context::Host(), {y}, {})));
   ASSERT_EQ(engine->Stats().in_flight, 1000);
+  ASSERT_TRUE(holder_started->Wait(10s) && gate_started->Wait(10s)) << "the workers did not start";
   std::atomic<bool> returned{false};
   std::thread pusher([&] {
     EXPECT_TRUE(IsOk(engine->PushSync(Noop, Context::Host(), {}, {})));
