@@ -20,8 +20,8 @@
 #include "rill/rill.h"
 #include "rill/stream/trace_recorder.h"
 #include "rill/stream/verbose.h"
-#include "tests/testing/json_value.h"
 #include "rill/testing/status_testing.h"
+#include "tests/testing/json_value.h"
 
 namespace rill {
 namespace {

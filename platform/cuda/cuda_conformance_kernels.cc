@@ -3,6 +3,7 @@
 // as a fatbin in cuda_conformance_test.
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
@@ -18,7 +19,8 @@ namespace {
 
 absl::Status AddCudaKernel(std::string_view name, KernelSpec& spec) {
   if (name != "saxpy" && name != "volume" && name != "scalars") {
-    return absl::NotFoundError(absl::StrCat("no CUDA version of suite kernel '", name, "'"));
+    return absl::NotFoundError(
+        absl::StrCat("no CUDA version of suite kernel '", std::string(name), "'"));
   }
   // One fatbin holds every entry point; the spec's name picks one.
   spec.AddCudaFatbin(rill_conformance_fatbin, rill_conformance_fatbin_size);

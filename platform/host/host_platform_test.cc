@@ -10,8 +10,8 @@
 
 #include "gtest/gtest.h"
 #include "rill/rill.h"
-#include "tests/testing/scoped_env.h"
 #include "rill/testing/status_testing.h"
+#include "tests/testing/scoped_env.h"
 
 namespace rill {
 namespace {

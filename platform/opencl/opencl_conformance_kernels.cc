@@ -1,6 +1,7 @@
 // The OpenCL C versions of the conformance suite's kernels
 // (rill/conformance/suite_kernels.h), compiled into opencl_conformance_test.
 
+#include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
@@ -47,7 +48,8 @@ absl::Status AddOpenClKernel(std::string_view name, KernelSpec& spec) {
   } else if (name == "scalars") {
     spec.AddOpenClSource(kScalars);
   } else {
-    return absl::NotFoundError(absl::StrCat("no OpenCL version of suite kernel '", name, "'"));
+    return absl::NotFoundError(
+        absl::StrCat("no OpenCL version of suite kernel '", std::string(name), "'"));
   }
   return absl::OkStatus();
 }

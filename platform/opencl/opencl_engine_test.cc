@@ -13,8 +13,8 @@
 #include "gtest/gtest.h"
 #include "rill/engine/engine.h"
 #include "rill/rill.h"
-#include "tests/engine/engine_testing.h"
 #include "rill/testing/status_testing.h"
+#include "tests/engine/engine_testing.h"
 
 namespace rill::engine {
 namespace {

@@ -9,8 +9,8 @@
 #include "rill/base/logging.h"
 #include "rill/platform/host/host_platform.h"
 #include "rill/rill.h"
-#include "tests/bad_input/private_host_platform.h"
 #include "rill/testing/status_testing.h"
+#include "tests/bad_input/private_host_platform.h"
 
 namespace rill {
 namespace {

@@ -24,9 +24,9 @@
 #include "gtest/gtest.h"
 #include "rill/engine/engine.h"
 #include "rill/engine/var_table.h"
+#include "rill/testing/status_testing.h"
 #include "tests/engine/engine_testing.h"
 #include "tests/testing/scoped_env.h"
-#include "rill/testing/status_testing.h"
 
 namespace rill::engine {
 namespace {

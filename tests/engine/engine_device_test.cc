@@ -29,8 +29,8 @@
 #include "rill/engine/engine.h"
 #include "rill/platform/host/host_platform.h"
 #include "rill/rill.h"
-#include "tests/engine/engine_testing.h"
 #include "rill/testing/status_testing.h"
+#include "tests/engine/engine_testing.h"
 
 namespace rill::engine {
 namespace {

@@ -29,9 +29,9 @@
 #include "rill/engine/engine.h"
 #include "rill/platform/host/host_platform.h"
 #include "rill/rill.h"
+#include "rill/testing/status_testing.h"
 #include "tests/engine/engine_testing.h"
 #include "tests/testing/json_value.h"
-#include "rill/testing/status_testing.h"
 
 namespace rill::engine {
 namespace {

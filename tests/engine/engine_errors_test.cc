@@ -16,8 +16,8 @@
 #include "absl/status/status.h"
 #include "gtest/gtest.h"
 #include "rill/engine/engine.h"
-#include "tests/engine/engine_testing.h"
 #include "rill/testing/status_testing.h"
+#include "tests/engine/engine_testing.h"
 
 namespace rill::engine {
 namespace {

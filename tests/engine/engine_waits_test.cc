@@ -20,8 +20,8 @@
 #include "gtest/gtest.h"
 #include "rill/base/status_macros.h"
 #include "rill/engine/engine.h"
-#include "tests/engine/engine_testing.h"
 #include "rill/testing/status_testing.h"
+#include "tests/engine/engine_testing.h"
 
 namespace rill::engine {
 namespace {
