@@ -21,13 +21,16 @@
 #
 # rill_add_conformance_test(NAME <name> BACKENDS <target>...
 #                           [PLATFORMS <platform>...] [OPTIONAL_PLATFORMS <platform>...]
-#                           [SOURCES <file>...] [ENV <VAR=value>...] [LABELS <label>...])
+#                           [SOURCES <file>...] [ENV <VAR=value>...])
 #   The conformance suite (rill::conformance, with its main()) built for the
-#   platforms named, linked with BACKENDS, each case a ctest test labelled
-#   "conformance". A PLATFORMS platform that is not registered, or has no
-#   device, fails the binary at once with the reason; an OPTIONAL_PLATFORMS
-#   one is tested where it has a device and skipped (one skipped case that
-#   says why) where it has none. SOURCES add files to the binary, such as
+#   platforms named, linked with BACKENDS, each case a ctest test
+#   <NAME>.<suite>.<case> labelled "conformance" (120 s at most). A
+#   PLATFORMS platform that is not registered, or has no device, fails the
+#   binary at once with the reason; an OPTIONAL_PLATFORMS one is tested
+#   where it has a device and skipped (one skipped case that says why) where
+#   it has none: name a GPU backend there, so that its tests pass on a
+#   machine without the device. (The check is made when the cases run, not
+#   when gtest_discover_tests lists them at build time.) SOURCES add files to the binary, such as
 #   the backend's versions of the suite's kernels
 #   (rill/conformance/suite_kernels.h). ENV is set for listing and running
 #   the cases (RILL_HOST_DEVICES=2, say). Needs enable_testing().
@@ -80,7 +83,7 @@ extern const char* const kOptionalPlatforms = \"${_optional}\";
 endfunction()
 
 function(rill_add_conformance_test)
-  cmake_parse_arguments(ARG "" "NAME" "BACKENDS;PLATFORMS;OPTIONAL_PLATFORMS;SOURCES;ENV;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "" "NAME" "BACKENDS;PLATFORMS;OPTIONAL_PLATFORMS;SOURCES;ENV" ${ARGN})
   if(COMMAND rill_add_library AND NOT RILL_BUILD_TESTS)
     return()  # Rill's own build without tests.
   endif()
@@ -116,9 +119,17 @@ function(rill_add_conformance_test)
   add_executable(${ARG_NAME} ${_platforms_cc} ${ARG_SOURCES})
   target_link_libraries(${ARG_NAME} PRIVATE rill::conformance ${ARG_BACKENDS})
   include(GoogleTest)
+  # Each case is <NAME>.<suite>.<case>; one value per property (a list value
+  # would be flattened into the property list).
+  set(_properties LABELS conformance TIMEOUT 120)
+  if(ARG_ENV)
+    list(JOIN ARG_ENV "\\;" _env)
+    list(APPEND _properties ENVIRONMENT "${_env}")
+  endif()
   gtest_discover_tests(${ARG_NAME}
+    TEST_PREFIX "${ARG_NAME}."
     DISCOVERY_TIMEOUT 60
-    PROPERTIES LABELS "conformance;${ARG_LABELS}" ENVIRONMENT "${ARG_ENV}" TIMEOUT 120)
+    PROPERTIES ${_properties})
   if(COMMAND rill_add_library)
     # For rill_add_label_targets: scripts/test.sh --tsan builds tests_conformance.
     target_compile_options(${ARG_NAME} PRIVATE ${RILL_WARNINGS})

@@ -25,6 +25,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "rill/base/status_macros.h"
 #include "rill/executor/stream_executor_interface.h"
 #include "rill/platform/platform_id.h"
 #include "rill/plugins/plugin.h"
@@ -55,21 +56,27 @@ absl::StatusOr<StreamInterface*> HostLibraryStream(StreamExecutor* owner, Stream
 // Enqueues `work` -- a callable returning void or absl::Status -- to run on a
 // host thread in `stream`'s order, through the backend's DoHostCallback, so
 // it works on every backend that passed CheckHostLibraryPlatform. An error it
-// returns puts the stream in the error state. The captures go into an
-// absl::AnyInvocable (on the heap past two pointers); on the host backend,
-// pipelined 32^3 sgemms ran as fast as through its inline queue entry
-// (HostTask), within noise (docs/blas-threads.md).
+// returns, or an exception it throws (std::bad_alloc from a library), puts
+// the stream in the error state. The captures go into an absl::AnyInvocable
+// (on the heap past two pointers); on the host backend, pipelined 32^3
+// sgemms through it and through the old inline queue entry (HostTask)
+// differed within the noise of one noisy run (rill/direct median 0.79 vs
+// 0.84, docs/blas-threads.md).
 template <typename Work>
 absl::Status EnqueueHostWork(StreamExecutor* owner, Stream* stream, std::string_view plugin,
                              std::string_view accessor, Work work) {
   absl::StatusOr<StreamInterface*> queue = HostLibraryStream(owner, stream, plugin, accessor);
   if (!queue.ok()) return queue.status();
   return (*queue)->DoHostCallback([work = std::move(work)]() mutable -> absl::Status {
-    if constexpr (std::is_void_v<decltype(work())>) {
-      work();
-      return absl::OkStatus();
-    } else {
-      return work();
+    try {
+      if constexpr (std::is_void_v<decltype(work())>) {
+        work();
+        return absl::OkStatus();
+      } else {
+        return work();
+      }
+    } catch (...) {
+      return CurrentExceptionStatus("host library call");
     }
   });
 }
@@ -87,10 +94,12 @@ absl::Status RegisterHostLibraryPlugin(PluginKind kind, std::string name,
 // program) for `platform` in `registry`, in recording order and with their
 // make_default flags, so the platform's defaults are the host's (openblas
 // for BLAS where it is linked). For the default registry the platform is
-// also remembered: plugins recorded later get registered for it too, so the
-// order in which backends and plugins register at load time does not
-// matter. A backend that wants its own default registers it, with
-// make_default, after this call. The platform's executors must support
+// also remembered: plugins recorded later get registered for it too, so
+// every plugin reaches the platform whatever the order in which backends and
+// plugins register at load time. Defaults follow that order, though: a
+// make_default plugin recorded later becomes the default. A backend that
+// wants a default of its own sets it after load (main(), or
+// StreamExecutor::SetPlugin on its executors). The platform's executors must support
 // Feature::kHostAddressableMemory (each plugin's Create checks). Calling it
 // again is harmless. InvalidArgument for a null platform.
 absl::Status RegisterHostLibraryPlugins(PlatformId platform,

@@ -116,8 +116,10 @@ class PluginRegistry {
 }  // namespace rill
 
 // Registers a plugin with PluginRegistry::Default() when the program loads:
-//   RILL_REGISTER_PLUGIN(openblas, kHostPlatformId, PluginKind::kBlas, "openblas",
-//                        CreateOpenBlas, /*make_default=*/true);
+//   RILL_REGISTER_PLUGIN(cublas, kCudaPlatformId, PluginKind::kBlas, "cublas",
+//                        CreateCuBlas, /*make_default=*/true);
+// (Host library plugins use RILL_REGISTER_HOST_LIBRARY_PLUGIN,
+// plugins/host_library.h, which serves every host-memory platform.)
 // The library holding it must be linked whole-archive (rill_add_plugin does).
 #define RILL_REGISTER_PLUGIN(tag, platform, kind, name, factory, make_default)                   \
   namespace {                                                                                    \

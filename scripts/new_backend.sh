@@ -28,6 +28,12 @@ name="$1"
 [[ "$name" =~ ^[a-z][a-z0-9_]*$ ]] \
   || die "'$name' is not a backend name: use [a-z][a-z0-9_]* (lower case, e.g. mine or my_gpu)"
 [[ "$name" != skeleton ]] || die "'skeleton' is the template itself: pick another name"
+# Names Rill's package already uses for a target (rill::<name>) or a platform.
+for taken in core host cuda opencl testing conformance engine tensor ops graph graph_onnx io \
+    kvstore train openblas blis onednn xnnpack fftw philox philox_cl clblast clfft cublas curand \
+    cufft cudnn; do
+  [[ "$name" != "$taken" ]] || die "'$name' is taken: rill::$name is already a Rill target; pick another name"
+done
 dest="${2:-$ROOT/platform/$name}"
 [[ ! -e "$dest" ]] || die "$dest already exists: pick another name or destination"
 [[ -d "$SRC" ]] || die "no template at $SRC"

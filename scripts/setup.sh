@@ -7,7 +7,7 @@ set -euo pipefail
 PACKAGES=(
   # Build tools; clang and its runtimes build the libFuzzer target (test.sh --asan);
   # clang-format checks the layout of every C++ file (test.sh).
-  cmake ninja-build g++ pkg-config git clang libclang-rt-dev clang-format
+  cmake ninja-build g++ pkg-config git clang libclang-rt-dev clang-format-14
   # Core libraries and test/benchmark frameworks.
   libabsl-dev googletest libgtest-dev libgmock-dev libbenchmark-dev libtbb-dev
   # Host BLAS, DNN and FFT plugins (later issues).

@@ -144,15 +144,20 @@ configure() {
   cmake -S . -B "$BUILD_DIR" "${gen[@]}" "${CMAKE_ARGS[@]}"
 }
 
-# Every C++ and CUDA file as clang-format (.clang-format) lays it out.
+# Every C++ and CUDA file as clang-format 14 (.clang-format) lays it out;
+# other versions lay out some constructs differently, so they are not used.
 check_format() {
-  local files
-  mapfile -t files < <(git ls-files '*.cc' '*.h' '*.cu' 2>/dev/null || true)
-  if [[ ${#files[@]} -eq 0 ]]; then
+  if ! git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
     echo "format: not a git checkout; skipped"
     return 0
   fi
-  clang-format --dry-run --Werror "${files[@]}"
+  if ! command -v clang-format-14 >/dev/null; then
+    echo "format: clang-format-14 not found (scripts/setup.sh installs it); skipped"
+    return 0
+  fi
+  local files
+  mapfile -t files < <(git ls-files '*.cc' '*.h' '*.cu')
+  clang-format-14 --dry-run --Werror "${files[@]}"
   echo "format: ${#files[@]} files as .clang-format lays them out"
 }
 
@@ -221,11 +226,11 @@ outside_backends() {
   SUMMARY+=("skeleton copy (outside): $(grep -E '^[0-9]+% tests passed' "$log")")
   configure_consumer examples/toy_backend "$tbuild" toy-backend
   cmake --build "$tbuild" -j "$JOBS"
-  # Two toy devices, so that the cases needing two run too.
-  TOY_DEVICES=2 ctest --test-dir "$tbuild" --output-on-failure --no-tests=error >"$log" 2>&1 \
-    || { cat "$log"; return 1; }
-  SUMMARY+=("toy backend (outside, 2 devices): $(grep -E '^[0-9]+% tests passed' "$log")")
-  "$tbuild/toy_demo"
+  # Its conformance test runs on two toy devices (ENV TOY_DEVICES=2), and
+  # ctest runs toy_demo, a GEMM through OpenBLAS on the toy device.
+  ctest --test-dir "$tbuild" --output-on-failure --no-tests=error >"$log" 2>&1 || { cat "$log"; return 1; }
+  grep -E 'toy_demo' "$log" || true
+  SUMMARY+=("toy backend (outside): $(grep -E '^[0-9]+% tests passed' "$log")")
 }
 
 # The libFuzzer target (tests/fuzz/README.md): a clang build of the

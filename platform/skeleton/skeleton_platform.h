@@ -1,7 +1,9 @@
 #ifndef RILL_PLATFORM_SKELETON_SKELETON_PLATFORM_H_
 #define RILL_PLATFORM_SKELETON_SKELETON_PLATFORM_H_
 
-// rill:internal -- not installed with Rill's package: this backend's implementation.
+// >>> template only (scripts/new_backend.sh leaves this out of copies)
+// rill:internal -- the skeleton's headers are not installed with Rill's package.
+// <<< template only
 
 #include <memory>
 #include <string>
