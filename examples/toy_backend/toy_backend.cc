@@ -2,7 +2,8 @@
 // only -- the backend contract (rill/executor/stream_executor_interface.h)
 // implemented as plainly as it can be. Device memory is malloc'd host memory;
 // each stream is a StreamWorker thread that runs its work in order; kernels
-// are host functions (KernelSpec::AddHostFunction). Linking rill::toy
+// are host functions (KernelSpec::AddHostFunction), run by Rill's
+// RunHostKernel (rill/platform/utils/host_function_kernel.h). Linking rill::toy
 // registers platform "toy" (TOY_DEVICES devices, default 1) and Rill's host
 // BLAS/DNN/FFT/RNG plugins for it when the program loads.
 #include <chrono>
@@ -12,7 +13,6 @@
 #include <memory>
 #include <string>
 #include <utility>
-#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/any_invocable.h"
@@ -24,6 +24,7 @@
 #include "rill/platform/platform.h"
 #include "rill/platform/platform_manager.h"
 #include "rill/platform/utils/backend_stream_set.h"
+#include "rill/platform/utils/host_function_kernel.h"
 #include "rill/platform/utils/stream_worker.h"
 #include "rill/plugins/host_library.h"
 #include "rill/stream/kernel_spec.h"
@@ -35,7 +36,6 @@ using ::rill::DeviceDescription;
 using ::rill::DeviceMemoryBase;
 using ::rill::EventInterface;
 using ::rill::Feature;
-using ::rill::HostBlockFn;
 using ::rill::HostPointer;
 using ::rill::KernelArgs;
 using ::rill::KernelInterface;
@@ -91,36 +91,6 @@ class ToyEvent : public EventInterface {
   std::shared_future<absl::Status> latest_ ABSL_GUARDED_BY(mu_);
 };
 
-// A kernel: the spec's host block function, shared with launches still
-// queued when the kernel goes. Thread-safe.
-struct ToyKernel : KernelInterface {
-  explicit ToyKernel(HostBlockFn f) : fn(std::make_shared<const HostBlockFn>(std::move(f))) {}
-  std::shared_ptr<const HostBlockFn> fn;
-};
-
-// Runs every block of the grid in turn on the calling thread.
-absl::Status RunKernel(const HostBlockFn& fn, const rill::Dim3& threads, const rill::Dim3& blocks,
-                       const KernelArgs& args) {
-  std::vector<void*> pointers(args.size());
-  std::vector<const void*> native(args.size());  // Argument i as the body takes it.
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i].is_memory) pointers[i] = HostPointer(args[i].memory);
-    native[i] = args[i].is_memory ? &pointers[i] : static_cast<const void*>(args[i].bytes.data());
-  }
-  rill::HostThread block;
-  block.block_dim = threads;
-  block.grid_dim = blocks;
-  try {
-    for (block.block_idx.z = 0; block.block_idx.z < blocks.z; ++block.block_idx.z)
-      for (block.block_idx.y = 0; block.block_idx.y < blocks.y; ++block.block_idx.y)
-        for (block.block_idx.x = 0; block.block_idx.x < blocks.x; ++block.block_idx.x)
-          fn(block, native.data());
-  } catch (...) {  // Must not end the stream's thread.
-    return rill::CurrentExceptionStatus("toy kernel");
-  }
-  return absl::OkStatus();
-}
-
 // A stream: its work runs in enqueue order on its own StreamWorker thread.
 // After an error, work is skipped, except event records, notifications and
 // deferred frees (run_after_error). Thread-safe.
@@ -168,8 +138,9 @@ class ToyStream : public rill::StreamInterface {
   }
   absl::Status Launch(const rill::ThreadDim& threads, const rill::BlockDim& blocks,
                       const KernelInterface& kernel, KernelArgs args) override {
-    return EnqueueTask([fn = static_cast<const ToyKernel&>(kernel).fn, threads, blocks,
-                        args = std::move(args)] { return RunKernel(*fn, threads, blocks, args); });
+    return EnqueueTask(
+        [fn = static_cast<const rill::HostKernel&>(kernel).fn(), threads, blocks,
+         args = std::move(args)] { return rill::RunHostKernel(*fn, threads, blocks, args); });
   }
   absl::Status BlockHostUntilDone() override {
     if (worker_.OnThread()) {
@@ -309,7 +280,7 @@ class ToyExecutor : public rill::StreamExecutorInterface {
       return absl::UnimplementedError(
           absl::StrCat("kernel \"", spec.name(), "\" has no host function"));
     }
-    return std::make_unique<ToyKernel>(spec.host_function());
+    return std::make_unique<rill::HostKernel>(spec.host_function());
   }
 
  private:

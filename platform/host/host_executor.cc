@@ -8,8 +8,8 @@
 #include "absl/strings/str_format.h"
 #include "rill/base/status_macros.h"
 #include "rill/platform/host/host_event.h"
-#include "rill/platform/host/host_kernel.h"
 #include "rill/platform/host/host_stream.h"
+#include "rill/platform/utils/host_function_kernel.h"
 
 namespace rill {
 namespace {

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "rill/platform/host/host_event.h"
 #include "rill/platform/host/host_executor.h"
-#include "rill/platform/host/host_kernel.h"
+#include "rill/platform/utils/host_function_kernel.h"
 
 namespace rill {
 

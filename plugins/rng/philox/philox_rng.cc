@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "rill/base/status_macros.h"
-#include "rill/platform/host/host_kernel.h"
+#include "rill/platform/utils/host_function_kernel.h"
 #include "rill/plugins/host_library.h"
 #include "rill/plugins/rng/philox/philox.h"
 #include "rill/stream/stream.h"

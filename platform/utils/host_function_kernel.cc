@@ -1,4 +1,4 @@
-#include "rill/platform/host/host_kernel.h"
+#include "rill/platform/utils/host_function_kernel.h"
 
 #include <algorithm>
 #include <atomic>
@@ -10,7 +10,7 @@
 #include "rill/base/checked_math.h"
 #include "rill/base/mutex.h"
 #include "rill/base/status_macros.h"
-#include "rill/platform/host/host_executor.h"
+#include "rill/executor/device_memory.h"
 
 namespace rill {
 namespace {
