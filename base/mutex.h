@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "absl/base/thread_annotations.h"
+#include "rill/base/lock_count.h"
 
 namespace rill {
 
@@ -18,9 +19,16 @@ class ABSL_LOCKABLE Mutex {
   Mutex(const Mutex&) = delete;
   Mutex& operator=(const Mutex&) = delete;
 
-  void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() { mu_.lock(); }
+  void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() {
+    mu_.lock();
+    ++tls_lock_acquisitions;
+  }
   void Unlock() ABSL_UNLOCK_FUNCTION() { mu_.unlock(); }
-  bool TryLock() ABSL_EXCLUSIVE_TRYLOCK_FUNCTION(true) { return mu_.try_lock(); }
+  bool TryLock() ABSL_EXCLUSIVE_TRYLOCK_FUNCTION(true) {
+    const bool locked = mu_.try_lock();
+    tls_lock_acquisitions += locked;
+    return locked;
+  }
 
  private:
   friend class CondVar;

@@ -6,6 +6,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "rill/base/cpu_relax.h"
+#include "rill/base/lock_count.h"
 
 namespace rill {
 
@@ -30,6 +31,7 @@ class ABSL_LOCKABLE SpinLock {
         }
       }
     }
+    ++tls_lock_acquisitions;
   }
   void Unlock() ABSL_UNLOCK_FUNCTION() { locked_.store(false, std::memory_order_release); }
 

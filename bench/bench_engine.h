@@ -14,7 +14,7 @@ inline engine::Engine* BenchEngine() {
     engine::EngineOptions o;
     o.cpu_workers = 2;
     if (const char* w = std::getenv("RILL_BENCH_CPU_WORKERS")) o.cpu_workers = std::atoi(w);
-    return engine::Engine::Create(o)->release();
+    return engine::Engine::CreateFromEnv(o)->release();
   }();
   return e;
 }

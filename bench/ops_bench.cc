@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <new>
 #include <random>
 #include <vector>
 
@@ -24,6 +25,7 @@
 
 #include "bench/bench_engine.h"
 #include "bench/bench_report.h"
+#include "rill/base/lock_count.h"
 #include "rill/engine/engine.h"
 #include "rill/executor/stream_executor.h"
 #include "rill/ops/invoke.h"
@@ -34,6 +36,34 @@
 #include "rill/stream/stream.h"
 #include "rill/tensor/storage_allocator.h"
 #include "rill/tensor/tensor.h"
+
+// Heap allocations made by each thread: the dispatch benchmark reads the
+// pushing thread's count before and after a chain of pushes.
+namespace {
+thread_local uint64_t tls_allocations = 0;
+}  // namespace
+
+void* operator new(std::size_t n) {
+  ++tls_allocations;
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n) { return operator new(n); }
+void* operator new(std::size_t n, std::align_val_t a) {
+  ++tls_allocations;
+  const std::size_t align = static_cast<std::size_t>(a);
+  if (void* p = std::aligned_alloc(align, (n + align - 1) / align * align)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n, std::align_val_t a) { return operator new(n, a); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
 
 namespace rill {
 namespace {
@@ -56,6 +86,33 @@ void RillChain(benchmark::State& state) {
   state.counters["ns_per_op"] = benchmark::Counter(
       static_cast<double>(kChain),
       benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+// What one push costs the pushing thread at steady state: heap allocations
+// (this binary counts operator new) and locks taken (rill::Mutex and
+// SpinLock, base/lock_count.h), over a chain of `y += x` on 64 floats on
+// the CPU context (allocs_per_push, locks_per_push) and on host:0
+// (device_allocs_per_push, device_locks_per_push). Work that runs on the
+// pushing thread (an inline CPU op) is included.
+void PushCost(benchmark::State& state) {
+  auto run = [&](engine::Context ctx, const char* allocs, const char* locks) {
+    auto x = *Tensor::FromHost<float>(std::vector<float>(64, 1.f), {64}, ctx, Engine());
+    auto y = *Tensor::FromHost<float>(std::vector<float>(64, 0.f), {64}, ctx, Engine());
+    for (int i = 0; i < 1000; ++i) (void)ops::AddTo(y, x);  // Warm: caches, pools.
+    (void)y.WaitToRead();
+    const uint64_t a0 = tls_allocations, l0 = tls_lock_acquisitions;
+    for (int i = 0; i < kChain; ++i) {
+      if (!ops::AddTo(y, x).ok()) state.SkipWithError("AddTo failed");
+    }
+    const uint64_t a1 = tls_allocations, l1 = tls_lock_acquisitions;
+    if (!y.WaitToRead().ok()) state.SkipWithError("chain failed");
+    state.counters[allocs] = static_cast<double>(a1 - a0) / kChain;
+    state.counters[locks] = static_cast<double>(l1 - l0) / kChain;
+  };
+  for (auto _ : state) {
+    run(engine::Context::Host(), "allocs_per_push", "locks_per_push");
+    run(*engine::Context::Device("host", 0), "device_allocs_per_push", "device_locks_per_push");
+  }
 }
 
 // 10,000 independent in-place adds over 64 tensors, half on host:0 and half
@@ -262,6 +319,10 @@ void Summarize(const bench::Results& r, bench::Report& report) {
   }
   if (rill_ind > 0) report.Ratio("ops.dispatch.independent_2dev.vs_libtorch", t_ind / rill_ind);
 #endif
+  for (const char* c : {"allocs_per_push", "locks_per_push", "device_allocs_per_push",
+                        "device_locks_per_push"}) {
+    report.Figure(std::string("ops.dispatch.add64.") + c, get("PushCost/iterations:1", c));
+  }
   const double rill_bw = get("RillBigAdd", "GBps"), loop_bw = get("LoopBigAdd", "GBps");
   report.Figure("ops.add16M.rill_GBps", rill_bw / 1e9);
   report.Figure("ops.add16M.loop_GBps", loop_bw / 1e9);
@@ -276,6 +337,7 @@ void Summarize(const bench::Results& r, bench::Report& report) {
 }
 
 BENCHMARK(RillChain)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(PushCost)->Iterations(1);
 #ifdef RILL_BENCH_LIBTORCH
 BENCHMARK_CAPTURE(TorchChain, inference_mode, true)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(TorchChain, no_grad, false)->UseRealTime()->Unit(benchmark::kMillisecond);

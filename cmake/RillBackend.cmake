@@ -21,7 +21,7 @@
 #
 # rill_add_conformance_test(NAME <name> BACKENDS <target>...
 #                           [PLATFORMS <platform>...] [OPTIONAL_PLATFORMS <platform>...]
-#                           [SOURCES <file>...] [ENV <VAR=value>...])
+#                           [SOURCES <file>...] [ENV <VAR=value>...] [OPS])
 #   The conformance suite (rill::conformance, with its main()) built for the
 #   platforms named, linked with BACKENDS, each case a ctest test
 #   <NAME>.<suite>.<case> labelled "conformance" (120 s at most). A
@@ -33,7 +33,11 @@
 #   when gtest_discover_tests lists them at build time.) SOURCES add files to the binary, such as
 #   the backend's versions of the suite's kernels
 #   (rill/conformance/suite_kernels.h). ENV is set for listing and running
-#   the cases (RILL_HOST_DEVICES=2, say). Needs enable_testing().
+#   the cases (RILL_HOST_DEVICES=2, say). OPS adds the op suite
+#   (rill::op_conformance: every op family's tests against naive references,
+#   on each device under test), which checks that the op layer gives the
+#   backend its kernels (by its features and plugins) or its fallback.
+#   Needs enable_testing().
 include_guard(GLOBAL)
 
 # rill_<name>_impl and its whole-archive INTERFACE rill::<name>.
@@ -83,7 +87,7 @@ extern const char* const kOptionalPlatforms = \"${_optional}\";
 endfunction()
 
 function(rill_add_conformance_test)
-  cmake_parse_arguments(ARG "" "NAME" "BACKENDS;PLATFORMS;OPTIONAL_PLATFORMS;SOURCES;ENV" ${ARGN})
+  cmake_parse_arguments(ARG "OPS" "NAME" "BACKENDS;PLATFORMS;OPTIONAL_PLATFORMS;SOURCES;ENV" ${ARGN})
   if(COMMAND rill_add_library AND NOT RILL_BUILD_TESTS)
     return()  # Rill's own build without tests.
   endif()
@@ -118,6 +122,13 @@ function(rill_add_conformance_test)
   endif()
   add_executable(${ARG_NAME} ${_platforms_cc} ${ARG_SOURCES})
   target_link_libraries(${ARG_NAME} PRIVATE rill::conformance ${ARG_BACKENDS})
+  if(ARG_OPS)
+    if(NOT TARGET rill::op_conformance)
+      message(FATAL_ERROR "rill_add_conformance_test(${ARG_NAME}): OPS needs rill::op_conformance, "
+        "which this Rill was built without")
+    endif()
+    target_link_libraries(${ARG_NAME} PRIVATE rill::op_conformance)
+  endif()
   include(GoogleTest)
   # Each case is <NAME>.<suite>.<case>; one value per property (a list value
   # would be flattened into the property list).

@@ -113,8 +113,12 @@ absl::StatusOr<EngineOptions> EngineOptions::FromEnv(EngineOptions base) {
 
 absl::StatusOr<EngineOptions> EngineOptions::FromEnv() { return FromEnv(EngineOptions{}); }
 
-absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& requested) {
-  RILL_ASSIGN_OR_RETURN(EngineOptions options, EngineOptions::FromEnv(requested));
+absl::StatusOr<std::unique_ptr<Engine>> Engine::CreateFromEnv(const EngineOptions& base) {
+  RILL_ASSIGN_OR_RETURN(EngineOptions options, EngineOptions::FromEnv(base));
+  return Create(options);
+}
+
+absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
   // Every count that becomes a number of threads or streams is bounded.
   constexpr int kMaxWorkers = EngineOptions::kMaxWorkers;
   RILL_RETURN_IF_ERROR(CheckRange("cpu_workers", options.cpu_workers, 0, kMaxWorkers));
@@ -151,7 +155,7 @@ Engine& Engine::Default() {
   MutexLock lock(mu);
   Engine*& slot = DefaultSlot();
   if (slot == nullptr) {
-    absl::StatusOr<std::unique_ptr<Engine>> engine = Create(EngineOptions{});
+    absl::StatusOr<std::unique_ptr<Engine>> engine = CreateFromEnv();
     if (!engine.ok()) {
       RILL_LOG(ERROR) << "default engine: " << engine.status().ToString()
                       << "; using default options";

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "rill/base/attachments.h"
 #include "rill/platform/platform_id.h"
 
 namespace rill {
@@ -226,7 +227,13 @@ struct EngineStats {
 // what has not started, see Shutdown) and joins its threads. Thread-safe.
 class Engine {
  public:
+  // An engine with exactly `options`: the environment is not read (use
+  // CreateFromEnv, or EngineOptions::FromEnv, for that).
   static absl::StatusOr<std::unique_ptr<Engine>> Create(const EngineOptions& options);
+  // An engine with `base` overridden by the RILL_ENGINE* variables
+  // (EngineOptions::FromEnv): what tools and examples use, so that a user
+  // can pick the engine from the shell.
+  static absl::StatusOr<std::unique_ptr<Engine>> CreateFromEnv(const EngineOptions& base = {});
   // A process-wide engine with the environment's options, created on first
   // use. Shut it down explicitly (ShutdownDefault) before exit if it ran
   // device work; it is otherwise never destroyed.
@@ -234,6 +241,10 @@ class Engine {
   static void ShutdownDefault();
 
   virtual ~Engine() = default;
+
+  // Per-engine state of the layers above (the op layer's random vars), made
+  // on first use and destroyed with the engine.
+  Attachments& attachments() { return attachments_; }
 
   virtual VarHandle NewVariable() = 0;
 
@@ -245,6 +256,23 @@ class Engine {
                                  absl::Span<const VarHandle> mutate_vars,
                                  FnProperty prop = FnProperty::kNormal, int priority = 0,
                                  std::string_view name = "") = 0;
+
+  // PushSync, except that a function that can start at once runs on the
+  // calling thread before this returns instead of on a worker: a function
+  // on Context::Host() whose vars no earlier function is using or waiting
+  // for, pushed from outside any engine function. It takes its place in its
+  // vars' queues exactly as PushSync's would (the pusher does the worker's
+  // job), so the ordering, error and poisoning rules are PushSync's; a
+  // function that must wait is pushed as usual. For short host functions
+  // whose hand-off to a worker costs more than they do (the op layer's
+  // small CPU ops). The default pushes.
+  virtual absl::Status PushSyncInline(SyncFn fn, Context ctx,
+                                      absl::Span<const VarHandle> const_vars,
+                                      absl::Span<const VarHandle> mutate_vars,
+                                      FnProperty prop = FnProperty::kNormal, int priority = 0,
+                                      std::string_view name = "") {
+    return PushSync(std::move(fn), ctx, const_vars, mutate_vars, prop, priority, name);
+  }
 
   // A reusable operator: its vars are checked and normalized once.
   virtual absl::StatusOr<OperatorHandle> NewOperator(AsyncFn fn,
@@ -324,6 +352,9 @@ class Engine {
   // destructor joins them. FailedPrecondition from inside one of the
   // engine's own functions.
   [[nodiscard]] virtual absl::Status Shutdown(bool cancel, absl::Duration timeout) = 0;
+
+ private:
+  Attachments attachments_;
 };
 
 }  // namespace rill::engine

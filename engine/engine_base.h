@@ -43,6 +43,9 @@ class EngineBase : public Engine {
   absl::Status PushAsync(AsyncFn fn, Context ctx, absl::Span<const VarHandle> const_vars,
                          absl::Span<const VarHandle> mutate_vars, FnProperty prop, int priority,
                          std::string_view name) override;
+  absl::Status PushSyncInline(SyncFn fn, Context ctx, absl::Span<const VarHandle> const_vars,
+                              absl::Span<const VarHandle> mutate_vars, FnProperty prop,
+                              int priority, std::string_view name) override;
   absl::StatusOr<OperatorHandle> NewOperator(AsyncFn fn, absl::Span<const VarHandle> const_vars,
                                              absl::Span<const VarHandle> mutate_vars,
                                              FnProperty prop, std::string_view name) override;
@@ -157,8 +160,14 @@ class EngineBase : public Engine {
     void operator()(OprBlock* op) const { op->engine->Recycle(op); }
   };
   using BlockPtr = std::unique_ptr<OprBlock, BlockRecycler>;
+  // `here`: a ready host function runs on the calling thread (when it is
+  // inside no engine function) instead of being dispatched.
   absl::Status PushOne(BlockPtr op, absl::Span<const VarHandle> const_vars,
-                       absl::Span<const VarHandle> mutate_vars);
+                       absl::Span<const VarHandle> mutate_vars, bool here = false);
+  // The worker number of a function run by its pusher (profiles).
+  static constexpr int kPushingThread = -3;
+  // Whether the calling thread runs no function of any engine.
+  static bool OutsideFunctions();
   // A block for a one-shot push (PushSync, PushAsync, DeleteVariable).
   BlockPtr NewOneShot(Context ctx, FnProperty prop, int priority, std::string_view name);
   // OK when `ctx` is the host or a device of a registered platform; else

@@ -74,7 +74,7 @@ absl::Status EngineBase::Normalize(absl::Span<const VarHandle> const_vars,
 }
 
 absl::Status EngineBase::PushOne(BlockPtr op, absl::Span<const VarHandle> const_vars,
-                                 absl::Span<const VarHandle> mutate_vars) {
+                                 absl::Span<const VarHandle> mutate_vars, bool here) {
   if (shutdown_.load(std::memory_order_acquire)) {
     return absl::FailedPreconditionError(
         absl::StrCat("push of ", DescribeOp(op.get()), ": the engine is shut down"));
@@ -103,7 +103,15 @@ absl::Status EngineBase::PushOne(BlockPtr op, absl::Span<const VarHandle> const_
     ready = PushBlock(op.get(), lists);
   }
   OprBlock* raw = op.release();
-  if (ready) Dispatch(raw);
+  if (!ready) return absl::OkStatus();
+  if (here && OutsideFunctions()) {
+    // Granted in push order like any other: running it now is what a
+    // worker taking it at once would do. Run may hand it back to Dispatch
+    // (host work after unfinished device work).
+    Run(raw, kPushingThread);
+  } else {
+    Dispatch(raw);
+  }
   return absl::OkStatus();
 }
 
@@ -176,6 +184,19 @@ absl::Status EngineBase::PushSync(SyncFn fn, Context ctx, absl::Span<const VarHa
   BlockPtr op = NewOneShot(ctx, prop, priority, name);
   op->own.sync_fn = std::move(fn);
   return PushOne(std::move(op), const_vars, mutate_vars);
+}
+
+absl::Status EngineBase::PushSyncInline(SyncFn fn, Context ctx,
+                                        absl::Span<const VarHandle> const_vars,
+                                        absl::Span<const VarHandle> mutate_vars, FnProperty prop,
+                                        int priority, std::string_view name) {
+  if (!fn) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("PushSyncInline('", AsAbsl(name), "'): fn is empty"));
+  }
+  BlockPtr op = NewOneShot(ctx, prop, priority, name);
+  op->own.sync_fn = std::move(fn);
+  return PushOne(std::move(op), const_vars, mutate_vars, /*here=*/ctx.is_host());
 }
 
 absl::Status EngineBase::PushAsync(AsyncFn fn, Context ctx, absl::Span<const VarHandle> const_vars,

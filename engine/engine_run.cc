@@ -83,6 +83,8 @@ void EngineBase::LookAhead(const OprBlock* op) {
   for (const VarDep& dep : op->deps) PrefetchForWrite(dep.var);
 }
 
+bool EngineBase::OutsideFunctions() { return tls_running_engine == nullptr; }
+
 void EngineBase::Run(OprBlock* op, int worker) {
   const Opr& opr = *op->opr;
   tls_run_worker = worker;
@@ -392,8 +394,9 @@ void EngineBase::Finish(OprBlock* op, bool ran) {
 }
 
 void EngineBase::RecordHostSpan(const OprBlock* op) {
-  std::string lane = op->worker == kWaitingThread ? std::string("engine waiting thread")
-                                                  : absl::StrCat("engine worker ", op->worker);
+  std::string lane = op->worker == kWaitingThread   ? std::string("engine waiting thread")
+                     : op->worker == kPushingThread ? std::string("engine pushing thread")
+                                                    : absl::StrCat("engine worker ", op->worker);
   TraceRecorder::Span span{std::move(lane),
                            op->name(),
                            "engine",

@@ -1,6 +1,7 @@
 #include "rill/executor/stream_executor.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -37,16 +38,25 @@ const char* FeatureName(Feature feature) {
   return "unknown feature";
 }
 
+namespace {
+uint32_t NextSerial() {
+  static std::atomic<uint32_t> next{0};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace
+
 StreamExecutor::StreamExecutor(Platform* platform, int device_ordinal,
                                std::unique_ptr<StreamExecutorInterface> impl)
     : platform_(platform),
       device_ordinal_(device_ordinal),
       debug_name_(absl::StrCat(platform->Name(), ":", device_ordinal)),
+      serial_(NextSerial()),
       impl_(std::move(impl)) {
   internal::InstallEnvironmentListeners();
 }
 
 StreamExecutor::~StreamExecutor() {
+  attachments_.Clear();  // They may free memory and kernels through the backend.
   alive_->store(false, std::memory_order_release);
   const int detached = streams_->DetachAll([](Stream* stream) { stream->Detach(); });
   if (detached > 0) {
@@ -216,6 +226,10 @@ absl::StatusOr<std::unique_ptr<Kernel>> StreamExecutor::LoadKernel(const KernelS
   }
   return std::make_unique<Kernel>(this, spec.name(), spec.host_arity(), spec.host_signature(),
                                   spec.params(), std::move(*impl));
+}
+
+bool StreamExecutor::CanLoad(const KernelSpec& spec) const {
+  return spec.variant(platform_->id()) != nullptr || impl_->CanLoad(spec);
 }
 
 absl::Status StreamExecutor::CheckSignature(const KernelSpec& spec, const std::type_info& signature,

@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "rill/base/attachments.h"
 #include "rill/base/mutex.h"
 #include "rill/executor/attached_streams.h"
 #include "rill/executor/device_memory.h"
@@ -54,6 +55,15 @@ class StreamExecutor {
   int device_ordinal() const { return device_ordinal_; }
   // "host:0", "cuda:1": for messages.
   const std::string& DebugName() const { return debug_name_; }
+  // A number no other executor of this process has had, counted from 0:
+  // a dense index for per-executor tables kept by layers above (the op
+  // layer's kernel choice). Never reused, so an entry left by a destroyed
+  // executor is never mistaken for a new one's.
+  uint32_t serial() const { return serial_; }
+  // Per-executor state of the layers above (the tensor layer's storage
+  // allocator, the op layer's loaded kernels): made on first use, destroyed
+  // first thing when the executor goes, while its backend still works.
+  Attachments& attachments() { return attachments_; }
   const DeviceDescription& GetDeviceDescription() const { return impl_->Description(); }
   // OK, or Unimplemented with the backend's reason.
   absl::Status Supports(Feature feature) const;
@@ -106,6 +116,10 @@ class StreamExecutor {
   absl::StatusOr<std::unique_ptr<Event>> CreateEvent();
   // Loads the variant of `spec` for this executor's platform.
   absl::StatusOr<std::unique_ptr<Kernel>> LoadKernel(const KernelSpec& spec);
+  // Whether LoadKernel(spec) would find a form it loads: the platform's
+  // variant (KernelSpec::AddVariant) or a format the backend reads
+  // (StreamExecutorInterface::CanLoad). Loads nothing.
+  bool CanLoad(const KernelSpec& spec) const;
   // As above, checking the spec's declared parameters against Params.
   template <typename... Params>
   absl::StatusOr<TypedKernel<Params...>> LoadKernel(const KernelSpec& spec);
@@ -154,7 +168,9 @@ class StreamExecutor {
   Platform* platform_;
   int device_ordinal_;
   std::string debug_name_;
+  uint32_t serial_;
   std::unique_ptr<StreamExecutorInterface> impl_;
+  Attachments attachments_;
   const std::shared_ptr<std::atomic<bool>> alive_ = std::make_shared<std::atomic<bool>>(true);
   // Shared with the streams: either side may be destroyed first.
   const std::shared_ptr<AttachedStreams> streams_ = std::make_shared<AttachedStreams>();

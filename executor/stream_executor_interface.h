@@ -193,6 +193,13 @@ class StreamExecutorInterface {
   virtual absl::StatusOr<std::unique_ptr<EventInterface>> CreateEvent() = 0;
   // Loads this platform's variant of `spec`; Unimplemented when it has none.
   virtual absl::StatusOr<std::unique_ptr<KernelInterface>> LoadKernel(const KernelSpec& spec) = 0;
+  // Whether LoadKernel would find a form of `spec` it loads, answered
+  // without loading: a backend that reads one of KernelSpec's own formats
+  // (host function, CUDA fatbin/PTX, OpenCL C) says so here. The op layer
+  // asks it to choose device-code kernels. The default, false, leaves it to
+  // StreamExecutor::CanLoad, which also accepts the platform's variant
+  // (KernelSpec::AddVariant).
+  virtual bool CanLoad(const KernelSpec& spec) const { return false; }
 };
 
 }  // namespace rill

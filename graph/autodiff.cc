@@ -14,9 +14,7 @@ namespace rill::graph {
 const ops::OpDef& GradSumOp() {
   static const ops::OpDef* op = [] {
     auto* d = new ops::OpDef("_grad_sum");
-    d->set_variadic_inputs()
-        .set_dtypes(kAllTypesMask)
-        .set_doc("sum of gradient contributions (graph executor)");
+    d->set_variadic_inputs().set_dtypes(kAllTypesMask);
     return d;
   }();
   return *op;
@@ -25,7 +23,7 @@ const ops::OpDef& GradSumOp() {
 const ops::OpDef& CopyOp() {
   static const ops::OpDef* op = [] {
     auto* d = new ops::OpDef("_copy");
-    d->set_dtypes(kAllTypesMask).set_doc("copy to another context (graph executor)");
+    d->set_dtypes(kAllTypesMask);
     return d;
   }();
   return *op;

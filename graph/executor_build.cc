@@ -9,12 +9,15 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "rill/base/logging.h"
 #include "rill/base/status_macros.h"
 #include "rill/graph/autodiff.h"
 #include "rill/graph/executor_impl.h"
 #include "rill/graph/memory_plan.h"
 #include "rill/graph/passes.h"
 #include "rill/ops/invoke.h"
+#include "rill/ops/op_registry.h"
 #include "rill/ops/prepared.h"
 #include "rill/stream/stream.h"
 
@@ -137,6 +140,8 @@ absl::Status Executor::Impl::Build(const Graph& fwd,
       node_ctx[id] = group_ctx(n.group);
     }
   }
+  const std::vector<int> wanted_ctx = node_ctx;
+  RILL_RETURN_IF_ERROR(PlaceOnFallbacks());
   for (size_t i = 0; i < head_grads.size(); ++i) {
     const Entry& o = outputs[i];
     const int c = node_ctx[o.node];
@@ -146,13 +151,45 @@ absl::Status Executor::Impl::Build(const Graph& fwd,
     head_tensors.push_back(h);
     args[g.node(head_grads[i].node).name] = h;
   }
-  for (const auto& [name, e] : var_grads) {
-    node_ctx[e.node] = CtxIndex(grads.at(name).context());
+  for (auto& [name, e] : var_grads) {
+    const int user = CtxIndex(grads.at(name).context());
+    RILL_ASSIGN_OR_RETURN(std::optional<int> fallback, GradSumFallback(user));
+    if (fallback.has_value()) {
+      // The user's gradient array is on a device that cannot sum: the sum
+      // runs on the fallback, and a copy writes the array.
+      if (adds.contains(name)) {
+        return absl::UnimplementedError(
+            absl::StrCat("bind: the gradient of '", name, "' accumulates (GradReq::kAdd) on ",
+                         contexts[user].ToString(),
+                         ", which has no kernel to add with; bind it with kWrite, "
+                         "or on a device with kernels"));
+      }
+      node_ctx[e.node] = *fallback;
+      Entry c = g.OpParsed(CopyOp(), nullptr, {e}, absl::StrCat("_copy_grad_", name))[0];
+      RILL_RETURN_IF_ERROR(g.status());
+      node_ctx.push_back(user);
+      e = c;
+    } else {
+      node_ctx[e.node] = user;
+    }
     var_grad_sums[e.node] = grads.at(name);
+  }
+  // An output made on a fallback device is copied back to where it was
+  // wanted, so callers find every output where they placed it.
+  for (Entry& o : outputs) {
+    if (node_ctx[o.node] == wanted_ctx[o.node]) continue;
+    const int want = wanted_ctx[o.node];
+    Entry c =
+        g.OpParsed(CopyOp(), nullptr, {o},
+                   absl::StrCat("_copy_", EntryName(o), "_to_", contexts[want].ToString()))[0];
+    RILL_RETURN_IF_ERROR(g.status());
+    node_ctx.push_back(want);
+    o = c;
   }
   absl::flat_hash_map<std::pair<Entry, int>, Entry> copies;
   const int before_copies = g.num_nodes();
   for (int id = 0; id < before_copies; ++id) {
+    if (g.node(id).op == &CopyOp()) continue;  // Made above: it crosses devices itself.
     const std::vector<Entry> inputs = g.node(id).inputs;
     for (size_t slot = 0; slot < inputs.size(); ++slot) {
       const Entry e = inputs[slot];
@@ -297,6 +334,50 @@ absl::Status Executor::Impl::Allocate() {
     }
   }
   return absl::OkStatus();
+}
+
+// Nodes whose op has no kernel on their device go to the device its
+// platform declares (Platform::OpFallback); the copies in and out are made
+// with the other placement copies. Listed once in a warning.
+absl::Status Executor::Impl::PlaceOnFallbacks() {
+  std::vector<std::string> moved;
+  const size_t num_contexts = contexts.size();
+  for (size_t c = 0; c < num_contexts; ++c) {
+    RILL_ASSIGN_OR_RETURN(StreamExecutor * exec, ExecutorFor(contexts[c]));
+    std::optional<int> fallback;
+    for (int id = 0; id < g.num_nodes(); ++id) {
+      const Node& n = g.node(id);
+      if (n.is_variable() || node_ctx[id] != static_cast<int>(c) || n.op == &CopyOp()) continue;
+      // A gradient sum runs as identity (kWriteTo) and _accumulate-style adds.
+      const ops::OpDef& op = n.op == &GradSumOp() ? ops::BuiltinOp("identity") : *n.op;
+      if (ops::OpRegistry::Choose(op, exec).ok()) continue;
+      if (!fallback.has_value()) {
+        RILL_ASSIGN_OR_RETURN(std::optional<engine::Context> to,
+                              ops::FallbackFor(contexts[c], /*host_fallback=*/false));
+        if (!to.has_value()) break;  // Prepare reports the missing kernel.
+        fallback = CtxIndex(*to);
+      }
+      node_ctx[id] = *fallback;
+      ops::NoteFallback(*n.op, contexts[c], contexts[*fallback], 1, /*log=*/false);
+      moved.push_back(absl::StrCat(n.name, " (", n.op->name(), ")"));
+    }
+  }
+  if (!moved.empty()) {
+    RILL_LOG(WARNING) << "bind: " << moved.size()
+                      << " node(s) have no kernel on their device and run on its fallback with "
+                         "copies: "
+                      << absl::StrJoin(moved, ", ");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<int>> Executor::Impl::GradSumFallback(int c) {
+  RILL_ASSIGN_OR_RETURN(StreamExecutor * exec, ExecutorFor(contexts[c]));
+  if (ops::OpRegistry::Choose(ops::BuiltinOp("identity"), exec).ok()) return std::optional<int>();
+  RILL_ASSIGN_OR_RETURN(std::optional<engine::Context> to,
+                        ops::FallbackFor(contexts[c], /*host_fallback=*/false));
+  if (!to.has_value()) return std::optional<int>();  // Prepare reports the missing kernel.
+  return std::optional<int>(CtxIndex(*to));
 }
 
 absl::Status Executor::Impl::Prepare(bool is_train) {

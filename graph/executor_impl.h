@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,11 @@ struct Executor::Impl {
   absl::Status Build(const Graph& fwd, const absl::flat_hash_map<std::string, Tensor>& args_in,
                      const absl::flat_hash_map<std::string, Tensor>& grads_in);
   absl::Status Allocate();
+  // Nodes without a kernel on their device go to its platform's fallback.
+  absl::Status PlaceOnFallbacks();
+  // The fallback context index for a gradient sum into an array on context
+  // `c`, when `c` cannot sum (no identity kernel) and has a fallback.
+  absl::StatusOr<std::optional<int>> GradSumFallback(int c);
   absl::Status Prepare(bool is_train);
   std::vector<Step> MakeSteps(size_t begin, size_t end) const;
   absl::Status Push(const std::vector<Step>& steps, bool is_train);

@@ -12,20 +12,29 @@
 
 namespace rill::ops {
 
+namespace {
+
+// The op layer's loaded kernels of one executor, destroyed with it.
+struct KernelCache {
+  Mutex mu;
+  absl::flat_hash_map<std::string, std::unique_ptr<Kernel>> kernels ABSL_GUARDED_BY(mu);
+};
+
+}  // namespace
+
 absl::StatusOr<const Kernel*> CachedKernel(StreamExecutor* executor, const std::string& key,
                                            const std::function<KernelSpec()>& make_spec) {
-  static Mutex* mu = new Mutex;
-  static auto* cache =
-      new absl::flat_hash_map<std::pair<StreamExecutor*, std::string>, std::unique_ptr<Kernel>>;
+  KernelCache& cache =
+      executor->attachments().Get<KernelCache>([] { return std::make_unique<KernelCache>(); });
   {
-    MutexLock lock(mu);
-    auto it = cache->find(std::make_pair(executor, key));
-    if (it != cache->end()) return it->second.get();
+    MutexLock lock(&cache.mu);
+    auto it = cache.kernels.find(key);
+    if (it != cache.kernels.end()) return it->second.get();
   }
   // Load outside the lock: an OpenCL build can take a second.
   RILL_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel, executor->LoadKernel(make_spec()));
-  MutexLock lock(mu);
-  auto& slot = (*cache)[std::make_pair(executor, key)];
+  MutexLock lock(&cache.mu);
+  auto& slot = cache.kernels[key];
   if (slot == nullptr) slot = std::move(kernel);
   return slot.get();
 }
@@ -35,13 +44,20 @@ absl::StatusOr<const Kernel*> DeviceKernel(OpContext& ctx, const std::string& ke
                                            const char* opencl_entry,
                                            const std::function<std::string()>& opencl_source) {
   return CachedKernel(ctx.executor(), key, [&] {
-    if (ctx.executor()->platform()->Name() == "cuda") {
+    if (fatbin.data != nullptr) {
       KernelSpec spec(cuda_entry);
-      if (fatbin.data != nullptr) spec.AddCudaFatbin(fatbin.data, fatbin.size);
-      return spec;
+      spec.AddCudaFatbin(fatbin.data, fatbin.size);
+      if (ctx.executor()->CanLoad(spec)) return spec;
     }
     return KernelSpec(opencl_entry).AddOpenClSource(opencl_source());
   });
+}
+
+std::shared_ptr<const KernelSpec> DeviceCodeForms(std::string family, CudaFatbin fatbin) {
+  auto spec = std::make_shared<KernelSpec>(family);
+  spec->AddOpenClSource("// " + family + ": OpenCL C made per kernel (ops/" + family + "/)");
+  if (fatbin.data != nullptr) spec->AddCudaFatbin(fatbin.data, fatbin.size);
+  return spec;
 }
 
 const char* OpenClBitsTypeName(int size) {

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -21,7 +22,7 @@
 namespace rill::ops {
 
 // The kernel `key` of `executor`, loaded from make_spec() on first use and
-// kept for the executor's life. Thread-safe.
+// kept in the executor's attachments (destroyed with it). Thread-safe.
 absl::StatusOr<const Kernel*> CachedKernel(StreamExecutor* executor, const std::string& key,
                                            const std::function<KernelSpec()>& make_spec);
 
@@ -31,9 +32,15 @@ struct CudaFatbin {
   size_t size = 0;
 };
 
-// A Rill kernel in its two device forms, loaded once per executor under
-// `key`: on a CUDA executor, entry `cuda_entry` of `fatbin`; on any other,
-// entry `opencl_entry` of the OpenCL C source opencl_source() returns.
+// The forms a family's device kernels come in, for KernelNeeds::DeviceCode:
+// OpenCL C (always) and `fatbin` where Rill is built with CUDA. Only asked
+// with StreamExecutor::CanLoad.
+std::shared_ptr<const KernelSpec> DeviceCodeForms(std::string family, CudaFatbin fatbin);
+
+// A Rill kernel in its device forms, loaded once per executor under `key`:
+// entry `cuda_entry` of `fatbin` where the executor loads a fatbin,
+// otherwise entry `opencl_entry` of the OpenCL C source opencl_source()
+// returns (StreamExecutor::CanLoad decides; no platform is named).
 absl::StatusOr<const Kernel*> DeviceKernel(OpContext& ctx, const std::string& key,
                                            CudaFatbin fatbin, const std::string& cuda_entry,
                                            const char* opencl_entry,

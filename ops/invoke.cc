@@ -1,6 +1,8 @@
 #include "rill/ops/invoke.h"
 
+#include <atomic>
 #include <cstdlib>
+#include <optional>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -19,41 +21,21 @@
 namespace rill::ops {
 namespace {
 
-// The var that orders random ops on one device of one engine. Keyed by the
-// engine's address; a var the engine no longer knows (an engine destroyed
-// and another made at its address) is replaced when a push refuses it.
-class RandomVars {
- public:
-  // The var of (engine, exec). A var found in the map is probed with an
-  // empty ordered write first: one made by an engine since destroyed (a new
-  // engine at the same address) is refused, and replaced.
-  engine::VarHandle Get(engine::Engine* engine, StreamExecutor* exec) {
-    MutexLock lock(&mu_);
-    auto& v = vars_[{engine, exec}];
-    if (!v.is_null()) {
-      absl::Status probe = engine->PushSync([](engine::RunContext) { return absl::OkStatus(); },
-                                            engine::Context::Host(), {}, {v},
-                                            engine::FnProperty::kNoSkip, 0, "random_var_probe");
-      if (!probe.ok()) v = engine::VarHandle();
-    }
+// The vars that order the random ops of one engine, one per device (by
+// executor serial, never reused), kept on the engine (destroyed with it).
+struct RandomVars {
+  Mutex mu;
+  absl::flat_hash_map<uint32_t, engine::VarHandle> vars ABSL_GUARDED_BY(mu);
+
+  static engine::VarHandle Get(engine::Engine* engine, StreamExecutor* exec) {
+    RandomVars& r =
+        engine->attachments().Get<RandomVars>([] { return std::make_unique<RandomVars>(); });
+    MutexLock lock(&r.mu);
+    engine::VarHandle& v = r.vars[exec->serial()];
     if (v.is_null()) v = engine->NewVariable();
     return v;
   }
-  void Forget(engine::Engine* engine, StreamExecutor* exec) {
-    MutexLock lock(&mu_);
-    vars_.erase({engine, exec});
-  }
-
- private:
-  Mutex mu_;
-  absl::flat_hash_map<std::pair<engine::Engine*, StreamExecutor*>, engine::VarHandle> vars_
-      ABSL_GUARDED_BY(mu_);
 };
-
-RandomVars& Randoms() {
-  static RandomVars* r = new RandomVars;
-  return *r;
-}
 
 bool FallbackFromEnv() {
   static const bool on = [] {
@@ -63,15 +45,17 @@ bool FallbackFromEnv() {
   return on;
 }
 
-void LogFallbackOnce(const OpDef& op, const std::string& platform) {
-  static Mutex* mu = new Mutex;
-  static auto* seen = new absl::flat_hash_set<std::string>;
-  MutexLock lock(mu);
-  if (seen->insert(op.name() + "@" + platform).second) {
-    RILL_LOG(WARNING) << "op '" << op.name() << "' has no kernel for platform '" << platform
-                      << "': running it on the host with copies (host fallback)";
-  }
-}
+std::atomic<uint64_t> fallback_count{0};
+
+// A CPU-context call writing at most this much runs on the pushing thread
+// when its vars are free: below it, handing the function to a worker costs
+// more than running it (bench/ops_bench: a 64-float add is ~0.1 us of work
+// against ~1 us of hand-off); above it, the pusher keeps pushing while
+// workers compute. RILL_OPS_RUN_HERE_BYTES overrides it (0: never).
+const uint64_t kRunHereBytes = [] {
+  const char* v = std::getenv("RILL_OPS_RUN_HERE_BYTES");
+  return v != nullptr ? std::strtoull(v, nullptr, 10) : uint64_t{64} << 10;
+}();
 
 absl::StatusOr<TensorArg> ArgOf(const Tensor& t) {
   RILL_ASSIGN_OR_RETURN(StorageBlock b, t.Storage());
@@ -91,31 +75,35 @@ std::string InputList(absl::Span<const Tensor> inputs) {
   return s;
 }
 
-// The op on the CPU with copies of the inputs, results copied back.
-absl::StatusOr<std::vector<Tensor>> InvokeWithHostFallback(
-    const OpDef& op, absl::Span<const Tensor> inputs, std::shared_ptr<const void> params,
-    absl::Span<const Tensor> outputs, const InvokeOptions& options, const std::string& platform) {
-  LogFallbackOnce(op, platform);
-  std::vector<Tensor> host_in;
+// The op on `to` with copies of the inputs, results copied back.
+absl::StatusOr<std::vector<Tensor>> InvokeOnFallback(const OpDef& op,
+                                                     absl::Span<const Tensor> inputs,
+                                                     std::shared_ptr<const void> params,
+                                                     absl::Span<const Tensor> outputs,
+                                                     const InvokeOptions& options,
+                                                     engine::Context from, engine::Context to) {
+  NoteFallback(op, from, to);
+  std::vector<Tensor> moved_in;
   for (const Tensor& t : inputs) {
-    RILL_ASSIGN_OR_RETURN(Tensor h, t.CopyTo(engine::Context::Host()));
-    host_in.push_back(std::move(h));
+    RILL_ASSIGN_OR_RETURN(Tensor h, t.CopyTo(to));
+    moved_in.push_back(std::move(h));
   }
-  std::vector<Tensor> host_out;
+  std::vector<Tensor> moved_out;
   for (const Tensor& t : outputs) {  // kAddTo needs the current contents.
-    RILL_ASSIGN_OR_RETURN(Tensor h, t.CopyTo(engine::Context::Host()));
-    host_out.push_back(std::move(h));
+    RILL_ASSIGN_OR_RETURN(Tensor h, t.CopyTo(to));
+    moved_out.push_back(std::move(h));
   }
   InvokeOptions o = options;
   o.host_fallback = false;
-  RILL_ASSIGN_OR_RETURN(std::vector<Tensor> res, Invoke(op, host_in, params, host_out, o));
+  if (inputs.empty() && outputs.empty()) o.context = to;
+  RILL_ASSIGN_OR_RETURN(std::vector<Tensor> res, Invoke(op, moved_in, params, moved_out, o));
   if (!outputs.empty()) {
     for (size_t i = 0; i < outputs.size(); ++i) RILL_RETURN_IF_ERROR(outputs[i].CopyFrom(res[i]));
     return std::vector<Tensor>(outputs.begin(), outputs.end());
   }
   std::vector<Tensor> back;
   for (const Tensor& t : res) {
-    RILL_ASSIGN_OR_RETURN(Tensor b, t.CopyTo(inputs[0].context()));
+    RILL_ASSIGN_OR_RETURN(Tensor b, t.CopyTo(from));
     back.push_back(std::move(b));
   }
   return back;
@@ -212,20 +200,10 @@ absl::Status PreparedOp::Resolve(const OpDef& op, absl::Span<const Tensor> input
   }
 
   // --- Kernel.
-  const std::string& platform = exec->platform()->Name();
-  absl::StatusOr<KernelDef> kernel = OpRegistry::Global().FindKernel(op, platform);
+  absl::StatusOr<KernelDef> kernel = OpRegistry::FindKernel(op, exec, in_types);
   if (!kernel.ok()) {
     *no_kernel = op.name() != "_accumulate";
     return kernel.status();
-  }
-  if (kernel->dtypes != 0) {
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      if ((kernel->dtypes & DTypeBit(in_types[i])) == 0) {
-        return absl::UnimplementedError(
-            absl::StrCat("op '", op.name(), "' on ", platform, " has no ", DTypeName(in_types[i]),
-                         " kernel (input ", i, ": ", inputs[i].ToString(), ")"));
-      }
-    }
   }
 
   // --- Outputs: new tensors, or the caller's with their write requests.
@@ -285,7 +263,7 @@ absl::Status PreparedOp::Resolve(const OpDef& op, absl::Span<const Tensor> input
   for (const OpReqType r : call->req) {
     if (r == OpReqType::kAddTo && (kernel->reqs & ReqBit(r)) == 0) {
       static const OpDef* acc = *OpRegistry::Global().Find("_accumulate");
-      absl::StatusOr<KernelDef> k = OpRegistry::Global().FindKernel(*acc, platform);
+      absl::StatusOr<KernelDef> k = OpRegistry::FindKernel(*acc, exec, {out_types[0]});
       if (k.ok()) call->accumulate = k->fn;
       break;
     }
@@ -304,8 +282,14 @@ absl::Status PreparedOp::Resolve(const OpDef& op, absl::Span<const Tensor> input
     call->out.push_back(std::move(a));
     prep->writes_.push_back(t.var());
   }
-  prep->random_ = op.NeedsResource(ResourceKind::kRandom);
-  if (prep->random_) prep->writes_.push_back(Randoms().Get(eng, exec));
+  if (op.NeedsResource(ResourceKind::kRandom)) {
+    prep->writes_.push_back(RandomVars::Get(eng, exec));
+  }
+  if (ctx.is_host()) {
+    uint64_t bytes = 0;
+    for (const TensorArg& a : call->out) bytes += a.bytes();
+    prep->run_here_ = bytes <= kRunHereBytes;
+  }
   prep->call_ = std::move(call);
   return absl::OkStatus();
 }
@@ -328,10 +312,12 @@ absl::Status PreparedOp::Run(const engine::RunContext& rc) const {
 absl::Status PreparedOp::Push(int priority, std::string_view name) const {
   if (noop_) return absl::OkStatus();
   auto fn = [call = call_](engine::RunContext rc) { return OpRunner::Run(*call, rc); };
-  absl::Status s =
-      engine_->PushSync(std::move(fn), ctx_, reads_, writes_, engine::FnProperty::kNormal, priority,
-                        name.empty() ? std::string_view(call_->op->name()) : name);
-  if (!s.ok() && random_) Randoms().Forget(engine_, call_->executor);
+  const std::string_view fn_name = name.empty() ? std::string_view(call_->op->name()) : name;
+  absl::Status s = run_here_
+                       ? engine_->PushSyncInline(std::move(fn), ctx_, reads_, writes_,
+                                                 engine::FnProperty::kNormal, priority, fn_name)
+                       : engine_->PushSync(std::move(fn), ctx_, reads_, writes_,
+                                           engine::FnProperty::kNormal, priority, fn_name);
   if (!s.ok()) return Annotate(s, absl::StrCat("op '", call_->op->name(), "'"));
   return absl::OkStatus();
 }
@@ -364,12 +350,14 @@ absl::StatusOr<std::vector<Tensor>> Invoke(const OpDef& op, absl::Span<const Ten
   absl::Status s = PreparedOp::Resolve(op, inputs, params, outputs, options, &result, &prep,
                                        &no_kernel, current_trace);
   if (!s.ok()) {
-    if (no_kernel && (options.host_fallback || FallbackFromEnv())) {
-      const std::string& platform =
-          inputs.empty() ? std::string("?") : inputs[0].executor()->platform()->Name();
-      return InvokeWithHostFallback(op, inputs, std::move(params), outputs, options, platform);
-    }
-    return s;
+    if (!no_kernel) return s;
+    engine::Context from = !inputs.empty()    ? inputs[0].context()
+                           : !outputs.empty() ? outputs[0].context()
+                                              : options.context.value_or(engine::Context::Host());
+    RILL_ASSIGN_OR_RETURN(std::optional<engine::Context> to,
+                          FallbackFor(from, options.host_fallback));
+    if (!to.has_value() || *to == from) return s;
+    return InvokeOnFallback(op, inputs, std::move(params), outputs, options, from, *to);
   }
   if (current_trace != nullptr || prep.noop()) return result;
   RILL_RETURN_IF_ERROR(prep.Push(options.priority, op.name()));
@@ -388,14 +376,54 @@ absl::StatusOr<std::vector<Tensor>> Invoke(std::string_view op_name,
 absl::Status Seed(engine::Context ctx, uint64_t seed, engine::Engine* engine) {
   if (engine == nullptr) engine = &engine::Engine::Default();
   RILL_ASSIGN_OR_RETURN(StreamExecutor * exec, ExecutorFor(ctx));
-  RILL_ASSIGN_OR_RETURN(PluginInterface * plugin, exec->GetPlugin(PluginKind::kRng));
-  auto* rng = static_cast<RngSupport*>(plugin);
-  engine::VarHandle var = Randoms().Get(engine, exec);
-  absl::Status s =
-      engine->PushSync([rng, seed](engine::RunContext) { return rng->SetSeed(seed); },
-                       engine::Context::Host(), {}, {var}, engine::FnProperty::kNormal, 0, "Seed");
-  if (!s.ok()) Randoms().Forget(engine, exec);
-  return s;
+  absl::StatusOr<PluginInterface*> plugin = exec->GetPlugin(PluginKind::kRng);
+  if (!plugin.ok()) {
+    // The random ops of a device without a generator run on its fallback:
+    // seed that one.
+    RILL_ASSIGN_OR_RETURN(std::optional<engine::Context> to, FallbackFor(ctx, false));
+    if (to.has_value() && *to != ctx) return Seed(*to, seed, engine);
+    return plugin.status();
+  }
+  auto* rng = static_cast<RngSupport*>(*plugin);
+  engine::VarHandle var = RandomVars::Get(engine, exec);
+  return engine->PushSync([rng, seed](engine::RunContext) { return rng->SetSeed(seed); },
+                          engine::Context::Host(), {}, {var}, engine::FnProperty::kNormal, 0,
+                          "Seed");
+}
+
+absl::StatusOr<std::optional<engine::Context>> FallbackFor(engine::Context ctx,
+                                                           bool host_fallback) {
+  RILL_ASSIGN_OR_RETURN(StreamExecutor * exec, ExecutorFor(ctx));
+  const std::string declared = exec->platform()->OpFallback();
+  if (!declared.empty()) {
+    absl::StatusOr<engine::Context> to = engine::Context::Parse(declared);
+    if (!to.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("platform '", exec->platform()->Name(),
+                                                     "' declares op fallback '", declared,
+                                                     "': ", to.status().message()));
+    }
+    return std::optional<engine::Context>(*to);
+  }
+  if (host_fallback || FallbackFromEnv()) {
+    return std::optional<engine::Context>(engine::Context::Host());
+  }
+  return std::optional<engine::Context>();
+}
+
+uint64_t FallbackCount() { return fallback_count.load(std::memory_order_relaxed); }
+
+void NoteFallback(const OpDef& op, const engine::Context& from, const engine::Context& to,
+                  uint64_t n, bool log) {
+  fallback_count.fetch_add(n, std::memory_order_relaxed);
+  if (!log) return;
+  static Mutex* mu = new Mutex;
+  static auto* seen = new absl::flat_hash_set<std::string>;
+  const std::string key = absl::StrCat(op.name(), "@", from.ToString());
+  MutexLock lock(mu);
+  if (seen->insert(key).second) {
+    RILL_LOG(WARNING) << "op '" << op.name() << "' has no kernel on " << from.ToString()
+                      << ": running it on " << to.ToString() << " with copies (fallback)";
+  }
 }
 
 const OpDef& BuiltinOp(std::string_view name) {

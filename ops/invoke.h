@@ -18,8 +18,10 @@ struct InvokeOptions {
   // Per output; empty: kWriteTo, or kWriteInplace for an output that shares
   // storage with an input.
   std::vector<OpReqType> reqs;
-  // Without a kernel for the inputs' platform, run the host kernel on copies
-  // (logged once per op and platform). Also RILL_OPS_HOST_FALLBACK=1.
+  // Without a kernel for the inputs' device, run the op on the CPU context
+  // with copies (logged once per op and platform, counted) even where the
+  // platform declares no fallback (Platform::OpFallback). Also
+  // RILL_OPS_HOST_FALLBACK=1.
   bool host_fallback = false;
   bool is_train = true;
   int priority = 0;
@@ -52,8 +54,22 @@ absl::StatusOr<std::vector<Tensor>> Invoke(std::string_view op, absl::Span<const
 
 // Seeds the random generator of `ctx`'s device, in push order with the
 // random ops on that device: the same seed gives the same numbers on host,
-// OpenCL and CUDA (Philox).
+// OpenCL and CUDA (Philox). A device without an RNG plugin whose platform
+// declares a fallback (Platform::OpFallback) seeds the fallback's.
 absl::Status Seed(engine::Context ctx, uint64_t seed, engine::Engine* engine = nullptr);
+
+// Where `op`, which has no kernel on `ctx`'s device, runs instead: the
+// platform's declared fallback (Platform::OpFallback), else the CPU context
+// when `host_fallback` or RILL_OPS_HOST_FALLBACK=1 asks; nullopt for none.
+// InvalidArgument when the declared fallback does not parse.
+absl::StatusOr<std::optional<engine::Context>> FallbackFor(engine::Context ctx, bool host_fallback);
+// Op calls run on a fallback device so far in this process (Invoke's and
+// the graph executor's nodes placed there at Bind).
+uint64_t FallbackCount();
+// Records `n` calls run on a fallback device, and (with `log`) logs `op`
+// once per device it falls back from.
+void NoteFallback(const OpDef& op, const engine::Context& from, const engine::Context& to,
+                  uint64_t n = 1, bool log = true);
 
 // Looks up a built-in op; aborts on a missing name (for ops:: wrappers).
 const OpDef& BuiltinOp(std::string_view name);

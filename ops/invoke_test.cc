@@ -68,7 +68,7 @@ TEST_P(InvokeTest, AFailedOpPoisonsItsOutputsAndEveryReadNamesIt) {
   EXPECT_EQ(*(*ops::Neg(x)).ToHost<float>(), std::vector<float>({-1, -2, -3, -4, -5, -6}));
 }
 
-TEST_P(InvokeTest, AMissingKernelListsThePlatformsThatHaveOneAndFallbackIsOptIn) {
+TEST_P(InvokeTest, AMissingKernelSaysWhatItNeedsAndFallbackIsOptIn) {
   if (GetParam().is_host()) GTEST_SKIP() << "the cpu context runs host kernels";
   auto x = *Tensor::FromHost<float>({1, 2, 3}, {3}, GetParam(), engine_.get());
   auto y = Invoke("test_double", {x});
@@ -77,11 +77,14 @@ TEST_P(InvokeTest, AMissingKernelListsThePlatformsThatHaveOneAndFallbackIsOptIn)
     return;
   }
   ASSERT_EQ(y.status().code(), absl::StatusCode::kUnimplemented) << y.status();
-  EXPECT_NE(y.status().message().find("platforms with one: host"), std::string::npos) << y.status();
+  EXPECT_NE(y.status().message().find("platform 'host'"), std::string::npos) << y.status();
+  EXPECT_NE(y.status().message().find(GetParam().ToString()), std::string::npos) << y.status();
   InvokeOptions fallback;
   fallback.host_fallback = true;
+  const uint64_t fallbacks = FallbackCount();
   y = Invoke("test_double", {x}, {}, {}, fallback);
   ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(FallbackCount(), fallbacks + 1);
   EXPECT_EQ((*y)[0].context(), GetParam());
   EXPECT_EQ(*(*y)[0].ToHost<float>(), std::vector<float>({2, 4, 6}));
 }

@@ -3,8 +3,8 @@
 
 // What an operator is: its declaration (OpDef: arity, typed parameters,
 // shape and type inference, in-place options, resources, gradient) and the
-// context its kernels run in (OpContext). Kernels are registered per
-// platform in ops/op_registry.h; ops/invoke.h runs them.
+// context its kernels run in (OpContext). Kernels are registered with what
+// they need of a device in ops/op_registry.h; ops/invoke.h runs them.
 
 #include <cstdint>
 #include <functional>
@@ -136,7 +136,7 @@ class OpContext {
   std::vector<StorageBlock>* temps_ = nullptr;
 };
 
-// A kernel: enqueues (or, inline, runs) the op for one platform.
+// A kernel: enqueues (or, inline, runs) the op on one device.
 using KernelFn = absl::Status (*)(OpContext& ctx);
 
 // A kernel and what it handles.
@@ -179,7 +179,8 @@ using GradientFn = absl::StatusOr<std::vector<Tensor>> (*)(const GradientContext
 // output beside the loss) without stopping autodiff.
 absl::StatusOr<std::vector<Tensor>> NoGradient(const GradientContext& ctx);
 
-// An op's declaration, made once; kernels come separately, per platform.
+// An op's declaration, made once; kernels come separately, each with what
+// it needs of a device (ops/op_registry.h).
 //
 //   OpDef def("relu");
 //   def.set_inputs({"x"}).set_infer_shape(SameShape).set_inplace({{0, 0}})
@@ -200,7 +201,6 @@ class OpDef {
   const std::vector<std::pair<int, int>>& inplace() const { return inplace_; }
   const std::vector<ResourceKind>& resources() const { return resources_; }
   GradientFn gradient() const { return gradient_; }
-  const std::string& doc() const { return doc_; }
   bool NeedsResource(ResourceKind kind) const;
 
   OpDef& set_inputs(std::vector<std::string> names) {
@@ -253,10 +253,6 @@ class OpDef {
     gradient_ = fn;
     return *this;
   }
-  OpDef& set_doc(std::string doc) {
-    doc_ = std::move(doc);
-    return *this;
-  }
 
  private:
   std::string name_;
@@ -270,7 +266,8 @@ class OpDef {
   std::vector<std::pair<int, int>> inplace_;
   std::vector<ResourceKind> resources_;
   GradientFn gradient_ = nullptr;
-  std::string doc_;
+  friend class OpRegistry;
+  void* registry_entry_ = nullptr;  // Set by OpRegistry::Register: its kernels.
 };
 
 // Common inference functions.

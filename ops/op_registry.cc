@@ -2,9 +2,13 @@
 
 #include <algorithm>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "rill/base/logging.h"
 #include "rill/base/status_macros.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/platform/platform.h"
 
 namespace rill::ops {
 namespace {
@@ -22,15 +26,156 @@ int EditDistance(std::string_view a, std::string_view b) {
   return prev[b.size()];
 }
 
+uint32_t PluginBit(PluginKind kind) { return 1u << static_cast<int>(kind); }
+
+bool SameNeed(const KernelNeeds& a, const KernelNeeds& b) {
+  return a.kind == b.kind && a.platform == b.platform && a.plugins == b.plugins && a.code == b.code;
+}
+
+std::string UnmetKind(const KernelNeeds& needs, StreamExecutor* exec);
+
+std::string UnmetPlugins(uint32_t plugins, StreamExecutor* exec) {
+  for (PluginKind kind : kAllPluginKinds) {
+    if ((plugins & PluginBit(kind)) == 0) continue;
+    absl::StatusOr<PluginInterface*> p = exec->GetPlugin(kind);
+    if (!p.ok()) return std::string(p.status().message());
+  }
+  return "";
+}
+
+// Empty when `exec` meets `needs`; otherwise why not.
+std::string Unmet(const KernelNeeds& needs, StreamExecutor* exec) {
+  std::string kind = UnmetKind(needs, exec);
+  return kind.empty() ? UnmetPlugins(needs.plugins, exec) : kind;
+}
+
+std::string UnmetKind(const KernelNeeds& needs, StreamExecutor* exec) {
+  switch (needs.kind) {
+    case KernelNeeds::Kind::kPlatform:
+      if (exec->platform()->Name() == needs.platform) return "";
+      return absl::StrCat(exec->DebugName(), " is not of that platform");
+    case KernelNeeds::Kind::kHostMemory: {
+      absl::Status s = exec->Supports(Feature::kHostAddressableMemory);
+      return s.ok() ? "" : std::string(s.message());
+    }
+    case KernelNeeds::Kind::kDeviceCode: {
+      absl::Status s = exec->Supports(Feature::kKernelLaunch);
+      if (!s.ok()) return std::string(s.message());
+      if (needs.code == nullptr || !exec->CanLoad(*needs.code)) {
+        return absl::StrCat(exec->DebugName(), " loads none of those forms");
+      }
+      return "";
+    }
+    case KernelNeeds::Kind::kLibraries:
+      return "";  // The plugins are checked for every kind.
+  }
+  return "unknown need";
+}
+
+int Rank(KernelNeeds::Kind kind) { return static_cast<int>(kind); }
+
 }  // namespace
+
+KernelNeeds KernelNeeds::Platform(std::string_view name) {
+  KernelNeeds n;
+  n.kind = Kind::kPlatform;
+  n.platform = std::string(name);
+  return n;
+}
+
+KernelNeeds KernelNeeds::HostMemory() { return KernelNeeds{}; }
+
+KernelNeeds KernelNeeds::And(std::initializer_list<PluginKind> kinds) && {
+  for (PluginKind k : kinds) plugins |= PluginBit(k);
+  return std::move(*this);
+}
+
+KernelNeeds KernelNeeds::DeviceCode(std::shared_ptr<const KernelSpec> code) {
+  KernelNeeds n;
+  n.kind = Kind::kDeviceCode;
+  n.code = std::move(code);
+  return n;
+}
+
+KernelNeeds KernelNeeds::Libraries(std::initializer_list<PluginKind> kinds) {
+  KernelNeeds n;
+  n.kind = Kind::kLibraries;
+  for (PluginKind k : kinds) n.plugins |= PluginBit(k);
+  return n;
+}
+
+std::string KernelNeeds::ToString() const {
+  std::string base = KindString();
+  if (kind == Kind::kLibraries || plugins == 0) return base;
+  std::vector<std::string> kinds;
+  for (PluginKind k : kAllPluginKinds) {
+    if (plugins & PluginBit(k)) kinds.push_back(PluginKindName(k));
+  }
+  return absl::StrCat(base, " and libraries ", absl::StrJoin(kinds, "+"));
+}
+
+std::string KernelNeeds::KindString() const {
+  switch (kind) {
+    case Kind::kPlatform:
+      return absl::StrCat("platform '", platform, "'");
+    case Kind::kHostMemory:
+      return "host memory";
+    case Kind::kDeviceCode: {
+      std::vector<std::string> forms;
+      if (code != nullptr) {
+        if (!code->opencl_source().empty()) forms.push_back("OpenCL C");
+        if (!code->cuda_fatbin().empty()) forms.push_back("CUDA fatbin");
+        if (!code->cuda_ptx().empty()) forms.push_back("CUDA PTX");
+        if (code->has_host_function()) forms.push_back("host function");
+      }
+      return absl::StrCat("device code (", forms.empty() ? "none" : absl::StrJoin(forms, ", "),
+                          ")");
+    }
+    case Kind::kLibraries: {
+      std::vector<std::string> kinds;
+      for (PluginKind k : kAllPluginKinds) {
+        if (plugins & PluginBit(k)) kinds.push_back(PluginKindName(k));
+      }
+      return absl::StrCat("libraries ", absl::StrJoin(kinds, "+"));
+    }
+  }
+  return "?";
+}
+
+// One choice of kernels for one executor, made under `generation`.
+struct OpRegistry::Resolved {
+  uint64_t generation = 0;
+  KernelChoice choice;
+};
+
+struct OpRegistry::Entry {
+  static constexpr uint32_t kFast = 64;  // Executors with serial() below: lock-free.
+
+  const OpRegistry* owner = nullptr;
+  std::unique_ptr<OpDef> def;
+  std::vector<std::pair<KernelNeeds, KernelDef>> kernels;  // Guarded by owner->mu_.
+  std::array<std::atomic<const Resolved*>, kFast> fast{};
+  absl::flat_hash_map<uint32_t, const Resolved*> slow;  // serial() >= kFast; owner->mu_.
+  std::vector<std::unique_ptr<Resolved>> made;          // Every choice made; owner->mu_.
+};
+
+OpRegistry::OpRegistry() = default;
+OpRegistry::~OpRegistry() = default;
 
 OpRegistry& OpRegistry::Global() {
   static OpRegistry* registry = [] {
     auto* r = new OpRegistry;
     RegisterBuiltinOps(*r);
+    for (const absl::Status& s : r->registration_errors()) {
+      RILL_LOG(ERROR) << "built-in op registration failed: " << s;
+    }
     return r;
   }();
   return *registry;
+}
+
+void OpRegistry::Check(absl::Status status) {
+  if (!status.ok()) errors_.push_back(std::move(status));
 }
 
 absl::Status OpRegistry::Register(OpDef def) {
@@ -40,28 +185,36 @@ absl::Status OpRegistry::Register(OpDef def) {
     return absl::AlreadyExistsError(absl::StrCat("op '", def.name(), "' is already registered"));
   }
   slot = std::make_unique<Entry>();
+  slot->owner = this;
   slot->def = std::make_unique<OpDef>(std::move(def));
-  by_def_[slot->def.get()] = slot.get();
+  slot->def->registry_entry_ = slot.get();
   return absl::OkStatus();
 }
 
-absl::Status OpRegistry::RegisterKernel(std::string_view op, std::string_view platform,
-                                        KernelDef kernel) {
+absl::Status OpRegistry::RegisterKernel(std::string_view op, KernelNeeds needs, KernelDef kernel) {
   if (kernel.fn == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("null kernel for op '", AsAbsl(op), "'"));
+  }
+  if ((needs.kind == KernelNeeds::Kind::kPlatform && needs.platform.empty()) ||
+      (needs.kind == KernelNeeds::Kind::kDeviceCode && needs.code == nullptr) ||
+      (needs.kind == KernelNeeds::Kind::kLibraries && needs.plugins == 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kernel for op '", AsAbsl(op), "' needs nothing usable: ", needs.ToString()));
   }
   MutexLock lock(&mu_);
   auto it = ops_.find(AsAbsl(op));
   if (it == ops_.end()) {
     return absl::NotFoundError(absl::StrCat("RegisterKernel: no op '", AsAbsl(op), "'"));
   }
-  for (auto& [name, k] : it->second->kernels) {
-    if (name == platform) {
-      k = kernel;
-      return absl::OkStatus();
-    }
+  auto& kernels = it->second->kernels;
+  auto same = std::find_if(kernels.begin(), kernels.end(),
+                           [&](const auto& k) { return SameNeed(k.first, needs); });
+  if (same != kernels.end()) {
+    same->second = kernel;
+  } else {
+    kernels.emplace_back(std::move(needs), kernel);
   }
-  it->second->kernels.emplace_back(std::string(platform), kernel);
+  generation_.fetch_add(1, std::memory_order_acq_rel);  // Every executor chooses again.
   return absl::OkStatus();
 }
 
@@ -84,31 +237,95 @@ absl::StatusOr<const OpDef*> OpRegistry::Find(std::string_view name) const {
                    names.empty() ? "" : "; did you mean: ", absl::StrJoin(names, ", "), "?"));
 }
 
-absl::StatusOr<KernelDef> OpRegistry::FindKernel(const OpDef& op, std::string_view platform) const {
-  MutexLock lock(&mu_);
-  auto it = by_def_.find(&op);
-  if (it != by_def_.end()) {
-    for (const auto& [name, k] : it->second->kernels) {
-      if (name == platform) return k;
+absl::StatusOr<const OpRegistry::Resolved*> OpRegistry::Resolve(Entry& e, StreamExecutor* exec) {
+  const OpRegistry& r = *e.owner;
+  std::vector<std::pair<KernelNeeds, KernelDef>> kernels;
+  uint64_t generation;
+  {
+    MutexLock lock(&r.mu_);
+    kernels = e.kernels;
+    generation = r.generation_.load(std::memory_order_acquire);
+  }
+  // Asking the executor (plugins are created on first use) happens outside
+  // the lock.
+  std::stable_sort(kernels.begin(), kernels.end(), [](const auto& a, const auto& b) {
+    return Rank(a.first.kind) < Rank(b.first.kind);
+  });
+  auto resolved = std::make_unique<Resolved>();
+  resolved->generation = generation;
+  std::vector<std::string> why;
+  for (const auto& [needs, kernel] : kernels) {
+    std::string unmet = Unmet(needs, exec);
+    if (unmet.empty()) {
+      resolved->choice.push_back(kernel);
+    } else {
+      why.push_back(absl::StrCat(needs.ToString(), ": ", unmet));
     }
   }
-  std::vector<std::string> have;
-  if (it != by_def_.end()) {
-    for (const auto& [name, k] : it->second->kernels) have.push_back(name);
+  if (resolved->choice.empty()) {
+    return absl::UnimplementedError(absl::StrCat(
+        "op '", e.def->name(), "' has no kernel for ", exec->DebugName(), " (platform '",
+        exec->platform()->Name(), "'); ",
+        why.empty() ? "it has no kernels at all"
+                    : absl::StrCat("its kernels need ", absl::StrJoin(why, "; ")),
+        ". A backend gets host kernels by declaring Feature::kHostAddressableMemory, library "
+        "kernels by having the plugins, or runs the op on its Platform::OpFallback() device"));
   }
-  return absl::UnimplementedError(absl::StrCat(
-      "op '", op.name(), "' has no kernel for platform '", AsAbsl(platform),
-      "'; platforms with one: ", have.empty() ? "none" : absl::StrJoin(have, ", "),
-      " (host fallback is opt-in: InvokeOptions::host_fallback or RILL_OPS_HOST_FALLBACK=1)"));
+  MutexLock lock(&r.mu_);
+  const Resolved* out = resolved.get();
+  e.made.push_back(std::move(resolved));
+  const uint32_t serial = exec->serial();
+  if (serial < Entry::kFast) {
+    e.fast[serial].store(out, std::memory_order_release);
+  } else {
+    e.slow[serial] = out;
+  }
+  return out;
 }
 
-std::vector<std::string> OpRegistry::KernelPlatforms(const OpDef& op) const {
-  MutexLock lock(&mu_);
-  std::vector<std::string> out;
-  auto it = by_def_.find(&op);
-  if (it != by_def_.end()) {
-    for (const auto& [name, k] : it->second->kernels) out.push_back(name);
+absl::StatusOr<const KernelChoice*> OpRegistry::Choose(const OpDef& op, StreamExecutor* exec) {
+  auto* e = static_cast<Entry*>(op.registry_entry_);
+  if (e == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("op '", op.name(), "' is not registered (OpRegistry::Register)"));
   }
+  const uint64_t generation = e->owner->generation_.load(std::memory_order_acquire);
+  const uint32_t serial = exec->serial();
+  const Resolved* r = nullptr;
+  if (serial < Entry::kFast) {
+    r = e->fast[serial].load(std::memory_order_acquire);
+  } else {
+    MutexLock lock(&e->owner->mu_);
+    auto it = e->slow.find(serial);
+    if (it != e->slow.end()) r = it->second;
+  }
+  if (r == nullptr || r->generation != generation) {
+    RILL_ASSIGN_OR_RETURN(r, Resolve(*e, exec));
+  }
+  return &r->choice;
+}
+
+absl::StatusOr<KernelDef> OpRegistry::FindKernel(const OpDef& op, StreamExecutor* exec,
+                                                 absl::Span<const DType> dtypes) {
+  RILL_ASSIGN_OR_RETURN(const KernelChoice* choice, Choose(op, exec));
+  for (const KernelDef& k : *choice) {
+    bool takes_all = true;
+    for (DType t : dtypes) takes_all &= k.dtypes == 0 || (k.dtypes & DTypeBit(t)) != 0;
+    if (takes_all) return k;
+  }
+  std::vector<std::string> names;
+  for (DType t : dtypes) names.push_back(DTypeName(t));
+  return absl::UnimplementedError(absl::StrCat("op '", op.name(), "' on ", exec->DebugName(),
+                                               " has no kernel for inputs of type ",
+                                               absl::StrJoin(names, ", ")));
+}
+
+std::vector<KernelNeeds> OpRegistry::KernelNeedsOf(const OpDef& op) {
+  std::vector<KernelNeeds> out;
+  auto* e = static_cast<Entry*>(op.registry_entry_);
+  if (e == nullptr) return out;
+  MutexLock lock(&e->owner->mu_);
+  for (const auto& [needs, k] : e->kernels) out.push_back(needs);
   return out;
 }
 

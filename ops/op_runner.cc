@@ -13,8 +13,10 @@
 namespace rill::ops {
 
 absl::StatusOr<Stream*> InlineStream(StreamExecutor* executor) {
-  thread_local absl::flat_hash_map<StreamExecutor*, std::unique_ptr<Stream>> streams;
-  auto& slot = streams[executor];
+  // By serial, never reused: a stream of a destroyed executor is detached
+  // (its calls fail) and never found again; it goes with the thread.
+  thread_local absl::flat_hash_map<uint32_t, std::unique_ptr<Stream>> streams;
+  auto& slot = streams[executor->serial()];
   if (slot == nullptr || !slot->ok()) {
     RILL_ASSIGN_OR_RETURN(slot, executor->CreateStream());
   }

@@ -53,7 +53,8 @@ class PreparedOp {
   // names the op and its inputs.
   absl::Status Run(const engine::RunContext& rc) const;
   // Pushes one engine function running it, named `name` (the op's name if
-  // empty) in the engine's trace.
+  // empty) in the engine's trace. A small call on the CPU context whose
+  // vars are free runs on the calling thread (Engine::PushSyncInline).
   absl::Status Push(int priority = 0, std::string_view name = {}) const;
 
  private:
@@ -71,7 +72,9 @@ class PreparedOp {
   std::vector<engine::VarHandle> reads_;
   std::vector<engine::VarHandle> writes_;
   bool noop_ = false;
-  bool random_ = false;
+  // A CPU-context call small enough to run on the pushing thread when its
+  // vars are free (Engine::PushSyncInline).
+  bool run_here_ = false;
 };
 
 // While an OpTrace is alive, Invoke on this thread records each call and

@@ -45,6 +45,14 @@ class Platform {
   // conformance suite to print when a case needs two: "set
   // RILL_HOST_DEVICES=2". Empty when there is no such knob.
   virtual std::string MoreDevicesHint() const { return ""; }
+  // Where the op layer runs an op this platform has no kernel for, with
+  // copies of its inputs there and of its outputs back: a device as
+  // engine::Context::Parse reads it ("cpu", the engine's CPU context;
+  // "host:0"), or empty (the default) for none, so that such an op fails
+  // with Unimplemented saying what its kernels need. Each fallback is
+  // logged once per op and counted (ops::FallbackCount()); the graph
+  // executor places such nodes on this device at Bind and lists them.
+  virtual std::string OpFallback() const { return ""; }
   virtual absl::StatusOr<DeviceDescription> DescriptionForDevice(int ordinal) const = 0;
 
   // The executor of device `ordinal`, created on first use. InvalidArgument

@@ -12,7 +12,7 @@
 #                             platform/skeleton, examples/toy_backend)
 #   scripts/test.sh --tsan    ThreadSanitizer build in build-tsan/ of just the
 #                             tests it runs (targets tests_<label>): those labelled
-#                             stream, conformance, engine, tensor, graph, io or kvstore
+#                             base, stream, conformance, engine, tensor, graph, io or kvstore
 #   scripts/test.sh --asan    AddressSanitizer + UBSan build in build-asan/, runs
 #                             every test; then the fuzz stage below
 #   scripts/test.sh --fuzz    clang ASan + UBSan + libFuzzer build in build-fuzz/
@@ -52,7 +52,7 @@ case "$MODE" in
   tsan)
     BUILD_DIR="${RILL_BUILD_DIR:-build-tsan}"
     CMAKE_ARGS+=(-DRILL_SANITIZER=thread -DRILL_BUILD_BENCHMARKS=OFF)
-    TSAN_LABELS=(stream conformance engine tensor graph io kvstore)
+    TSAN_LABELS=(base stream conformance engine tensor graph io kvstore)
     CTEST_ARGS+=(-L "$(IFS='|'; echo "${TSAN_LABELS[*]}")")
     # Only the test binaries those labels run (and what they link).
     BUILD_TARGETS=("${TSAN_LABELS[@]/#/tests_}")
@@ -174,11 +174,11 @@ check_package_paths() {
   echo "package: $(ls "$dir" | wc -l) files in lib/cmake/Rill, no absolute library paths"
 }
 
-# configure_consumer <source dir> <build dir> <log name>: an outside project
-# against the installed package.
+# configure_consumer <source dir> <build dir> <log name> [cmake args...]: an
+# outside project against the installed package.
 configure_consumer() {
   cmake -S "$1" -B "$2" -G Ninja -DCMAKE_PREFIX_PATH="$LOG_DIR/prefix" \
-    -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo "${@:4}" \
     >"$LOG_DIR/$3-configure.log" \
     || { cat "$LOG_DIR/$3-configure.log"; return 1; }
   grep -E '^-- (rill_consumer|rill_consumer_all|custom_blas|toy|Rill):' "$LOG_DIR/$3-configure.log" || true
@@ -224,12 +224,14 @@ outside_backends() {
   cmake --build "$sbuild" -j "$JOBS"
   ctest --test-dir "$sbuild" --output-on-failure --no-tests=error >"$log" 2>&1 || { cat "$log"; return 1; }
   SUMMARY+=("skeleton copy (outside): $(grep -E '^[0-9]+% tests passed' "$log")")
-  configure_consumer examples/toy_backend "$tbuild" toy-backend
+  configure_consumer examples/toy_backend "$tbuild" toy-backend -DRILL_SOURCE_DIR="$ROOT"
   cmake --build "$tbuild" -j "$JOBS"
-  # Its conformance test runs on two toy devices (ENV TOY_DEVICES=2), and
-  # ctest runs toy_demo, a GEMM through OpenBLAS on the toy device.
+  # Its conformance test, with the op suite, runs on two toy devices (ENV
+  # TOY_DEVICES=2); ctest also runs toy_demo (a GEMM through OpenBLAS on the
+  # toy device), toy_mlp (examples/mlp on toy:0), toy_train (the convnet on
+  # toy:0 against cpu) and toy_train_fallback (every op on the fallback).
   ctest --test-dir "$tbuild" --output-on-failure --no-tests=error >"$log" 2>&1 || { cat "$log"; return 1; }
-  grep -E 'toy_demo' "$log" || true
+  grep -E 'toy_(demo|mlp|train)' "$log" || true
   SUMMARY+=("toy backend (outside): $(grep -E '^[0-9]+% tests passed' "$log")")
 }
 

@@ -52,13 +52,8 @@ StorageAllocator::~StorageAllocator() {
 }
 
 StorageAllocator* StorageAllocator::For(StreamExecutor* executor) {
-  static Mutex* mu = new Mutex;
-  static auto* allocators =
-      new absl::flat_hash_map<StreamExecutor*, std::unique_ptr<StorageAllocator>>;
-  MutexLock lock(mu);
-  auto& slot = (*allocators)[executor];
-  if (slot == nullptr) slot = std::make_unique<StorageAllocator>(executor);
-  return slot.get();
+  return &executor->attachments().Get<StorageAllocator>(
+      [executor] { return std::make_unique<StorageAllocator>(executor); });
 }
 
 uint64_t StorageAllocator::RoundUp(uint64_t bytes) const {

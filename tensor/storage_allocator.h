@@ -74,8 +74,9 @@ struct StorageBlock {
 //   RILL_ASSIGN_OR_RETURN(StorageBlock b, alloc->Allocate(1000));  // 4096 bytes held
 //   alloc->Free(b);
 //
-// One per executor, created on first use and never destroyed (For), or
-// owned by the caller (the constructor). Thread-safe.
+// One per executor, created on first use and destroyed with the executor
+// (For; kept in StreamExecutor::attachments()), or owned by the caller (the
+// constructor). Tensors must not outlive their executor. Thread-safe.
 class StorageAllocator {
  public:
   explicit StorageAllocator(StreamExecutor* executor, AllocatorOptions options = {});
@@ -83,7 +84,7 @@ class StorageAllocator {
   StorageAllocator(const StorageAllocator&) = delete;
   StorageAllocator& operator=(const StorageAllocator&) = delete;
 
-  // The process's allocator of `executor`.
+  // The allocator of `executor`, made on first use.
   static StorageAllocator* For(StreamExecutor* executor);
 
   // A block of at least `bytes` (> 0) bytes.

@@ -62,7 +62,7 @@ absl::StatusOr<EngineDemoResult> RunEngineDemo(int iterations, int64_t n,
 
   engine::EngineOptions options;
   options.trace_path = trace_path;
-  RILL_ASSIGN_OR_RETURN(std::unique_ptr<Engine> eng, Engine::Create(options));
+  RILL_ASSIGN_OR_RETURN(std::unique_ptr<Engine> eng, Engine::CreateFromEnv(options));
   VarHandle x = eng->NewVariable(), y = eng->NewVariable(), yb = eng->NewVariable(),
             w = eng->NewVariable(), g = eng->NewVariable(), out = eng->NewVariable();
 

@@ -83,7 +83,7 @@ absl::StatusOr<Tensor> Param(const Shape& shape, float scale, uint32_t seed, con
 }
 
 absl::Status Train(const Options& o) {
-  RILL_ASSIGN_OR_RETURN(auto engine, engine::Engine::Create({}));
+  RILL_ASSIGN_OR_RETURN(auto engine, engine::Engine::CreateFromEnv());
   engine::Engine* e = engine.get();
   std::vector<float> hx, hy;
   MakeData(&hx, &hy);

@@ -51,6 +51,14 @@ constexpr rill::PlatformIdInfo kToyPlatformIdInfo{"toy"};
 constexpr rill::PlatformId kToyPlatformId = &kToyPlatformIdInfo;
 constexpr int64_t kMemoryBytes = int64_t{1} << 30;  // Per device.
 
+// TOY_HOST_MEMORY=0 hides that the memory is host memory (no host kernels,
+// no host library plugins): to try a backend that gets ops only through
+// its fallback device (TOY_OP_FALLBACK).
+bool HostMemoryDeclared() {
+  const char* env = std::getenv("TOY_HOST_MEMORY");
+  return env == nullptr || std::string(env) != "0";
+}
+
 // An event: a future holding the outcome of its latest record (the
 // recording stream's error), OK before any record. A wait takes the future
 // that is the latest when it is enqueued, so a later record does not move
@@ -193,8 +201,11 @@ class ToyExecutor : public rill::StreamExecutorInterface {
       case Feature::kHostCallbacks:
       case Feature::kKernelLaunch:
       case Feature::kDeviceToDeviceCopy:
-      case Feature::kHostAddressableMemory:  // The host library plugins need it.
         return absl::OkStatus();
+      case Feature::kHostAddressableMemory:  // The host library plugins and host kernels need it.
+        if (HostMemoryDeclared()) return absl::OkStatus();
+        return absl::UnimplementedError(
+            "the toy backend hides its host memory (TOY_HOST_MEMORY=0)");
       default:  // kTimers, kPinnedHostMemory.
         return absl::UnimplementedError(
             absl::StrCat("the toy backend has no ", rill::FeatureName(feature)));
@@ -251,6 +262,7 @@ class ToyExecutor : public rill::StreamExecutorInterface {
     return it != allocations_.end() && memory.LiesWithin(it->second);
   }
   absl::StatusOr<void*> HostAddress(const DeviceMemoryBase& memory) const override {
+    if (!HostMemoryDeclared()) return absl::UnimplementedError("TOY_HOST_MEMORY=0");
     if (!Owns(memory)) return absl::InvalidArgumentError("not memory of this toy device");
     return HostPointer(memory);
   }
@@ -303,6 +315,11 @@ class ToyPlatform : public rill::Platform {
   int VisibleDeviceCount() const override { return availability_.ok() ? devices_ : 0; }
   absl::Status Availability() const override { return availability_; }
   std::string MoreDevicesHint() const override { return "set TOY_DEVICES=2"; }
+  // TOY_OP_FALLBACK=cpu: ops with no kernel here run on the CPU context.
+  std::string OpFallback() const override {
+    const char* env = std::getenv("TOY_OP_FALLBACK");
+    return env != nullptr ? env : "";
+  }
   absl::StatusOr<DeviceDescription> DescriptionForDevice(int ordinal) const override {
     RILL_RETURN_IF_ERROR(CheckOrdinal(ordinal));
     DeviceDescription d;
@@ -342,6 +359,7 @@ absl::Status RegisterToy(rill::PlatformManager& manager) {
   }
   RILL_RETURN_IF_ERROR(
       manager.RegisterPlatform(std::make_unique<ToyPlatform>(devices, availability)));
+  if (!HostMemoryDeclared()) return absl::OkStatus();
   return rill::RegisterHostLibraryPlugins(kToyPlatformId);
 }
 

@@ -241,16 +241,15 @@ void RegisterElementwiseOps(OpRegistry& r) {
         .set_infer_shape(BroadcastShape)
         .set_dtypes(b.dtypes)
         .set_inplace({{0, 0}, {1, 0}})
-        .set_gradient(b.grad)
-        .set_doc("elementwise with NumPy broadcasting");
-    (void)r.Register(std::move(def));
+        .set_gradient(b.grad);
+    r.Check(r.Register(std::move(def)));
   }
   // out += src: the framework's kAddTo for kernels that cannot add themselves.
-  (void)r.Register(OpDef("_accumulate")
-                       .set_inputs({"dst", "src"})
-                       .set_infer_shape(SameShapes)
-                       .set_dtypes(kNumericTypes)
-                       .set_inplace({{0, 0}}));
+  r.Check(r.Register(OpDef("_accumulate")
+                         .set_inputs({"dst", "src"})
+                         .set_infer_shape(SameShapes)
+                         .set_dtypes(kNumericTypes)
+                         .set_inplace({{0, 0}})));
   const struct {
     const char* name;
     GradientFn grad;
@@ -268,12 +267,12 @@ void RegisterElementwiseOps(OpRegistry& r) {
                  {"greater_scalar", nullptr}};
   for (const auto& sc : scalars) {
     const bool fl = std::string(sc.name).find("pow") != std::string::npos;
-    (void)r.Register(OpDef(sc.name)
-                         .set_params(ParamSchema::For<ScalarParams>().Required(
-                             "scalar", &ScalarParams::scalar, "the scalar operand"))
-                         .set_dtypes(fl ? kFloatTypes : kNumericTypes)
-                         .set_inplace({{0, 0}})
-                         .set_gradient(sc.grad));
+    r.Check(r.Register(OpDef(sc.name)
+                           .set_params(ParamSchema::For<ScalarParams>().Required(
+                               "scalar", &ScalarParams::scalar, "the scalar operand"))
+                           .set_dtypes(fl ? kFloatTypes : kNumericTypes)
+                           .set_inplace({{0, 0}})
+                           .set_gradient(sc.grad)));
   }
   const UnaryInfo unaries[] = {
       {"neg", UnaryCode::kNeg, kNumericTypes, UnaryGrad<UnaryCode::kNeg>},
@@ -290,18 +289,18 @@ void RegisterElementwiseOps(OpRegistry& r) {
        UnaryGrad<UnaryCode::kCopy>},
   };
   for (const UnaryInfo& u : unaries) {
-    (void)r.Register(OpDef(u.name).set_dtypes(u.dtypes).set_inplace({{0, 0}}).set_gradient(u.grad));
+    r.Check(
+        r.Register(OpDef(u.name).set_dtypes(u.dtypes).set_inplace({{0, 0}}).set_gradient(u.grad)));
     // dx = dy * f'(x): inputs (dy, x).
-    (void)r.Register(
+    r.Check(r.Register(
         OpDef(absl::StrCat("_backward_", u.name == std::string("identity") ? "copy" : u.name))
             .set_inputs({"dy", "x"})
             .set_infer_shape(SameShapes)
             .set_dtypes(u.dtypes)
-            .set_inplace({{0, 0}}));
+            .set_inplace({{0, 0}})));
   }
   RegisterElementwiseHostKernels(r);
-  RegisterElementwiseOpenClKernels(r);
-  RegisterElementwiseCudaKernels(r);
+  RegisterElementwiseDeviceKernels(r);
 }
 
 }  // namespace rill::ops

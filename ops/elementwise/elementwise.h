@@ -66,8 +66,7 @@ absl::StatusOr<BroadcastPlan> MakeBroadcastPlan(const Shape& a, const Shape& b, 
 
 void RegisterElementwiseOps(OpRegistry& registry);
 void RegisterElementwiseHostKernels(OpRegistry& registry);
-void RegisterElementwiseOpenClKernels(OpRegistry& registry);
-void RegisterElementwiseCudaKernels(OpRegistry& registry);
+void RegisterElementwiseDeviceKernels(OpRegistry& registry);
 
 }  // namespace rill::ops
 

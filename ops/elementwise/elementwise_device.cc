@@ -203,33 +203,33 @@ absl::Status ClUnaryBackward(OpContext& ctx) {
 
 namespace {
 
-void RegisterDeviceKernels(OpRegistry& r, const char* p) {
+void RegisterDeviceKernels(OpRegistry& r, const KernelNeeds& p) {
   constexpr uint32_t kReqs = kWriteReqs | ReqBit(OpReqType::kAddTo);
-  (void)r.RegisterKernel("add", p, {ClBinary<BinaryCode::kAdd>, kReqs});
-  (void)r.RegisterKernel("_accumulate", p, {ClBinary<BinaryCode::kAdd>, kReqs});
-  (void)r.RegisterKernel("sub", p, {ClBinary<BinaryCode::kSub>, kReqs});
-  (void)r.RegisterKernel("mul", p, {ClBinary<BinaryCode::kMul>, kReqs});
-  (void)r.RegisterKernel("div", p, {ClBinary<BinaryCode::kDiv>, kReqs});
-  (void)r.RegisterKernel("pow", p, {ClBinary<BinaryCode::kPow>, kReqs});
-  (void)r.RegisterKernel("maximum", p, {ClBinary<BinaryCode::kMax>, kReqs});
-  (void)r.RegisterKernel("minimum", p, {ClBinary<BinaryCode::kMin>, kReqs});
-  (void)r.RegisterKernel("equal", p, {ClBinary<BinaryCode::kEqual>, kReqs});
-  (void)r.RegisterKernel("greater", p, {ClBinary<BinaryCode::kGreater>, kReqs});
-  (void)r.RegisterKernel("add_scalar", p, {ClScalar<BinaryCode::kAdd>, kReqs});
-  (void)r.RegisterKernel("sub_scalar", p, {ClScalar<BinaryCode::kSub>, kReqs});
-  (void)r.RegisterKernel("rsub_scalar", p, {ClScalar<BinaryCode::kRsub>, kReqs});
-  (void)r.RegisterKernel("mul_scalar", p, {ClScalar<BinaryCode::kMul>, kReqs});
-  (void)r.RegisterKernel("div_scalar", p, {ClScalar<BinaryCode::kDiv>, kReqs});
-  (void)r.RegisterKernel("rdiv_scalar", p, {ClScalar<BinaryCode::kRdiv>, kReqs});
-  (void)r.RegisterKernel("pow_scalar", p, {ClScalar<BinaryCode::kPow>, kReqs});
-  (void)r.RegisterKernel("rpow_scalar", p, {ClScalar<BinaryCode::kRpow>, kReqs});
-  (void)r.RegisterKernel("maximum_scalar", p, {ClScalar<BinaryCode::kMax>, kReqs});
-  (void)r.RegisterKernel("minimum_scalar", p, {ClScalar<BinaryCode::kMin>, kReqs});
-  (void)r.RegisterKernel("equal_scalar", p, {ClScalar<BinaryCode::kEqual>, kReqs});
-  (void)r.RegisterKernel("greater_scalar", p, {ClScalar<BinaryCode::kGreater>, kReqs});
-#define RILL_CL_UNARY(code, name)                                     \
-  (void)r.RegisterKernel(name, p, {ClUnary<UnaryCode::code>, kReqs}); \
-  (void)r.RegisterKernel("_backward_" name, p, {ClUnaryBackward<UnaryCode::code>, kReqs})
+  r.Check(r.RegisterKernel("add", p, {ClBinary<BinaryCode::kAdd>, kReqs}));
+  r.Check(r.RegisterKernel("_accumulate", p, {ClBinary<BinaryCode::kAdd>, kReqs}));
+  r.Check(r.RegisterKernel("sub", p, {ClBinary<BinaryCode::kSub>, kReqs}));
+  r.Check(r.RegisterKernel("mul", p, {ClBinary<BinaryCode::kMul>, kReqs}));
+  r.Check(r.RegisterKernel("div", p, {ClBinary<BinaryCode::kDiv>, kReqs}));
+  r.Check(r.RegisterKernel("pow", p, {ClBinary<BinaryCode::kPow>, kReqs}));
+  r.Check(r.RegisterKernel("maximum", p, {ClBinary<BinaryCode::kMax>, kReqs}));
+  r.Check(r.RegisterKernel("minimum", p, {ClBinary<BinaryCode::kMin>, kReqs}));
+  r.Check(r.RegisterKernel("equal", p, {ClBinary<BinaryCode::kEqual>, kReqs}));
+  r.Check(r.RegisterKernel("greater", p, {ClBinary<BinaryCode::kGreater>, kReqs}));
+  r.Check(r.RegisterKernel("add_scalar", p, {ClScalar<BinaryCode::kAdd>, kReqs}));
+  r.Check(r.RegisterKernel("sub_scalar", p, {ClScalar<BinaryCode::kSub>, kReqs}));
+  r.Check(r.RegisterKernel("rsub_scalar", p, {ClScalar<BinaryCode::kRsub>, kReqs}));
+  r.Check(r.RegisterKernel("mul_scalar", p, {ClScalar<BinaryCode::kMul>, kReqs}));
+  r.Check(r.RegisterKernel("div_scalar", p, {ClScalar<BinaryCode::kDiv>, kReqs}));
+  r.Check(r.RegisterKernel("rdiv_scalar", p, {ClScalar<BinaryCode::kRdiv>, kReqs}));
+  r.Check(r.RegisterKernel("pow_scalar", p, {ClScalar<BinaryCode::kPow>, kReqs}));
+  r.Check(r.RegisterKernel("rpow_scalar", p, {ClScalar<BinaryCode::kRpow>, kReqs}));
+  r.Check(r.RegisterKernel("maximum_scalar", p, {ClScalar<BinaryCode::kMax>, kReqs}));
+  r.Check(r.RegisterKernel("minimum_scalar", p, {ClScalar<BinaryCode::kMin>, kReqs}));
+  r.Check(r.RegisterKernel("equal_scalar", p, {ClScalar<BinaryCode::kEqual>, kReqs}));
+  r.Check(r.RegisterKernel("greater_scalar", p, {ClScalar<BinaryCode::kGreater>, kReqs}));
+#define RILL_CL_UNARY(code, name)                                        \
+  r.Check(r.RegisterKernel(name, p, {ClUnary<UnaryCode::code>, kReqs})); \
+  r.Check(r.RegisterKernel("_backward_" name, p, {ClUnaryBackward<UnaryCode::code>, kReqs}))
   RILL_CL_UNARY(kNeg, "neg");
   RILL_CL_UNARY(kAbs, "abs");
   RILL_CL_UNARY(kExp, "exp");
@@ -241,18 +241,15 @@ void RegisterDeviceKernels(OpRegistry& r, const char* p) {
   RILL_CL_UNARY(kGelu, "gelu");
   RILL_CL_UNARY(kSquare, "square");
 #undef RILL_CL_UNARY
-  (void)r.RegisterKernel("identity", p, {ClUnary<UnaryCode::kCopy>, kReqs});
-  (void)r.RegisterKernel("_backward_copy", p, {ClUnaryBackward<UnaryCode::kCopy>, kReqs});
+  r.Check(r.RegisterKernel("identity", p, {ClUnary<UnaryCode::kCopy>, kReqs}));
+  r.Check(r.RegisterKernel("_backward_copy", p, {ClUnaryBackward<UnaryCode::kCopy>, kReqs}));
 }
 
 }  // namespace
 
-void RegisterElementwiseOpenClKernels(OpRegistry& r) { RegisterDeviceKernels(r, "opencl"); }
-
-void RegisterElementwiseCudaKernels(OpRegistry& r) {
-#if RILL_OPS_CUDA
-  RegisterDeviceKernels(r, "cuda");
-#endif
+void RegisterElementwiseDeviceKernels(OpRegistry& r) {
+  RegisterDeviceKernels(
+      r, KernelNeeds::DeviceCode(DeviceCodeForms("elementwise", RILL_OPS_FATBIN(elementwise))));
 }
 
 }  // namespace rill::ops

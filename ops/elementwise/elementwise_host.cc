@@ -140,35 +140,57 @@ constexpr uint32_t kReqs = kWriteReqs | ReqBit(OpReqType::kAddTo);
 
 template <UnaryCode C>
 void RegisterUnary(OpRegistry& r, const char* name, const char* backward) {
-  (void)r.RegisterKernel(name, "host", {HostUnary<C>, kReqs});
-  (void)r.RegisterKernel(backward, "host", {HostUnaryBackward<C>, kReqs});
+  r.Check(r.RegisterKernel(name, KernelNeeds::HostMemory(), {HostUnary<C>, kReqs}));
+  r.Check(r.RegisterKernel(backward, KernelNeeds::HostMemory(), {HostUnaryBackward<C>, kReqs}));
 }
 
 }  // namespace
 
 void RegisterElementwiseHostKernels(OpRegistry& r) {
-  (void)r.RegisterKernel("add", "host", {HostBinary<BinaryCode::kAdd>, kReqs});
-  (void)r.RegisterKernel("_accumulate", "host", {HostBinary<BinaryCode::kAdd>, kReqs});
-  (void)r.RegisterKernel("sub", "host", {HostBinary<BinaryCode::kSub>, kReqs});
-  (void)r.RegisterKernel("mul", "host", {HostBinary<BinaryCode::kMul>, kReqs});
-  (void)r.RegisterKernel("div", "host", {HostBinary<BinaryCode::kDiv>, kReqs});
-  (void)r.RegisterKernel("pow", "host", {HostBinary<BinaryCode::kPow>, kReqs});
-  (void)r.RegisterKernel("maximum", "host", {HostBinary<BinaryCode::kMax>, kReqs});
-  (void)r.RegisterKernel("minimum", "host", {HostBinary<BinaryCode::kMin>, kReqs});
-  (void)r.RegisterKernel("equal", "host", {HostBinary<BinaryCode::kEqual>, kReqs});
-  (void)r.RegisterKernel("greater", "host", {HostBinary<BinaryCode::kGreater>, kReqs});
-  (void)r.RegisterKernel("add_scalar", "host", {HostScalar<BinaryCode::kAdd>, kReqs});
-  (void)r.RegisterKernel("sub_scalar", "host", {HostScalar<BinaryCode::kSub>, kReqs});
-  (void)r.RegisterKernel("rsub_scalar", "host", {HostScalar<BinaryCode::kRsub>, kReqs});
-  (void)r.RegisterKernel("mul_scalar", "host", {HostScalar<BinaryCode::kMul>, kReqs});
-  (void)r.RegisterKernel("div_scalar", "host", {HostScalar<BinaryCode::kDiv>, kReqs});
-  (void)r.RegisterKernel("rdiv_scalar", "host", {HostScalar<BinaryCode::kRdiv>, kReqs});
-  (void)r.RegisterKernel("pow_scalar", "host", {HostScalar<BinaryCode::kPow>, kReqs});
-  (void)r.RegisterKernel("rpow_scalar", "host", {HostScalar<BinaryCode::kRpow>, kReqs});
-  (void)r.RegisterKernel("maximum_scalar", "host", {HostScalar<BinaryCode::kMax>, kReqs});
-  (void)r.RegisterKernel("minimum_scalar", "host", {HostScalar<BinaryCode::kMin>, kReqs});
-  (void)r.RegisterKernel("equal_scalar", "host", {HostScalar<BinaryCode::kEqual>, kReqs});
-  (void)r.RegisterKernel("greater_scalar", "host", {HostScalar<BinaryCode::kGreater>, kReqs});
+  r.Check(
+      r.RegisterKernel("add", KernelNeeds::HostMemory(), {HostBinary<BinaryCode::kAdd>, kReqs}));
+  r.Check(r.RegisterKernel("_accumulate", KernelNeeds::HostMemory(),
+                           {HostBinary<BinaryCode::kAdd>, kReqs}));
+  r.Check(
+      r.RegisterKernel("sub", KernelNeeds::HostMemory(), {HostBinary<BinaryCode::kSub>, kReqs}));
+  r.Check(
+      r.RegisterKernel("mul", KernelNeeds::HostMemory(), {HostBinary<BinaryCode::kMul>, kReqs}));
+  r.Check(
+      r.RegisterKernel("div", KernelNeeds::HostMemory(), {HostBinary<BinaryCode::kDiv>, kReqs}));
+  r.Check(
+      r.RegisterKernel("pow", KernelNeeds::HostMemory(), {HostBinary<BinaryCode::kPow>, kReqs}));
+  r.Check(r.RegisterKernel("maximum", KernelNeeds::HostMemory(),
+                           {HostBinary<BinaryCode::kMax>, kReqs}));
+  r.Check(r.RegisterKernel("minimum", KernelNeeds::HostMemory(),
+                           {HostBinary<BinaryCode::kMin>, kReqs}));
+  r.Check(r.RegisterKernel("equal", KernelNeeds::HostMemory(),
+                           {HostBinary<BinaryCode::kEqual>, kReqs}));
+  r.Check(r.RegisterKernel("greater", KernelNeeds::HostMemory(),
+                           {HostBinary<BinaryCode::kGreater>, kReqs}));
+  r.Check(r.RegisterKernel("add_scalar", KernelNeeds::HostMemory(),
+                           {HostScalar<BinaryCode::kAdd>, kReqs}));
+  r.Check(r.RegisterKernel("sub_scalar", KernelNeeds::HostMemory(),
+                           {HostScalar<BinaryCode::kSub>, kReqs}));
+  r.Check(r.RegisterKernel("rsub_scalar", KernelNeeds::HostMemory(),
+                           {HostScalar<BinaryCode::kRsub>, kReqs}));
+  r.Check(r.RegisterKernel("mul_scalar", KernelNeeds::HostMemory(),
+                           {HostScalar<BinaryCode::kMul>, kReqs}));
+  r.Check(r.RegisterKernel("div_scalar", KernelNeeds::HostMemory(),
+                           {HostScalar<BinaryCode::kDiv>, kReqs}));
+  r.Check(r.RegisterKernel("rdiv_scalar", KernelNeeds::HostMemory(),
+                           {HostScalar<BinaryCode::kRdiv>, kReqs}));
+  r.Check(r.RegisterKernel("pow_scalar", KernelNeeds::HostMemory(),
+                           {HostScalar<BinaryCode::kPow>, kReqs}));
+  r.Check(r.RegisterKernel("rpow_scalar", KernelNeeds::HostMemory(),
+                           {HostScalar<BinaryCode::kRpow>, kReqs}));
+  r.Check(r.RegisterKernel("maximum_scalar", KernelNeeds::HostMemory(),
+                           {HostScalar<BinaryCode::kMax>, kReqs}));
+  r.Check(r.RegisterKernel("minimum_scalar", KernelNeeds::HostMemory(),
+                           {HostScalar<BinaryCode::kMin>, kReqs}));
+  r.Check(r.RegisterKernel("equal_scalar", KernelNeeds::HostMemory(),
+                           {HostScalar<BinaryCode::kEqual>, kReqs}));
+  r.Check(r.RegisterKernel("greater_scalar", KernelNeeds::HostMemory(),
+                           {HostScalar<BinaryCode::kGreater>, kReqs}));
   RegisterUnary<UnaryCode::kNeg>(r, "neg", "_backward_neg");
   RegisterUnary<UnaryCode::kAbs>(r, "abs", "_backward_abs");
   RegisterUnary<UnaryCode::kExp>(r, "exp", "_backward_exp");

@@ -163,7 +163,7 @@ absl::StatusOr<std::vector<Tensor>> DropoutGrad(const GradientContext& c) {
 }  // namespace
 
 void RegisterInitOps(OpRegistry& r) {
-  (void)r.Register(
+  r.Check(r.Register(
       OpDef("fill")
           .set_no_inputs()
           .set_params(ParamSchema::For<FillParams>()
@@ -171,23 +171,22 @@ void RegisterInitOps(OpRegistry& r) {
                           .Required("value", &FillParams::value, "the value")
                           .Field("dtype", &FillParams::dtype, "element type (default float32)"))
           .set_infer_shape(FillValueCheck)
-          .set_infer_type(ParamType<FillParams>)
-          .set_doc("a tensor of `shape` holding `value`"));
-  (void)r.Register(OpDef("zeros")
-                       .set_no_inputs()
-                       .set_params(ParamSchema::For<ZerosParams>()
-                                       .Required("shape", &ZerosParams::shape, "output shape")
-                                       .Field("dtype", &ZerosParams::dtype, "element type"))
-                       .set_infer_shape(ParamShape<ZerosParams>)
-                       .set_infer_type(ParamType<ZerosParams>));
-  (void)r.Register(OpDef("ones")
-                       .set_no_inputs()
-                       .set_params(ParamSchema::For<OnesParams>()
-                                       .Required("shape", &OnesParams::shape, "output shape")
-                                       .Field("dtype", &OnesParams::dtype, "element type"))
-                       .set_infer_shape(ParamShape<OnesParams>)
-                       .set_infer_type(ParamType<OnesParams>));
-  (void)r.Register(
+          .set_infer_type(ParamType<FillParams>)));
+  r.Check(r.Register(OpDef("zeros")
+                         .set_no_inputs()
+                         .set_params(ParamSchema::For<ZerosParams>()
+                                         .Required("shape", &ZerosParams::shape, "output shape")
+                                         .Field("dtype", &ZerosParams::dtype, "element type"))
+                         .set_infer_shape(ParamShape<ZerosParams>)
+                         .set_infer_type(ParamType<ZerosParams>)));
+  r.Check(r.Register(OpDef("ones")
+                         .set_no_inputs()
+                         .set_params(ParamSchema::For<OnesParams>()
+                                         .Required("shape", &OnesParams::shape, "output shape")
+                                         .Field("dtype", &OnesParams::dtype, "element type"))
+                         .set_infer_shape(ParamShape<OnesParams>)
+                         .set_infer_type(ParamType<OnesParams>)));
+  r.Check(r.Register(
       OpDef("arange")
           .set_no_inputs()
           .set_params(ParamSchema::For<ArangeParams>()
@@ -196,9 +195,8 @@ void RegisterInitOps(OpRegistry& r) {
                           .Field("step", &ArangeParams::step, "nonzero step (default 1)")
                           .Field("dtype", &ArangeParams::dtype, "numeric element type"))
           .set_infer_shape(ArangeShape)
-          .set_infer_type(ArangeType)
-          .set_doc("start + i * step for i < ceil((stop - start) / step)"));
-  (void)r.Register(
+          .set_infer_type(ArangeType)));
+  r.Check(r.Register(
       OpDef("random_uniform")
           .set_no_inputs()
           .set_params(ParamSchema::For<RandomUniformParams>()
@@ -208,9 +206,8 @@ void RegisterInitOps(OpRegistry& r) {
                           .Field("dtype", &RandomUniformParams::dtype, "float32 or float64"))
           .set_infer_shape(UniformShape)
           .set_infer_type(FloatParamType<RandomUniformParams>)
-          .set_resources({ResourceKind::kRandom})
-          .set_doc("uniform in (low, high] from the device's Philox generator"));
-  (void)r.Register(
+          .set_resources({ResourceKind::kRandom})));
+  r.Check(r.Register(
       OpDef("random_normal")
           .set_no_inputs()
           .set_params(ParamSchema::For<RandomNormalParams>()
@@ -220,24 +217,21 @@ void RegisterInitOps(OpRegistry& r) {
                           .Field("dtype", &RandomNormalParams::dtype, "float32 or float64"))
           .set_infer_shape(NormalShape)
           .set_infer_type(FloatParamType<RandomNormalParams>)
-          .set_resources({ResourceKind::kRandom, ResourceKind::kTempSpace}));
-  (void)r.Register(
-      OpDef("dropout")
-          .set_num_outputs(2)
-          .set_params(ParamSchema::For<DropoutParams>().Field("p", &DropoutParams::p,
-                                                              "drop probability in [0, 1)"))
-          .set_infer_shape(DropoutShape)
-          .set_inplace({{0, 0}})
-          .set_resources({ResourceKind::kRandom, ResourceKind::kTempSpace})
-          .set_gradient(DropoutGrad)
-          .set_doc("training: mask = (u > p) for u uniform in (0, 1], y = x * mask / (1 - p); "
-                   "otherwise y = x, mask = 1. Outputs (y, mask)"));
-  (void)r.Register(
+          .set_resources({ResourceKind::kRandom, ResourceKind::kTempSpace})));
+  r.Check(r.Register(OpDef("dropout")
+                         .set_num_outputs(2)
+                         .set_params(ParamSchema::For<DropoutParams>().Field(
+                             "p", &DropoutParams::p, "drop probability in [0, 1)"))
+                         .set_infer_shape(DropoutShape)
+                         .set_inplace({{0, 0}})
+                         .set_resources({ResourceKind::kRandom, ResourceKind::kTempSpace})
+                         .set_gradient(DropoutGrad)));
+  r.Check(r.Register(
       OpDef("_backward_dropout")
           .set_inputs({"dy", "mask"})
           .set_params(ParamSchema::For<DropoutParams>().Field("p", &DropoutParams::p, "as forward"))
           .set_infer_shape(DropoutBackwardShape)
-          .set_inplace({{0, 0}}));
+          .set_inplace({{0, 0}})));
   RegisterInitHostKernels(r);
   RegisterInitDeviceKernels(r);
 }

@@ -188,25 +188,23 @@ absl::Status DevDropoutBackward(OpContext& ctx) {
   return Launch1D(ctx, *k, dx.size(), args.Take());
 }
 
-void Register(OpRegistry& r, const char* platform) {
-  (void)r.RegisterKernel("fill", platform, {DevFill<FillParams>, kWriteReqs});
-  (void)r.RegisterKernel("zeros", platform, {DevFill<ZerosParams>, kWriteReqs});
-  (void)r.RegisterKernel("ones", platform, {DevFill<OnesParams>, kWriteReqs});
-  (void)r.RegisterKernel("arange", platform, {DevArange, kWriteReqs});
-  (void)r.RegisterKernel("random_uniform", platform, {DevRandomUniform, kWriteReqs});
-  (void)r.RegisterKernel("random_normal", platform, {RandomNormalKernel, kWriteReqs});
-  (void)r.RegisterKernel("dropout", platform, {DevDropout, kWriteReqs});
-  (void)r.RegisterKernel("_backward_dropout", platform,
-                         {DevDropoutBackward, kWriteReqs | ReqBit(OpReqType::kAddTo)});
+void Register(OpRegistry& r, const KernelNeeds& platform) {
+  r.Check(r.RegisterKernel("fill", platform, {DevFill<FillParams>, kWriteReqs}));
+  r.Check(r.RegisterKernel("zeros", platform, {DevFill<ZerosParams>, kWriteReqs}));
+  r.Check(r.RegisterKernel("ones", platform, {DevFill<OnesParams>, kWriteReqs}));
+  r.Check(r.RegisterKernel("arange", platform, {DevArange, kWriteReqs}));
+  r.Check(r.RegisterKernel("random_uniform", KernelNeeds(platform).And({PluginKind::kRng}),
+                           {DevRandomUniform, kWriteReqs}));
+  r.Check(r.RegisterKernel("dropout", KernelNeeds(platform).And({PluginKind::kRng}),
+                           {DevDropout, kWriteReqs}));
+  r.Check(r.RegisterKernel("_backward_dropout", platform,
+                           {DevDropoutBackward, kWriteReqs | ReqBit(OpReqType::kAddTo)}));
 }
 
 }  // namespace
 
 void RegisterInitDeviceKernels(OpRegistry& r) {
-  Register(r, "opencl");
-#if RILL_OPS_CUDA
-  Register(r, "cuda");
-#endif
+  Register(r, KernelNeeds::DeviceCode(DeviceCodeForms("init", RILL_OPS_FATBIN(init))));
 }
 
 }  // namespace rill::ops

@@ -216,15 +216,20 @@ absl::Status RandomNormalKernel(OpContext& ctx) {
 }
 
 void RegisterInitHostKernels(OpRegistry& r) {
-  (void)r.RegisterKernel("fill", "host", {HostFill<FillParams>, kWriteReqs});
-  (void)r.RegisterKernel("zeros", "host", {HostFill<ZerosParams>, kWriteReqs});
-  (void)r.RegisterKernel("ones", "host", {HostFill<OnesParams>, kWriteReqs});
-  (void)r.RegisterKernel("arange", "host", {HostArange, kWriteReqs});
-  (void)r.RegisterKernel("random_uniform", "host", {HostRandomUniform, kWriteReqs});
-  (void)r.RegisterKernel("random_normal", "host", {RandomNormalKernel, kWriteReqs});
-  (void)r.RegisterKernel("dropout", "host", {HostDropout, kWriteReqs});
-  (void)r.RegisterKernel("_backward_dropout", "host",
-                         {HostDropoutBackward, kWriteReqs | ReqBit(OpReqType::kAddTo)});
+  r.Check(r.RegisterKernel("fill", KernelNeeds::HostMemory(), {HostFill<FillParams>, kWriteReqs}));
+  r.Check(
+      r.RegisterKernel("zeros", KernelNeeds::HostMemory(), {HostFill<ZerosParams>, kWriteReqs}));
+  r.Check(r.RegisterKernel("ones", KernelNeeds::HostMemory(), {HostFill<OnesParams>, kWriteReqs}));
+  r.Check(r.RegisterKernel("arange", KernelNeeds::HostMemory(), {HostArange, kWriteReqs}));
+  r.Check(r.RegisterKernel("random_uniform", KernelNeeds::HostMemory().And({PluginKind::kRng}),
+                           {HostRandomUniform, kWriteReqs}));
+  // Library calls only: every device with an RNG plugin.
+  r.Check(r.RegisterKernel("random_normal", KernelNeeds::Libraries({PluginKind::kRng}),
+                           {RandomNormalKernel, kWriteReqs}));
+  r.Check(r.RegisterKernel("dropout", KernelNeeds::HostMemory().And({PluginKind::kRng}),
+                           {HostDropout, kWriteReqs}));
+  r.Check(r.RegisterKernel("_backward_dropout", KernelNeeds::HostMemory(),
+                           {HostDropoutBackward, kWriteReqs | ReqBit(OpReqType::kAddTo)}));
 }
 
 }  // namespace rill::ops

@@ -430,18 +430,16 @@ constexpr uint32_t kF32 = DTypeBit(DType::kF32);
 }  // namespace
 
 void RegisterNnOps(OpRegistry& r) {
-  (void)r.Register(
-      OpDef("matmul")
-          .set_inputs({"a", "b"})
-          .set_params(
-              ParamSchema::For<MatmulParams>()
-                  .Field("transpose_a", &MatmulParams::transpose_a, "use a's last two axes swapped")
-                  .Field("transpose_b", &MatmulParams::transpose_b,
-                         "use b's last two axes swapped"))
-          .set_infer_shape(MatmulShape)
-          .set_gradient(MatmulGrad)
-          .set_doc("batched matrix product: a [..., M, K] x b [..., K, N] -> [..., M, N]"));
-  (void)r.Register(
+  r.Check(r.Register(OpDef("matmul")
+                         .set_inputs({"a", "b"})
+                         .set_params(ParamSchema::For<MatmulParams>()
+                                         .Field("transpose_a", &MatmulParams::transpose_a,
+                                                "use a's last two axes swapped")
+                                         .Field("transpose_b", &MatmulParams::transpose_b,
+                                                "use b's last two axes swapped"))
+                         .set_infer_shape(MatmulShape)
+                         .set_gradient(MatmulGrad)));
+  r.Check(r.Register(
       OpDef("fully_connected")
           .set_variadic_inputs()
           .set_params(
@@ -449,70 +447,63 @@ void RegisterNnOps(OpRegistry& r) {
                   .Field("no_bias", &FullyConnectedParams::no_bias, "no bias input")
                   .Field("num_hidden", &FullyConnectedParams::num_hidden, "H; 0: the weight's"))
           .set_infer_shape(FullyConnectedShape)
-          .set_gradient(FullyConnectedGrad)
-          .set_doc("x [N, K], weight [H, K], bias [H] -> x weight^T + bias [N, H]"));
-  (void)r.Register(OpDef("conv2d")
-                       .set_inputs({"data", "weight"})
-                       .set_params(ConvSchema())
-                       .set_dtypes(kF32)
-                       .set_infer_shape(ConvShape)
-                       .set_gradient(ConvGrad)
-                       .set_doc("2-D cross-correlation, NCHW data, OIHW weight"));
-  (void)r.Register(OpDef("_backward_conv2d_data")
-                       .set_inputs({"dy", "data", "weight"})
-                       .set_params(ConvSchema())
-                       .set_dtypes(kF32)
-                       .set_infer_shape(ConvDataShape)
-                       .set_doc("conv2d's data gradient (data gives the shape)"));
-  (void)r.Register(OpDef("_backward_conv2d_filter")
-                       .set_inputs({"dy", "data", "weight"})
-                       .set_params(ConvSchema())
-                       .set_dtypes(kF32)
-                       .set_infer_shape(ConvFilterShape)
-                       .set_doc("conv2d's weight gradient (weight gives the shape)"));
-  (void)r.Register(OpDef("pooling")
-                       .set_params(PoolSchema())
-                       .set_dtypes(kF32)
-                       .set_infer_shape(PoolShape)
-                       .set_gradient(PoolGrad)
-                       .set_doc("2-D max or average pooling, NCHW"));
-  (void)r.Register(OpDef("_backward_pooling")
-                       .set_inputs({"dy", "data", "out"})
-                       .set_params(PoolSchema())
-                       .set_dtypes(kF32)
-                       .set_infer_shape(PoolBackwardShape));
-  (void)r.Register(
-      OpDef("batch_norm")
-          .set_inputs({"data", "gamma", "beta"})
-          .set_num_outputs(3)
-          .set_params(ParamSchema::For<BatchNormParams>().Field("eps", &BatchNormParams::eps,
-                                                                "added to the variance"))
-          .set_dtypes(kF32)
-          .set_infer_shape(BatchNormShape)
-          .set_gradient(BatchNormGrad)
-          .set_doc("training batch normalization per channel: y, saved_mean, saved_inv_std"));
-  (void)r.Register(OpDef("_backward_batch_norm")
-                       .set_inputs({"dy", "data", "gamma", "saved_mean", "saved_inv_std"})
-                       .set_num_outputs(3)
-                       .set_params(ParamSchema::For<BatchNormParams>().Field(
-                           "eps", &BatchNormParams::eps, "added to the variance"))
-                       .set_dtypes(kF32)
-                       .set_infer_shape(BatchNormBackwardShape));
-  (void)r.Register(OpDef("activation")
-                       .set_params(ParamSchema::For<ActivationParams>().Required(
-                           "act_type", &ActivationParams::act_type, "relu, sigmoid or tanh"))
-                       .set_dtypes(kF32)
-                       .set_inplace({{0, 0}})
-                       .set_infer_shape(ActivationShape)
-                       .set_gradient(ActivationGrad));
-  (void)r.Register(OpDef("_backward_activation")
-                       .set_inputs({"dy", "data", "out"})
-                       .set_params(ParamSchema::For<ActivationParams>().Required(
-                           "act_type", &ActivationParams::act_type, "relu, sigmoid or tanh"))
-                       .set_dtypes(kF32)
-                       .set_infer_shape(ActivationShape));
+          .set_gradient(FullyConnectedGrad)));
+  r.Check(r.Register(OpDef("conv2d")
+                         .set_inputs({"data", "weight"})
+                         .set_params(ConvSchema())
+                         .set_dtypes(kF32)
+                         .set_infer_shape(ConvShape)
+                         .set_gradient(ConvGrad)));
+  r.Check(r.Register(OpDef("_backward_conv2d_data")
+                         .set_inputs({"dy", "data", "weight"})
+                         .set_params(ConvSchema())
+                         .set_dtypes(kF32)
+                         .set_infer_shape(ConvDataShape)));
+  r.Check(r.Register(OpDef("_backward_conv2d_filter")
+                         .set_inputs({"dy", "data", "weight"})
+                         .set_params(ConvSchema())
+                         .set_dtypes(kF32)
+                         .set_infer_shape(ConvFilterShape)));
+  r.Check(r.Register(OpDef("pooling")
+                         .set_params(PoolSchema())
+                         .set_dtypes(kF32)
+                         .set_infer_shape(PoolShape)
+                         .set_gradient(PoolGrad)));
+  r.Check(r.Register(OpDef("_backward_pooling")
+                         .set_inputs({"dy", "data", "out"})
+                         .set_params(PoolSchema())
+                         .set_dtypes(kF32)
+                         .set_infer_shape(PoolBackwardShape)));
+  r.Check(r.Register(OpDef("batch_norm")
+                         .set_inputs({"data", "gamma", "beta"})
+                         .set_num_outputs(3)
+                         .set_params(ParamSchema::For<BatchNormParams>().Field(
+                             "eps", &BatchNormParams::eps, "added to the variance"))
+                         .set_dtypes(kF32)
+                         .set_infer_shape(BatchNormShape)
+                         .set_gradient(BatchNormGrad)));
+  r.Check(r.Register(OpDef("_backward_batch_norm")
+                         .set_inputs({"dy", "data", "gamma", "saved_mean", "saved_inv_std"})
+                         .set_num_outputs(3)
+                         .set_params(ParamSchema::For<BatchNormParams>().Field(
+                             "eps", &BatchNormParams::eps, "added to the variance"))
+                         .set_dtypes(kF32)
+                         .set_infer_shape(BatchNormBackwardShape)));
+  r.Check(r.Register(OpDef("activation")
+                         .set_params(ParamSchema::For<ActivationParams>().Required(
+                             "act_type", &ActivationParams::act_type, "relu, sigmoid or tanh"))
+                         .set_dtypes(kF32)
+                         .set_inplace({{0, 0}})
+                         .set_infer_shape(ActivationShape)
+                         .set_gradient(ActivationGrad)));
+  r.Check(r.Register(OpDef("_backward_activation")
+                         .set_inputs({"dy", "data", "out"})
+                         .set_params(ParamSchema::For<ActivationParams>().Required(
+                             "act_type", &ActivationParams::act_type, "relu, sigmoid or tanh"))
+                         .set_dtypes(kF32)
+                         .set_infer_shape(ActivationShape)));
   RegisterNnLibraryKernels(r);
-  RegisterNnOpenClKernels(r);
+  RegisterNnDeviceKernels(r);
 }
 
 }  // namespace rill::ops

@@ -88,7 +88,7 @@ absl::StatusOr<ActivationMode> ParseActType(const std::string& act_type);
 
 void RegisterNnOps(OpRegistry& registry);
 void RegisterNnLibraryKernels(OpRegistry& registry);  // nn_host.cc
-void RegisterNnOpenClKernels(OpRegistry& registry);   // nn_device.cc
+void RegisterNnDeviceKernels(OpRegistry& registry);   // nn_device.cc
 
 }  // namespace rill::ops
 

@@ -426,17 +426,18 @@ absl::Status ClActivationBackward(OpContext& ctx) {
 
 }  // namespace
 
-void RegisterNnOpenClKernels(OpRegistry& r) {
-  const char* p = "opencl";
-  (void)r.RegisterKernel("conv2d", p, {ClConv, kWriteReqs});
-  (void)r.RegisterKernel("_backward_conv2d_data", p, {ClConvBackwardData, kWriteReqs});
-  (void)r.RegisterKernel("_backward_conv2d_filter", p, {ClConvBackwardFilter, kWriteReqs});
-  (void)r.RegisterKernel("pooling", p, {ClPool, kWriteReqs});
-  (void)r.RegisterKernel("_backward_pooling", p, {ClPoolBackward, kWriteReqs});
-  (void)r.RegisterKernel("batch_norm", p, {ClBatchNorm, kWriteReqs});
-  (void)r.RegisterKernel("_backward_batch_norm", p, {ClBatchNormBackward, kWriteReqs});
-  (void)r.RegisterKernel("activation", p, {ClActivation, kWriteReqs});
-  (void)r.RegisterKernel("_backward_activation", p, {ClActivationBackward, kWriteReqs});
+void RegisterNnDeviceKernels(OpRegistry& r) {
+  // OpenCL C only (no .cu: CUDA runs these ops through cuDNN).
+  const KernelNeeds p = KernelNeeds::DeviceCode(DeviceCodeForms("nn", {}));
+  r.Check(r.RegisterKernel("conv2d", p, {ClConv, kWriteReqs}));
+  r.Check(r.RegisterKernel("_backward_conv2d_data", p, {ClConvBackwardData, kWriteReqs}));
+  r.Check(r.RegisterKernel("_backward_conv2d_filter", p, {ClConvBackwardFilter, kWriteReqs}));
+  r.Check(r.RegisterKernel("pooling", p, {ClPool, kWriteReqs}));
+  r.Check(r.RegisterKernel("_backward_pooling", p, {ClPoolBackward, kWriteReqs}));
+  r.Check(r.RegisterKernel("batch_norm", p, {ClBatchNorm, kWriteReqs}));
+  r.Check(r.RegisterKernel("_backward_batch_norm", p, {ClBatchNormBackward, kWriteReqs}));
+  r.Check(r.RegisterKernel("activation", p, {ClActivation, kWriteReqs}));
+  r.Check(r.RegisterKernel("_backward_activation", p, {ClActivationBackward, kWriteReqs}));
 }
 
 }  // namespace rill::ops

@@ -249,42 +249,37 @@ absl::Status ActivationBackwardKernel(OpContext& ctx) {
   return Done(s);
 }
 
-void RegisterBlas(OpRegistry& r, const char* platform) {
-  constexpr uint32_t kReqs = kWriteReqs | ReqBit(OpReqType::kAddTo);
-  (void)r.RegisterKernel("matmul", platform, {MatmulKernel, kReqs});
-  (void)r.RegisterKernel("fully_connected", platform, {FullyConnectedKernel, kReqs});
-}
-
-void RegisterDnn(OpRegistry& r, const char* platform) {
-  // DNN calls overwrite their outputs: the framework adds for kAddTo.
-  (void)r.RegisterKernel("conv2d", platform, {ConvForwardKernel, kWriteReqs});
-  (void)r.RegisterKernel("_backward_conv2d_data", platform, {ConvBackwardDataKernel, kWriteReqs});
-  (void)r.RegisterKernel("_backward_conv2d_filter", platform,
-                         {ConvBackwardFilterKernel, kWriteReqs});
-  // On the host, pooling is a plain loop (pool_host.h: several times faster
-  // than oneDNN's reference pooling for NCHW, and no second forward pass for
-  // the max-pooling gradient).
-  const bool host = std::strcmp(platform, "host") == 0;
-  (void)r.RegisterKernel("pooling", platform,
-                         {host ? HostPoolForwardKernel : PoolForwardKernel, kWriteReqs});
-  (void)r.RegisterKernel("_backward_pooling", platform,
-                         {host ? HostPoolBackwardKernel : PoolBackwardKernel, kWriteReqs});
-  (void)r.RegisterKernel("batch_norm", platform, {BatchNormKernel, kWriteReqs});
-  (void)r.RegisterKernel("_backward_batch_norm", platform, {BatchNormBackwardKernel, kWriteReqs});
-  (void)r.RegisterKernel("activation", platform, {ActivationKernel, kWriteReqs});
-  (void)r.RegisterKernel("_backward_activation", platform, {ActivationBackwardKernel, kWriteReqs});
-}
-
 }  // namespace
 
+// BLAS and DNN calls only: every device with those plugins (host and
+// host-memory devices through OpenBLAS/oneDNN, CUDA through cuBLAS/cuDNN,
+// OpenCL's matmul through CLBlast).
 void RegisterNnLibraryKernels(OpRegistry& r) {
-  RegisterBlas(r, "host");
-  RegisterBlas(r, "opencl");
-  RegisterDnn(r, "host");
-#if RILL_OPS_CUDA
-  RegisterBlas(r, "cuda");
-  RegisterDnn(r, "cuda");
-#endif
+  const KernelNeeds blas = KernelNeeds::Libraries({PluginKind::kBlas});
+  constexpr uint32_t kBlasReqs = kWriteReqs | ReqBit(OpReqType::kAddTo);
+  r.Check(r.RegisterKernel("matmul", blas, {MatmulKernel, kBlasReqs}));
+  r.Check(r.RegisterKernel("fully_connected", blas, {FullyConnectedKernel, kBlasReqs}));
+
+  // DNN calls overwrite their outputs: the framework adds for kAddTo.
+  const KernelNeeds dnn = KernelNeeds::Libraries({PluginKind::kDnn});
+  r.Check(r.RegisterKernel("conv2d", dnn, {ConvForwardKernel, kWriteReqs}));
+  r.Check(r.RegisterKernel("_backward_conv2d_data", dnn, {ConvBackwardDataKernel, kWriteReqs}));
+  r.Check(r.RegisterKernel("_backward_conv2d_filter", dnn, {ConvBackwardFilterKernel, kWriteReqs}));
+  r.Check(r.RegisterKernel("pooling", dnn, {PoolForwardKernel, kWriteReqs}));
+  r.Check(r.RegisterKernel("_backward_pooling", dnn, {PoolBackwardKernel, kWriteReqs}));
+  r.Check(r.RegisterKernel("batch_norm", dnn, {BatchNormKernel, kWriteReqs}));
+  r.Check(r.RegisterKernel("_backward_batch_norm", dnn, {BatchNormBackwardKernel, kWriteReqs}));
+  r.Check(r.RegisterKernel("activation", dnn, {ActivationKernel, kWriteReqs}));
+  r.Check(r.RegisterKernel("_backward_activation", dnn, {ActivationBackwardKernel, kWriteReqs}));
+
+  // Pooling in host memory is a plain loop (pool_host.h): several times
+  // faster than oneDNN's reference pooling for NCHW, and no second forward
+  // pass for the max-pooling gradient. Host-memory kernels come before
+  // library ones, so it is the host's choice.
+  r.Check(
+      r.RegisterKernel("pooling", KernelNeeds::HostMemory(), {HostPoolForwardKernel, kWriteReqs}));
+  r.Check(r.RegisterKernel("_backward_pooling", KernelNeeds::HostMemory(),
+                           {HostPoolBackwardKernel, kWriteReqs}));
 }
 
 }  // namespace rill::ops

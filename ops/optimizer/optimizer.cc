@@ -111,20 +111,18 @@ ParamSchema SgdSchema(bool with_momentum) {
 }  // namespace
 
 void RegisterOptimizerOps(OpRegistry& r) {
-  (void)r.Register(OpDef("sgd_update")
-                       .set_inputs({"weight", "grad"})
-                       .set_params(SgdSchema(false))
-                       .set_infer_shape(SgdShape)
-                       .set_inplace({{0, 0}})
-                       .set_doc("weight -= lr * (rescale_grad * grad + wd * weight), in place"));
-  (void)r.Register(OpDef("sgd_mom_update")
-                       .set_inputs({"weight", "grad", "mom"})
-                       .set_num_outputs(2)
-                       .set_params(SgdSchema(true))
-                       .set_infer_shape(SgdMomShape)
-                       .set_inplace({{0, 0}, {2, 1}})
-                       .set_doc("SGD with momentum; outputs (weight, mom), in place"));
-  (void)r.Register(
+  r.Check(r.Register(OpDef("sgd_update")
+                         .set_inputs({"weight", "grad"})
+                         .set_params(SgdSchema(false))
+                         .set_infer_shape(SgdShape)
+                         .set_inplace({{0, 0}})));
+  r.Check(r.Register(OpDef("sgd_mom_update")
+                         .set_inputs({"weight", "grad", "mom"})
+                         .set_num_outputs(2)
+                         .set_params(SgdSchema(true))
+                         .set_infer_shape(SgdMomShape)
+                         .set_inplace({{0, 0}, {2, 1}})));
+  r.Check(r.Register(
       OpDef("adam_update")
           .set_inputs({"weight", "grad", "mean", "var"})
           .set_num_outputs(3)
@@ -138,8 +136,7 @@ void RegisterOptimizerOps(OpRegistry& r) {
                           .Field("clip_gradient", &AdamParams::clip_gradient, "< 0: no clip")
                           .Field("t", &AdamParams::t, "step (from 1) for bias correction; 0: none"))
           .set_infer_shape(AdamShape)
-          .set_inplace({{0, 0}, {2, 1}, {3, 2}})
-          .set_doc("Adam; outputs (weight, mean, var), in place"));
+          .set_inplace({{0, 0}, {2, 1}, {3, 2}})));
   RegisterOptimizerHostKernels(r);
   RegisterOptimizerDeviceKernels(r);
 }

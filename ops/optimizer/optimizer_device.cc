@@ -126,19 +126,16 @@ absl::Status DevAdam(OpContext& ctx) {
   return Launch1D(ctx, *k, out.size(), args.Take());
 }
 
-void Register(OpRegistry& r, const char* platform) {
-  (void)r.RegisterKernel("sgd_update", platform, {DevSgd, kWriteReqs});
-  (void)r.RegisterKernel("sgd_mom_update", platform, {DevSgdMom, kWriteReqs});
-  (void)r.RegisterKernel("adam_update", platform, {DevAdam, kWriteReqs});
+void Register(OpRegistry& r, const KernelNeeds& platform) {
+  r.Check(r.RegisterKernel("sgd_update", platform, {DevSgd, kWriteReqs}));
+  r.Check(r.RegisterKernel("sgd_mom_update", platform, {DevSgdMom, kWriteReqs}));
+  r.Check(r.RegisterKernel("adam_update", platform, {DevAdam, kWriteReqs}));
 }
 
 }  // namespace
 
 void RegisterOptimizerDeviceKernels(OpRegistry& r) {
-  Register(r, "opencl");
-#if RILL_OPS_CUDA
-  Register(r, "cuda");
-#endif
+  Register(r, KernelNeeds::DeviceCode(DeviceCodeForms("optimizer", RILL_OPS_FATBIN(optimizer))));
 }
 
 }  // namespace rill::ops

@@ -106,9 +106,9 @@ absl::Status HostAdam(OpContext& ctx) {
 }  // namespace
 
 void RegisterOptimizerHostKernels(OpRegistry& r) {
-  (void)r.RegisterKernel("sgd_update", "host", {HostSgd, kWriteReqs});
-  (void)r.RegisterKernel("sgd_mom_update", "host", {HostSgdMom, kWriteReqs});
-  (void)r.RegisterKernel("adam_update", "host", {HostAdam, kWriteReqs});
+  r.Check(r.RegisterKernel("sgd_update", KernelNeeds::HostMemory(), {HostSgd, kWriteReqs}));
+  r.Check(r.RegisterKernel("sgd_mom_update", KernelNeeds::HostMemory(), {HostSgdMom, kWriteReqs}));
+  r.Check(r.RegisterKernel("adam_update", KernelNeeds::HostMemory(), {HostAdam, kWriteReqs}));
 }
 
 }  // namespace rill::ops

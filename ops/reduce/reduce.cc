@@ -313,77 +313,65 @@ ParamSchema SoftmaxSchema() {
 
 void RegisterReduceOps(OpRegistry& r) {
   constexpr uint32_t kSumTypes = kFloatTypes | DTypeBit(DType::kI32) | DTypeBit(DType::kI64);
-  (void)r.Register(OpDef("sum")
-                       .set_params(ReduceSchema())
-                       .set_infer_shape(ReduceShape)
-                       .set_dtypes(kSumTypes)
-                       .set_gradient(SumGrad)
-                       .set_doc("sum over axes"));
-  (void)r.Register(OpDef("mean")
-                       .set_params(ReduceSchema())
-                       .set_infer_shape(ReduceShape)
-                       .set_gradient(MeanGrad)
-                       .set_doc("mean over axes"));
-  (void)r.Register(OpDef("max")
-                       .set_params(ReduceSchema())
-                       .set_infer_shape(MaxShape)
-                       .set_doc("maximum over axes (NaN propagates)"));
-  (void)r.Register(
+  r.Check(r.Register(OpDef("sum")
+                         .set_params(ReduceSchema())
+                         .set_infer_shape(ReduceShape)
+                         .set_dtypes(kSumTypes)
+                         .set_gradient(SumGrad)));
+  r.Check(r.Register(OpDef("mean")
+                         .set_params(ReduceSchema())
+                         .set_infer_shape(ReduceShape)
+                         .set_gradient(MeanGrad)));
+  r.Check(r.Register(OpDef("max").set_params(ReduceSchema()).set_infer_shape(MaxShape)));
+  r.Check(r.Register(
       OpDef("argmax")
           .set_params(ParamSchema::For<ArgmaxParams>()
                           .Field("axis", &ArgmaxParams::axis, "the axis (negative from the end)")
                           .Field("keepdims", &ArgmaxParams::keepdims, "keep the axis as size 1"))
           .set_infer_shape(ArgmaxShape)
           .set_infer_type(Int64Type)
-          .set_gradient(NoGradient)
-          .set_doc("index (int64) of the first maximum along an axis"));
-  (void)r.Register(
+          .set_gradient(NoGradient)));
+  r.Check(r.Register(
       OpDef("sum_to")
           .set_params(ParamSchema::For<SumToParams>().Required(
               "shape", &SumToParams::shape, "the target shape, broadcastable to the input's"))
           .set_infer_shape(SumToShape)
           .set_dtypes(kSumTypes)
-          .set_gradient(SumToGrad)
-          .set_doc(
-              "sums down to a shape the input broadcasts from (NumPy broadcasting's inverse)"));
-  (void)r.Register(OpDef("softmax")
-                       .set_params(SoftmaxSchema())
-                       .set_infer_shape(SoftmaxShape)
-                       .set_inplace({{0, 0}})
-                       .set_gradient(SoftmaxGrad<false>));
-  (void)r.Register(OpDef("log_softmax")
-                       .set_params(SoftmaxSchema())
-                       .set_infer_shape(SoftmaxShape)
-                       .set_inplace({{0, 0}})
-                       .set_gradient(SoftmaxGrad<true>));
+          .set_gradient(SumToGrad)));
+  r.Check(r.Register(OpDef("softmax")
+                         .set_params(SoftmaxSchema())
+                         .set_infer_shape(SoftmaxShape)
+                         .set_inplace({{0, 0}})
+                         .set_gradient(SoftmaxGrad<false>)));
+  r.Check(r.Register(OpDef("log_softmax")
+                         .set_params(SoftmaxSchema())
+                         .set_infer_shape(SoftmaxShape)
+                         .set_inplace({{0, 0}})
+                         .set_gradient(SoftmaxGrad<true>)));
   // dx from (dy, y): y * (dy - sum(dy * y)); dy - exp(y) * sum(dy).
-  (void)r.Register(OpDef("_backward_softmax")
-                       .set_inputs({"dy", "y"})
-                       .set_params(SoftmaxSchema())
-                       .set_infer_shape(SoftmaxShape)
-                       .set_inplace({{0, 0}}));
-  (void)r.Register(OpDef("_backward_log_softmax")
-                       .set_inputs({"dy", "y"})
-                       .set_params(SoftmaxSchema())
-                       .set_infer_shape(SoftmaxShape)
-                       .set_inplace({{0, 0}}));
-  (void)r.Register(OpDef("softmax_cross_entropy")
-                       .set_inputs({"logits", "labels"})
-                       .set_dtypes(kLabelTypes)
-                       .set_infer_type(CrossEntropyType)
-                       .set_infer_shape(CrossEntropyShape)
-                       .set_gradient(CrossEntropyGrad)
-                       .set_doc("mean over rows of -log softmax(logits)[label]; labels are class "
-                                "indices (int32, int64 or integral floats)"));
-  (void)r.Register(OpDef("_backward_softmax_cross_entropy")
-                       .set_inputs({"logits", "labels"})
-                       .set_dtypes(kLabelTypes)
-                       .set_infer_type(CrossEntropyType)
-                       .set_infer_shape(CrossEntropyBackwardShape)
-                       .set_doc("(softmax(logits) - onehot(labels)) / N"));
+  r.Check(r.Register(OpDef("_backward_softmax")
+                         .set_inputs({"dy", "y"})
+                         .set_params(SoftmaxSchema())
+                         .set_infer_shape(SoftmaxShape)
+                         .set_inplace({{0, 0}})));
+  r.Check(r.Register(OpDef("_backward_log_softmax")
+                         .set_inputs({"dy", "y"})
+                         .set_params(SoftmaxSchema())
+                         .set_infer_shape(SoftmaxShape)
+                         .set_inplace({{0, 0}})));
+  r.Check(r.Register(OpDef("softmax_cross_entropy")
+                         .set_inputs({"logits", "labels"})
+                         .set_dtypes(kLabelTypes)
+                         .set_infer_type(CrossEntropyType)
+                         .set_infer_shape(CrossEntropyShape)
+                         .set_gradient(CrossEntropyGrad)));
+  r.Check(r.Register(OpDef("_backward_softmax_cross_entropy")
+                         .set_inputs({"logits", "labels"})
+                         .set_dtypes(kLabelTypes)
+                         .set_infer_type(CrossEntropyType)
+                         .set_infer_shape(CrossEntropyBackwardShape)));
   RegisterReduceHostKernels(r);
-  RegisterReduceOpenClKernels(r);
-  RegisterReduceCudaKernels(r);
+  RegisterReduceDeviceKernels(r);
 }
 
 }  // namespace rill::ops

@@ -72,8 +72,7 @@ absl::StatusOr<std::vector<bool>> ArgmaxMask(const Shape& in, int64_t axis);
 absl::StatusOr<ReducePlan> PlanFor(const OpContext& ctx);
 
 void RegisterReduceHostKernels(OpRegistry& registry);
-void RegisterReduceOpenClKernels(OpRegistry& registry);
-void RegisterReduceCudaKernels(OpRegistry& registry);
+void RegisterReduceDeviceKernels(OpRegistry& registry);
 
 }  // namespace rill::ops
 

@@ -270,29 +270,27 @@ absl::Status DeviceCrossEntropy(OpContext& ctx) {
   return Launch1D(ctx, *k, kBackward ? static_cast<uint64_t>(rows) : 1, args.Take());
 }
 
-void RegisterDeviceKernels(OpRegistry& r, const char* p) {
+void RegisterDeviceKernels(OpRegistry& r, const KernelNeeds& p) {
   constexpr uint32_t kReqs = ReqBit(OpReqType::kWriteTo) | ReqBit(OpReqType::kAddTo);
-  (void)r.RegisterKernel("sum", p, {DeviceReduce<ReduceCode::kSum>, kReqs});
-  (void)r.RegisterKernel("sum_to", p, {DeviceReduce<ReduceCode::kSum>, kReqs});
-  (void)r.RegisterKernel("mean", p, {DeviceReduce<ReduceCode::kMean>, kReqs});
-  (void)r.RegisterKernel("max", p, {DeviceReduce<ReduceCode::kMax>, kReqs});
-  (void)r.RegisterKernel("argmax", p, {DeviceArgmax, kReqs});
-  (void)r.RegisterKernel("softmax", p, {DeviceSoftmax<false>, kReqs});
-  (void)r.RegisterKernel("log_softmax", p, {DeviceSoftmax<true>, kReqs});
-  (void)r.RegisterKernel("_backward_softmax", p, {DeviceSoftmaxBackward<false>, kReqs});
-  (void)r.RegisterKernel("_backward_log_softmax", p, {DeviceSoftmaxBackward<true>, kReqs});
-  (void)r.RegisterKernel("softmax_cross_entropy", p, {DeviceCrossEntropy<false>, kReqs});
-  (void)r.RegisterKernel("_backward_softmax_cross_entropy", p, {DeviceCrossEntropy<true>, kReqs});
+  r.Check(r.RegisterKernel("sum", p, {DeviceReduce<ReduceCode::kSum>, kReqs}));
+  r.Check(r.RegisterKernel("sum_to", p, {DeviceReduce<ReduceCode::kSum>, kReqs}));
+  r.Check(r.RegisterKernel("mean", p, {DeviceReduce<ReduceCode::kMean>, kReqs}));
+  r.Check(r.RegisterKernel("max", p, {DeviceReduce<ReduceCode::kMax>, kReqs}));
+  r.Check(r.RegisterKernel("argmax", p, {DeviceArgmax, kReqs}));
+  r.Check(r.RegisterKernel("softmax", p, {DeviceSoftmax<false>, kReqs}));
+  r.Check(r.RegisterKernel("log_softmax", p, {DeviceSoftmax<true>, kReqs}));
+  r.Check(r.RegisterKernel("_backward_softmax", p, {DeviceSoftmaxBackward<false>, kReqs}));
+  r.Check(r.RegisterKernel("_backward_log_softmax", p, {DeviceSoftmaxBackward<true>, kReqs}));
+  r.Check(r.RegisterKernel("softmax_cross_entropy", p, {DeviceCrossEntropy<false>, kReqs}));
+  r.Check(
+      r.RegisterKernel("_backward_softmax_cross_entropy", p, {DeviceCrossEntropy<true>, kReqs}));
 }
 
 }  // namespace
 
-void RegisterReduceOpenClKernels(OpRegistry& r) { RegisterDeviceKernels(r, "opencl"); }
-
-void RegisterReduceCudaKernels(OpRegistry& r) {
-#if RILL_OPS_CUDA
-  RegisterDeviceKernels(r, "cuda");
-#endif
+void RegisterReduceDeviceKernels(OpRegistry& r) {
+  RegisterDeviceKernels(
+      r, KernelNeeds::DeviceCode(DeviceCodeForms("reduce", RILL_OPS_FATBIN(reduce))));
 }
 
 }  // namespace rill::ops

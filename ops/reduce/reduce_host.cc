@@ -323,18 +323,25 @@ constexpr uint32_t kReqs = ReqBit(OpReqType::kWriteTo) | ReqBit(OpReqType::kAddT
 }  // namespace
 
 void RegisterReduceHostKernels(OpRegistry& r) {
-  (void)r.RegisterKernel("sum", "host", {HostReduce<ReduceCode::kSum>, kReqs});
-  (void)r.RegisterKernel("sum_to", "host", {HostReduce<ReduceCode::kSum>, kReqs});
-  (void)r.RegisterKernel("mean", "host", {HostReduce<ReduceCode::kMean>, kReqs});
-  (void)r.RegisterKernel("max", "host", {HostReduce<ReduceCode::kMax>, kReqs});
-  (void)r.RegisterKernel("argmax", "host", {HostArgmax, kReqs});
-  (void)r.RegisterKernel("softmax", "host", {HostSoftmax<false>, kReqs});
-  (void)r.RegisterKernel("log_softmax", "host", {HostSoftmax<true>, kReqs});
-  (void)r.RegisterKernel("_backward_softmax", "host", {HostSoftmaxBackward<false>, kReqs});
-  (void)r.RegisterKernel("_backward_log_softmax", "host", {HostSoftmaxBackward<true>, kReqs});
-  (void)r.RegisterKernel("softmax_cross_entropy", "host", {HostCrossEntropy<false>, kReqs});
-  (void)r.RegisterKernel("_backward_softmax_cross_entropy", "host",
-                         {HostCrossEntropy<true>, kReqs});
+  r.Check(
+      r.RegisterKernel("sum", KernelNeeds::HostMemory(), {HostReduce<ReduceCode::kSum>, kReqs}));
+  r.Check(
+      r.RegisterKernel("sum_to", KernelNeeds::HostMemory(), {HostReduce<ReduceCode::kSum>, kReqs}));
+  r.Check(
+      r.RegisterKernel("mean", KernelNeeds::HostMemory(), {HostReduce<ReduceCode::kMean>, kReqs}));
+  r.Check(
+      r.RegisterKernel("max", KernelNeeds::HostMemory(), {HostReduce<ReduceCode::kMax>, kReqs}));
+  r.Check(r.RegisterKernel("argmax", KernelNeeds::HostMemory(), {HostArgmax, kReqs}));
+  r.Check(r.RegisterKernel("softmax", KernelNeeds::HostMemory(), {HostSoftmax<false>, kReqs}));
+  r.Check(r.RegisterKernel("log_softmax", KernelNeeds::HostMemory(), {HostSoftmax<true>, kReqs}));
+  r.Check(r.RegisterKernel("_backward_softmax", KernelNeeds::HostMemory(),
+                           {HostSoftmaxBackward<false>, kReqs}));
+  r.Check(r.RegisterKernel("_backward_log_softmax", KernelNeeds::HostMemory(),
+                           {HostSoftmaxBackward<true>, kReqs}));
+  r.Check(r.RegisterKernel("softmax_cross_entropy", KernelNeeds::HostMemory(),
+                           {HostCrossEntropy<false>, kReqs}));
+  r.Check(r.RegisterKernel("_backward_softmax_cross_entropy", KernelNeeds::HostMemory(),
+                           {HostCrossEntropy<true>, kReqs}));
 }
 
 }  // namespace rill::ops

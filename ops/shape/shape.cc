@@ -318,56 +318,52 @@ constexpr uint32_t kAnyType = kAllTypesMask;
 }  // namespace
 
 void RegisterShapeOps(OpRegistry& r) {
-  (void)r.Register(OpDef("reshape")
-                       .set_dtypes(kAnyType)
-                       .set_params(ParamSchema::For<ReshapeParams>().Required(
-                           "shape", &ReshapeParams::shape, "new shape; -1 inferred, 0 kept"))
-                       .set_infer_shape(ReshapeShape)
-                       .set_inplace({{0, 0}})
-                       .set_gradient(ReshapeBack)
-                       .set_doc("a copy with a new shape (Tensor::Reshape is the view)"));
-  (void)r.Register(OpDef("flatten")
-                       .set_dtypes(kAnyType)
-                       .set_infer_shape(FlattenShape)
-                       .set_inplace({{0, 0}})
-                       .set_gradient(ReshapeBack)
-                       .set_doc("[N, rest] copy"));
-  (void)r.Register(OpDef("transpose")
-                       .set_dtypes(kAnyType)
-                       .set_params(ParamSchema::For<TransposeParams>().Field(
-                           "axes", &TransposeParams::axes, "permutation; empty: reversed"))
-                       .set_infer_shape(TransposeShape)
-                       .set_gradient(TransposeBack));
-  (void)r.Register(
+  r.Check(r.Register(OpDef("reshape")
+                         .set_dtypes(kAnyType)
+                         .set_params(ParamSchema::For<ReshapeParams>().Required(
+                             "shape", &ReshapeParams::shape, "new shape; -1 inferred, 0 kept"))
+                         .set_infer_shape(ReshapeShape)
+                         .set_inplace({{0, 0}})
+                         .set_gradient(ReshapeBack)));
+  r.Check(r.Register(OpDef("flatten")
+                         .set_dtypes(kAnyType)
+                         .set_infer_shape(FlattenShape)
+                         .set_inplace({{0, 0}})
+                         .set_gradient(ReshapeBack)));
+  r.Check(r.Register(OpDef("transpose")
+                         .set_dtypes(kAnyType)
+                         .set_params(ParamSchema::For<TransposeParams>().Field(
+                             "axes", &TransposeParams::axes, "permutation; empty: reversed"))
+                         .set_infer_shape(TransposeShape)
+                         .set_gradient(TransposeBack)));
+  r.Check(r.Register(
       OpDef("slice")
           .set_dtypes(kAnyType)
           .set_params(ParamSchema::For<SliceParams>()
                           .Required("begin", &SliceParams::begin, "per leading axis")
                           .Required("end", &SliceParams::end, "per leading axis, excluded"))
           .set_infer_shape(SliceShape)
-          .set_gradient(SliceBack));
-  (void)r.Register(OpDef("_backward_slice")
-                       .set_inputs({"dy", "x"})
-                       .set_dtypes(kAnyType)
-                       .set_params(ParamSchema::For<SliceParams>()
-                                       .Required("begin", &SliceParams::begin, "as forward")
-                                       .Required("end", &SliceParams::end, "as forward"))
-                       .set_infer_shape(SliceBackwardShape)
-                       .set_infer_type(SliceBackwardType));
-  (void)r.Register(OpDef("concat")
-                       .set_variadic_inputs()
-                       .set_dtypes(kAnyType)
-                       .set_params(ParamSchema::For<ConcatParams>().Field(
-                           "axis", &ConcatParams::axis, "axis to join (default 0)"))
-                       .set_infer_shape(ConcatShape)
-                       .set_gradient(ConcatBack));
-  (void)r.Register(OpDef("cast")
-                       .set_dtypes(kAnyType)
-                       .set_params(ParamSchema::For<CastParams>().Required(
-                           "dtype", &CastParams::dtype, "target type"))
-                       .set_infer_type(CastType)
-                       .set_doc("element type conversion (C casts; float16 round to nearest even; "
-                                "to bool: x != 0)"));
+          .set_gradient(SliceBack)));
+  r.Check(r.Register(OpDef("_backward_slice")
+                         .set_inputs({"dy", "x"})
+                         .set_dtypes(kAnyType)
+                         .set_params(ParamSchema::For<SliceParams>()
+                                         .Required("begin", &SliceParams::begin, "as forward")
+                                         .Required("end", &SliceParams::end, "as forward"))
+                         .set_infer_shape(SliceBackwardShape)
+                         .set_infer_type(SliceBackwardType)));
+  r.Check(r.Register(OpDef("concat")
+                         .set_variadic_inputs()
+                         .set_dtypes(kAnyType)
+                         .set_params(ParamSchema::For<ConcatParams>().Field(
+                             "axis", &ConcatParams::axis, "axis to join (default 0)"))
+                         .set_infer_shape(ConcatShape)
+                         .set_gradient(ConcatBack)));
+  r.Check(r.Register(OpDef("cast")
+                         .set_dtypes(kAnyType)
+                         .set_params(ParamSchema::For<CastParams>().Required(
+                             "dtype", &CastParams::dtype, "target type"))
+                         .set_infer_type(CastType)));
   RegisterShapeHostKernels(r);
   RegisterShapeDeviceKernels(r);
 }

@@ -118,10 +118,8 @@ struct DeviceImpl {
 }  // namespace
 
 void RegisterShapeDeviceKernels(OpRegistry& r) {
-  shape_internal::RegisterShapeKernels<DeviceImpl>(r, "opencl");
-#if RILL_OPS_CUDA
-  shape_internal::RegisterShapeKernels<DeviceImpl>(r, "cuda");
-#endif
+  shape_internal::RegisterShapeKernels<DeviceImpl>(
+      r, KernelNeeds::DeviceCode(DeviceCodeForms("shape", RILL_OPS_FATBIN(shape))));
 }
 
 }  // namespace rill::ops

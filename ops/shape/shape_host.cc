@@ -154,7 +154,7 @@ struct HostImpl {
 }  // namespace
 
 void RegisterShapeHostKernels(OpRegistry& r) {
-  shape_internal::RegisterShapeKernels<HostImpl>(r, "host");
+  shape_internal::RegisterShapeKernels<HostImpl>(r, KernelNeeds::HostMemory());
 }
 
 }  // namespace rill::ops

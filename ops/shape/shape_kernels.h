@@ -76,14 +76,14 @@ absl::Status CastKernel(OpContext& ctx) {
 }
 
 template <typename Impl>
-void RegisterShapeKernels(OpRegistry& r, const char* platform) {
-  (void)r.RegisterKernel("reshape", platform, {CopyKernel<Impl>, kWriteReqs});
-  (void)r.RegisterKernel("flatten", platform, {CopyKernel<Impl>, kWriteReqs});
-  (void)r.RegisterKernel("transpose", platform, {TransposeKernel<Impl>, kWriteReqs});
-  (void)r.RegisterKernel("slice", platform, {SliceKernel<Impl>, kWriteReqs});
-  (void)r.RegisterKernel("_backward_slice", platform, {SliceBackwardKernel<Impl>, kWriteReqs});
-  (void)r.RegisterKernel("concat", platform, {ConcatKernel<Impl>, kWriteReqs});
-  (void)r.RegisterKernel("cast", platform, {CastKernel<Impl>, kWriteReqs});
+void RegisterShapeKernels(OpRegistry& r, const KernelNeeds& platform) {
+  r.Check(r.RegisterKernel("reshape", platform, {CopyKernel<Impl>, kWriteReqs}));
+  r.Check(r.RegisterKernel("flatten", platform, {CopyKernel<Impl>, kWriteReqs}));
+  r.Check(r.RegisterKernel("transpose", platform, {TransposeKernel<Impl>, kWriteReqs}));
+  r.Check(r.RegisterKernel("slice", platform, {SliceKernel<Impl>, kWriteReqs}));
+  r.Check(r.RegisterKernel("_backward_slice", platform, {SliceBackwardKernel<Impl>, kWriteReqs}));
+  r.Check(r.RegisterKernel("concat", platform, {ConcatKernel<Impl>, kWriteReqs}));
+  r.Check(r.RegisterKernel("cast", platform, {CastKernel<Impl>, kWriteReqs}));
 }
 
 }  // namespace rill::ops::shape_internal

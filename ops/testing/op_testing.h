@@ -12,7 +12,11 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#if RILL_OP_CONFORMANCE
+#include "rill/conformance/conformance.h"
+#endif
 #include "rill/engine/engine.h"
+#include "rill/executor/stream_executor.h"
 #include "rill/ops/invoke.h"
 #include "rill/platform/platform.h"
 #include "rill/platform/platform_manager.h"
@@ -20,6 +24,19 @@
 
 namespace rill::ops::testing {
 
+#if RILL_OP_CONFORMANCE
+// The op suite in a backend's conformance binary (rill::op_conformance):
+// every device of the platforms under test, and the CPU context before
+// host:0 when the host platform is one of them.
+inline std::vector<engine::Context> AllContexts() {
+  std::vector<engine::Context> out;
+  for (const conformance::Device& d : conformance::AllDevices()) {
+    if (d.platform->Name() == "host" && d.ordinal == 0) out.push_back(engine::Context::Host());
+    out.push_back(engine::Context::Device(d.platform->id(), d.ordinal));
+  }
+  return out;
+}
+#else
 // cpu, then every device of every platform registered here (host:0,
 // host:1, opencl:0, cuda:N where a GPU exists).
 inline std::vector<engine::Context> AllContexts() {
@@ -29,6 +46,14 @@ inline std::vector<engine::Context> AllContexts() {
       out.push_back(engine::Context::Device(p->id(), i));
   }
   return out;
+}
+#endif
+
+// Whether the kernels of `ctx` run in host memory (host code, which can
+// check values and fail; device kernels cannot).
+inline bool HostMemoryContext(const engine::Context& ctx) {
+  absl::StatusOr<StreamExecutor*> e = ExecutorFor(ctx);
+  return e.ok() && (*e)->Supports(Feature::kHostAddressableMemory).ok();
 }
 
 inline std::string ContextName(const ::testing::TestParamInfo<engine::Context>& info) {

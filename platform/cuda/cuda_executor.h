@@ -54,6 +54,9 @@ class CudaExecutor : public StreamExecutorInterface {
   // (AddCudaPtx); Unimplemented when it has neither, NotFound when the
   // image has no kernel named spec.name().
   absl::StatusOr<std::unique_ptr<KernelInterface>> LoadKernel(const KernelSpec& spec) override;
+  bool CanLoad(const KernelSpec& spec) const override {
+    return !spec.cuda_fatbin().empty() || !spec.cuda_ptx().empty();
+  }
 
   int ordinal() const { return ordinal_; }
   // The built-in memset32 kernel, loaded on first use.

@@ -49,6 +49,7 @@ class HostExecutor : public StreamExecutorInterface {
                                                                 StreamStatus* status) override;
   absl::StatusOr<std::unique_ptr<EventInterface>> CreateEvent() override;
   absl::StatusOr<std::unique_ptr<KernelInterface>> LoadKernel(const KernelSpec& spec) override;
+  bool CanLoad(const KernelSpec& spec) const override { return spec.has_host_function(); }
 
  private:
   const DeviceDescription description_;

@@ -70,6 +70,7 @@ class OpenClExecutor : public StreamExecutorInterface {
   // -cl-kernel-arg-info" (cached per executor) and creates the kernel named
   // spec.name(), whose launches are checked against its parameters.
   absl::StatusOr<std::unique_ptr<KernelInterface>> LoadKernel(const KernelSpec& spec) override;
+  bool CanLoad(const KernelSpec& spec) const override { return !spec.opencl_source().empty(); }
 
   // Native handles, valid for the executor's life.
   cl_context context() const { return context_; }

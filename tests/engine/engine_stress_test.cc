@@ -145,6 +145,9 @@ struct StressConfig {
   Kind kind;
   int cpu_workers;
   int64_t max_in_flight;
+  // Half the synchronous pushes go through PushSyncInline, which runs a
+  // function whose vars are free on the pushing thread.
+  bool inline_pushes = false;
 };
 
 void PrintTo(const StressConfig& config, std::ostream* os) { *os << config.name; }
@@ -155,7 +158,9 @@ INSTANTIATE_TEST_SUITE_P(Configs, EngineStress,
                          ::testing::Values(StressConfig{"Naive", Kind::kNaive, 1, 1 << 16},
                                            StressConfig{"Threaded2", Kind::kThreaded, 2, 1 << 16},
                                            StressConfig{"Threaded4SmallBound", Kind::kThreaded, 4,
-                                                        256}),
+                                                        256},
+                                           StressConfig{"Threaded2Inline", Kind::kThreaded, 2,
+                                                        1 << 16, /*inline_pushes=*/true}),
                          [](const auto& info) { return info.param.name; });
 
 TEST_P(EngineStress, RandomWorkloadsMatchASerialExecution) {
@@ -266,12 +271,16 @@ TEST_P(EngineStress, RandomWorkloadsMatchASerialExecution) {
             Context::Host(), const_vars, mutate_vars, FnProperty::kAsync, priority,
             "inline_async_op");
       } else {
-        status = engine->PushSync(
-            [&world, op = std::move(op)](RunContext) {
-              return Apply(op, world.values) ? absl::OkStatus()
-                                             : absl::InternalError("op " + std::to_string(op.id));
-            },
-            Context::Host(), const_vars, mutate_vars, FnProperty::kNormal, priority, "sync_op");
+        auto fn = [&world, op = std::move(op)](RunContext) {
+          return Apply(op, world.values) ? absl::OkStatus()
+                                         : absl::InternalError("op " + std::to_string(op.id));
+        };
+        status = config.inline_pushes && uniform(2) == 0
+                     ? engine->PushSyncInline(std::move(fn), Context::Host(), const_vars,
+                                              mutate_vars, FnProperty::kNormal, priority,
+                                              "inline_sync_op")
+                     : engine->PushSync(std::move(fn), Context::Host(), const_vars, mutate_vars,
+                                        FnProperty::kNormal, priority, "sync_op");
       }
       if (!status.ok()) {
         push_errors.fetch_add(1);
