@@ -172,11 +172,15 @@ absl::Status PreparedOp::Resolve(const OpDef& op, absl::Span<const Tensor> input
 
   // --- Inference.
   InferContext ictx{params.get(), in_shapes, in_types};
-  std::vector<DType> out_types(op.num_outputs());
+  // Scratch reused by this thread's calls (inference functions fill
+  // vectors; nothing in between re-enters Resolve).
+  thread_local std::vector<DType> out_types;
+  thread_local std::vector<Shape> out_shapes;
+  out_types.assign(op.num_outputs(), DType::kF32);
   absl::Status s =
       op.infer_type() ? op.infer_type()(ictx, &out_types) : SameTypeAsInputs(ictx, &out_types);
   if (!s.ok()) return Annotate(s, absl::StrCat("op '", op.name(), "' (", InputList(inputs), ")"));
-  std::vector<Shape> out_shapes(op.num_outputs());
+  out_shapes.assign(op.num_outputs(), Shape());
   s = op.infer_shape() ? op.infer_shape()(ictx, &out_shapes) : SameShapeAsInput0(ictx, &out_shapes);
   if (!s.ok()) return Annotate(s, absl::StrCat("op '", op.name(), "' (", InputList(inputs), ")"));
 
@@ -232,8 +236,9 @@ absl::Status PreparedOp::Resolve(const OpDef& op, absl::Span<const Tensor> input
     }
     for (int i = 0; i < op.num_outputs(); ++i) {
       const Tensor& o = outputs[i];
-      RILL_RETURN_IF_ERROR(
-          Annotate(o.CheckUsable(), absl::StrCat("op '", op.name(), "' output ", i)));
+      if (absl::Status usable = o.CheckUsable(); !usable.ok()) {  // The text only on error.
+        return Annotate(usable, absl::StrCat("op '", op.name(), "' output ", i));
+      }
       if (o.context() != ctx || o.engine() != eng) {
         return absl::InvalidArgumentError(absl::StrCat("op '", op.name(), "': output ", i, " is ",
                                                        o.ToString(), " but the inputs are on ",
@@ -251,7 +256,7 @@ absl::Status PreparedOp::Resolve(const OpDef& op, absl::Span<const Tensor> input
         }
       }
       call->req.push_back(r);
-      result->push_back(o);
+      if (result != nullptr) result->push_back(o);
     }
   }
   bool any_write = false;
@@ -276,8 +281,9 @@ absl::Status PreparedOp::Resolve(const OpDef& op, absl::Span<const Tensor> input
     call->in.push_back(std::move(a));
     prep->reads_.push_back(t.var());
   }
-  call->out.reserve(result->size());
-  for (const Tensor& t : *result) {
+  const absl::Span<const Tensor> outs = outputs.empty() ? absl::MakeConstSpan(*result) : outputs;
+  call->out.reserve(outs.size());
+  for (const Tensor& t : outs) {
     RILL_ASSIGN_OR_RETURN(TensorArg a, ArgOf(t));
     call->out.push_back(std::move(a));
     prep->writes_.push_back(t.var());
@@ -362,6 +368,24 @@ absl::StatusOr<std::vector<Tensor>> Invoke(const OpDef& op, absl::Span<const Ten
   if (current_trace != nullptr || prep.noop()) return result;
   RILL_RETURN_IF_ERROR(prep.Push(options.priority, op.name()));
   return result;
+}
+
+absl::Status InvokeInto(const OpDef& op, absl::Span<const Tensor> inputs,
+                        std::shared_ptr<const void> params, absl::Span<const Tensor> outputs,
+                        const InvokeOptions& options) {
+  if (outputs.empty() || current_trace != nullptr) {
+    return Invoke(op, inputs, std::move(params), outputs, options).status();
+  }
+  PreparedOp prep;
+  bool no_kernel = false;
+  absl::Status s = PreparedOp::Resolve(op, inputs, params, outputs, options, /*result=*/nullptr,
+                                       &prep, &no_kernel, /*trace=*/nullptr);
+  if (!s.ok()) {
+    if (!no_kernel) return s;
+    return Invoke(op, inputs, std::move(params), outputs, options).status();  // The fallback.
+  }
+  if (prep.noop()) return absl::OkStatus();
+  return prep.Push(options.priority, op.name());
 }
 
 absl::StatusOr<std::vector<Tensor>> Invoke(std::string_view op_name,

@@ -46,6 +46,12 @@ absl::StatusOr<std::vector<Tensor>> Invoke(const OpDef& op, absl::Span<const Ten
                                            std::shared_ptr<const void> params,
                                            absl::Span<const Tensor> outputs = {},
                                            const InvokeOptions& options = {});
+// Invoke with every output given (written per options.reqs), returning
+// only the status: what ops::AddTo and the graph-free hot paths use, with
+// no vector of outputs made.
+absl::Status InvokeInto(const OpDef& op, absl::Span<const Tensor> inputs,
+                        std::shared_ptr<const void> params, absl::Span<const Tensor> outputs,
+                        const InvokeOptions& options = {});
 // By name with string attributes (parsed by the op's ParamSchema).
 absl::StatusOr<std::vector<Tensor>> Invoke(std::string_view op, absl::Span<const Tensor> inputs,
                                            const Attrs& attrs = {},

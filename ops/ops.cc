@@ -87,7 +87,7 @@ absl::StatusOr<Tensor> Tanh(const Tensor& x) {
 absl::Status AddTo(const Tensor& y, const Tensor& x) {
   RILL_OP("add");
   const Tensor in[2] = {y, x};
-  return Invoke(op, in, nullptr, absl::MakeConstSpan(&y, 1)).status();
+  return InvokeInto(op, in, nullptr, absl::MakeConstSpan(&y, 1));
 }
 
 absl::StatusOr<Tensor> Sum(const Tensor& x, std::vector<int64_t> axes, bool keepdims) {

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "rill/engine/engine.h"
@@ -44,8 +45,8 @@ class PreparedOp {
   const OpDef& op() const;
   engine::Context context() const { return ctx_; }
   engine::Engine* engine() const { return engine_; }
-  const std::vector<engine::VarHandle>& reads() const { return reads_; }
-  const std::vector<engine::VarHandle>& writes() const { return writes_; }
+  absl::Span<const engine::VarHandle> reads() const { return reads_; }
+  absl::Span<const engine::VarHandle> writes() const { return writes_; }
   // Every output is kNullOp: Run does nothing.
   bool noop() const { return noop_; }
 
@@ -61,7 +62,11 @@ class PreparedOp {
   friend absl::StatusOr<std::vector<Tensor>> Invoke(const OpDef&, absl::Span<const Tensor>,
                                                     std::shared_ptr<const void>,
                                                     absl::Span<const Tensor>, const InvokeOptions&);
-  // Shared by Invoke and Prepare (ops/invoke.cc).
+  friend absl::Status InvokeInto(const OpDef&, absl::Span<const Tensor>,
+                                 std::shared_ptr<const void>, absl::Span<const Tensor>,
+                                 const InvokeOptions&);
+  // Shared by Invoke and Prepare (ops/invoke.cc). `result` gets the new
+  // outputs (none given) and may be null when the caller gives them.
   static absl::Status Resolve(const OpDef& op, absl::Span<const Tensor> inputs,
                               std::shared_ptr<const void> params, absl::Span<const Tensor> outputs,
                               const InvokeOptions& options, std::vector<Tensor>* result,
@@ -69,8 +74,8 @@ class PreparedOp {
   std::shared_ptr<const OpCall> call_;
   engine::Context ctx_;
   engine::Engine* engine_ = nullptr;
-  std::vector<engine::VarHandle> reads_;
-  std::vector<engine::VarHandle> writes_;
+  absl::InlinedVector<engine::VarHandle, 4> reads_;
+  absl::InlinedVector<engine::VarHandle, 3> writes_;
   bool noop_ = false;
   // A CPU-context call small enough to run on the pushing thread when its
   // vars are free (Engine::PushSyncInline).

@@ -1,5 +1,6 @@
 #include "rill/tensor/tensor.h"
 
+#include <atomic>
 #include <cstring>
 #include <utility>
 
@@ -24,10 +25,13 @@ struct Chunk {
   engine::VarHandle var;
   uint64_t bytes = 0;
 
+  // The block is written once, under mu, before `allocated` is set
+  // (release) and never again: a reader that sees `allocated` (acquire)
+  // reads it without the lock, as every op push does.
   Mutex mu;
-  StorageBlock block ABSL_GUARDED_BY(mu);
-  bool allocated ABSL_GUARDED_BY(mu) = false;
-  bool freed ABSL_GUARDED_BY(mu) = false;
+  StorageBlock block;
+  std::atomic<bool> allocated{false};
+  std::atomic<bool> freed{false};  // Set once, under mu.
 
   // Deletes the var; the storage returns to the allocator once every
   // function pushed before has completed.
@@ -35,10 +39,9 @@ struct Chunk {
     StorageBlock b;
     {
       MutexLock lock(&mu);
-      if (freed) return;
-      freed = true;
+      if (freed.load(std::memory_order_relaxed)) return;
+      freed.store(true, std::memory_order_release);
       b = block;
-      block = StorageBlock();
     }
     StorageAllocator* alloc = allocator;
     absl::Status s = engine->DeleteVariable(
@@ -110,8 +113,7 @@ absl::Status Tensor::CheckUsable() const {
     return absl::FailedPreconditionError(
         "use of an undefined tensor (default-constructed or moved-from)");
   }
-  MutexLock lock(&chunk_->mu);
-  if (chunk_->freed) {
+  if (chunk_->freed.load(std::memory_order_acquire)) {
     return absl::FailedPreconditionError(
         absl::StrCat("use of tensor ", ToString(), " after Free()"));
   }
@@ -120,16 +122,21 @@ absl::Status Tensor::CheckUsable() const {
 
 absl::StatusOr<StorageBlock> Tensor::Storage() const {
   if (!chunk_) return CheckUsable();
+  // Steady state: allocated, not freed; no lock.
+  if (chunk_->allocated.load(std::memory_order_acquire) &&
+      !chunk_->freed.load(std::memory_order_acquire)) {
+    return chunk_->block;
+  }
   MutexLock lock(&chunk_->mu);
-  if (chunk_->freed) {
+  if (chunk_->freed.load(std::memory_order_relaxed)) {
     return absl::FailedPreconditionError(
         absl::StrCat("use of tensor ", ToString(), " after Free()"));
   }
-  if (!chunk_->allocated) {
+  if (!chunk_->allocated.load(std::memory_order_relaxed)) {
     if (chunk_->bytes > 0) {
       RILL_ASSIGN_OR_RETURN(chunk_->block, chunk_->allocator->Allocate(chunk_->bytes));
     }
-    chunk_->allocated = true;
+    chunk_->allocated.store(true, std::memory_order_release);
   }
   return chunk_->block;
 }
