@@ -245,6 +245,10 @@ class Engine {
   // Per-engine state of the layers above (the op layer's random vars), made
   // on first use and destroyed with the engine.
   Attachments& attachments() { return attachments_; }
+  // The platforms its contexts name (EngineOptions::platforms, else
+  // PlatformManager::Default()): where tensors and ops on this engine find
+  // their executors (ExecutorFor(ctx, engine)).
+  virtual PlatformManager& platforms() const = 0;
 
   virtual VarHandle NewVariable() = 0;
 

@@ -37,6 +37,7 @@ class EngineBase : public Engine {
   ~EngineBase() override;
 
   VarHandle NewVariable() override;
+  PlatformManager& platforms() const override;
   absl::Status PushSync(SyncFn fn, Context ctx, absl::Span<const VarHandle> const_vars,
                         absl::Span<const VarHandle> mutate_vars, FnProperty prop, int priority,
                         std::string_view name) override;

@@ -34,6 +34,10 @@ int64_t EffectivePriority(int priority, FnProperty prop) {
 
 }  // namespace
 
+PlatformManager& EngineBase::platforms() const {
+  return options_.platforms != nullptr ? *options_.platforms : PlatformManager::Default();
+}
+
 VarHandle EngineBase::NewVariable() {
   SpinLockHolder lock(&push_mu_);
   return vars_.New();

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "rill/base/status_macros.h"
 #include "rill/ops/invoke.h"
+#include "rill/ops/op_names.h"
 #include "rill/ops/prepared.h"
 #include "rill/tensor/tensor.h"
 
@@ -68,7 +69,7 @@ class Placeholders {
       return absl::UnimplementedError(absl::StrCat("autodiff: the gradient of node '", node_name,
                                                    "' used a view at an offset"));
     }
-    Entry r = g_->Op1("reshape", {it->second.first}, {{"shape", ShapeAttr(x.shape())}},
+    Entry r = g_->Op1(op_names::kReshape, {it->second.first}, {{"shape", ShapeAttr(x.shape())}},
                       absl::StrCat(node_name, "_view", views_++), group);
     RILL_RETURN_IF_ERROR(g_->status());
     types_->resize(g_->num_nodes());
@@ -193,7 +194,7 @@ absl::StatusOr<BackwardGraph> BuildBackward(const Graph& fwd, const std::vector<
           ops::InvokeOptions opt;
           opt.context = engine::Context::Host();
           RILL_ASSIGN_OR_RETURN(
-              auto z, ops::Invoke("zeros", {},
+              auto z, ops::Invoke(op_names::kZeros, {},
                                   {{"shape", ShapeAttr(*t.shape)}, {"dtype", DTypeName(*t.dtype)}},
                                   {}, opt));
           ograds.push_back(z[0]);
@@ -232,7 +233,8 @@ absl::StatusOr<BackwardGraph> BuildBackward(const Graph& fwd, const std::vector<
         return absl::FailedPreconditionError(
             absl::StrCat("autodiff: the type of ", fwd.Describe(id), " is unknown"));
       }
-      Entry z = g.Op1("zeros", {}, {{"shape", ShapeAttr(*t.shape)}, {"dtype", DTypeName(*t.dtype)}},
+      Entry z = g.Op1(op_names::kZeros, {},
+                      {{"shape", ShapeAttr(*t.shape)}, {"dtype", DTypeName(*t.dtype)}},
                       absl::StrCat("_zero_grad_", name));
       RILL_RETURN_IF_ERROR(g.status());
       parts.push_back(z);

@@ -17,6 +17,7 @@
 #include "rill/graph/memory_plan.h"
 #include "rill/graph/passes.h"
 #include "rill/ops/invoke.h"
+#include "rill/ops/op_names.h"
 #include "rill/ops/op_registry.h"
 #include "rill/ops/prepared.h"
 #include "rill/stream/stream.h"
@@ -343,17 +344,17 @@ absl::Status Executor::Impl::PlaceOnFallbacks() {
   std::vector<std::string> moved;
   const size_t num_contexts = contexts.size();
   for (size_t c = 0; c < num_contexts; ++c) {
-    RILL_ASSIGN_OR_RETURN(StreamExecutor * exec, ExecutorFor(contexts[c]));
+    RILL_ASSIGN_OR_RETURN(StreamExecutor * exec, ExecutorFor(contexts[c], eng));
     std::optional<int> fallback;
     for (int id = 0; id < g.num_nodes(); ++id) {
       const Node& n = g.node(id);
       if (n.is_variable() || node_ctx[id] != static_cast<int>(c) || n.op == &CopyOp()) continue;
       // A gradient sum runs as identity (kWriteTo) and _accumulate-style adds.
-      const ops::OpDef& op = n.op == &GradSumOp() ? ops::BuiltinOp("identity") : *n.op;
+      const ops::OpDef& op = n.op == &GradSumOp() ? ops::BuiltinOp(op_names::kIdentity) : *n.op;
       if (ops::OpRegistry::Choose(op, exec).ok()) continue;
       if (!fallback.has_value()) {
         RILL_ASSIGN_OR_RETURN(std::optional<engine::Context> to,
-                              ops::FallbackFor(contexts[c], /*host_fallback=*/false));
+                              ops::FallbackFor(contexts[c], /*host_fallback=*/false, eng));
         if (!to.has_value()) break;  // Prepare reports the missing kernel.
         fallback = CtxIndex(*to);
       }
@@ -372,10 +373,11 @@ absl::Status Executor::Impl::PlaceOnFallbacks() {
 }
 
 absl::StatusOr<std::optional<int>> Executor::Impl::GradSumFallback(int c) {
-  RILL_ASSIGN_OR_RETURN(StreamExecutor * exec, ExecutorFor(contexts[c]));
-  if (ops::OpRegistry::Choose(ops::BuiltinOp("identity"), exec).ok()) return std::optional<int>();
+  RILL_ASSIGN_OR_RETURN(StreamExecutor * exec, ExecutorFor(contexts[c], eng));
+  if (ops::OpRegistry::Choose(ops::BuiltinOp(op_names::kIdentity), exec).ok())
+    return std::optional<int>();
   RILL_ASSIGN_OR_RETURN(std::optional<engine::Context> to,
-                        ops::FallbackFor(contexts[c], /*host_fallback=*/false));
+                        ops::FallbackFor(contexts[c], /*host_fallback=*/false, eng));
   if (!to.has_value()) return std::optional<int>();  // Prepare reports the missing kernel.
   return std::optional<int>(CtxIndex(*to));
 }
@@ -383,7 +385,7 @@ absl::StatusOr<std::optional<int>> Executor::Impl::GradSumFallback(int c) {
 absl::Status Executor::Impl::Prepare(bool is_train) {
   auto& prep = prepared[is_train ? 1 : 0];
   prep.assign(g.num_nodes(), {});
-  static const ops::OpDef& identity = ops::BuiltinOp("identity");
+  static const ops::OpDef& identity = ops::BuiltinOp(op_names::kIdentity);
   const size_t end = is_train ? order.size() : num_forward;
   for (size_t pos = 0; pos < end; ++pos) {
     const int id = order[pos];

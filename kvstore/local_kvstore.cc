@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "rill/base/status_macros.h"
 #include "rill/ops/invoke.h"
+#include "rill/ops/op_names.h"
 
 namespace rill::kvstore {
 namespace {
@@ -26,7 +27,7 @@ class ScopedSeconds {
 // out += a + b with `accumulate` (the add kernels' own kAddTo).
 absl::Status Add(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate,
                  int priority) {
-  static const ops::OpDef& add = ops::BuiltinOp("add");
+  static const ops::OpDef& add = ops::BuiltinOp(op_names::kAdd);
   ops::InvokeOptions options;
   options.priority = priority;
   if (accumulate) options.reqs = {ops::OpReqType::kAddTo};

@@ -12,6 +12,7 @@
 #include "rill/base/mutex.h"
 #include "rill/base/status_macros.h"
 #include "rill/executor/stream_executor.h"
+#include "rill/ops/op_names.h"
 #include "rill/ops/op_registry.h"
 #include "rill/ops/op_runner.h"
 #include "rill/ops/prepared.h"
@@ -167,7 +168,7 @@ absl::Status PreparedOp::Resolve(const OpDef& op, absl::Span<const Tensor> input
     }
     ctx = *options.context;
     eng = options.engine != nullptr ? options.engine : &engine::Engine::Default();
-    RILL_ASSIGN_OR_RETURN(exec, ExecutorFor(ctx));
+    RILL_ASSIGN_OR_RETURN(exec, ExecutorFor(ctx, eng));
   }
 
   // --- Inference.
@@ -267,7 +268,7 @@ absl::Status PreparedOp::Resolve(const OpDef& op, absl::Span<const Tensor> input
   if (!any_write) return absl::OkStatus();  // Every output is kNullOp: nothing to run.
   for (const OpReqType r : call->req) {
     if (r == OpReqType::kAddTo && (kernel->reqs & ReqBit(r)) == 0) {
-      static const OpDef* acc = *OpRegistry::Global().Find("_accumulate");
+      static const OpDef* acc = *OpRegistry::Global().Find(op_names::kAccumulate);
       absl::StatusOr<KernelDef> k = OpRegistry::FindKernel(*acc, exec, {out_types[0]});
       if (k.ok()) call->accumulate = k->fn;
       break;
@@ -361,7 +362,10 @@ absl::StatusOr<std::vector<Tensor>> Invoke(const OpDef& op, absl::Span<const Ten
                            : !outputs.empty() ? outputs[0].context()
                                               : options.context.value_or(engine::Context::Host());
     RILL_ASSIGN_OR_RETURN(std::optional<engine::Context> to,
-                          FallbackFor(from, options.host_fallback));
+                          FallbackFor(from, options.host_fallback,
+                                      !inputs.empty()    ? inputs[0].engine()
+                                      : !outputs.empty() ? outputs[0].engine()
+                                                         : options.engine));
     if (!to.has_value() || *to == from) return s;
     return InvokeOnFallback(op, inputs, std::move(params), outputs, options, from, *to);
   }
@@ -399,12 +403,12 @@ absl::StatusOr<std::vector<Tensor>> Invoke(std::string_view op_name,
 
 absl::Status Seed(engine::Context ctx, uint64_t seed, engine::Engine* engine) {
   if (engine == nullptr) engine = &engine::Engine::Default();
-  RILL_ASSIGN_OR_RETURN(StreamExecutor * exec, ExecutorFor(ctx));
+  RILL_ASSIGN_OR_RETURN(StreamExecutor * exec, ExecutorFor(ctx, engine));
   absl::StatusOr<PluginInterface*> plugin = exec->GetPlugin(PluginKind::kRng);
   if (!plugin.ok()) {
     // The random ops of a device without a generator run on its fallback:
     // seed that one.
-    RILL_ASSIGN_OR_RETURN(std::optional<engine::Context> to, FallbackFor(ctx, false));
+    RILL_ASSIGN_OR_RETURN(std::optional<engine::Context> to, FallbackFor(ctx, false, engine));
     if (to.has_value() && *to != ctx) return Seed(*to, seed, engine);
     return plugin.status();
   }
@@ -415,9 +419,9 @@ absl::Status Seed(engine::Context ctx, uint64_t seed, engine::Engine* engine) {
                           "Seed");
 }
 
-absl::StatusOr<std::optional<engine::Context>> FallbackFor(engine::Context ctx,
-                                                           bool host_fallback) {
-  RILL_ASSIGN_OR_RETURN(StreamExecutor * exec, ExecutorFor(ctx));
+absl::StatusOr<std::optional<engine::Context>> FallbackFor(engine::Context ctx, bool host_fallback,
+                                                           engine::Engine* engine) {
+  RILL_ASSIGN_OR_RETURN(StreamExecutor * exec, ExecutorFor(ctx, engine));
   const std::string declared = exec->platform()->OpFallback();
   if (!declared.empty()) {
     absl::StatusOr<engine::Context> to = engine::Context::Parse(declared);

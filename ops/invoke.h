@@ -67,8 +67,10 @@ absl::Status Seed(engine::Context ctx, uint64_t seed, engine::Engine* engine = n
 // Where `op`, which has no kernel on `ctx`'s device, runs instead: the
 // platform's declared fallback (Platform::OpFallback), else the CPU context
 // when `host_fallback` or RILL_OPS_HOST_FALLBACK=1 asks; nullopt for none.
+// `ctx` is looked up among `engine`'s platforms (null: the default's).
 // InvalidArgument when the declared fallback does not parse.
-absl::StatusOr<std::optional<engine::Context>> FallbackFor(engine::Context ctx, bool host_fallback);
+absl::StatusOr<std::optional<engine::Context>> FallbackFor(engine::Context ctx, bool host_fallback,
+                                                           engine::Engine* engine = nullptr);
 // Op calls run on a fallback device so far in this process (Invoke's and
 // the graph executor's nodes placed there at Bind).
 uint64_t FallbackCount();

@@ -3,12 +3,15 @@
 // the message when nothing fits, and the built-in registrations.
 #include "rill/ops/op_registry.h"
 
+#include <algorithm>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "rill/executor/stream_executor.h"
 #include "rill/ops/device_kernel.h"
+#include "rill/ops/op_names.h"
 #include "rill/platform/platform.h"
 #include "rill/platform/platform_manager.h"
 #include "rill/tensor/tensor.h"
@@ -138,6 +141,13 @@ TEST(OpRegistry, EveryBuiltinOpIsRegisteredAndRunsOnTheHost) {
     const OpDef& op = **r.Find(name);
     EXPECT_TRUE(OpRegistry::Choose(op, host).ok()) << OpRegistry::Choose(op, host).status();
   }
+}
+
+// op_names.h names every built-in op, and nothing else.
+TEST(OpRegistry, TheNameConstantsAreTheBuiltinOps) {
+  std::vector<std::string> constants(std::begin(op_names::kAll), std::end(op_names::kAll));
+  std::sort(constants.begin(), constants.end());
+  EXPECT_EQ(constants, OpRegistry::Global().OpNames());
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "rill/base/status_macros.h"
 #include "rill/ops/elementwise/elementwise.h"
+#include "rill/ops/op_names.h"
 
 namespace rill::ops {
 namespace {
@@ -28,74 +29,78 @@ absl::StatusOr<Tensor> Call(std::string_view op, absl::Span<const Tensor> inputs
 }
 
 absl::StatusOr<Tensor> Add(const Tensor& a, const Tensor& b) {
-  RILL_OP("add");
+  RILL_OP(op_names::kAdd);
   return Run(op, {a, b});
 }
 absl::StatusOr<Tensor> Sub(const Tensor& a, const Tensor& b) {
-  RILL_OP("sub");
+  RILL_OP(op_names::kSub);
   return Run(op, {a, b});
 }
 absl::StatusOr<Tensor> Mul(const Tensor& a, const Tensor& b) {
-  RILL_OP("mul");
+  RILL_OP(op_names::kMul);
   return Run(op, {a, b});
 }
 absl::StatusOr<Tensor> Div(const Tensor& a, const Tensor& b) {
-  RILL_OP("div");
+  RILL_OP(op_names::kDiv);
   return Run(op, {a, b});
 }
 absl::StatusOr<Tensor> Maximum(const Tensor& a, const Tensor& b) {
-  RILL_OP("maximum");
+  RILL_OP(op_names::kMaximum);
   return Run(op, {a, b});
 }
 absl::StatusOr<Tensor> Minimum(const Tensor& a, const Tensor& b) {
-  RILL_OP("minimum");
+  RILL_OP(op_names::kMinimum);
   return Run(op, {a, b});
 }
 absl::StatusOr<Tensor> AddScalar(const Tensor& a, double s) {
-  RILL_OP("add_scalar");
+  RILL_OP(op_names::kAddScalar);
   return Run(op, {a}, MakeParams(ScalarParams{s}));
 }
 absl::StatusOr<Tensor> MulScalar(const Tensor& a, double s) {
-  RILL_OP("mul_scalar");
+  RILL_OP(op_names::kMulScalar);
   return Run(op, {a}, MakeParams(ScalarParams{s}));
 }
 absl::StatusOr<Tensor> Neg(const Tensor& x) {
-  RILL_OP("neg");
+  RILL_OP(op_names::kNeg);
   return Run(op, {x});
 }
 absl::StatusOr<Tensor> Exp(const Tensor& x) {
-  RILL_OP("exp");
+  RILL_OP(op_names::kExp);
   return Run(op, {x});
 }
 absl::StatusOr<Tensor> Log(const Tensor& x) {
-  RILL_OP("log");
+  RILL_OP(op_names::kLog);
   return Run(op, {x});
 }
 absl::StatusOr<Tensor> Relu(const Tensor& x) {
-  RILL_OP("relu");
+  RILL_OP(op_names::kRelu);
   return Run(op, {x});
 }
 absl::StatusOr<Tensor> Sigmoid(const Tensor& x) {
-  RILL_OP("sigmoid");
+  RILL_OP(op_names::kSigmoid);
   return Run(op, {x});
 }
 absl::StatusOr<Tensor> Tanh(const Tensor& x) {
-  RILL_OP("tanh");
+  RILL_OP(op_names::kTanh);
   return Run(op, {x});
 }
 
 absl::Status AddTo(const Tensor& y, const Tensor& x) {
-  RILL_OP("add");
+  RILL_OP(op_names::kAdd);
   const Tensor in[2] = {y, x};
   return InvokeInto(op, in, nullptr, absl::MakeConstSpan(&y, 1));
 }
 
 absl::StatusOr<Tensor> Sum(const Tensor& x, std::vector<int64_t> axes, bool keepdims) {
-  return Call("sum", {x}, {{"axes", FormatIntTuple(axes)}, {"keepdims", keepdims ? "1" : "0"}});
+  return Call(op_names::kSum, {x},
+              {{"axes", FormatIntTuple(axes)}, {"keepdims", keepdims ? "1" : "0"}});
 }
 absl::StatusOr<Tensor> Mean(const Tensor& x, std::vector<int64_t> axes, bool keepdims) {
-  return Call("mean", {x}, {{"axes", FormatIntTuple(axes)}, {"keepdims", keepdims ? "1" : "0"}});
+  return Call(op_names::kMean, {x},
+              {{"axes", FormatIntTuple(axes)}, {"keepdims", keepdims ? "1" : "0"}});
 }
-absl::StatusOr<Tensor> MatMul(const Tensor& a, const Tensor& b) { return Call("matmul", {a, b}); }
+absl::StatusOr<Tensor> MatMul(const Tensor& a, const Tensor& b) {
+  return Call(op_names::kMatmul, {a, b});
+}
 
 }  // namespace rill::ops

@@ -1,5 +1,7 @@
 #include "rill/platform/platform_manager.h"
 
+#include <vector>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -88,7 +90,26 @@ std::vector<Platform*> PlatformManager::AvailablePlatforms() const {
 
 namespace internal {
 
+namespace {
+struct LinkedPlatform {
+  const char* tag;
+  absl::Status (*register_fn)(PlatformManager&);
+};
+Mutex& LinkedMutex() {
+  static Mutex* mu = new Mutex;
+  return *mu;
+}
+std::vector<LinkedPlatform>& Linked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(LinkedMutex()) {
+  static auto* linked = new std::vector<LinkedPlatform>;
+  return *linked;
+}
+}  // namespace
+
 bool RegisterAtLoad(const char* tag, absl::Status (*register_fn)(PlatformManager&)) {
+  {
+    MutexLock lock(&LinkedMutex());
+    Linked().push_back({tag, register_fn});
+  }
   absl::Status status = register_fn(PlatformManager::Default());
   if (!status.ok()) {
     RILL_LOG(ERROR) << "registering platform " << tag << " failed: " << status.ToString();
@@ -97,4 +118,18 @@ bool RegisterAtLoad(const char* tag, absl::Status (*register_fn)(PlatformManager
 }
 
 }  // namespace internal
+
+absl::Status PlatformManager::RegisterLinkedPlatforms() {
+  std::vector<internal::LinkedPlatform> linked;
+  {
+    MutexLock lock(&internal::LinkedMutex());
+    linked = internal::Linked();
+  }
+  for (const internal::LinkedPlatform& p : linked) {
+    RILL_RETURN_IF_ERROR(
+        Annotate(p.register_fn(*this), absl::StrCat("registering platform ", p.tag)));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace rill

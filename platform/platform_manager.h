@@ -39,6 +39,12 @@ class PlatformManager {
   static PlatformManager& Default();
 
   absl::Status RegisterPlatform(std::unique_ptr<Platform> platform);
+  // Registers here a new instance of every platform linked into the program
+  // (each RILL_REGISTER_PLATFORM function, which registered one with
+  // Default() at load), for a second, independent manager (rill::Runtime):
+  // its executors, and what hangs on them, are its own. The first failure
+  // is returned; the platforms registered before it stay.
+  absl::Status RegisterLinkedPlatforms();
 
   // NotFound for an unknown name; the message lists the registered
   // platforms and, for each without devices, why.

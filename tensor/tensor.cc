@@ -60,7 +60,11 @@ struct Chunk {
 using tensor_internal::Chunk;
 
 absl::StatusOr<StreamExecutor*> ExecutorFor(const engine::Context& ctx) {
-  PlatformManager& pm = PlatformManager::Default();
+  return ExecutorFor(ctx, nullptr);
+}
+
+absl::StatusOr<StreamExecutor*> ExecutorFor(const engine::Context& ctx, engine::Engine* engine) {
+  PlatformManager& pm = engine != nullptr ? engine->platforms() : PlatformManager::Default();
   if (ctx.is_host()) {
     RILL_ASSIGN_OR_RETURN(Platform * host, pm.PlatformWithName("host"));
     return host->ExecutorForDevice(0);
@@ -89,7 +93,7 @@ StorageAllocator* TensorAccess::Allocator(const Tensor& t) {
 absl::StatusOr<Tensor> Tensor::Empty(const Shape& shape, DType dtype, engine::Context ctx,
                                      engine::Engine* engine) {
   if (engine == nullptr) engine = &engine::Engine::Default();
-  RILL_ASSIGN_OR_RETURN(StreamExecutor * executor, ExecutorFor(ctx));
+  RILL_ASSIGN_OR_RETURN(StreamExecutor * executor, ExecutorFor(ctx, engine));
   return TensorAccess::Empty(shape, dtype, ctx, engine, executor);
 }
 
@@ -340,7 +344,7 @@ absl::Status Tensor::CopyFrom(const Tensor& src) const {
 
 absl::StatusOr<Tensor> Tensor::CopyTo(engine::Context ctx) const {
   RILL_RETURN_IF_ERROR(CheckUsable());
-  RILL_ASSIGN_OR_RETURN(StreamExecutor * exec, ExecutorFor(ctx));
+  RILL_ASSIGN_OR_RETURN(StreamExecutor * exec, ExecutorFor(ctx, engine()));
   RILL_ASSIGN_OR_RETURN(Tensor out, TensorAccess::Empty(shape_, dtype_, ctx, engine(), exec));
   RILL_RETURN_IF_ERROR(out.CopyFrom(*this));
   return out;

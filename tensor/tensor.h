@@ -27,6 +27,9 @@ struct Chunk;
 // memory it shares; a device context is that platform's device. NotFound /
 // Unavailable naming the context otherwise.
 absl::StatusOr<StreamExecutor*> ExecutorFor(const engine::Context& ctx);
+// The same among the platforms of `engine` (Engine::platforms(); null: the
+// default engine's, PlatformManager::Default()).
+absl::StatusOr<StreamExecutor*> ExecutorFor(const engine::Context& ctx, engine::Engine* engine);
 
 // An n-dimensional array on one context (MXNet's NDArray): a shape, an
 // element type, a context, and a chunk it shares with its views -- storage

@@ -9,6 +9,7 @@
 #include "rill/graph/executor.h"
 #include "rill/io/data_iter.h"
 #include "rill/ops/invoke.h"
+#include "rill/ops/op_names.h"
 
 namespace rill::train {
 
@@ -82,9 +83,9 @@ absl::StatusOr<Metrics> EvaluateCheckpoint(const std::string& path, const ConvNe
     RILL_RETURN_IF_ERROR(exec->Forward(/*is_train=*/false));
     const Tensor& logits = exec->outputs()[0];
     RILL_ASSIGN_OR_RETURN(std::vector<Tensor> l,
-                          ops::Invoke("softmax_cross_entropy", {logits, batch->label}));
+                          ops::Invoke(op_names::kSoftmaxCrossEntropy, {logits, batch->label}));
     RILL_ASSIGN_OR_RETURN(std::vector<Tensor> pred,
-                          ops::Invoke("argmax", {logits}, {{"axis", "1"}}));
+                          ops::Invoke(op_names::kArgmax, {logits}, {{"axis", "1"}}));
     RILL_ASSIGN_OR_RETURN(std::vector<float> lv, l[0].ToHost<float>());
     RILL_ASSIGN_OR_RETURN(std::vector<int64_t> pv, pred[0].ToHost<int64_t>());
     RILL_ASSIGN_OR_RETURN(std::vector<int32_t> yv, batch->label.ToHost<int32_t>());

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "rill/base/status_macros.h"
 #include "rill/ops/invoke.h"
+#include "rill/ops/op_names.h"
 #include "rill/ops/params.h"
 
 namespace rill::train {
@@ -57,12 +58,13 @@ namespace {
 // conv 5x5 "same" with a bias broadcast over [1, C, 1, 1], then relu and a
 // 2x2 max pooling.
 Entry ConvBlock(Graph& g, Entry x, const std::string& name, int64_t channels) {
-  Entry c = g.Op1("conv2d", {x, g.Param(name + "_w")}, {{"pad", "(2, 2)"}}, name);
-  Entry b = g.Op1("reshape", {g.Param(name + "_b")},
+  Entry c = g.Op1(op_names::kConv2d, {x, g.Param(name + "_w")}, {{"pad", "(2, 2)"}}, name);
+  Entry b = g.Op1(op_names::kReshape, {g.Param(name + "_b")},
                   {{"shape", absl::StrCat("(1, ", channels, ", 1, 1)")}}, name + "_bias_shape");
-  Entry r = g.Op1("relu", {g.Op1("add", {c, b}, {}, name + "_bias")}, {}, name + "_relu");
-  return g.Op1("pooling", {r}, {{"kernel", "(2, 2)"}, {"stride", "(2, 2)"}, {"pool_type", "max"}},
-               name + "_pool");
+  Entry r = g.Op1(op_names::kRelu, {g.Op1(op_names::kAdd, {c, b}, {}, name + "_bias")}, {},
+                  name + "_relu");
+  return g.Op1(op_names::kPooling, {r},
+               {{"kernel", "(2, 2)"}, {"stride", "(2, 2)"}, {"pool_type", "max"}}, name + "_pool");
 }
 
 }  // namespace
@@ -70,23 +72,26 @@ Entry ConvBlock(Graph& g, Entry x, const std::string& name, int64_t channels) {
 Entry ConvNetLogits(Graph& g, Entry x, const ConvNetOptions& o, bool with_dropout) {
   Entry h = ConvBlock(g, x, "conv1", o.conv1);
   h = ConvBlock(g, h, "conv2", o.conv2);
-  h = g.Op1("flatten", {h}, {}, "flatten");
-  h = g.Op1("fully_connected", {h, g.Param("fc1_w"), g.Param("fc1_b")}, {}, "fc1");
-  h = g.Op1("relu", {h}, {}, "fc1_relu");
+  h = g.Op1(op_names::kFlatten, {h}, {}, "flatten");
+  h = g.Op1(op_names::kFullyConnected, {h, g.Param("fc1_w"), g.Param("fc1_b")}, {}, "fc1");
+  h = g.Op1(op_names::kRelu, {h}, {}, "fc1_relu");
   if (with_dropout && o.dropout > 0)
-    h = g.Op("dropout", {h}, {{"p", absl::StrCat(o.dropout)}}, "dropout")[0];
-  return g.Op1("fully_connected", {h, g.Param("fc2_w"), g.Param("fc2_b")}, {}, "fc2");
+    h = g.Op(op_names::kDropout, {h}, {{"p", absl::StrCat(o.dropout)}}, "dropout")[0];
+  return g.Op1(op_names::kFullyConnected, {h, g.Param("fc2_w"), g.Param("fc2_b")}, {}, "fc2");
 }
 
 Graph ConvNetTrainGraph(const ConvNetOptions& o) {
   Graph g;
   Entry x = g.Input("x"), y = g.Input("y");
   Entry logits = ConvNetLogits(g, x, o, /*with_dropout=*/true);
-  g.AddOutput(g.Op1("softmax_cross_entropy", {logits, y}, {}, "loss"), "loss");
-  Entry pred = g.Op1("cast", {g.Op1("argmax", {logits}, {{"axis", "1"}}, "argmax")},
-                     {{"dtype", "float32"}}, "pred");
-  Entry label = g.Op1("cast", {y}, {{"dtype", "float32"}}, "label");
-  g.AddOutput(g.Op1("sum", {g.Op1("equal", {pred, label}, {}, "hit")}, {}, "correct"), "correct");
+  g.AddOutput(g.Op1(op_names::kSoftmaxCrossEntropy, {logits, y}, {}, "loss"), "loss");
+  Entry pred =
+      g.Op1(op_names::kCast, {g.Op1(op_names::kArgmax, {logits}, {{"axis", "1"}}, "argmax")},
+            {{"dtype", "float32"}}, "pred");
+  Entry label = g.Op1(op_names::kCast, {y}, {{"dtype", "float32"}}, "label");
+  g.AddOutput(
+      g.Op1(op_names::kSum, {g.Op1(op_names::kEqual, {pred, label}, {}, "hit")}, {}, "correct"),
+      "correct");
   return g;
 }
 
@@ -109,7 +114,7 @@ absl::StatusOr<absl::flat_hash_map<std::string, Tensor>> InitConvNetParams(const
   for (const ParamSpec& p : specs) {
     const double bound = 1.0 / std::sqrt(static_cast<double>(p.fan_in));
     RILL_ASSIGN_OR_RETURN(std::vector<Tensor> t,
-                          ops::Invoke("random_uniform", {},
+                          ops::Invoke(op_names::kRandomUniform, {},
                                       {{"low", absl::StrCat(-bound)},
                                        {"high", absl::StrCat(bound)},
                                        {"shape", ops::FormatIntTuple(p.shape.span())},

@@ -13,6 +13,7 @@
 #include "rill/graph/onnx/onnx_export.h"
 #include "rill/io/data_iter.h"
 #include "rill/ops/invoke.h"
+#include "rill/ops/op_names.h"
 #include "rill/ops/ops.h"
 #include "rill/ops/optimizer/optimizer.h"
 
@@ -34,7 +35,7 @@ absl::StatusOr<Tensor> Zeros(const Shape& shape, DType dtype, engine::Context ct
   opt.engine = engine;
   RILL_ASSIGN_OR_RETURN(
       std::vector<Tensor> t,
-      ops::Invoke("zeros", {},
+      ops::Invoke(op_names::kZeros, {},
                   {{"shape", ops::FormatIntTuple(shape.span())}, {"dtype", DTypeName(dtype)}}, {},
                   opt));
   return t[0];
@@ -97,7 +98,7 @@ absl::Status Trainer::Impl::Adam(const Tensor& w, const Tensor& g, const Tensor&
   p->epsilon = o.epsilon;
   p->rescale_grad = rescale;
   p->t = step;
-  static const ops::OpDef& adam = ops::BuiltinOp("adam_update");
+  static const ops::OpDef& adam = ops::BuiltinOp(op_names::kAdamUpdate);
   return ops::Invoke(adam, {w, g, m, v}, std::move(p), {w, m, v}).status();
 }
 

@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "rill/base/status_macros.h"
 #include "rill/graph/onnx/onnx_lowering.h"
+#include "rill/ops/op_names.h"
 
 namespace rill::graph {
 
@@ -413,9 +414,10 @@ absl::Status AddOutputs(const onnx::GraphProto& g, ImportState& s, OnnxModel& mo
       // Outputs are op results: a copy of an input or a constant.
       const auto& dtype = s.graph.node(e.node).dtype;
       e = dtype && *dtype == DType::kF16
-              ? s.graph.Op1("cast", {e}, {{"dtype", "float16"}},
+              ? s.graph.Op1(op_names::kCast, {e}, {{"dtype", "float16"}},
                             s.UniqueName(absl::StrCat(out.name(), "_copy")))
-              : s.graph.Op1("identity", {e}, {}, s.UniqueName(absl::StrCat(out.name(), "_copy")));
+              : s.graph.Op1(op_names::kIdentity, {e}, {},
+                            s.UniqueName(absl::StrCat(out.name(), "_copy")));
     }
     s.graph.AddOutput(e, out.name());
     RILL_RETURN_IF_ERROR(s.graph.status());

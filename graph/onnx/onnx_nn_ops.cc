@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "rill/base/status_macros.h"
 #include "rill/graph/onnx/onnx_lowering.h"
+#include "rill/ops/op_names.h"
 
 namespace rill::graph {
 namespace {
@@ -80,14 +81,14 @@ absl::Status Conv(L& l) {
   RILL_ASSIGN_OR_RETURN(Window w, WindowOf(l, kernel));
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
   RILL_ASSIGN_OR_RETURN(Entry wt, l.In(1));
-  Entry y = l.Op("conv2d", {x, wt},
+  Entry y = l.Op(op_names::kConv2d, {x, wt},
                  {{"stride", IntsAttr(w.stride)},
                   {"pad", IntsAttr(w.pad)},
                   {"dilation", IntsAttr(w.dilation)},
                   {"num_group", absl::StrCat(l.Int("group", 1))}});
   if (l.has_input(2)) {
     RILL_ASSIGN_OR_RETURN(Entry b, l.In(2));
-    y = l.Op("add", {y, l.Op("reshape", {b}, {{"shape", "(1, -1, 1, 1)"}})});
+    y = l.Op(op_names::kAdd, {y, l.Op(op_names::kReshape, {b}, {{"shape", "(1, -1, 1, 1)"}})});
   }
   return Out(l, y);
 }
@@ -112,7 +113,7 @@ absl::Status Pool(L& l) {
                   {"pool_type", kMax ? "max" : "avg"}};
   if (!kMax) a.push_back({"count_include_pad", l.Int("count_include_pad", 0) ? "true" : "false"});
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
-  return Out(l, l.Op("pooling", {x}, a));
+  return Out(l, l.Op(op_names::kPooling, {x}, a));
 }
 
 template <bool kMax>
@@ -121,14 +122,15 @@ absl::Status GlobalPool(L& l) {
   std::vector<int64_t> axes;
   for (int i = 2; i < r; ++i) axes.push_back(i);
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
-  return Out(l, l.Op(kMax ? "max" : "mean", {x}, {{"axes", IntsAttr(axes)}, {"keepdims", "true"}}));
+  return Out(l, l.Op(kMax ? op_names::kMax : op_names::kMean, {x},
+                     {{"axes", IntsAttr(axes)}, {"keepdims", "true"}}));
 }
 
 // A per-channel [C] vector shaped to broadcast against NCHW... of rank r.
 Entry PerChannel(L& l, Entry v, int r) {
   std::vector<int64_t> s = {-1};
   for (int i = 2; i < r; ++i) s.push_back(1);
-  return l.Op("reshape", {v}, {{"shape", IntsAttr(s)}});
+  return l.Op(op_names::kReshape, {v}, {{"shape", IntsAttr(s)}});
 }
 
 absl::Status BatchNormalization(L& l) {
@@ -145,12 +147,12 @@ absl::Status BatchNormalization(L& l) {
     in.push_back(e);
   }
   // y = (x - mean) * (scale / sqrt(var + eps)) + bias.
-  Entry sd = l.Op(
-      "sqrt", {l.Op("add_scalar", {in[4]}, {{"scalar", FloatAttr(l.Float("epsilon", 1e-5f))}})});
-  Entry k = l.Op("div", {in[1], sd});
-  Entry y = l.Op("sub", {in[0], PerChannel(l, in[3], r)});
-  y = l.Op("mul", {y, PerChannel(l, k, r)});
-  return Out(l, l.Op("add", {y, PerChannel(l, in[2], r)}));
+  Entry sd = l.Op(op_names::kSqrt, {l.Op(op_names::kAddScalar, {in[4]},
+                                         {{"scalar", FloatAttr(l.Float("epsilon", 1e-5f))}})});
+  Entry k = l.Op(op_names::kDiv, {in[1], sd});
+  Entry y = l.Op(op_names::kSub, {in[0], PerChannel(l, in[3], r)});
+  y = l.Op(op_names::kMul, {y, PerChannel(l, k, r)});
+  return Out(l, l.Op(op_names::kAdd, {y, PerChannel(l, in[2], r)}));
 }
 
 // (x - mean) / sqrt(var + eps) over `axes`, also returning mean and 1/std.
@@ -160,13 +162,14 @@ struct Normalized {
 Normalized Normalize(L& l, Entry x, const std::vector<int64_t>& axes, double eps) {
   const ops::Attrs red = {{"axes", IntsAttr(axes)}, {"keepdims", "true"}};
   Normalized n;
-  n.mean = l.Op("mean", {x}, red);
-  Entry d = l.Op("sub", {x, n.mean});
-  Entry var = l.Op("mean", {l.Op("square", {d})}, red);
-  n.inv_std =
-      l.Op("rdiv_scalar", {l.Op("sqrt", {l.Op("add_scalar", {var}, {{"scalar", FloatAttr(eps)}})})},
-           {{"scalar", "1"}});
-  n.y = l.Op("mul", {d, n.inv_std});
+  n.mean = l.Op(op_names::kMean, {x}, red);
+  Entry d = l.Op(op_names::kSub, {x, n.mean});
+  Entry var = l.Op(op_names::kMean, {l.Op(op_names::kSquare, {d})}, red);
+  n.inv_std = l.Op(
+      op_names::kRdivScalar,
+      {l.Op(op_names::kSqrt, {l.Op(op_names::kAddScalar, {var}, {{"scalar", FloatAttr(eps)}})})},
+      {{"scalar", "1"}});
+  n.y = l.Op(op_names::kMul, {d, n.inv_std});
   return n;
 }
 
@@ -178,8 +181,8 @@ absl::Status InstanceNormalization(L& l) {
   RILL_ASSIGN_OR_RETURN(Entry scale, l.In(1));
   RILL_ASSIGN_OR_RETURN(Entry bias, l.In(2));
   Normalized n = Normalize(l, x, axes, l.Float("epsilon", 1e-5f));
-  Entry y = l.Op("mul", {n.y, PerChannel(l, scale, r)});
-  return Out(l, l.Op("add", {y, PerChannel(l, bias, r)}));
+  Entry y = l.Op(op_names::kMul, {n.y, PerChannel(l, scale, r)});
+  return Out(l, l.Op(op_names::kAdd, {y, PerChannel(l, bias, r)}));
 }
 
 absl::Status LayerNormalization(L& l) {
@@ -191,10 +194,10 @@ absl::Status LayerNormalization(L& l) {
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
   RILL_ASSIGN_OR_RETURN(Entry scale, l.In(1));
   Normalized n = Normalize(l, x, axes, l.Float("epsilon", 1e-5f));
-  Entry y = l.Op("mul", {n.y, scale});
+  Entry y = l.Op(op_names::kMul, {n.y, scale});
   if (l.has_input(2)) {
     RILL_ASSIGN_OR_RETURN(Entry b, l.In(2));
-    y = l.Op("add", {y, b});
+    y = l.Op(op_names::kAdd, {y, b});
   }
   l.SetOutput(0, y);
   l.SetOutput(1, n.mean);
@@ -205,15 +208,15 @@ absl::Status LayerNormalization(L& l) {
 absl::Status Gemm(L& l) {
   RILL_ASSIGN_OR_RETURN(Entry a, l.In(0));
   RILL_ASSIGN_OR_RETURN(Entry b, l.In(1));
-  Entry y = l.Op("matmul", {a, b},
+  Entry y = l.Op(op_names::kMatmul, {a, b},
                  {{"transpose_a", l.Int("transA", 0) ? "true" : "false"},
                   {"transpose_b", l.Int("transB", 0) ? "true" : "false"}});
   const double alpha = l.Float("alpha", 1.f), beta = l.Float("beta", 1.f);
-  if (alpha != 1) y = l.Op("mul_scalar", {y}, {{"scalar", FloatAttr(alpha)}});
+  if (alpha != 1) y = l.Op(op_names::kMulScalar, {y}, {{"scalar", FloatAttr(alpha)}});
   if (l.has_input(2)) {
     RILL_ASSIGN_OR_RETURN(Entry c, l.In(2));
-    if (beta != 1) c = l.Op("mul_scalar", {c}, {{"scalar", FloatAttr(beta)}});
-    y = l.Op("add", {y, c});
+    if (beta != 1) c = l.Op(op_names::kMulScalar, {c}, {{"scalar", FloatAttr(beta)}});
+    y = l.Op(op_names::kAdd, {y, c});
   }
   return Out(l, y);
 }
@@ -228,7 +231,7 @@ absl::Status MatMul(L& l) {
     for (size_t i = 0; i + 2 < da->size(); ++i) {
       if ((*da)[i] != (*db)[i]) return L::Unsupported("broadcasting batch dimensions");
     }
-    return Out(l, l.Op("matmul", {a, b}));
+    return Out(l, l.Op(op_names::kMatmul, {a, b}));
   }
   auto sa = l.StaticDims(0), sb = l.StaticDims(1);
   if (!sa || !sb) {
@@ -242,12 +245,12 @@ absl::Status MatMul(L& l) {
   if (A.size() < 2 || B.size() != 2) return L::Unsupported("broadcasting batch dimensions");
   out.assign(A.begin(), A.end() - 1);
   out.push_back(B[1]);
-  Entry a2 = l.Op("reshape", {a}, {{"shape", IntsAttr({-1, A.back()})}});
-  Entry b2 = sb->size() == 1 ? l.Op("reshape", {b}, {{"shape", IntsAttr(B)}}) : b;
-  Entry y = l.Op("matmul", {a2, b2});
+  Entry a2 = l.Op(op_names::kReshape, {a}, {{"shape", IntsAttr({-1, A.back()})}});
+  Entry b2 = sb->size() == 1 ? l.Op(op_names::kReshape, {b}, {{"shape", IntsAttr(B)}}) : b;
+  Entry y = l.Op(op_names::kMatmul, {a2, b2});
   if (sa->size() == 1) out.erase(out.end() - 2);
   if (sb->size() == 1) out.pop_back();
-  return Out(l, l.Op("reshape", {y}, {{"shape", IntsAttr(out)}}));
+  return Out(l, l.Op(op_names::kReshape, {y}, {{"shape", IntsAttr(out)}}));
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "rill/base/status_macros.h"
 #include "rill/graph/onnx/onnx_lowering.h"
+#include "rill/ops/op_names.h"
 
 namespace rill::graph {
 
@@ -28,7 +29,7 @@ absl::StatusOr<Entry> ReshapeTo(NodeLowering& l, Entry x, const std::vector<int6
     return NodeLowering::Unsupported(absl::StrCat(
         "needs a static input shape (the result would be [", absl::StrJoin(dims, ", "), "])"));
   }
-  return l.Op("reshape", {x}, {{"shape", IntsAttr(dims)}});
+  return l.Op(op_names::kReshape, {x}, {{"shape", IntsAttr(dims)}});
 }
 
 absl::StatusOr<int> NeedRank(const NodeLowering& l, int i, std::string_view why) {
@@ -87,16 +88,16 @@ absl::Status Binary(L& l) {
   RILL_ASSIGN_OR_RETURN(Entry b, l.In(1));
   return Out(l, l.Op(kOp, {a, b}));
 }
-constexpr char kAdd[] = "add", kSub[] = "sub", kMul[] = "mul", kDiv[] = "div", kNeg[] = "neg",
-               kAbs[] = "abs", kExp[] = "exp", kLog[] = "log", kSqrt[] = "sqrt", kRelu[] = "relu",
-               kSigmoid[] = "sigmoid", kTanh[] = "tanh";
+using op_names::kAdd, op_names::kSub, op_names::kMul, op_names::kDiv, op_names::kNeg,
+    op_names::kAbs, op_names::kExp, op_names::kLog, op_names::kSqrt, op_names::kRelu,
+    op_names::kSigmoid, op_names::kTanh;
 
 absl::Status Pow(L& l) {
   RILL_ASSIGN_OR_RETURN(Entry a, l.In(0));
   RILL_ASSIGN_OR_RETURN(Entry b, l.In(1));
   auto ta = l.InType(0), tb = l.InType(1);
-  if (ta && tb && *ta != *tb) b = l.Op("cast", {b}, {{"dtype", DTypeName(*ta)}});
-  return Out(l, l.Op("pow", {a, b}));
+  if (ta && tb && *ta != *tb) b = l.Op(op_names::kCast, {b}, {{"dtype", DTypeName(*ta)}});
+  return Out(l, l.Op(op_names::kPow, {a, b}));
 }
 
 // Comparisons: the ops give 1/0 in the input type; ONNX wants bool.
@@ -105,9 +106,9 @@ absl::Status Compare(L& l) {
   RILL_ASSIGN_OR_RETURN(Entry a, l.In(0));
   RILL_ASSIGN_OR_RETURN(Entry b, l.In(1));
   Entry c = kSwap ? l.Op(kOp, {b, a}) : l.Op(kOp, {a, b});
-  return Out(l, l.Op("cast", {c}, {{"dtype", "bool"}}));
+  return Out(l, l.Op(op_names::kCast, {c}, {{"dtype", "bool"}}));
 }
-constexpr char kEqual[] = "equal", kGreater[] = "greater";
+using op_names::kEqual, op_names::kGreater;
 
 // Sum, Mean, Max, Min over any number of inputs (broadcasting).
 template <const char* kOp, bool kMean>
@@ -120,60 +121,61 @@ absl::Status Variadic(L& l) {
     acc = l.Op(kOp, {acc, x});
     ++n;
   }
-  if (kMean && n > 1) acc = l.Op("div_scalar", {acc}, {{"scalar", FloatAttr(n)}});
-  if (n == 1) acc = l.Op("identity", {acc});
+  if (kMean && n > 1) acc = l.Op(op_names::kDivScalar, {acc}, {{"scalar", FloatAttr(n)}});
+  if (n == 1) acc = l.Op(op_names::kIdentity, {acc});
   return Out(l, acc);
 }
-constexpr char kMaximum[] = "maximum", kMinimum[] = "minimum";
+using op_names::kMaximum, op_names::kMinimum;
 
 absl::Status Reciprocal(L& l) {
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
-  return Out(l, l.Op("rdiv_scalar", {x}, {{"scalar", "1"}}));
+  return Out(l, l.Op(op_names::kRdivScalar, {x}, {{"scalar", "1"}}));
 }
 
 // alpha * (exp(min(x, 0) / div) - 1): the negative part of Elu/Selu/Celu.
 Entry ExpNegPart(L& l, Entry x, double alpha, double div) {
-  Entry m = l.Op("minimum_scalar", {x}, {{"scalar", "0"}});
-  if (div != 1) m = l.Op("div_scalar", {m}, {{"scalar", FloatAttr(div)}});
-  Entry e = l.Op("sub_scalar", {l.Op("exp", {m})}, {{"scalar", "1"}});
-  return l.Op("mul_scalar", {e}, {{"scalar", FloatAttr(alpha)}});
+  Entry m = l.Op(op_names::kMinimumScalar, {x}, {{"scalar", "0"}});
+  if (div != 1) m = l.Op(op_names::kDivScalar, {m}, {{"scalar", FloatAttr(div)}});
+  Entry e = l.Op(op_names::kSubScalar, {l.Op(op_names::kExp, {m})}, {{"scalar", "1"}});
+  return l.Op(op_names::kMulScalar, {e}, {{"scalar", FloatAttr(alpha)}});
 }
 
 absl::Status Elu(L& l) {
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
-  return Out(l, l.Op("add", {l.Op("relu", {x}), ExpNegPart(l, x, l.Float("alpha", 1.f), 1)}));
+  return Out(l, l.Op(op_names::kAdd,
+                     {l.Op(op_names::kRelu, {x}), ExpNegPart(l, x, l.Float("alpha", 1.f), 1)}));
 }
 absl::Status Celu(L& l) {
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
   const double alpha = l.Float("alpha", 1.f);
-  return Out(l, l.Op("add", {l.Op("relu", {x}), ExpNegPart(l, x, alpha, alpha)}));
+  return Out(l, l.Op(op_names::kAdd, {l.Op(op_names::kRelu, {x}), ExpNegPart(l, x, alpha, alpha)}));
 }
 absl::Status Selu(L& l) {
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
   const double alpha = l.Float("alpha", 1.67326319217681884765625f);
   const double gamma = l.Float("gamma", 1.05070102214813232421875f);
-  Entry s = l.Op("add", {l.Op("relu", {x}), ExpNegPart(l, x, alpha, 1)});
-  return Out(l, l.Op("mul_scalar", {s}, {{"scalar", FloatAttr(gamma)}}));
+  Entry s = l.Op(op_names::kAdd, {l.Op(op_names::kRelu, {x}), ExpNegPart(l, x, alpha, 1)});
+  return Out(l, l.Op(op_names::kMulScalar, {s}, {{"scalar", FloatAttr(gamma)}}));
 }
 // relu(x) - slope * relu(-x).
 absl::Status LeakyRelu(L& l) {
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
-  Entry neg = l.Op("relu", {l.Op("neg", {x})});
-  neg = l.Op("mul_scalar", {neg}, {{"scalar", FloatAttr(l.Float("alpha", 0.01f))}});
-  return Out(l, l.Op("sub", {l.Op("relu", {x}), neg}));
+  Entry neg = l.Op(op_names::kRelu, {l.Op(op_names::kNeg, {x})});
+  neg = l.Op(op_names::kMulScalar, {neg}, {{"scalar", FloatAttr(l.Float("alpha", 0.01f))}});
+  return Out(l, l.Op(op_names::kSub, {l.Op(op_names::kRelu, {x}), neg}));
 }
 absl::Status PRelu(L& l) {
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
   RILL_ASSIGN_OR_RETURN(Entry slope, l.In(1));
-  Entry neg = l.Op("mul", {l.Op("relu", {l.Op("neg", {x})}), slope});
-  return Out(l, l.Op("sub", {l.Op("relu", {x}), neg}));
+  Entry neg = l.Op(op_names::kMul, {l.Op(op_names::kRelu, {l.Op(op_names::kNeg, {x})}), slope});
+  return Out(l, l.Op(op_names::kSub, {l.Op(op_names::kRelu, {x}), neg}));
 }
 // max(0, min(1, alpha * x + beta)).
 Entry HardSigmoidOf(L& l, Entry x, double alpha, double beta) {
-  Entry y = l.Op("mul_scalar", {x}, {{"scalar", FloatAttr(alpha)}});
-  y = l.Op("add_scalar", {y}, {{"scalar", FloatAttr(beta)}});
-  y = l.Op("minimum_scalar", {y}, {{"scalar", "1"}});
-  return l.Op("maximum_scalar", {y}, {{"scalar", "0"}});
+  Entry y = l.Op(op_names::kMulScalar, {x}, {{"scalar", FloatAttr(alpha)}});
+  y = l.Op(op_names::kAddScalar, {y}, {{"scalar", FloatAttr(beta)}});
+  y = l.Op(op_names::kMinimumScalar, {y}, {{"scalar", "1"}});
+  return l.Op(op_names::kMaximumScalar, {y}, {{"scalar", "0"}});
 }
 absl::Status HardSigmoid(L& l) {
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
@@ -181,23 +183,23 @@ absl::Status HardSigmoid(L& l) {
 }
 absl::Status HardSwish(L& l) {
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
-  return Out(l, l.Op("mul", {x, HardSigmoidOf(l, x, 1.0 / 6, 0.5)}));
+  return Out(l, l.Op(op_names::kMul, {x, HardSigmoidOf(l, x, 1.0 / 6, 0.5)}));
 }
 absl::Status ThresholdedRelu(L& l) {
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
-  Entry mask = l.Op("greater_scalar", {x}, {{"scalar", FloatAttr(l.Float("alpha", 1.f))}});
-  return Out(l, l.Op("mul", {x, mask}));
+  Entry mask = l.Op(op_names::kGreaterScalar, {x}, {{"scalar", FloatAttr(l.Float("alpha", 1.f))}});
+  return Out(l, l.Op(op_names::kMul, {x, mask}));
 }
 absl::Status Softsign(L& l) {
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
-  Entry d = l.Op("add_scalar", {l.Op("abs", {x})}, {{"scalar", "1"}});
-  return Out(l, l.Op("div", {x, d}));
+  Entry d = l.Op(op_names::kAddScalar, {l.Op(op_names::kAbs, {x})}, {{"scalar", "1"}});
+  return Out(l, l.Op(op_names::kDiv, {x, d}));
 }
 absl::Status Sign(L& l) {
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
-  Entry pos = l.Op("greater_scalar", {x}, {{"scalar", "0"}});
-  Entry neg = l.Op("greater_scalar", {l.Op("neg", {x})}, {{"scalar", "0"}});
-  return Out(l, l.Op("sub", {pos, neg}));
+  Entry pos = l.Op(op_names::kGreaterScalar, {x}, {{"scalar", "0"}});
+  Entry neg = l.Op(op_names::kGreaterScalar, {l.Op(op_names::kNeg, {x})}, {{"scalar", "0"}});
+  return Out(l, l.Op(op_names::kSub, {pos, neg}));
 }
 absl::Status Clip(L& l) {
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
@@ -207,9 +209,10 @@ absl::Status Clip(L& l) {
     std::vector<double> v;
     RILL_ASSIGN_OR_RETURN(v, l.ConstDoubles(i, i == 1 ? "min" : "max"));
     if (v.size() != 1) return absl::InvalidArgumentError("Clip bounds must be scalars");
-    y = l.Op(i == 1 ? "maximum_scalar" : "minimum_scalar", {y}, {{"scalar", FloatAttr(v[0])}});
+    y = l.Op(i == 1 ? op_names::kMaximumScalar : op_names::kMinimumScalar, {y},
+             {{"scalar", FloatAttr(v[0])}});
   }
-  return Out(l, y == x ? l.Op("identity", {x}) : y);
+  return Out(l, y == x ? l.Op(op_names::kIdentity, {x}) : y);
 }
 
 absl::Status Identity(L& l) {
@@ -225,7 +228,7 @@ absl::Status Identity(L& l) {
 absl::Status Cast(L& l) {
   RILL_ASSIGN_OR_RETURN(DType to, DTypeFromOnnx(static_cast<int32_t>(l.Int("to", 0))));
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
-  return Out(l, l.Op("cast", {x}, {{"dtype", DTypeName(to)}}));
+  return Out(l, l.Op(op_names::kCast, {x}, {{"dtype", DTypeName(to)}}));
 }
 
 absl::Status Dropout(L& l) {
@@ -309,14 +312,14 @@ absl::Status Reshape(L& l) {
     return L::Unsupported("allowzero=1 with a 0 in the shape");
   }
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
-  return Out(l, l.Op("reshape", {x}, {{"shape", IntsAttr(shape)}}));
+  return Out(l, l.Op(op_names::kReshape, {x}, {{"shape", IntsAttr(shape)}}));
 }
 
 absl::Status Flatten(L& l) {
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
   int64_t axis = l.Int("axis", 1);
-  if (axis == 1) return Out(l, l.Op("flatten", {x}));
-  if (axis == 0) return Out(l, l.Op("reshape", {x}, {{"shape", "(1, -1)"}}));
+  if (axis == 1) return Out(l, l.Op(op_names::kFlatten, {x}));
+  if (axis == 0) return Out(l, l.Op(op_names::kReshape, {x}, {{"shape", "(1, -1)"}}));
   RILL_ASSIGN_OR_RETURN(int r, NeedRank(l, 0, "Flatten axis other than 0 or 1"));
   if (axis < -r || axis > r)
     return absl::InvalidArgumentError(absl::StrCat("axis ", axis, " for rank ", r));
@@ -333,7 +336,7 @@ absl::Status Flatten(L& l) {
 
 absl::Status Transpose(L& l) {
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
-  return Out(l, l.Op("transpose", {x}, {{"axes", IntsAttr(l.Ints("perm"))}}));
+  return Out(l, l.Op(op_names::kTranspose, {x}, {{"axes", IntsAttr(l.Ints("perm"))}}));
 }
 
 absl::Status Concat(L& l) {
@@ -343,7 +346,7 @@ absl::Status Concat(L& l) {
     RILL_ASSIGN_OR_RETURN(Entry x, l.In(i));
     in.push_back(x);
   }
-  return Out(l, l.Op("concat", in, {{"axis", absl::StrCat(l.Int("axis", 0))}}));
+  return Out(l, l.Op(op_names::kConcat, in, {{"axis", absl::StrCat(l.Int("axis", 0))}}));
 }
 
 absl::StatusOr<std::vector<int64_t>> AxesOf(L& l, int input_since_13) {
@@ -429,10 +432,10 @@ absl::Status Slice(L& l) {
     last = std::max(last, static_cast<int>(a));
   }
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
-  if (last < 0) return Out(l, l.Op("identity", {x}));
+  if (last < 0) return Out(l, l.Op(op_names::kIdentity, {x}));
   begin.resize(last + 1);
   end.resize(last + 1);
-  return Out(l, l.Op("slice", {x}, {{"begin", IntsAttr(begin)}, {"end", IntsAttr(end)}}));
+  return Out(l, l.Op(op_names::kSlice, {x}, {{"begin", IntsAttr(begin)}, {"end", IntsAttr(end)}}));
 }
 
 absl::Status Expand(L& l) {
@@ -442,7 +445,7 @@ absl::Status Expand(L& l) {
   RILL_RETURN_IF_ERROR(CheckConstShape(shape, *t));
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
   RILL_ASSIGN_OR_RETURN(Entry zeros, l.Const(OnnxHostTensor::Fill(*t, Shape(shape), 0)));
-  return Out(l, l.Op("add", {x, zeros}));
+  return Out(l, l.Op(op_names::kAdd, {x, zeros}));
 }
 
 // ----------------------------------------------------------------- reductions
@@ -453,36 +456,41 @@ absl::Status Reduce(L& l, const char* pre, const char* op, const char* post) {
   RILL_ASSIGN_OR_RETURN(std::vector<int64_t> axes,
                         AxesOf(l, l.node().op_type() == "ReduceSum" ? 1 : -1));
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
-  if (axes.empty() && l.Int("noop_with_empty_axes", 0) != 0) return Out(l, l.Op("identity", {x}));
+  if (axes.empty() && l.Int("noop_with_empty_axes", 0) != 0)
+    return Out(l, l.Op(op_names::kIdentity, {x}));
   const bool keep = l.Int("keepdims", 1) != 0;
   if (pre) x = l.Op(pre, {x});
   Entry y = l.Op(op, {x}, {{"axes", IntsAttr(axes)}, {"keepdims", keep ? "true" : "false"}});
   if (post) y = l.Op(post, {y});
   return Out(l, y);
 }
-absl::Status ReduceSum(L& l) { return Reduce(l, nullptr, "sum", nullptr); }
-absl::Status ReduceMean(L& l) { return Reduce(l, nullptr, "mean", nullptr); }
-absl::Status ReduceMax(L& l) { return Reduce(l, nullptr, "max", nullptr); }
-absl::Status ReduceMin(L& l) { return Reduce(l, "neg", "max", "neg"); }
-absl::Status ReduceSumSquare(L& l) { return Reduce(l, "square", "sum", nullptr); }
-absl::Status ReduceL1(L& l) { return Reduce(l, "abs", "sum", nullptr); }
-absl::Status ReduceL2(L& l) { return Reduce(l, "square", "sum", "sqrt"); }
-absl::Status ReduceLogSum(L& l) { return Reduce(l, nullptr, "sum", "log"); }
-absl::Status ReduceLogSumExp(L& l) { return Reduce(l, "exp", "sum", "log"); }
+absl::Status ReduceSum(L& l) { return Reduce(l, nullptr, op_names::kSum, nullptr); }
+absl::Status ReduceMean(L& l) { return Reduce(l, nullptr, op_names::kMean, nullptr); }
+absl::Status ReduceMax(L& l) { return Reduce(l, nullptr, op_names::kMax, nullptr); }
+absl::Status ReduceMin(L& l) { return Reduce(l, op_names::kNeg, op_names::kMax, op_names::kNeg); }
+absl::Status ReduceSumSquare(L& l) { return Reduce(l, op_names::kSquare, op_names::kSum, nullptr); }
+absl::Status ReduceL1(L& l) { return Reduce(l, op_names::kAbs, op_names::kSum, nullptr); }
+absl::Status ReduceL2(L& l) {
+  return Reduce(l, op_names::kSquare, op_names::kSum, op_names::kSqrt);
+}
+absl::Status ReduceLogSum(L& l) { return Reduce(l, nullptr, op_names::kSum, op_names::kLog); }
+absl::Status ReduceLogSumExp(L& l) {
+  return Reduce(l, op_names::kExp, op_names::kSum, op_names::kLog);
+}
 
 template <bool kMin>
 absl::Status ArgMax(L& l) {
   if (l.Int("select_last_index", 0) != 0) return L::Unsupported("select_last_index=1");
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
-  if (kMin) x = l.Op("neg", {x});
-  return Out(l, l.Op("argmax", {x},
+  if (kMin) x = l.Op(op_names::kNeg, {x});
+  return Out(l, l.Op(op_names::kArgmax, {x},
                      {{"axis", absl::StrCat(l.Int("axis", 0))},
                       {"keepdims", l.Int("keepdims", 1) ? "true" : "false"}}));
 }
 
 template <bool kLog>
 absl::Status Softmax(L& l) {
-  const char* op = kLog ? "log_softmax" : "softmax";
+  const char* op = kLog ? op_names::kLogSoftmax : op_names::kSoftmax;
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
   int64_t axis = l.Int("axis", l.opset() >= 13 ? -1 : 1);
   std::optional<int> r = l.Rank(0);
@@ -496,9 +504,9 @@ absl::Status Softmax(L& l) {
   RILL_ASSIGN_OR_RETURN(axis, NormAxis(axis, static_cast<int>(dims.size())));
   int64_t outer = 1;
   for (int64_t i = 0; i < axis; ++i) outer *= dims[i];
-  Entry f = l.Op("reshape", {x}, {{"shape", IntsAttr({outer, -1})}});
+  Entry f = l.Op(op_names::kReshape, {x}, {{"shape", IntsAttr({outer, -1})}});
   Entry y = l.Op(op, {f}, {{"axis", "1"}});
-  return Out(l, l.Op("reshape", {y}, {{"shape", IntsAttr(dims)}}));
+  return Out(l, l.Op(op_names::kReshape, {y}, {{"shape", IntsAttr(dims)}}));
 }
 
 const ConverterTable& Table() {

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "rill/base/status_macros.h"
 #include "rill/ops/invoke.h"
+#include "rill/ops/op_names.h"
 #include "rill/ops/op_registry.h"
 
 namespace rill::ops {
@@ -89,7 +90,8 @@ absl::Status SameShapes(const InferContext& ctx, std::vector<Shape>* out) {
 // Sums a gradient of `out_shape` down to `shape` (the broadcast's inverse).
 absl::StatusOr<Tensor> SumTo(const Tensor& g, const Shape& shape) {
   if (g.shape() == shape) return g;
-  RILL_ASSIGN_OR_RETURN(auto r, Invoke("sum_to", {g}, {{"shape", FormatIntTuple(shape.span())}}));
+  RILL_ASSIGN_OR_RETURN(auto r,
+                        Invoke(op_names::kSumTo, {g}, {{"shape", FormatIntTuple(shape.span())}}));
   return r[0];
 }
 
@@ -106,22 +108,22 @@ absl::StatusOr<std::vector<Tensor>> AddGrad(const GradientContext& c) {
 }
 absl::StatusOr<std::vector<Tensor>> SubGrad(const GradientContext& c) {
   RILL_ASSIGN_OR_RETURN(Tensor ga, SumTo(c.out_grads[0], c.inputs[0].shape()));
-  RILL_ASSIGN_OR_RETURN(Tensor n, One("neg", {c.out_grads[0]}));
+  RILL_ASSIGN_OR_RETURN(Tensor n, One(op_names::kNeg, {c.out_grads[0]}));
   RILL_ASSIGN_OR_RETURN(Tensor gb, SumTo(n, c.inputs[1].shape()));
   return std::vector<Tensor>{ga, gb};
 }
 absl::StatusOr<std::vector<Tensor>> MulGrad(const GradientContext& c) {
-  RILL_ASSIGN_OR_RETURN(Tensor a, One("mul", {c.out_grads[0], c.inputs[1]}));
-  RILL_ASSIGN_OR_RETURN(Tensor b, One("mul", {c.out_grads[0], c.inputs[0]}));
+  RILL_ASSIGN_OR_RETURN(Tensor a, One(op_names::kMul, {c.out_grads[0], c.inputs[1]}));
+  RILL_ASSIGN_OR_RETURN(Tensor b, One(op_names::kMul, {c.out_grads[0], c.inputs[0]}));
   RILL_ASSIGN_OR_RETURN(Tensor ga, SumTo(a, c.inputs[0].shape()));
   RILL_ASSIGN_OR_RETURN(Tensor gb, SumTo(b, c.inputs[1].shape()));
   return std::vector<Tensor>{ga, gb};
 }
 absl::StatusOr<std::vector<Tensor>> DivGrad(const GradientContext& c) {
   // d/da = g / b; d/db = -g * out / b.
-  RILL_ASSIGN_OR_RETURN(Tensor a, One("div", {c.out_grads[0], c.inputs[1]}));
-  RILL_ASSIGN_OR_RETURN(Tensor t, One("mul", {a, c.outputs[0]}));
-  RILL_ASSIGN_OR_RETURN(Tensor b, One("neg", {t}));
+  RILL_ASSIGN_OR_RETURN(Tensor a, One(op_names::kDiv, {c.out_grads[0], c.inputs[1]}));
+  RILL_ASSIGN_OR_RETURN(Tensor t, One(op_names::kMul, {a, c.outputs[0]}));
+  RILL_ASSIGN_OR_RETURN(Tensor b, One(op_names::kNeg, {t}));
   RILL_ASSIGN_OR_RETURN(Tensor ga, SumTo(a, c.inputs[0].shape()));
   RILL_ASSIGN_OR_RETURN(Tensor gb, SumTo(b, c.inputs[1].shape()));
   return std::vector<Tensor>{ga, gb};
@@ -132,27 +134,27 @@ absl::StatusOr<std::vector<Tensor>> UnaryGrad(const GradientContext& c) {
   static const std::string name = [] {
     switch (kCode) {
       case UnaryCode::kNeg:
-        return std::string("_backward_neg");
+        return std::string(op_names::kBackwardNeg);
       case UnaryCode::kAbs:
-        return std::string("_backward_abs");
+        return std::string(op_names::kBackwardAbs);
       case UnaryCode::kExp:
-        return std::string("_backward_exp");
+        return std::string(op_names::kBackwardExp);
       case UnaryCode::kLog:
-        return std::string("_backward_log");
+        return std::string(op_names::kBackwardLog);
       case UnaryCode::kSqrt:
-        return std::string("_backward_sqrt");
+        return std::string(op_names::kBackwardSqrt);
       case UnaryCode::kRelu:
-        return std::string("_backward_relu");
+        return std::string(op_names::kBackwardRelu);
       case UnaryCode::kSigmoid:
-        return std::string("_backward_sigmoid");
+        return std::string(op_names::kBackwardSigmoid);
       case UnaryCode::kTanh:
-        return std::string("_backward_tanh");
+        return std::string(op_names::kBackwardTanh);
       case UnaryCode::kGelu:
-        return std::string("_backward_gelu");
+        return std::string(op_names::kBackwardGelu);
       case UnaryCode::kSquare:
-        return std::string("_backward_square");
+        return std::string(op_names::kBackwardSquare);
       default:
-        return std::string("_backward_copy");
+        return std::string(op_names::kBackwardCopy);
     }
   }();
   // relu'(x) is 1 exactly where relu(x) > 0: reading the output instead of
@@ -171,32 +173,32 @@ absl::StatusOr<std::vector<Tensor>> ScalarGrad(const GradientContext& c, std::st
   const Tensor &dy = c.out_grads[0], &x = c.inputs[0], &y = c.outputs[0];
   const double s = c.p<ScalarParams>().scalar;
   Tensor g;
-  if (op == "add_scalar" || op == "sub_scalar") {
+  if (op == op_names::kAddScalar || op == op_names::kSubScalar) {
     g = dy;
-  } else if (op == "rsub_scalar") {  // s - x.
-    RILL_ASSIGN_OR_RETURN(g, One("neg", {dy}));
-  } else if (op == "mul_scalar") {
-    RILL_ASSIGN_OR_RETURN(g, WithScalar("mul_scalar", dy, s));
-  } else if (op == "div_scalar") {
-    RILL_ASSIGN_OR_RETURN(g, WithScalar("div_scalar", dy, s));
-  } else if (op == "rdiv_scalar") {  // s / x: -y / x.
-    RILL_ASSIGN_OR_RETURN(Tensor q, One("div", {y, x}));
-    RILL_ASSIGN_OR_RETURN(Tensor m, One("mul", {dy, q}));
-    RILL_ASSIGN_OR_RETURN(g, One("neg", {m}));
-  } else if (op == "pow_scalar") {  // x^s: s x^(s-1).
-    RILL_ASSIGN_OR_RETURN(Tensor p, WithScalar("pow_scalar", x, s - 1));
-    RILL_ASSIGN_OR_RETURN(Tensor d, WithScalar("mul_scalar", p, s));
-    RILL_ASSIGN_OR_RETURN(g, One("mul", {dy, d}));
-  } else if (op == "rpow_scalar") {  // s^x: ln(s) y.
-    RILL_ASSIGN_OR_RETURN(Tensor d, WithScalar("mul_scalar", y, std::log(s)));
-    RILL_ASSIGN_OR_RETURN(g, One("mul", {dy, d}));
-  } else if (op == "maximum_scalar") {  // Where x > s.
-    RILL_ASSIGN_OR_RETURN(Tensor m, WithScalar("greater_scalar", x, s));
-    RILL_ASSIGN_OR_RETURN(g, One("mul", {dy, m}));
-  } else if (op == "minimum_scalar") {  // Where x < s: 1 - (x >= s) is s > x.
-    RILL_ASSIGN_OR_RETURN(Tensor n, One("neg", {x}));
-    RILL_ASSIGN_OR_RETURN(Tensor m, WithScalar("greater_scalar", n, -s));
-    RILL_ASSIGN_OR_RETURN(g, One("mul", {dy, m}));
+  } else if (op == op_names::kRsubScalar) {  // s - x.
+    RILL_ASSIGN_OR_RETURN(g, One(op_names::kNeg, {dy}));
+  } else if (op == op_names::kMulScalar) {
+    RILL_ASSIGN_OR_RETURN(g, WithScalar(op_names::kMulScalar, dy, s));
+  } else if (op == op_names::kDivScalar) {
+    RILL_ASSIGN_OR_RETURN(g, WithScalar(op_names::kDivScalar, dy, s));
+  } else if (op == op_names::kRdivScalar) {  // s / x: -y / x.
+    RILL_ASSIGN_OR_RETURN(Tensor q, One(op_names::kDiv, {y, x}));
+    RILL_ASSIGN_OR_RETURN(Tensor m, One(op_names::kMul, {dy, q}));
+    RILL_ASSIGN_OR_RETURN(g, One(op_names::kNeg, {m}));
+  } else if (op == op_names::kPowScalar) {  // x^s: s x^(s-1).
+    RILL_ASSIGN_OR_RETURN(Tensor p, WithScalar(op_names::kPowScalar, x, s - 1));
+    RILL_ASSIGN_OR_RETURN(Tensor d, WithScalar(op_names::kMulScalar, p, s));
+    RILL_ASSIGN_OR_RETURN(g, One(op_names::kMul, {dy, d}));
+  } else if (op == op_names::kRpowScalar) {  // s^x: ln(s) y.
+    RILL_ASSIGN_OR_RETURN(Tensor d, WithScalar(op_names::kMulScalar, y, std::log(s)));
+    RILL_ASSIGN_OR_RETURN(g, One(op_names::kMul, {dy, d}));
+  } else if (op == op_names::kMaximumScalar) {  // Where x > s.
+    RILL_ASSIGN_OR_RETURN(Tensor m, WithScalar(op_names::kGreaterScalar, x, s));
+    RILL_ASSIGN_OR_RETURN(g, One(op_names::kMul, {dy, m}));
+  } else if (op == op_names::kMinimumScalar) {  // Where x < s: 1 - (x >= s) is s > x.
+    RILL_ASSIGN_OR_RETURN(Tensor n, One(op_names::kNeg, {x}));
+    RILL_ASSIGN_OR_RETURN(Tensor m, WithScalar(op_names::kGreaterScalar, n, -s));
+    RILL_ASSIGN_OR_RETURN(g, One(op_names::kMul, {dy, m}));
   } else {
     return absl::UnimplementedError(absl::StrCat("op '", std::string(op), "' has no gradient"));
   }
@@ -207,12 +209,6 @@ template <const char* kName>
 absl::StatusOr<std::vector<Tensor>> ScalarGradOf(const GradientContext& c) {
   return ScalarGrad(c, kName);
 }
-
-constexpr char kAddScalar[] = "add_scalar", kSubScalar[] = "sub_scalar",
-               kRsubScalar[] = "rsub_scalar", kMulScalar[] = "mul_scalar",
-               kDivScalar[] = "div_scalar", kRdivScalar[] = "rdiv_scalar",
-               kPowScalar[] = "pow_scalar", kRpowScalar[] = "rpow_scalar",
-               kMaxScalar[] = "maximum_scalar", kMinScalar[] = "minimum_scalar";
 
 struct UnaryInfo {
   const char* name;
@@ -229,11 +225,15 @@ void RegisterElementwiseOps(OpRegistry& r) {
     GradientFn grad;
     uint32_t dtypes;
   } binaries[] = {
-      {"add", AddGrad, kNumericTypes},        {"sub", SubGrad, kNumericTypes},
-      {"mul", MulGrad, kNumericTypes},        {"div", DivGrad, kNumericTypes},
-      {"pow", nullptr, kFloatTypes},          {"maximum", nullptr, kNumericTypes},
-      {"minimum", nullptr, kNumericTypes},    {"equal", NoGradient, kNumericTypes},
-      {"greater", NoGradient, kNumericTypes},
+      {op_names::kAdd, AddGrad, kNumericTypes},
+      {op_names::kSub, SubGrad, kNumericTypes},
+      {op_names::kMul, MulGrad, kNumericTypes},
+      {op_names::kDiv, DivGrad, kNumericTypes},
+      {op_names::kPow, nullptr, kFloatTypes},
+      {op_names::kMaximum, nullptr, kNumericTypes},
+      {op_names::kMinimum, nullptr, kNumericTypes},
+      {op_names::kEqual, NoGradient, kNumericTypes},
+      {op_names::kGreater, NoGradient, kNumericTypes},
   };
   for (const auto& b : binaries) {
     OpDef def(b.name);
@@ -245,7 +245,7 @@ void RegisterElementwiseOps(OpRegistry& r) {
     r.Check(r.Register(std::move(def)));
   }
   // out += src: the framework's kAddTo for kernels that cannot add themselves.
-  r.Check(r.Register(OpDef("_accumulate")
+  r.Check(r.Register(OpDef(op_names::kAccumulate)
                          .set_inputs({"dst", "src"})
                          .set_infer_shape(SameShapes)
                          .set_dtypes(kNumericTypes)
@@ -253,18 +253,18 @@ void RegisterElementwiseOps(OpRegistry& r) {
   const struct {
     const char* name;
     GradientFn grad;
-  } scalars[] = {{kAddScalar, ScalarGradOf<kAddScalar>},
-                 {kSubScalar, ScalarGradOf<kSubScalar>},
-                 {kRsubScalar, ScalarGradOf<kRsubScalar>},
-                 {kMulScalar, ScalarGradOf<kMulScalar>},
-                 {kDivScalar, ScalarGradOf<kDivScalar>},
-                 {kRdivScalar, ScalarGradOf<kRdivScalar>},
-                 {kPowScalar, ScalarGradOf<kPowScalar>},
-                 {kRpowScalar, ScalarGradOf<kRpowScalar>},
-                 {kMaxScalar, ScalarGradOf<kMaxScalar>},
-                 {kMinScalar, ScalarGradOf<kMinScalar>},
-                 {"equal_scalar", nullptr},
-                 {"greater_scalar", nullptr}};
+  } scalars[] = {{op_names::kAddScalar, ScalarGradOf<op_names::kAddScalar>},
+                 {op_names::kSubScalar, ScalarGradOf<op_names::kSubScalar>},
+                 {op_names::kRsubScalar, ScalarGradOf<op_names::kRsubScalar>},
+                 {op_names::kMulScalar, ScalarGradOf<op_names::kMulScalar>},
+                 {op_names::kDivScalar, ScalarGradOf<op_names::kDivScalar>},
+                 {op_names::kRdivScalar, ScalarGradOf<op_names::kRdivScalar>},
+                 {op_names::kPowScalar, ScalarGradOf<op_names::kPowScalar>},
+                 {op_names::kRpowScalar, ScalarGradOf<op_names::kRpowScalar>},
+                 {op_names::kMaximumScalar, ScalarGradOf<op_names::kMaximumScalar>},
+                 {op_names::kMinimumScalar, ScalarGradOf<op_names::kMinimumScalar>},
+                 {op_names::kEqualScalar, nullptr},
+                 {op_names::kGreaterScalar, nullptr}};
   for (const auto& sc : scalars) {
     const bool fl = std::string(sc.name).find("pow") != std::string::npos;
     r.Check(r.Register(OpDef(sc.name)
@@ -275,17 +275,17 @@ void RegisterElementwiseOps(OpRegistry& r) {
                            .set_gradient(sc.grad)));
   }
   const UnaryInfo unaries[] = {
-      {"neg", UnaryCode::kNeg, kNumericTypes, UnaryGrad<UnaryCode::kNeg>},
-      {"abs", UnaryCode::kAbs, kNumericTypes, UnaryGrad<UnaryCode::kAbs>},
-      {"exp", UnaryCode::kExp, kFloatTypes, UnaryGrad<UnaryCode::kExp>},
-      {"log", UnaryCode::kLog, kFloatTypes, UnaryGrad<UnaryCode::kLog>},
-      {"sqrt", UnaryCode::kSqrt, kFloatTypes, UnaryGrad<UnaryCode::kSqrt>},
-      {"relu", UnaryCode::kRelu, kNumericTypes, UnaryGrad<UnaryCode::kRelu>},
-      {"sigmoid", UnaryCode::kSigmoid, kFloatTypes, UnaryGrad<UnaryCode::kSigmoid>},
-      {"tanh", UnaryCode::kTanh, kFloatTypes, UnaryGrad<UnaryCode::kTanh>},
-      {"gelu", UnaryCode::kGelu, kFloatTypes, UnaryGrad<UnaryCode::kGelu>},
-      {"square", UnaryCode::kSquare, kNumericTypes, UnaryGrad<UnaryCode::kSquare>},
-      {"identity", UnaryCode::kCopy, kAllTypesMask & ~DTypeBit(DType::kF16),
+      {op_names::kNeg, UnaryCode::kNeg, kNumericTypes, UnaryGrad<UnaryCode::kNeg>},
+      {op_names::kAbs, UnaryCode::kAbs, kNumericTypes, UnaryGrad<UnaryCode::kAbs>},
+      {op_names::kExp, UnaryCode::kExp, kFloatTypes, UnaryGrad<UnaryCode::kExp>},
+      {op_names::kLog, UnaryCode::kLog, kFloatTypes, UnaryGrad<UnaryCode::kLog>},
+      {op_names::kSqrt, UnaryCode::kSqrt, kFloatTypes, UnaryGrad<UnaryCode::kSqrt>},
+      {op_names::kRelu, UnaryCode::kRelu, kNumericTypes, UnaryGrad<UnaryCode::kRelu>},
+      {op_names::kSigmoid, UnaryCode::kSigmoid, kFloatTypes, UnaryGrad<UnaryCode::kSigmoid>},
+      {op_names::kTanh, UnaryCode::kTanh, kFloatTypes, UnaryGrad<UnaryCode::kTanh>},
+      {op_names::kGelu, UnaryCode::kGelu, kFloatTypes, UnaryGrad<UnaryCode::kGelu>},
+      {op_names::kSquare, UnaryCode::kSquare, kNumericTypes, UnaryGrad<UnaryCode::kSquare>},
+      {op_names::kIdentity, UnaryCode::kCopy, kAllTypesMask & ~DTypeBit(DType::kF16),
        UnaryGrad<UnaryCode::kCopy>},
   };
   for (const UnaryInfo& u : unaries) {

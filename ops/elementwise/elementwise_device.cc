@@ -10,6 +10,7 @@
 #include "rill/executor/stream_executor.h"
 #include "rill/ops/device_kernel.h"
 #include "rill/ops/elementwise/elementwise.h"
+#include "rill/ops/op_names.h"
 #include "rill/ops/op_registry.h"
 #include "rill/platform/platform.h"
 
@@ -205,44 +206,44 @@ namespace {
 
 void RegisterDeviceKernels(OpRegistry& r, const KernelNeeds& p) {
   constexpr uint32_t kReqs = kWriteReqs | ReqBit(OpReqType::kAddTo);
-  r.Check(r.RegisterKernel("add", p, {ClBinary<BinaryCode::kAdd>, kReqs}));
-  r.Check(r.RegisterKernel("_accumulate", p, {ClBinary<BinaryCode::kAdd>, kReqs}));
-  r.Check(r.RegisterKernel("sub", p, {ClBinary<BinaryCode::kSub>, kReqs}));
-  r.Check(r.RegisterKernel("mul", p, {ClBinary<BinaryCode::kMul>, kReqs}));
-  r.Check(r.RegisterKernel("div", p, {ClBinary<BinaryCode::kDiv>, kReqs}));
-  r.Check(r.RegisterKernel("pow", p, {ClBinary<BinaryCode::kPow>, kReqs}));
-  r.Check(r.RegisterKernel("maximum", p, {ClBinary<BinaryCode::kMax>, kReqs}));
-  r.Check(r.RegisterKernel("minimum", p, {ClBinary<BinaryCode::kMin>, kReqs}));
-  r.Check(r.RegisterKernel("equal", p, {ClBinary<BinaryCode::kEqual>, kReqs}));
-  r.Check(r.RegisterKernel("greater", p, {ClBinary<BinaryCode::kGreater>, kReqs}));
-  r.Check(r.RegisterKernel("add_scalar", p, {ClScalar<BinaryCode::kAdd>, kReqs}));
-  r.Check(r.RegisterKernel("sub_scalar", p, {ClScalar<BinaryCode::kSub>, kReqs}));
-  r.Check(r.RegisterKernel("rsub_scalar", p, {ClScalar<BinaryCode::kRsub>, kReqs}));
-  r.Check(r.RegisterKernel("mul_scalar", p, {ClScalar<BinaryCode::kMul>, kReqs}));
-  r.Check(r.RegisterKernel("div_scalar", p, {ClScalar<BinaryCode::kDiv>, kReqs}));
-  r.Check(r.RegisterKernel("rdiv_scalar", p, {ClScalar<BinaryCode::kRdiv>, kReqs}));
-  r.Check(r.RegisterKernel("pow_scalar", p, {ClScalar<BinaryCode::kPow>, kReqs}));
-  r.Check(r.RegisterKernel("rpow_scalar", p, {ClScalar<BinaryCode::kRpow>, kReqs}));
-  r.Check(r.RegisterKernel("maximum_scalar", p, {ClScalar<BinaryCode::kMax>, kReqs}));
-  r.Check(r.RegisterKernel("minimum_scalar", p, {ClScalar<BinaryCode::kMin>, kReqs}));
-  r.Check(r.RegisterKernel("equal_scalar", p, {ClScalar<BinaryCode::kEqual>, kReqs}));
-  r.Check(r.RegisterKernel("greater_scalar", p, {ClScalar<BinaryCode::kGreater>, kReqs}));
-#define RILL_CL_UNARY(code, name)                                        \
-  r.Check(r.RegisterKernel(name, p, {ClUnary<UnaryCode::code>, kReqs})); \
-  r.Check(r.RegisterKernel("_backward_" name, p, {ClUnaryBackward<UnaryCode::code>, kReqs}))
-  RILL_CL_UNARY(kNeg, "neg");
-  RILL_CL_UNARY(kAbs, "abs");
-  RILL_CL_UNARY(kExp, "exp");
-  RILL_CL_UNARY(kLog, "log");
-  RILL_CL_UNARY(kSqrt, "sqrt");
-  RILL_CL_UNARY(kRelu, "relu");
-  RILL_CL_UNARY(kSigmoid, "sigmoid");
-  RILL_CL_UNARY(kTanh, "tanh");
-  RILL_CL_UNARY(kGelu, "gelu");
-  RILL_CL_UNARY(kSquare, "square");
+  r.Check(r.RegisterKernel(op_names::kAdd, p, {ClBinary<BinaryCode::kAdd>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kAccumulate, p, {ClBinary<BinaryCode::kAdd>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kSub, p, {ClBinary<BinaryCode::kSub>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kMul, p, {ClBinary<BinaryCode::kMul>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kDiv, p, {ClBinary<BinaryCode::kDiv>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kPow, p, {ClBinary<BinaryCode::kPow>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kMaximum, p, {ClBinary<BinaryCode::kMax>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kMinimum, p, {ClBinary<BinaryCode::kMin>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kEqual, p, {ClBinary<BinaryCode::kEqual>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kGreater, p, {ClBinary<BinaryCode::kGreater>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kAddScalar, p, {ClScalar<BinaryCode::kAdd>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kSubScalar, p, {ClScalar<BinaryCode::kSub>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kRsubScalar, p, {ClScalar<BinaryCode::kRsub>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kMulScalar, p, {ClScalar<BinaryCode::kMul>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kDivScalar, p, {ClScalar<BinaryCode::kDiv>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kRdivScalar, p, {ClScalar<BinaryCode::kRdiv>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kPowScalar, p, {ClScalar<BinaryCode::kPow>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kRpowScalar, p, {ClScalar<BinaryCode::kRpow>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kMaximumScalar, p, {ClScalar<BinaryCode::kMax>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kMinimumScalar, p, {ClScalar<BinaryCode::kMin>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kEqualScalar, p, {ClScalar<BinaryCode::kEqual>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kGreaterScalar, p, {ClScalar<BinaryCode::kGreater>, kReqs}));
+#define RILL_CL_UNARY(code, name)                                                     \
+  r.Check(r.RegisterKernel(op_names::k##name, p, {ClUnary<UnaryCode::code>, kReqs})); \
+  r.Check(r.RegisterKernel(op_names::kBackward##name, p, {ClUnaryBackward<UnaryCode::code>, kReqs}))
+  RILL_CL_UNARY(kNeg, Neg);
+  RILL_CL_UNARY(kAbs, Abs);
+  RILL_CL_UNARY(kExp, Exp);
+  RILL_CL_UNARY(kLog, Log);
+  RILL_CL_UNARY(kSqrt, Sqrt);
+  RILL_CL_UNARY(kRelu, Relu);
+  RILL_CL_UNARY(kSigmoid, Sigmoid);
+  RILL_CL_UNARY(kTanh, Tanh);
+  RILL_CL_UNARY(kGelu, Gelu);
+  RILL_CL_UNARY(kSquare, Square);
 #undef RILL_CL_UNARY
-  r.Check(r.RegisterKernel("identity", p, {ClUnary<UnaryCode::kCopy>, kReqs}));
-  r.Check(r.RegisterKernel("_backward_copy", p, {ClUnaryBackward<UnaryCode::kCopy>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kIdentity, p, {ClUnary<UnaryCode::kCopy>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kBackwardCopy, p, {ClUnaryBackward<UnaryCode::kCopy>, kReqs}));
 }
 
 }  // namespace

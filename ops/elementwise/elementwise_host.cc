@@ -7,6 +7,7 @@
 #include "rill/base/status_macros.h"
 #include "rill/ops/elementwise/elementwise.h"
 #include "rill/ops/elementwise/elementwise_math.h"
+#include "rill/ops/op_names.h"
 #include "rill/ops/op_registry.h"
 
 namespace rill::ops {
@@ -147,61 +148,61 @@ void RegisterUnary(OpRegistry& r, const char* name, const char* backward) {
 }  // namespace
 
 void RegisterElementwiseHostKernels(OpRegistry& r) {
-  r.Check(
-      r.RegisterKernel("add", KernelNeeds::HostMemory(), {HostBinary<BinaryCode::kAdd>, kReqs}));
-  r.Check(r.RegisterKernel("_accumulate", KernelNeeds::HostMemory(),
+  r.Check(r.RegisterKernel(op_names::kAdd, KernelNeeds::HostMemory(),
                            {HostBinary<BinaryCode::kAdd>, kReqs}));
-  r.Check(
-      r.RegisterKernel("sub", KernelNeeds::HostMemory(), {HostBinary<BinaryCode::kSub>, kReqs}));
-  r.Check(
-      r.RegisterKernel("mul", KernelNeeds::HostMemory(), {HostBinary<BinaryCode::kMul>, kReqs}));
-  r.Check(
-      r.RegisterKernel("div", KernelNeeds::HostMemory(), {HostBinary<BinaryCode::kDiv>, kReqs}));
-  r.Check(
-      r.RegisterKernel("pow", KernelNeeds::HostMemory(), {HostBinary<BinaryCode::kPow>, kReqs}));
-  r.Check(r.RegisterKernel("maximum", KernelNeeds::HostMemory(),
+  r.Check(r.RegisterKernel(op_names::kAccumulate, KernelNeeds::HostMemory(),
+                           {HostBinary<BinaryCode::kAdd>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kSub, KernelNeeds::HostMemory(),
+                           {HostBinary<BinaryCode::kSub>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kMul, KernelNeeds::HostMemory(),
+                           {HostBinary<BinaryCode::kMul>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kDiv, KernelNeeds::HostMemory(),
+                           {HostBinary<BinaryCode::kDiv>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kPow, KernelNeeds::HostMemory(),
+                           {HostBinary<BinaryCode::kPow>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kMaximum, KernelNeeds::HostMemory(),
                            {HostBinary<BinaryCode::kMax>, kReqs}));
-  r.Check(r.RegisterKernel("minimum", KernelNeeds::HostMemory(),
+  r.Check(r.RegisterKernel(op_names::kMinimum, KernelNeeds::HostMemory(),
                            {HostBinary<BinaryCode::kMin>, kReqs}));
-  r.Check(r.RegisterKernel("equal", KernelNeeds::HostMemory(),
+  r.Check(r.RegisterKernel(op_names::kEqual, KernelNeeds::HostMemory(),
                            {HostBinary<BinaryCode::kEqual>, kReqs}));
-  r.Check(r.RegisterKernel("greater", KernelNeeds::HostMemory(),
+  r.Check(r.RegisterKernel(op_names::kGreater, KernelNeeds::HostMemory(),
                            {HostBinary<BinaryCode::kGreater>, kReqs}));
-  r.Check(r.RegisterKernel("add_scalar", KernelNeeds::HostMemory(),
+  r.Check(r.RegisterKernel(op_names::kAddScalar, KernelNeeds::HostMemory(),
                            {HostScalar<BinaryCode::kAdd>, kReqs}));
-  r.Check(r.RegisterKernel("sub_scalar", KernelNeeds::HostMemory(),
+  r.Check(r.RegisterKernel(op_names::kSubScalar, KernelNeeds::HostMemory(),
                            {HostScalar<BinaryCode::kSub>, kReqs}));
-  r.Check(r.RegisterKernel("rsub_scalar", KernelNeeds::HostMemory(),
+  r.Check(r.RegisterKernel(op_names::kRsubScalar, KernelNeeds::HostMemory(),
                            {HostScalar<BinaryCode::kRsub>, kReqs}));
-  r.Check(r.RegisterKernel("mul_scalar", KernelNeeds::HostMemory(),
+  r.Check(r.RegisterKernel(op_names::kMulScalar, KernelNeeds::HostMemory(),
                            {HostScalar<BinaryCode::kMul>, kReqs}));
-  r.Check(r.RegisterKernel("div_scalar", KernelNeeds::HostMemory(),
+  r.Check(r.RegisterKernel(op_names::kDivScalar, KernelNeeds::HostMemory(),
                            {HostScalar<BinaryCode::kDiv>, kReqs}));
-  r.Check(r.RegisterKernel("rdiv_scalar", KernelNeeds::HostMemory(),
+  r.Check(r.RegisterKernel(op_names::kRdivScalar, KernelNeeds::HostMemory(),
                            {HostScalar<BinaryCode::kRdiv>, kReqs}));
-  r.Check(r.RegisterKernel("pow_scalar", KernelNeeds::HostMemory(),
+  r.Check(r.RegisterKernel(op_names::kPowScalar, KernelNeeds::HostMemory(),
                            {HostScalar<BinaryCode::kPow>, kReqs}));
-  r.Check(r.RegisterKernel("rpow_scalar", KernelNeeds::HostMemory(),
+  r.Check(r.RegisterKernel(op_names::kRpowScalar, KernelNeeds::HostMemory(),
                            {HostScalar<BinaryCode::kRpow>, kReqs}));
-  r.Check(r.RegisterKernel("maximum_scalar", KernelNeeds::HostMemory(),
+  r.Check(r.RegisterKernel(op_names::kMaximumScalar, KernelNeeds::HostMemory(),
                            {HostScalar<BinaryCode::kMax>, kReqs}));
-  r.Check(r.RegisterKernel("minimum_scalar", KernelNeeds::HostMemory(),
+  r.Check(r.RegisterKernel(op_names::kMinimumScalar, KernelNeeds::HostMemory(),
                            {HostScalar<BinaryCode::kMin>, kReqs}));
-  r.Check(r.RegisterKernel("equal_scalar", KernelNeeds::HostMemory(),
+  r.Check(r.RegisterKernel(op_names::kEqualScalar, KernelNeeds::HostMemory(),
                            {HostScalar<BinaryCode::kEqual>, kReqs}));
-  r.Check(r.RegisterKernel("greater_scalar", KernelNeeds::HostMemory(),
+  r.Check(r.RegisterKernel(op_names::kGreaterScalar, KernelNeeds::HostMemory(),
                            {HostScalar<BinaryCode::kGreater>, kReqs}));
-  RegisterUnary<UnaryCode::kNeg>(r, "neg", "_backward_neg");
-  RegisterUnary<UnaryCode::kAbs>(r, "abs", "_backward_abs");
-  RegisterUnary<UnaryCode::kExp>(r, "exp", "_backward_exp");
-  RegisterUnary<UnaryCode::kLog>(r, "log", "_backward_log");
-  RegisterUnary<UnaryCode::kSqrt>(r, "sqrt", "_backward_sqrt");
-  RegisterUnary<UnaryCode::kRelu>(r, "relu", "_backward_relu");
-  RegisterUnary<UnaryCode::kSigmoid>(r, "sigmoid", "_backward_sigmoid");
-  RegisterUnary<UnaryCode::kTanh>(r, "tanh", "_backward_tanh");
-  RegisterUnary<UnaryCode::kGelu>(r, "gelu", "_backward_gelu");
-  RegisterUnary<UnaryCode::kSquare>(r, "square", "_backward_square");
-  RegisterUnary<UnaryCode::kCopy>(r, "identity", "_backward_copy");
+  RegisterUnary<UnaryCode::kNeg>(r, op_names::kNeg, op_names::kBackwardNeg);
+  RegisterUnary<UnaryCode::kAbs>(r, op_names::kAbs, op_names::kBackwardAbs);
+  RegisterUnary<UnaryCode::kExp>(r, op_names::kExp, op_names::kBackwardExp);
+  RegisterUnary<UnaryCode::kLog>(r, op_names::kLog, op_names::kBackwardLog);
+  RegisterUnary<UnaryCode::kSqrt>(r, op_names::kSqrt, op_names::kBackwardSqrt);
+  RegisterUnary<UnaryCode::kRelu>(r, op_names::kRelu, op_names::kBackwardRelu);
+  RegisterUnary<UnaryCode::kSigmoid>(r, op_names::kSigmoid, op_names::kBackwardSigmoid);
+  RegisterUnary<UnaryCode::kTanh>(r, op_names::kTanh, op_names::kBackwardTanh);
+  RegisterUnary<UnaryCode::kGelu>(r, op_names::kGelu, op_names::kBackwardGelu);
+  RegisterUnary<UnaryCode::kSquare>(r, op_names::kSquare, op_names::kBackwardSquare);
+  RegisterUnary<UnaryCode::kCopy>(r, op_names::kIdentity, op_names::kBackwardCopy);
 }
 
 }  // namespace rill::ops

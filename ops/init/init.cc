@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "rill/base/status_macros.h"
 #include "rill/ops/invoke.h"
+#include "rill/ops/op_names.h"
 #include "rill/ops/op_registry.h"
 #include "rill/ops/shape/half.h"
 
@@ -154,7 +155,7 @@ absl::Status DropoutBackwardShape(const InferContext& ctx, std::vector<Shape>* o
 
 // dx = dy * mask / (1 - p) (the mask of a training-mode forward).
 absl::StatusOr<std::vector<Tensor>> DropoutGrad(const GradientContext& c) {
-  static const OpDef& back = BuiltinOp("_backward_dropout");
+  static const OpDef& back = BuiltinOp(op_names::kBackwardDropout);
   RILL_ASSIGN_OR_RETURN(
       auto r, Invoke(back, {c.out_grads[0], c.outputs[1]}, MakeParams(c.p<DropoutParams>())));
   return std::vector<Tensor>{r[0]};
@@ -164,7 +165,7 @@ absl::StatusOr<std::vector<Tensor>> DropoutGrad(const GradientContext& c) {
 
 void RegisterInitOps(OpRegistry& r) {
   r.Check(r.Register(
-      OpDef("fill")
+      OpDef(op_names::kFill)
           .set_no_inputs()
           .set_params(ParamSchema::For<FillParams>()
                           .Required("shape", &FillParams::shape, "output shape")
@@ -172,14 +173,14 @@ void RegisterInitOps(OpRegistry& r) {
                           .Field("dtype", &FillParams::dtype, "element type (default float32)"))
           .set_infer_shape(FillValueCheck)
           .set_infer_type(ParamType<FillParams>)));
-  r.Check(r.Register(OpDef("zeros")
+  r.Check(r.Register(OpDef(op_names::kZeros)
                          .set_no_inputs()
                          .set_params(ParamSchema::For<ZerosParams>()
                                          .Required("shape", &ZerosParams::shape, "output shape")
                                          .Field("dtype", &ZerosParams::dtype, "element type"))
                          .set_infer_shape(ParamShape<ZerosParams>)
                          .set_infer_type(ParamType<ZerosParams>)));
-  r.Check(r.Register(OpDef("ones")
+  r.Check(r.Register(OpDef(op_names::kOnes)
                          .set_no_inputs()
                          .set_params(ParamSchema::For<OnesParams>()
                                          .Required("shape", &OnesParams::shape, "output shape")
@@ -187,7 +188,7 @@ void RegisterInitOps(OpRegistry& r) {
                          .set_infer_shape(ParamShape<OnesParams>)
                          .set_infer_type(ParamType<OnesParams>)));
   r.Check(r.Register(
-      OpDef("arange")
+      OpDef(op_names::kArange)
           .set_no_inputs()
           .set_params(ParamSchema::For<ArangeParams>()
                           .Field("start", &ArangeParams::start, "first value (default 0)")
@@ -197,7 +198,7 @@ void RegisterInitOps(OpRegistry& r) {
           .set_infer_shape(ArangeShape)
           .set_infer_type(ArangeType)));
   r.Check(r.Register(
-      OpDef("random_uniform")
+      OpDef(op_names::kRandomUniform)
           .set_no_inputs()
           .set_params(ParamSchema::For<RandomUniformParams>()
                           .Field("low", &RandomUniformParams::low, "lower bound (excluded)")
@@ -208,7 +209,7 @@ void RegisterInitOps(OpRegistry& r) {
           .set_infer_type(FloatParamType<RandomUniformParams>)
           .set_resources({ResourceKind::kRandom})));
   r.Check(r.Register(
-      OpDef("random_normal")
+      OpDef(op_names::kRandomNormal)
           .set_no_inputs()
           .set_params(ParamSchema::For<RandomNormalParams>()
                           .Field("loc", &RandomNormalParams::loc, "mean")
@@ -218,7 +219,7 @@ void RegisterInitOps(OpRegistry& r) {
           .set_infer_shape(NormalShape)
           .set_infer_type(FloatParamType<RandomNormalParams>)
           .set_resources({ResourceKind::kRandom, ResourceKind::kTempSpace})));
-  r.Check(r.Register(OpDef("dropout")
+  r.Check(r.Register(OpDef(op_names::kDropout)
                          .set_num_outputs(2)
                          .set_params(ParamSchema::For<DropoutParams>().Field(
                              "p", &DropoutParams::p, "drop probability in [0, 1)"))
@@ -227,7 +228,7 @@ void RegisterInitOps(OpRegistry& r) {
                          .set_resources({ResourceKind::kRandom, ResourceKind::kTempSpace})
                          .set_gradient(DropoutGrad)));
   r.Check(r.Register(
-      OpDef("_backward_dropout")
+      OpDef(op_names::kBackwardDropout)
           .set_inputs({"dy", "mask"})
           .set_params(ParamSchema::For<DropoutParams>().Field("p", &DropoutParams::p, "as forward"))
           .set_infer_shape(DropoutBackwardShape)

@@ -9,6 +9,7 @@
 #include "rill/executor/stream_executor.h"
 #include "rill/ops/device_kernel.h"
 #include "rill/ops/init/init.h"
+#include "rill/ops/op_names.h"
 #include "rill/ops/op_registry.h"
 #include "rill/platform/platform.h"
 #include "rill/plugins/rng/rng.h"
@@ -189,15 +190,15 @@ absl::Status DevDropoutBackward(OpContext& ctx) {
 }
 
 void Register(OpRegistry& r, const KernelNeeds& platform) {
-  r.Check(r.RegisterKernel("fill", platform, {DevFill<FillParams>, kWriteReqs}));
-  r.Check(r.RegisterKernel("zeros", platform, {DevFill<ZerosParams>, kWriteReqs}));
-  r.Check(r.RegisterKernel("ones", platform, {DevFill<OnesParams>, kWriteReqs}));
-  r.Check(r.RegisterKernel("arange", platform, {DevArange, kWriteReqs}));
-  r.Check(r.RegisterKernel("random_uniform", KernelNeeds(platform).And({PluginKind::kRng}),
+  r.Check(r.RegisterKernel(op_names::kFill, platform, {DevFill<FillParams>, kWriteReqs}));
+  r.Check(r.RegisterKernel(op_names::kZeros, platform, {DevFill<ZerosParams>, kWriteReqs}));
+  r.Check(r.RegisterKernel(op_names::kOnes, platform, {DevFill<OnesParams>, kWriteReqs}));
+  r.Check(r.RegisterKernel(op_names::kArange, platform, {DevArange, kWriteReqs}));
+  r.Check(r.RegisterKernel(op_names::kRandomUniform, KernelNeeds(platform).And({PluginKind::kRng}),
                            {DevRandomUniform, kWriteReqs}));
-  r.Check(r.RegisterKernel("dropout", KernelNeeds(platform).And({PluginKind::kRng}),
+  r.Check(r.RegisterKernel(op_names::kDropout, KernelNeeds(platform).And({PluginKind::kRng}),
                            {DevDropout, kWriteReqs}));
-  r.Check(r.RegisterKernel("_backward_dropout", platform,
+  r.Check(r.RegisterKernel(op_names::kBackwardDropout, platform,
                            {DevDropoutBackward, kWriteReqs | ReqBit(OpReqType::kAddTo)}));
 }
 

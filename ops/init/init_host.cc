@@ -6,6 +6,7 @@
 
 #include "rill/base/status_macros.h"
 #include "rill/ops/init/init.h"
+#include "rill/ops/op_names.h"
 #include "rill/ops/op_registry.h"
 #include "rill/plugins/rng/rng.h"
 #include "rill/stream/stream.h"
@@ -216,19 +217,22 @@ absl::Status RandomNormalKernel(OpContext& ctx) {
 }
 
 void RegisterInitHostKernels(OpRegistry& r) {
-  r.Check(r.RegisterKernel("fill", KernelNeeds::HostMemory(), {HostFill<FillParams>, kWriteReqs}));
-  r.Check(
-      r.RegisterKernel("zeros", KernelNeeds::HostMemory(), {HostFill<ZerosParams>, kWriteReqs}));
-  r.Check(r.RegisterKernel("ones", KernelNeeds::HostMemory(), {HostFill<OnesParams>, kWriteReqs}));
-  r.Check(r.RegisterKernel("arange", KernelNeeds::HostMemory(), {HostArange, kWriteReqs}));
-  r.Check(r.RegisterKernel("random_uniform", KernelNeeds::HostMemory().And({PluginKind::kRng}),
+  r.Check(r.RegisterKernel(op_names::kFill, KernelNeeds::HostMemory(),
+                           {HostFill<FillParams>, kWriteReqs}));
+  r.Check(r.RegisterKernel(op_names::kZeros, KernelNeeds::HostMemory(),
+                           {HostFill<ZerosParams>, kWriteReqs}));
+  r.Check(r.RegisterKernel(op_names::kOnes, KernelNeeds::HostMemory(),
+                           {HostFill<OnesParams>, kWriteReqs}));
+  r.Check(r.RegisterKernel(op_names::kArange, KernelNeeds::HostMemory(), {HostArange, kWriteReqs}));
+  r.Check(r.RegisterKernel(op_names::kRandomUniform,
+                           KernelNeeds::HostMemory().And({PluginKind::kRng}),
                            {HostRandomUniform, kWriteReqs}));
   // Library calls only: every device with an RNG plugin.
-  r.Check(r.RegisterKernel("random_normal", KernelNeeds::Libraries({PluginKind::kRng}),
+  r.Check(r.RegisterKernel(op_names::kRandomNormal, KernelNeeds::Libraries({PluginKind::kRng}),
                            {RandomNormalKernel, kWriteReqs}));
-  r.Check(r.RegisterKernel("dropout", KernelNeeds::HostMemory().And({PluginKind::kRng}),
+  r.Check(r.RegisterKernel(op_names::kDropout, KernelNeeds::HostMemory().And({PluginKind::kRng}),
                            {HostDropout, kWriteReqs}));
-  r.Check(r.RegisterKernel("_backward_dropout", KernelNeeds::HostMemory(),
+  r.Check(r.RegisterKernel(op_names::kBackwardDropout, KernelNeeds::HostMemory(),
                            {HostDropoutBackward, kWriteReqs | ReqBit(OpReqType::kAddTo)}));
 }
 

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "rill/base/status_macros.h"
 #include "rill/ops/invoke.h"
+#include "rill/ops/op_names.h"
 #include "rill/ops/op_registry.h"
 
 namespace rill::ops {
@@ -324,8 +325,8 @@ absl::Status ActivationShape(const InferContext& c, std::vector<Shape>* out) {
 // --- Gradients.
 
 absl::StatusOr<Tensor> Matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
-  RILL_ASSIGN_OR_RETURN(auto r,
-                        Invoke(BuiltinOp("matmul"), {a, b}, MakeParams(MatmulParams{ta, tb})));
+  RILL_ASSIGN_OR_RETURN(
+      auto r, Invoke(BuiltinOp(op_names::kMatmul), {a, b}, MakeParams(MatmulParams{ta, tb})));
   return r[0];
 }
 
@@ -352,8 +353,8 @@ absl::StatusOr<std::vector<Tensor>> MatmulGrad(const GradientContext& c) {
 // Sum of g [N, H] over rows: the reduce family's 'sum' where registered,
 // else ones[1, N] x g.
 absl::StatusOr<Tensor> SumRows(const Tensor& g) {
-  if (OpRegistry::Global().Find("sum").ok()) {
-    RILL_ASSIGN_OR_RETURN(auto r, Invoke("sum", {g}, {{"axes", "(0)"}}));
+  if (OpRegistry::Global().Find(op_names::kSum).ok()) {
+    RILL_ASSIGN_OR_RETURN(auto r, Invoke(op_names::kSum, {g}, {{"axes", "(0)"}}));
     return r[0];
   }
   const int64_t n = g.shape()[0], h = g.shape()[1];
@@ -384,27 +385,27 @@ absl::StatusOr<std::vector<Tensor>> FullyConnectedGrad(const GradientContext& c)
 absl::StatusOr<std::vector<Tensor>> ConvGrad(const GradientContext& c) {
   auto params = MakeParams(c.p<ConvParams>());
   const std::vector<Tensor> in{c.out_grads[0], c.inputs[0], c.inputs[1]};
-  RILL_ASSIGN_OR_RETURN(auto dx, Invoke(BuiltinOp("_backward_conv2d_data"), in, params));
-  RILL_ASSIGN_OR_RETURN(auto dw, Invoke(BuiltinOp("_backward_conv2d_filter"), in, params));
+  RILL_ASSIGN_OR_RETURN(auto dx, Invoke(BuiltinOp(op_names::kBackwardConv2dData), in, params));
+  RILL_ASSIGN_OR_RETURN(auto dw, Invoke(BuiltinOp(op_names::kBackwardConv2dFilter), in, params));
   return std::vector<Tensor>{dx[0], dw[0]};
 }
 
 absl::StatusOr<std::vector<Tensor>> PoolGrad(const GradientContext& c) {
   RILL_ASSIGN_OR_RETURN(
-      auto dx, Invoke(BuiltinOp("_backward_pooling"), {c.out_grads[0], c.inputs[0], c.outputs[0]},
-                      MakeParams(c.p<PoolParams>())));
+      auto dx, Invoke(BuiltinOp(op_names::kBackwardPooling),
+                      {c.out_grads[0], c.inputs[0], c.outputs[0]}, MakeParams(c.p<PoolParams>())));
   return dx;
 }
 
 absl::StatusOr<std::vector<Tensor>> BatchNormGrad(const GradientContext& c) {
-  return Invoke(BuiltinOp("_backward_batch_norm"),
+  return Invoke(BuiltinOp(op_names::kBackwardBatchNorm),
                 {c.out_grads[0], c.inputs[0], c.inputs[1], c.outputs[1], c.outputs[2]},
                 MakeParams(c.p<BatchNormParams>()));
 }
 
 absl::StatusOr<std::vector<Tensor>> ActivationGrad(const GradientContext& c) {
-  return Invoke(BuiltinOp("_backward_activation"), {c.out_grads[0], c.inputs[0], c.outputs[0]},
-                MakeParams(c.p<ActivationParams>()));
+  return Invoke(BuiltinOp(op_names::kBackwardActivation),
+                {c.out_grads[0], c.inputs[0], c.outputs[0]}, MakeParams(c.p<ActivationParams>()));
 }
 
 ParamSchema ConvSchema() {
@@ -430,7 +431,7 @@ constexpr uint32_t kF32 = DTypeBit(DType::kF32);
 }  // namespace
 
 void RegisterNnOps(OpRegistry& r) {
-  r.Check(r.Register(OpDef("matmul")
+  r.Check(r.Register(OpDef(op_names::kMatmul)
                          .set_inputs({"a", "b"})
                          .set_params(ParamSchema::For<MatmulParams>()
                                          .Field("transpose_a", &MatmulParams::transpose_a,
@@ -440,7 +441,7 @@ void RegisterNnOps(OpRegistry& r) {
                          .set_infer_shape(MatmulShape)
                          .set_gradient(MatmulGrad)));
   r.Check(r.Register(
-      OpDef("fully_connected")
+      OpDef(op_names::kFullyConnected)
           .set_variadic_inputs()
           .set_params(
               ParamSchema::For<FullyConnectedParams>()
@@ -448,33 +449,33 @@ void RegisterNnOps(OpRegistry& r) {
                   .Field("num_hidden", &FullyConnectedParams::num_hidden, "H; 0: the weight's"))
           .set_infer_shape(FullyConnectedShape)
           .set_gradient(FullyConnectedGrad)));
-  r.Check(r.Register(OpDef("conv2d")
+  r.Check(r.Register(OpDef(op_names::kConv2d)
                          .set_inputs({"data", "weight"})
                          .set_params(ConvSchema())
                          .set_dtypes(kF32)
                          .set_infer_shape(ConvShape)
                          .set_gradient(ConvGrad)));
-  r.Check(r.Register(OpDef("_backward_conv2d_data")
+  r.Check(r.Register(OpDef(op_names::kBackwardConv2dData)
                          .set_inputs({"dy", "data", "weight"})
                          .set_params(ConvSchema())
                          .set_dtypes(kF32)
                          .set_infer_shape(ConvDataShape)));
-  r.Check(r.Register(OpDef("_backward_conv2d_filter")
+  r.Check(r.Register(OpDef(op_names::kBackwardConv2dFilter)
                          .set_inputs({"dy", "data", "weight"})
                          .set_params(ConvSchema())
                          .set_dtypes(kF32)
                          .set_infer_shape(ConvFilterShape)));
-  r.Check(r.Register(OpDef("pooling")
+  r.Check(r.Register(OpDef(op_names::kPooling)
                          .set_params(PoolSchema())
                          .set_dtypes(kF32)
                          .set_infer_shape(PoolShape)
                          .set_gradient(PoolGrad)));
-  r.Check(r.Register(OpDef("_backward_pooling")
+  r.Check(r.Register(OpDef(op_names::kBackwardPooling)
                          .set_inputs({"dy", "data", "out"})
                          .set_params(PoolSchema())
                          .set_dtypes(kF32)
                          .set_infer_shape(PoolBackwardShape)));
-  r.Check(r.Register(OpDef("batch_norm")
+  r.Check(r.Register(OpDef(op_names::kBatchNorm)
                          .set_inputs({"data", "gamma", "beta"})
                          .set_num_outputs(3)
                          .set_params(ParamSchema::For<BatchNormParams>().Field(
@@ -482,21 +483,21 @@ void RegisterNnOps(OpRegistry& r) {
                          .set_dtypes(kF32)
                          .set_infer_shape(BatchNormShape)
                          .set_gradient(BatchNormGrad)));
-  r.Check(r.Register(OpDef("_backward_batch_norm")
+  r.Check(r.Register(OpDef(op_names::kBackwardBatchNorm)
                          .set_inputs({"dy", "data", "gamma", "saved_mean", "saved_inv_std"})
                          .set_num_outputs(3)
                          .set_params(ParamSchema::For<BatchNormParams>().Field(
                              "eps", &BatchNormParams::eps, "added to the variance"))
                          .set_dtypes(kF32)
                          .set_infer_shape(BatchNormBackwardShape)));
-  r.Check(r.Register(OpDef("activation")
+  r.Check(r.Register(OpDef(op_names::kActivation)
                          .set_params(ParamSchema::For<ActivationParams>().Required(
                              "act_type", &ActivationParams::act_type, "relu, sigmoid or tanh"))
                          .set_dtypes(kF32)
                          .set_inplace({{0, 0}})
                          .set_infer_shape(ActivationShape)
                          .set_gradient(ActivationGrad)));
-  r.Check(r.Register(OpDef("_backward_activation")
+  r.Check(r.Register(OpDef(op_names::kBackwardActivation)
                          .set_inputs({"dy", "data", "out"})
                          .set_params(ParamSchema::For<ActivationParams>().Required(
                              "act_type", &ActivationParams::act_type, "relu, sigmoid or tanh"))

@@ -9,6 +9,7 @@
 #include "rill/base/status_macros.h"
 #include "rill/ops/device_kernel.h"
 #include "rill/ops/nn/nn.h"
+#include "rill/ops/op_names.h"
 #include "rill/ops/op_registry.h"
 
 namespace rill::ops {
@@ -429,15 +430,15 @@ absl::Status ClActivationBackward(OpContext& ctx) {
 void RegisterNnDeviceKernels(OpRegistry& r) {
   // OpenCL C only (no .cu: CUDA runs these ops through cuDNN).
   const KernelNeeds p = KernelNeeds::DeviceCode(DeviceCodeForms("nn", {}));
-  r.Check(r.RegisterKernel("conv2d", p, {ClConv, kWriteReqs}));
-  r.Check(r.RegisterKernel("_backward_conv2d_data", p, {ClConvBackwardData, kWriteReqs}));
-  r.Check(r.RegisterKernel("_backward_conv2d_filter", p, {ClConvBackwardFilter, kWriteReqs}));
-  r.Check(r.RegisterKernel("pooling", p, {ClPool, kWriteReqs}));
-  r.Check(r.RegisterKernel("_backward_pooling", p, {ClPoolBackward, kWriteReqs}));
-  r.Check(r.RegisterKernel("batch_norm", p, {ClBatchNorm, kWriteReqs}));
-  r.Check(r.RegisterKernel("_backward_batch_norm", p, {ClBatchNormBackward, kWriteReqs}));
-  r.Check(r.RegisterKernel("activation", p, {ClActivation, kWriteReqs}));
-  r.Check(r.RegisterKernel("_backward_activation", p, {ClActivationBackward, kWriteReqs}));
+  r.Check(r.RegisterKernel(op_names::kConv2d, p, {ClConv, kWriteReqs}));
+  r.Check(r.RegisterKernel(op_names::kBackwardConv2dData, p, {ClConvBackwardData, kWriteReqs}));
+  r.Check(r.RegisterKernel(op_names::kBackwardConv2dFilter, p, {ClConvBackwardFilter, kWriteReqs}));
+  r.Check(r.RegisterKernel(op_names::kPooling, p, {ClPool, kWriteReqs}));
+  r.Check(r.RegisterKernel(op_names::kBackwardPooling, p, {ClPoolBackward, kWriteReqs}));
+  r.Check(r.RegisterKernel(op_names::kBatchNorm, p, {ClBatchNorm, kWriteReqs}));
+  r.Check(r.RegisterKernel(op_names::kBackwardBatchNorm, p, {ClBatchNormBackward, kWriteReqs}));
+  r.Check(r.RegisterKernel(op_names::kActivation, p, {ClActivation, kWriteReqs}));
+  r.Check(r.RegisterKernel(op_names::kBackwardActivation, p, {ClActivationBackward, kWriteReqs}));
 }
 
 }  // namespace rill::ops

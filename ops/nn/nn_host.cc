@@ -10,6 +10,7 @@
 #include "rill/base/status_macros.h"
 #include "rill/ops/nn/nn.h"
 #include "rill/ops/nn/pool_host.h"
+#include "rill/ops/op_names.h"
 #include "rill/ops/op_registry.h"
 #include "rill/plugins/blas/blas.h"
 #include "rill/plugins/dnn/dnn.h"
@@ -257,28 +258,32 @@ absl::Status ActivationBackwardKernel(OpContext& ctx) {
 void RegisterNnLibraryKernels(OpRegistry& r) {
   const KernelNeeds blas = KernelNeeds::Libraries({PluginKind::kBlas});
   constexpr uint32_t kBlasReqs = kWriteReqs | ReqBit(OpReqType::kAddTo);
-  r.Check(r.RegisterKernel("matmul", blas, {MatmulKernel, kBlasReqs}));
-  r.Check(r.RegisterKernel("fully_connected", blas, {FullyConnectedKernel, kBlasReqs}));
+  r.Check(r.RegisterKernel(op_names::kMatmul, blas, {MatmulKernel, kBlasReqs}));
+  r.Check(r.RegisterKernel(op_names::kFullyConnected, blas, {FullyConnectedKernel, kBlasReqs}));
 
   // DNN calls overwrite their outputs: the framework adds for kAddTo.
   const KernelNeeds dnn = KernelNeeds::Libraries({PluginKind::kDnn});
-  r.Check(r.RegisterKernel("conv2d", dnn, {ConvForwardKernel, kWriteReqs}));
-  r.Check(r.RegisterKernel("_backward_conv2d_data", dnn, {ConvBackwardDataKernel, kWriteReqs}));
-  r.Check(r.RegisterKernel("_backward_conv2d_filter", dnn, {ConvBackwardFilterKernel, kWriteReqs}));
-  r.Check(r.RegisterKernel("pooling", dnn, {PoolForwardKernel, kWriteReqs}));
-  r.Check(r.RegisterKernel("_backward_pooling", dnn, {PoolBackwardKernel, kWriteReqs}));
-  r.Check(r.RegisterKernel("batch_norm", dnn, {BatchNormKernel, kWriteReqs}));
-  r.Check(r.RegisterKernel("_backward_batch_norm", dnn, {BatchNormBackwardKernel, kWriteReqs}));
-  r.Check(r.RegisterKernel("activation", dnn, {ActivationKernel, kWriteReqs}));
-  r.Check(r.RegisterKernel("_backward_activation", dnn, {ActivationBackwardKernel, kWriteReqs}));
+  r.Check(r.RegisterKernel(op_names::kConv2d, dnn, {ConvForwardKernel, kWriteReqs}));
+  r.Check(
+      r.RegisterKernel(op_names::kBackwardConv2dData, dnn, {ConvBackwardDataKernel, kWriteReqs}));
+  r.Check(r.RegisterKernel(op_names::kBackwardConv2dFilter, dnn,
+                           {ConvBackwardFilterKernel, kWriteReqs}));
+  r.Check(r.RegisterKernel(op_names::kPooling, dnn, {PoolForwardKernel, kWriteReqs}));
+  r.Check(r.RegisterKernel(op_names::kBackwardPooling, dnn, {PoolBackwardKernel, kWriteReqs}));
+  r.Check(r.RegisterKernel(op_names::kBatchNorm, dnn, {BatchNormKernel, kWriteReqs}));
+  r.Check(
+      r.RegisterKernel(op_names::kBackwardBatchNorm, dnn, {BatchNormBackwardKernel, kWriteReqs}));
+  r.Check(r.RegisterKernel(op_names::kActivation, dnn, {ActivationKernel, kWriteReqs}));
+  r.Check(
+      r.RegisterKernel(op_names::kBackwardActivation, dnn, {ActivationBackwardKernel, kWriteReqs}));
 
   // Pooling in host memory is a plain loop (pool_host.h): several times
   // faster than oneDNN's reference pooling for NCHW, and no second forward
   // pass for the max-pooling gradient. Host-memory kernels come before
   // library ones, so it is the host's choice.
-  r.Check(
-      r.RegisterKernel("pooling", KernelNeeds::HostMemory(), {HostPoolForwardKernel, kWriteReqs}));
-  r.Check(r.RegisterKernel("_backward_pooling", KernelNeeds::HostMemory(),
+  r.Check(r.RegisterKernel(op_names::kPooling, KernelNeeds::HostMemory(),
+                           {HostPoolForwardKernel, kWriteReqs}));
+  r.Check(r.RegisterKernel(op_names::kBackwardPooling, KernelNeeds::HostMemory(),
                            {HostPoolBackwardKernel, kWriteReqs}));
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "rill/ops/op_names.h"
 #include "rill/ops/op_registry.h"
 
 namespace rill::ops {
@@ -111,19 +112,19 @@ ParamSchema SgdSchema(bool with_momentum) {
 }  // namespace
 
 void RegisterOptimizerOps(OpRegistry& r) {
-  r.Check(r.Register(OpDef("sgd_update")
+  r.Check(r.Register(OpDef(op_names::kSgdUpdate)
                          .set_inputs({"weight", "grad"})
                          .set_params(SgdSchema(false))
                          .set_infer_shape(SgdShape)
                          .set_inplace({{0, 0}})));
-  r.Check(r.Register(OpDef("sgd_mom_update")
+  r.Check(r.Register(OpDef(op_names::kSgdMomUpdate)
                          .set_inputs({"weight", "grad", "mom"})
                          .set_num_outputs(2)
                          .set_params(SgdSchema(true))
                          .set_infer_shape(SgdMomShape)
                          .set_inplace({{0, 0}, {2, 1}})));
   r.Check(r.Register(
-      OpDef("adam_update")
+      OpDef(op_names::kAdamUpdate)
           .set_inputs({"weight", "grad", "mean", "var"})
           .set_num_outputs(3)
           .set_params(ParamSchema::For<AdamParams>()

@@ -7,6 +7,7 @@
 #include "rill/base/status_macros.h"
 #include "rill/executor/stream_executor.h"
 #include "rill/ops/device_kernel.h"
+#include "rill/ops/op_names.h"
 #include "rill/ops/op_registry.h"
 #include "rill/ops/optimizer/optimizer.h"
 #include "rill/platform/platform.h"
@@ -127,9 +128,9 @@ absl::Status DevAdam(OpContext& ctx) {
 }
 
 void Register(OpRegistry& r, const KernelNeeds& platform) {
-  r.Check(r.RegisterKernel("sgd_update", platform, {DevSgd, kWriteReqs}));
-  r.Check(r.RegisterKernel("sgd_mom_update", platform, {DevSgdMom, kWriteReqs}));
-  r.Check(r.RegisterKernel("adam_update", platform, {DevAdam, kWriteReqs}));
+  r.Check(r.RegisterKernel(op_names::kSgdUpdate, platform, {DevSgd, kWriteReqs}));
+  r.Check(r.RegisterKernel(op_names::kSgdMomUpdate, platform, {DevSgdMom, kWriteReqs}));
+  r.Check(r.RegisterKernel(op_names::kAdamUpdate, platform, {DevAdam, kWriteReqs}));
 }
 
 }  // namespace

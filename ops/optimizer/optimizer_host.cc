@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "rill/ops/op_names.h"
 #include "rill/ops/op_registry.h"
 #include "rill/ops/optimizer/optimizer.h"
 
@@ -106,9 +107,11 @@ absl::Status HostAdam(OpContext& ctx) {
 }  // namespace
 
 void RegisterOptimizerHostKernels(OpRegistry& r) {
-  r.Check(r.RegisterKernel("sgd_update", KernelNeeds::HostMemory(), {HostSgd, kWriteReqs}));
-  r.Check(r.RegisterKernel("sgd_mom_update", KernelNeeds::HostMemory(), {HostSgdMom, kWriteReqs}));
-  r.Check(r.RegisterKernel("adam_update", KernelNeeds::HostMemory(), {HostAdam, kWriteReqs}));
+  r.Check(r.RegisterKernel(op_names::kSgdUpdate, KernelNeeds::HostMemory(), {HostSgd, kWriteReqs}));
+  r.Check(r.RegisterKernel(op_names::kSgdMomUpdate, KernelNeeds::HostMemory(),
+                           {HostSgdMom, kWriteReqs}));
+  r.Check(
+      r.RegisterKernel(op_names::kAdamUpdate, KernelNeeds::HostMemory(), {HostAdam, kWriteReqs}));
 }
 
 }  // namespace rill::ops

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "rill/base/status_macros.h"
 #include "rill/ops/invoke.h"
+#include "rill/ops/op_names.h"
 #include "rill/ops/op_registry.h"
 
 namespace rill::ops {
@@ -122,9 +123,9 @@ absl::StatusOr<ReducePlan> PlanFor(const OpContext& ctx) {
   const Shape& in = ctx.in(0).shape;
   std::vector<bool> mask;
   const std::string& name = ctx.op().name();
-  if (name == "sum_to") {
+  if (name == op_names::kSumTo) {
     RILL_ASSIGN_OR_RETURN(mask, SumToMask(in, ctx.params<SumToParams>().shape));
-  } else if (name == "argmax") {
+  } else if (name == op_names::kArgmax) {
     RILL_ASSIGN_OR_RETURN(mask, ArgmaxMask(in, ctx.params<ArgmaxParams>().axis));
   } else {
     RILL_ASSIGN_OR_RETURN(mask, ReduceMask(in, ctx.params<ReduceParams>()));
@@ -250,8 +251,8 @@ absl::StatusOr<Tensor> One(std::string_view op, absl::Span<const Tensor> in,
 absl::StatusOr<Tensor> BroadcastLike(const Tensor& g, const Shape& keep, const Tensor& x) {
   RILL_ASSIGN_OR_RETURN(Tensor gk, g.Reshape(keep));
   if (keep == x.shape()) return gk;
-  RILL_ASSIGN_OR_RETURN(Tensor zeros, One("greater_scalar", {x}, {{"scalar", "inf"}}));
-  return One("add", {zeros, gk});
+  RILL_ASSIGN_OR_RETURN(Tensor zeros, One(op_names::kGreaterScalar, {x}, {{"scalar", "inf"}}));
+  return One(op_names::kAdd, {zeros, gk});
 }
 
 absl::StatusOr<std::vector<Tensor>> SumGrad(const GradientContext& c) {
@@ -269,8 +270,8 @@ absl::StatusOr<std::vector<Tensor>> MeanGrad(const GradientContext& c) {
   for (int i = 0; i < x.shape().rank(); ++i) {
     if (mask[i]) count *= x.shape()[i];
   }
-  RILL_ASSIGN_OR_RETURN(Tensor scaled,
-                        One("div_scalar", {c.out_grads[0]}, {{"scalar", absl::StrCat(count)}}));
+  RILL_ASSIGN_OR_RETURN(Tensor scaled, One(op_names::kDivScalar, {c.out_grads[0]},
+                                           {{"scalar", absl::StrCat(count)}}));
   RILL_ASSIGN_OR_RETURN(Tensor g, BroadcastLike(scaled, ReducedShape(x.shape(), mask, true), x));
   return std::vector<Tensor>{g};
 }
@@ -285,7 +286,8 @@ absl::StatusOr<std::vector<Tensor>> SumToGrad(const GradientContext& c) {
 
 template <bool kLog>
 absl::StatusOr<std::vector<Tensor>> SoftmaxGrad(const GradientContext& c) {
-  static const OpDef& backward = BuiltinOp(kLog ? "_backward_log_softmax" : "_backward_softmax");
+  static const OpDef& backward =
+      BuiltinOp(kLog ? op_names::kBackwardLogSoftmax : op_names::kBackwardSoftmax);
   RILL_ASSIGN_OR_RETURN(
       auto r, Invoke(backward, {c.out_grads[0], c.outputs[0]}, MakeParams(c.p<SoftmaxParams>())));
   return r;
@@ -293,8 +295,8 @@ absl::StatusOr<std::vector<Tensor>> SoftmaxGrad(const GradientContext& c) {
 
 absl::StatusOr<std::vector<Tensor>> CrossEntropyGrad(const GradientContext& c) {
   RILL_ASSIGN_OR_RETURN(Tensor d,
-                        One("_backward_softmax_cross_entropy", {c.inputs[0], c.inputs[1]}));
-  RILL_ASSIGN_OR_RETURN(Tensor g, One("mul", {d, c.out_grads[0]}));
+                        One(op_names::kBackwardSoftmaxCrossEntropy, {c.inputs[0], c.inputs[1]}));
+  RILL_ASSIGN_OR_RETURN(Tensor g, One(op_names::kMul, {d, c.out_grads[0]}));
   return std::vector<Tensor>{g, Tensor()};
 }
 
@@ -313,18 +315,18 @@ ParamSchema SoftmaxSchema() {
 
 void RegisterReduceOps(OpRegistry& r) {
   constexpr uint32_t kSumTypes = kFloatTypes | DTypeBit(DType::kI32) | DTypeBit(DType::kI64);
-  r.Check(r.Register(OpDef("sum")
+  r.Check(r.Register(OpDef(op_names::kSum)
                          .set_params(ReduceSchema())
                          .set_infer_shape(ReduceShape)
                          .set_dtypes(kSumTypes)
                          .set_gradient(SumGrad)));
-  r.Check(r.Register(OpDef("mean")
+  r.Check(r.Register(OpDef(op_names::kMean)
                          .set_params(ReduceSchema())
                          .set_infer_shape(ReduceShape)
                          .set_gradient(MeanGrad)));
-  r.Check(r.Register(OpDef("max").set_params(ReduceSchema()).set_infer_shape(MaxShape)));
+  r.Check(r.Register(OpDef(op_names::kMax).set_params(ReduceSchema()).set_infer_shape(MaxShape)));
   r.Check(r.Register(
-      OpDef("argmax")
+      OpDef(op_names::kArgmax)
           .set_params(ParamSchema::For<ArgmaxParams>()
                           .Field("axis", &ArgmaxParams::axis, "the axis (negative from the end)")
                           .Field("keepdims", &ArgmaxParams::keepdims, "keep the axis as size 1"))
@@ -332,40 +334,40 @@ void RegisterReduceOps(OpRegistry& r) {
           .set_infer_type(Int64Type)
           .set_gradient(NoGradient)));
   r.Check(r.Register(
-      OpDef("sum_to")
+      OpDef(op_names::kSumTo)
           .set_params(ParamSchema::For<SumToParams>().Required(
               "shape", &SumToParams::shape, "the target shape, broadcastable to the input's"))
           .set_infer_shape(SumToShape)
           .set_dtypes(kSumTypes)
           .set_gradient(SumToGrad)));
-  r.Check(r.Register(OpDef("softmax")
+  r.Check(r.Register(OpDef(op_names::kSoftmax)
                          .set_params(SoftmaxSchema())
                          .set_infer_shape(SoftmaxShape)
                          .set_inplace({{0, 0}})
                          .set_gradient(SoftmaxGrad<false>)));
-  r.Check(r.Register(OpDef("log_softmax")
+  r.Check(r.Register(OpDef(op_names::kLogSoftmax)
                          .set_params(SoftmaxSchema())
                          .set_infer_shape(SoftmaxShape)
                          .set_inplace({{0, 0}})
                          .set_gradient(SoftmaxGrad<true>)));
   // dx from (dy, y): y * (dy - sum(dy * y)); dy - exp(y) * sum(dy).
-  r.Check(r.Register(OpDef("_backward_softmax")
+  r.Check(r.Register(OpDef(op_names::kBackwardSoftmax)
                          .set_inputs({"dy", "y"})
                          .set_params(SoftmaxSchema())
                          .set_infer_shape(SoftmaxShape)
                          .set_inplace({{0, 0}})));
-  r.Check(r.Register(OpDef("_backward_log_softmax")
+  r.Check(r.Register(OpDef(op_names::kBackwardLogSoftmax)
                          .set_inputs({"dy", "y"})
                          .set_params(SoftmaxSchema())
                          .set_infer_shape(SoftmaxShape)
                          .set_inplace({{0, 0}})));
-  r.Check(r.Register(OpDef("softmax_cross_entropy")
+  r.Check(r.Register(OpDef(op_names::kSoftmaxCrossEntropy)
                          .set_inputs({"logits", "labels"})
                          .set_dtypes(kLabelTypes)
                          .set_infer_type(CrossEntropyType)
                          .set_infer_shape(CrossEntropyShape)
                          .set_gradient(CrossEntropyGrad)));
-  r.Check(r.Register(OpDef("_backward_softmax_cross_entropy")
+  r.Check(r.Register(OpDef(op_names::kBackwardSoftmaxCrossEntropy)
                          .set_inputs({"logits", "labels"})
                          .set_dtypes(kLabelTypes)
                          .set_infer_type(CrossEntropyType)

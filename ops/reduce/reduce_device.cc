@@ -10,6 +10,7 @@
 #include "rill/base/status_macros.h"
 #include "rill/executor/stream_executor.h"
 #include "rill/ops/device_kernel.h"
+#include "rill/ops/op_names.h"
 #include "rill/ops/op_registry.h"
 #include "rill/ops/reduce/reduce.h"
 #include "rill/platform/platform.h"
@@ -272,18 +273,18 @@ absl::Status DeviceCrossEntropy(OpContext& ctx) {
 
 void RegisterDeviceKernels(OpRegistry& r, const KernelNeeds& p) {
   constexpr uint32_t kReqs = ReqBit(OpReqType::kWriteTo) | ReqBit(OpReqType::kAddTo);
-  r.Check(r.RegisterKernel("sum", p, {DeviceReduce<ReduceCode::kSum>, kReqs}));
-  r.Check(r.RegisterKernel("sum_to", p, {DeviceReduce<ReduceCode::kSum>, kReqs}));
-  r.Check(r.RegisterKernel("mean", p, {DeviceReduce<ReduceCode::kMean>, kReqs}));
-  r.Check(r.RegisterKernel("max", p, {DeviceReduce<ReduceCode::kMax>, kReqs}));
-  r.Check(r.RegisterKernel("argmax", p, {DeviceArgmax, kReqs}));
-  r.Check(r.RegisterKernel("softmax", p, {DeviceSoftmax<false>, kReqs}));
-  r.Check(r.RegisterKernel("log_softmax", p, {DeviceSoftmax<true>, kReqs}));
-  r.Check(r.RegisterKernel("_backward_softmax", p, {DeviceSoftmaxBackward<false>, kReqs}));
-  r.Check(r.RegisterKernel("_backward_log_softmax", p, {DeviceSoftmaxBackward<true>, kReqs}));
-  r.Check(r.RegisterKernel("softmax_cross_entropy", p, {DeviceCrossEntropy<false>, kReqs}));
-  r.Check(
-      r.RegisterKernel("_backward_softmax_cross_entropy", p, {DeviceCrossEntropy<true>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kSum, p, {DeviceReduce<ReduceCode::kSum>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kSumTo, p, {DeviceReduce<ReduceCode::kSum>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kMean, p, {DeviceReduce<ReduceCode::kMean>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kMax, p, {DeviceReduce<ReduceCode::kMax>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kArgmax, p, {DeviceArgmax, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kSoftmax, p, {DeviceSoftmax<false>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kLogSoftmax, p, {DeviceSoftmax<true>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kBackwardSoftmax, p, {DeviceSoftmaxBackward<false>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kBackwardLogSoftmax, p, {DeviceSoftmaxBackward<true>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kSoftmaxCrossEntropy, p, {DeviceCrossEntropy<false>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kBackwardSoftmaxCrossEntropy, p,
+                           {DeviceCrossEntropy<true>, kReqs}));
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "rill/base/status_macros.h"
+#include "rill/ops/op_names.h"
 #include "rill/ops/op_registry.h"
 #include "rill/ops/reduce/reduce.h"
 
@@ -323,24 +324,26 @@ constexpr uint32_t kReqs = ReqBit(OpReqType::kWriteTo) | ReqBit(OpReqType::kAddT
 }  // namespace
 
 void RegisterReduceHostKernels(OpRegistry& r) {
+  r.Check(r.RegisterKernel(op_names::kSum, KernelNeeds::HostMemory(),
+                           {HostReduce<ReduceCode::kSum>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kSumTo, KernelNeeds::HostMemory(),
+                           {HostReduce<ReduceCode::kSum>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kMean, KernelNeeds::HostMemory(),
+                           {HostReduce<ReduceCode::kMean>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kMax, KernelNeeds::HostMemory(),
+                           {HostReduce<ReduceCode::kMax>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kArgmax, KernelNeeds::HostMemory(), {HostArgmax, kReqs}));
   r.Check(
-      r.RegisterKernel("sum", KernelNeeds::HostMemory(), {HostReduce<ReduceCode::kSum>, kReqs}));
-  r.Check(
-      r.RegisterKernel("sum_to", KernelNeeds::HostMemory(), {HostReduce<ReduceCode::kSum>, kReqs}));
-  r.Check(
-      r.RegisterKernel("mean", KernelNeeds::HostMemory(), {HostReduce<ReduceCode::kMean>, kReqs}));
-  r.Check(
-      r.RegisterKernel("max", KernelNeeds::HostMemory(), {HostReduce<ReduceCode::kMax>, kReqs}));
-  r.Check(r.RegisterKernel("argmax", KernelNeeds::HostMemory(), {HostArgmax, kReqs}));
-  r.Check(r.RegisterKernel("softmax", KernelNeeds::HostMemory(), {HostSoftmax<false>, kReqs}));
-  r.Check(r.RegisterKernel("log_softmax", KernelNeeds::HostMemory(), {HostSoftmax<true>, kReqs}));
-  r.Check(r.RegisterKernel("_backward_softmax", KernelNeeds::HostMemory(),
+      r.RegisterKernel(op_names::kSoftmax, KernelNeeds::HostMemory(), {HostSoftmax<false>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kLogSoftmax, KernelNeeds::HostMemory(),
+                           {HostSoftmax<true>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kBackwardSoftmax, KernelNeeds::HostMemory(),
                            {HostSoftmaxBackward<false>, kReqs}));
-  r.Check(r.RegisterKernel("_backward_log_softmax", KernelNeeds::HostMemory(),
+  r.Check(r.RegisterKernel(op_names::kBackwardLogSoftmax, KernelNeeds::HostMemory(),
                            {HostSoftmaxBackward<true>, kReqs}));
-  r.Check(r.RegisterKernel("softmax_cross_entropy", KernelNeeds::HostMemory(),
+  r.Check(r.RegisterKernel(op_names::kSoftmaxCrossEntropy, KernelNeeds::HostMemory(),
                            {HostCrossEntropy<false>, kReqs}));
-  r.Check(r.RegisterKernel("_backward_softmax_cross_entropy", KernelNeeds::HostMemory(),
+  r.Check(r.RegisterKernel(op_names::kBackwardSoftmaxCrossEntropy, KernelNeeds::HostMemory(),
                            {HostCrossEntropy<true>, kReqs}));
 }
 

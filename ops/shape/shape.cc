@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "rill/base/status_macros.h"
 #include "rill/ops/invoke.h"
+#include "rill/ops/op_names.h"
 #include "rill/ops/op_registry.h"
 
 namespace rill::ops {
@@ -275,7 +276,7 @@ absl::StatusOr<Tensor> One(const char* op, std::vector<Tensor> in,
 absl::StatusOr<std::vector<Tensor>> ReshapeBack(const GradientContext& c) {  // reshape, flatten.
   ReshapeParams p;
   p.shape.assign(c.inputs[0].shape().span().begin(), c.inputs[0].shape().span().end());
-  RILL_ASSIGN_OR_RETURN(Tensor g, One("reshape", {c.out_grads[0]}, MakeParams(p)));
+  RILL_ASSIGN_OR_RETURN(Tensor g, One(op_names::kReshape, {c.out_grads[0]}, MakeParams(p)));
   return std::vector<Tensor>{g};
 }
 
@@ -285,12 +286,12 @@ absl::StatusOr<std::vector<Tensor>> TransposeBack(const GradientContext& c) {
   TransposeParams inv;
   inv.axes.resize(axes.size());
   for (size_t i = 0; i < axes.size(); ++i) inv.axes[axes[i]] = static_cast<int64_t>(i);
-  RILL_ASSIGN_OR_RETURN(Tensor g, One("transpose", {c.out_grads[0]}, MakeParams(inv)));
+  RILL_ASSIGN_OR_RETURN(Tensor g, One(op_names::kTranspose, {c.out_grads[0]}, MakeParams(inv)));
   return std::vector<Tensor>{g};
 }
 
 absl::StatusOr<std::vector<Tensor>> SliceBack(const GradientContext& c) {
-  RILL_ASSIGN_OR_RETURN(Tensor g, One("_backward_slice", {c.out_grads[0], c.inputs[0]},
+  RILL_ASSIGN_OR_RETURN(Tensor g, One(op_names::kBackwardSlice, {c.out_grads[0], c.inputs[0]},
                                       MakeParams(c.p<SliceParams>())));
   return std::vector<Tensor>{g};
 }
@@ -307,7 +308,7 @@ absl::StatusOr<std::vector<Tensor>> ConcatBack(const GradientContext& c) {
     p.begin[axis] = offset;
     p.end[axis] = offset + x.shape()[axis];
     offset += x.shape()[axis];
-    RILL_ASSIGN_OR_RETURN(Tensor g, One("slice", {c.out_grads[0]}, MakeParams(p)));
+    RILL_ASSIGN_OR_RETURN(Tensor g, One(op_names::kSlice, {c.out_grads[0]}, MakeParams(p)));
     grads.push_back(g);
   }
   return grads;
@@ -318,33 +319,33 @@ constexpr uint32_t kAnyType = kAllTypesMask;
 }  // namespace
 
 void RegisterShapeOps(OpRegistry& r) {
-  r.Check(r.Register(OpDef("reshape")
+  r.Check(r.Register(OpDef(op_names::kReshape)
                          .set_dtypes(kAnyType)
                          .set_params(ParamSchema::For<ReshapeParams>().Required(
                              "shape", &ReshapeParams::shape, "new shape; -1 inferred, 0 kept"))
                          .set_infer_shape(ReshapeShape)
                          .set_inplace({{0, 0}})
                          .set_gradient(ReshapeBack)));
-  r.Check(r.Register(OpDef("flatten")
+  r.Check(r.Register(OpDef(op_names::kFlatten)
                          .set_dtypes(kAnyType)
                          .set_infer_shape(FlattenShape)
                          .set_inplace({{0, 0}})
                          .set_gradient(ReshapeBack)));
-  r.Check(r.Register(OpDef("transpose")
+  r.Check(r.Register(OpDef(op_names::kTranspose)
                          .set_dtypes(kAnyType)
                          .set_params(ParamSchema::For<TransposeParams>().Field(
                              "axes", &TransposeParams::axes, "permutation; empty: reversed"))
                          .set_infer_shape(TransposeShape)
                          .set_gradient(TransposeBack)));
   r.Check(r.Register(
-      OpDef("slice")
+      OpDef(op_names::kSlice)
           .set_dtypes(kAnyType)
           .set_params(ParamSchema::For<SliceParams>()
                           .Required("begin", &SliceParams::begin, "per leading axis")
                           .Required("end", &SliceParams::end, "per leading axis, excluded"))
           .set_infer_shape(SliceShape)
           .set_gradient(SliceBack)));
-  r.Check(r.Register(OpDef("_backward_slice")
+  r.Check(r.Register(OpDef(op_names::kBackwardSlice)
                          .set_inputs({"dy", "x"})
                          .set_dtypes(kAnyType)
                          .set_params(ParamSchema::For<SliceParams>()
@@ -352,14 +353,14 @@ void RegisterShapeOps(OpRegistry& r) {
                                          .Required("end", &SliceParams::end, "as forward"))
                          .set_infer_shape(SliceBackwardShape)
                          .set_infer_type(SliceBackwardType)));
-  r.Check(r.Register(OpDef("concat")
+  r.Check(r.Register(OpDef(op_names::kConcat)
                          .set_variadic_inputs()
                          .set_dtypes(kAnyType)
                          .set_params(ParamSchema::For<ConcatParams>().Field(
                              "axis", &ConcatParams::axis, "axis to join (default 0)"))
                          .set_infer_shape(ConcatShape)
                          .set_gradient(ConcatBack)));
-  r.Check(r.Register(OpDef("cast")
+  r.Check(r.Register(OpDef(op_names::kCast)
                          .set_dtypes(kAnyType)
                          .set_params(ParamSchema::For<CastParams>().Required(
                              "dtype", &CastParams::dtype, "target type"))

@@ -1,0 +1,187 @@
+#ifndef RILL_OPS_OP_NAMES_H_
+#define RILL_OPS_OP_NAMES_H_
+
+// The name of every built-in op, written once: the registrations, the typed
+// API (ops.h), the gradients, the graph passes and the ONNX mappings use
+// these constants rather than repeating string literals, so a misspelt
+// name does not compile. ops_op_registry_test checks that the list and the
+// registry agree.
+
+namespace rill::op_names {
+
+inline constexpr char kAccumulate[] = "_accumulate";
+inline constexpr char kBackwardAbs[] = "_backward_abs";
+inline constexpr char kBackwardActivation[] = "_backward_activation";
+inline constexpr char kBackwardBatchNorm[] = "_backward_batch_norm";
+inline constexpr char kBackwardConv2dData[] = "_backward_conv2d_data";
+inline constexpr char kBackwardConv2dFilter[] = "_backward_conv2d_filter";
+inline constexpr char kBackwardCopy[] = "_backward_copy";
+inline constexpr char kBackwardDropout[] = "_backward_dropout";
+inline constexpr char kBackwardExp[] = "_backward_exp";
+inline constexpr char kBackwardGelu[] = "_backward_gelu";
+inline constexpr char kBackwardLog[] = "_backward_log";
+inline constexpr char kBackwardLogSoftmax[] = "_backward_log_softmax";
+inline constexpr char kBackwardNeg[] = "_backward_neg";
+inline constexpr char kBackwardPooling[] = "_backward_pooling";
+inline constexpr char kBackwardRelu[] = "_backward_relu";
+inline constexpr char kBackwardSigmoid[] = "_backward_sigmoid";
+inline constexpr char kBackwardSlice[] = "_backward_slice";
+inline constexpr char kBackwardSoftmax[] = "_backward_softmax";
+inline constexpr char kBackwardSoftmaxCrossEntropy[] = "_backward_softmax_cross_entropy";
+inline constexpr char kBackwardSqrt[] = "_backward_sqrt";
+inline constexpr char kBackwardSquare[] = "_backward_square";
+inline constexpr char kBackwardTanh[] = "_backward_tanh";
+inline constexpr char kAbs[] = "abs";
+inline constexpr char kActivation[] = "activation";
+inline constexpr char kAdamUpdate[] = "adam_update";
+inline constexpr char kAdd[] = "add";
+inline constexpr char kAddScalar[] = "add_scalar";
+inline constexpr char kArange[] = "arange";
+inline constexpr char kArgmax[] = "argmax";
+inline constexpr char kBatchNorm[] = "batch_norm";
+inline constexpr char kCast[] = "cast";
+inline constexpr char kConcat[] = "concat";
+inline constexpr char kConv2d[] = "conv2d";
+inline constexpr char kDiv[] = "div";
+inline constexpr char kDivScalar[] = "div_scalar";
+inline constexpr char kDropout[] = "dropout";
+inline constexpr char kEqual[] = "equal";
+inline constexpr char kEqualScalar[] = "equal_scalar";
+inline constexpr char kExp[] = "exp";
+inline constexpr char kFill[] = "fill";
+inline constexpr char kFlatten[] = "flatten";
+inline constexpr char kFullyConnected[] = "fully_connected";
+inline constexpr char kGelu[] = "gelu";
+inline constexpr char kGreater[] = "greater";
+inline constexpr char kGreaterScalar[] = "greater_scalar";
+inline constexpr char kIdentity[] = "identity";
+inline constexpr char kLog[] = "log";
+inline constexpr char kLogSoftmax[] = "log_softmax";
+inline constexpr char kMatmul[] = "matmul";
+inline constexpr char kMax[] = "max";
+inline constexpr char kMaximum[] = "maximum";
+inline constexpr char kMaximumScalar[] = "maximum_scalar";
+inline constexpr char kMean[] = "mean";
+inline constexpr char kMinimum[] = "minimum";
+inline constexpr char kMinimumScalar[] = "minimum_scalar";
+inline constexpr char kMul[] = "mul";
+inline constexpr char kMulScalar[] = "mul_scalar";
+inline constexpr char kNeg[] = "neg";
+inline constexpr char kOnes[] = "ones";
+inline constexpr char kPooling[] = "pooling";
+inline constexpr char kPow[] = "pow";
+inline constexpr char kPowScalar[] = "pow_scalar";
+inline constexpr char kRandomNormal[] = "random_normal";
+inline constexpr char kRandomUniform[] = "random_uniform";
+inline constexpr char kRdivScalar[] = "rdiv_scalar";
+inline constexpr char kRelu[] = "relu";
+inline constexpr char kReshape[] = "reshape";
+inline constexpr char kRpowScalar[] = "rpow_scalar";
+inline constexpr char kRsubScalar[] = "rsub_scalar";
+inline constexpr char kSgdMomUpdate[] = "sgd_mom_update";
+inline constexpr char kSgdUpdate[] = "sgd_update";
+inline constexpr char kSigmoid[] = "sigmoid";
+inline constexpr char kSlice[] = "slice";
+inline constexpr char kSoftmax[] = "softmax";
+inline constexpr char kSoftmaxCrossEntropy[] = "softmax_cross_entropy";
+inline constexpr char kSqrt[] = "sqrt";
+inline constexpr char kSquare[] = "square";
+inline constexpr char kSub[] = "sub";
+inline constexpr char kSubScalar[] = "sub_scalar";
+inline constexpr char kSum[] = "sum";
+inline constexpr char kSumTo[] = "sum_to";
+inline constexpr char kTanh[] = "tanh";
+inline constexpr char kTranspose[] = "transpose";
+inline constexpr char kZeros[] = "zeros";
+
+// Every name above, for tests and tools.
+inline constexpr const char* kAll[] = {
+    kAccumulate,
+    kBackwardAbs,
+    kBackwardActivation,
+    kBackwardBatchNorm,
+    kBackwardConv2dData,
+    kBackwardConv2dFilter,
+    kBackwardCopy,
+    kBackwardDropout,
+    kBackwardExp,
+    kBackwardGelu,
+    kBackwardLog,
+    kBackwardLogSoftmax,
+    kBackwardNeg,
+    kBackwardPooling,
+    kBackwardRelu,
+    kBackwardSigmoid,
+    kBackwardSlice,
+    kBackwardSoftmax,
+    kBackwardSoftmaxCrossEntropy,
+    kBackwardSqrt,
+    kBackwardSquare,
+    kBackwardTanh,
+    kAbs,
+    kActivation,
+    kAdamUpdate,
+    kAdd,
+    kAddScalar,
+    kArange,
+    kArgmax,
+    kBatchNorm,
+    kCast,
+    kConcat,
+    kConv2d,
+    kDiv,
+    kDivScalar,
+    kDropout,
+    kEqual,
+    kEqualScalar,
+    kExp,
+    kFill,
+    kFlatten,
+    kFullyConnected,
+    kGelu,
+    kGreater,
+    kGreaterScalar,
+    kIdentity,
+    kLog,
+    kLogSoftmax,
+    kMatmul,
+    kMax,
+    kMaximum,
+    kMaximumScalar,
+    kMean,
+    kMinimum,
+    kMinimumScalar,
+    kMul,
+    kMulScalar,
+    kNeg,
+    kOnes,
+    kPooling,
+    kPow,
+    kPowScalar,
+    kRandomNormal,
+    kRandomUniform,
+    kRdivScalar,
+    kRelu,
+    kReshape,
+    kRpowScalar,
+    kRsubScalar,
+    kSgdMomUpdate,
+    kSgdUpdate,
+    kSigmoid,
+    kSlice,
+    kSoftmax,
+    kSoftmaxCrossEntropy,
+    kSqrt,
+    kSquare,
+    kSub,
+    kSubScalar,
+    kSum,
+    kSumTo,
+    kTanh,
+    kTranspose,
+    kZeros,
+};
+
+}  // namespace rill::op_names
+
+#endif  // RILL_OPS_OP_NAMES_H_
