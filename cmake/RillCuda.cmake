@@ -43,13 +43,15 @@ else()
   rill_summary(backend cuda OFF "RILL_ENABLE_CUDA=OFF")
 endif()
 
-# rill_cuda_embed_kernels(<target> <file.cu> <symbol>)
+# rill_cuda_embed_kernels(<target> <file.cu> <symbol> [DEPENDS <file>...])
 # Compiles <file.cu> with nvcc into a fatbin (SASS for every architecture of
 # RILL_CUDA_ARCHITECTURES plus PTX of the newest, so newer GPUs JIT it) and
 # adds to <target> a generated source defining
 #   extern const unsigned char <symbol>[];  extern const std::size_t <symbol>_size;
-# for KernelSpec::AddCudaFatbin(<symbol>, <symbol>_size).
+# for KernelSpec::AddCudaFatbin(<symbol>, <symbol>_size). DEPENDS: files
+# the .cu includes (an op family's shared .cl source), rebuilt on change.
 function(rill_cuda_embed_kernels target source symbol)
+  cmake_parse_arguments(ARG "" "" "DEPENDS" ${ARGN})
   get_filename_component(src ${source} ABSOLUTE)
   set(fatbin ${CMAKE_CURRENT_BINARY_DIR}/${symbol}.fatbin)
   set(gencode)
@@ -60,7 +62,7 @@ function(rill_cuda_embed_kernels target source symbol)
   list(APPEND gencode -gencode arch=compute_${newest},code=compute_${newest})
   add_custom_command(OUTPUT ${fatbin}
     COMMAND ${CUDAToolkit_NVCC_EXECUTABLE} -fatbin -std=c++17 ${gencode} -o ${fatbin} ${src}
-    DEPENDS ${src} VERBATIM
+    DEPENDS ${src} ${ARG_DEPENDS} VERBATIM
     COMMENT "nvcc: ${symbol} fatbin from ${source}")
   add_custom_command(OUTPUT ${fatbin}.cc
     COMMAND ${CMAKE_COMMAND} -DIN=${fatbin} -DOUT=${fatbin}.cc -DSYM=${symbol}

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "rill/ops/elementwise/elementwise_codes.h"
 #include "rill/ops/op.h"
 #include "rill/tensor/shape.h"
 
@@ -19,33 +20,10 @@ class OpRegistry;
 
 // Op codes shared by every platform's kernels (the device kernels switch on
 // them).
-enum class BinaryCode : int32_t {
-  kAdd,
-  kSub,
-  kMul,
-  kDiv,
-  kPow,
-  kMax,
-  kMin,
-  kEqual,
-  kGreater,
-  kRsub,
-  kRdiv,
-  kRpow
-};
-enum class UnaryCode : int32_t {
-  kNeg,
-  kAbs,
-  kExp,
-  kLog,
-  kSqrt,
-  kRelu,
-  kSigmoid,
-  kTanh,
-  kGelu,
-  kSquare,
-  kCopy
-};
+#define RILL_ELEMENTWISE_ENUMERATOR(k, NAME) k,
+enum class BinaryCode : int32_t { RILL_BINARY_CODES(RILL_ELEMENTWISE_ENUMERATOR) };
+enum class UnaryCode : int32_t { RILL_UNARY_CODES(RILL_ELEMENTWISE_ENUMERATOR) };
+#undef RILL_ELEMENTWISE_ENUMERATOR
 
 struct ScalarParams {
   double scalar = 0;

@@ -1,7 +1,7 @@
-// Device kernels of the elementwise ops, for OpenCL (the source below, one
-// program per element type) and CUDA (elementwise.cu, one entry per element
-// type): the op code is an argument; loaded once per executor
-// (ops/device_kernel.h).
+// Device kernels of the elementwise ops: one source, elementwise.cl,
+// compiled as OpenCL C (one program per element type, embedded at build
+// time) and as CUDA (elementwise.cu, one entry per element type); the op
+// code is an argument; loaded once per executor (ops/device_kernel.h).
 
 #include <string>
 
@@ -10,6 +10,7 @@
 #include "rill/executor/stream_executor.h"
 #include "rill/ops/device_kernel.h"
 #include "rill/ops/elementwise/elementwise.h"
+#include "rill/ops/elementwise/elementwise_cl.h"  // Generated: kElementwiseClSource.
 #include "rill/ops/op_names.h"
 #include "rill/ops/op_registry.h"
 #include "rill/platform/platform.h"
@@ -19,113 +20,20 @@ RILL_OPS_DECLARE_FATBIN(elementwise);
 namespace rill::ops {
 namespace {
 
-constexpr char kSource[] = R"CLC(
-typedef struct { long rank; long dims[6]; long a_strides[6]; long b_strides[6]; } BroadcastPlan;
-
-T apply_binary(int op, T a, T b) {
-  switch (op) {
-    case 0: return a + b;
-    case 1: return a - b;
-    case 2: return a * b;
-#if IS_FLOAT
-    case 3: return a / b;
-    case 4: return pow(a, b);
-    case 10: return b / a;
-    case 11: return pow(b, a);
-#else
-    case 3: return b == 0 ? (T)0 : (T)(a / b);
-    case 10: return a == 0 ? (T)0 : (T)(b / a);
-#endif
-    case 5: return a > b ? a : b;
-    case 6: return a < b ? a : b;
-    case 7: return a == b ? (T)1 : (T)0;
-    case 8: return a > b ? (T)1 : (T)0;
-    case 9: return b - a;
-  }
-  return (T)0;
+// The op codes as the kernels name them (elementwise_codes.h), and the
+// macros elementwise.cl expects of its includer.
+std::string OpenClPrelude() {
+  std::string s = "#define KERNEL(name) name\n#define RILL_FN\n";
+#define RILL_DEFINE_BIN(k, NAME) \
+  absl::StrAppend(&s, "#define BIN_" #NAME " ", static_cast<int>(BinaryCode::k), "\n");
+#define RILL_DEFINE_UN(k, NAME) \
+  absl::StrAppend(&s, "#define UN_" #NAME " ", static_cast<int>(UnaryCode::k), "\n");
+  RILL_BINARY_CODES(RILL_DEFINE_BIN)
+  RILL_UNARY_CODES(RILL_DEFINE_UN)
+#undef RILL_DEFINE_BIN
+#undef RILL_DEFINE_UN
+  return s;
 }
-
-__kernel void binary(int op, __global const T* a, ulong a_off, __global const T* b, ulong b_off,
-                     __global T* out, ulong out_off, ulong n, BroadcastPlan p, int add) {
-  ulong i = get_global_id(0);
-  if (i >= n) return;
-  long rem = (long)i, ia = 0, ib = 0;
-  for (int d = (int)p.rank - 1; d >= 0; --d) {
-    long k = rem % p.dims[d];
-    rem /= p.dims[d];
-    ia += k * p.a_strides[d];
-    ib += k * p.b_strides[d];
-  }
-  T v = apply_binary(op, a[a_off + ia], b[b_off + ib]);
-  out[out_off + i] = add ? (T)(out[out_off + i] + v) : v;
-}
-
-__kernel void scalar(int op, __global const T* x, ulong x_off, T s, __global T* out, ulong out_off,
-                     ulong n, int add) {
-  ulong i = get_global_id(0);
-  if (i >= n) return;
-  T v = apply_binary(op, x[x_off + i], s);
-  out[out_off + i] = add ? (T)(out[out_off + i] + v) : v;
-}
-
-T apply_unary(int op, T x) {
-  switch (op) {
-    case 0: return -x;
-#if IS_FLOAT
-    case 1: return fabs(x);
-    case 2: return exp(x);
-    case 3: return log(x);
-    case 4: return sqrt(x);
-    case 6: return (T)1 / ((T)1 + exp(-x));
-    case 7: return tanh(x);
-    case 8: return (T)0.5 * x * ((T)1 + erf(x * (T)0.70710678118654752440));
-#else
-    case 1: return x < 0 ? (T)(-x) : x;
-#endif
-    case 5: return x > 0 ? x : (T)0;
-    case 9: return x * x;
-  }
-  return x;
-}
-
-T apply_unary_backward(int op, T dy, T x) {
-  switch (op) {
-    case 0: return -dy;
-    case 1: return x > 0 ? dy : (x < 0 ? (T)(-dy) : (T)0);
-#if IS_FLOAT
-    case 2: return dy * exp(x);
-    case 3: return dy / x;
-    case 4: return dy / ((T)2 * sqrt(x));
-    case 6: { T s = (T)1 / ((T)1 + exp(-x)); return dy * s * ((T)1 - s); }
-    case 7: { T t = tanh(x); return dy * ((T)1 - t * t); }
-    case 8: {
-      T cdf = (T)0.5 * ((T)1 + erf(x * (T)0.70710678118654752440));
-      T pdf = exp((T)(-0.5) * x * x) * (T)0.39894228040143267794;
-      return dy * (cdf + x * pdf);
-    }
-#endif
-    case 5: return x > 0 ? dy : (T)0;
-    case 9: return dy * (T)2 * x;
-  }
-  return dy;
-}
-
-__kernel void unary(int op, __global const T* x, ulong x_off, __global T* out, ulong out_off, ulong n,
-                    int add) {
-  ulong i = get_global_id(0);
-  if (i >= n) return;
-  T v = apply_unary(op, x[x_off + i]);
-  out[out_off + i] = add ? (T)(out[out_off + i] + v) : v;
-}
-
-__kernel void unary_backward(int op, __global const T* dy, ulong dy_off, __global const T* x,
-                             ulong x_off, __global T* out, ulong out_off, ulong n, int add) {
-  ulong i = get_global_id(0);
-  if (i >= n) return;
-  T v = apply_unary_backward(op, dy[dy_off + i], x[x_off + i]);
-  out[out_off + i] = add ? (T)(out[out_off + i] + v) : v;
-}
-)CLC";
 
 absl::StatusOr<const Kernel*> Get(OpContext& ctx, DType dtype, const char* entry) {
   const std::string key = absl::StrCat("elementwise.", entry, ".", DTypeSuffix(dtype));
@@ -135,7 +43,8 @@ absl::StatusOr<const Kernel*> Get(OpContext& ctx, DType dtype, const char* entry
         const bool fl = dtype == DType::kF32 || dtype == DType::kF64;
         return absl::StrCat(
             dtype == DType::kF64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "",
-            "#define T ", OpenClTypeName(dtype), "\n#define IS_FLOAT ", fl ? 1 : 0, "\n", kSource);
+            "#define T ", OpenClTypeName(dtype), "\n#define IS_FLOAT ", fl ? 1 : 0, "\n",
+            OpenClPrelude(), kElementwiseClSource);
       });
 }
 

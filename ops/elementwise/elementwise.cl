@@ -1,0 +1,124 @@
+// The elementwise ops' device kernels, one source for OpenCL C and CUDA.
+// The host defines T (the element type), IS_FLOAT, KERNEL(name) (the entry
+// name: `name` in OpenCL, `name_<suffix>` in CUDA), RILL_FN (a helper's
+// qualifiers) and the op codes BIN_* / UN_* (elementwise_codes.h), then
+// includes this text: elementwise_device.cc prepends them for OpenCL, and
+// elementwise.cu includes it once per element type through
+// ops/device_code_cuda.h. Keep to what both languages share: OpenCL C 1.2
+// scalar code, get_global_id(0), __kernel and __global, casts as (T)x.
+
+#ifndef RILL_ELEMENTWISE_PLAN
+#define RILL_ELEMENTWISE_PLAN
+typedef struct {
+  long rank;
+  long dims[6];
+  long a_strides[6];
+  long b_strides[6];
+} BroadcastPlan;
+#endif
+
+RILL_FN T apply_binary(int op, T a, T b) {
+  switch (op) {
+    case BIN_ADD: return a + b;
+    case BIN_SUB: return a - b;
+    case BIN_MUL: return a * b;
+#if IS_FLOAT
+    case BIN_DIV: return a / b;
+    case BIN_POW: return pow(a, b);
+    case BIN_RDIV: return b / a;
+    case BIN_RPOW: return pow(b, a);
+#else
+    case BIN_DIV: return b == 0 ? (T)0 : (T)(a / b);
+    case BIN_RDIV: return a == 0 ? (T)0 : (T)(b / a);
+#endif
+    case BIN_MAX: return a > b ? a : b;
+    case BIN_MIN: return a < b ? a : b;
+    case BIN_EQUAL: return a == b ? (T)1 : (T)0;
+    case BIN_GREATER: return a > b ? (T)1 : (T)0;
+    case BIN_RSUB: return b - a;
+  }
+  return (T)0;
+}
+
+__kernel void KERNEL(binary)(int op, __global const T* a, ulong a_off, __global const T* b,
+                             ulong b_off, __global T* out, ulong out_off, ulong n,
+                             BroadcastPlan p, int add) {
+  ulong i = get_global_id(0);
+  if (i >= n) return;
+  long rem = (long)i, ia = 0, ib = 0;
+  for (int d = (int)p.rank - 1; d >= 0; --d) {
+    long k = rem % p.dims[d];
+    rem /= p.dims[d];
+    ia += k * p.a_strides[d];
+    ib += k * p.b_strides[d];
+  }
+  T v = apply_binary(op, a[a_off + ia], b[b_off + ib]);
+  out[out_off + i] = add ? (T)(out[out_off + i] + v) : v;
+}
+
+__kernel void KERNEL(scalar)(int op, __global const T* x, ulong x_off, T s, __global T* out,
+                             ulong out_off, ulong n, int add) {
+  ulong i = get_global_id(0);
+  if (i >= n) return;
+  T v = apply_binary(op, x[x_off + i], s);
+  out[out_off + i] = add ? (T)(out[out_off + i] + v) : v;
+}
+
+RILL_FN T apply_unary(int op, T x) {
+  switch (op) {
+    case UN_NEG: return (T)(-x);
+#if IS_FLOAT
+    case UN_ABS: return fabs(x);
+    case UN_EXP: return exp(x);
+    case UN_LOG: return log(x);
+    case UN_SQRT: return sqrt(x);
+    case UN_SIGMOID: return (T)1 / ((T)1 + exp(-x));
+    case UN_TANH: return tanh(x);
+    case UN_GELU: return (T)0.5 * x * ((T)1 + erf(x * (T)0.70710678118654752440));
+#else
+    case UN_ABS: return x < 0 ? (T)(-x) : x;
+#endif
+    case UN_RELU: return x > 0 ? x : (T)0;
+    case UN_SQUARE: return (T)(x * x);
+  }
+  return x;  // UN_COPY.
+}
+
+RILL_FN T apply_unary_backward(int op, T dy, T x) {
+  switch (op) {
+    case UN_NEG: return (T)(-dy);
+    case UN_ABS: return x > 0 ? dy : (x < 0 ? (T)(-dy) : (T)0);
+#if IS_FLOAT
+    case UN_EXP: return dy * exp(x);
+    case UN_LOG: return dy / x;
+    case UN_SQRT: return dy / ((T)2 * sqrt(x));
+    case UN_SIGMOID: { T s = (T)1 / ((T)1 + exp(-x)); return dy * s * ((T)1 - s); }
+    case UN_TANH: { T t = tanh(x); return dy * ((T)1 - t * t); }
+    case UN_GELU: {
+      T cdf = (T)0.5 * ((T)1 + erf(x * (T)0.70710678118654752440));
+      T pdf = exp((T)(-0.5) * x * x) * (T)0.39894228040143267794;
+      return dy * (cdf + x * pdf);
+    }
+#endif
+    case UN_RELU: return x > 0 ? dy : (T)0;
+    case UN_SQUARE: return (T)(dy * (T)2 * x);
+  }
+  return dy;  // UN_COPY.
+}
+
+__kernel void KERNEL(unary)(int op, __global const T* x, ulong x_off, __global T* out,
+                            ulong out_off, ulong n, int add) {
+  ulong i = get_global_id(0);
+  if (i >= n) return;
+  T v = apply_unary(op, x[x_off + i]);
+  out[out_off + i] = add ? (T)(out[out_off + i] + v) : v;
+}
+
+__kernel void KERNEL(unary_backward)(int op, __global const T* dy, ulong dy_off,
+                                     __global const T* x, ulong x_off, __global T* out,
+                                     ulong out_off, ulong n, int add) {
+  ulong i = get_global_id(0);
+  if (i >= n) return;
+  T v = apply_unary_backward(op, dy[dy_off + i], x[x_off + i]);
+  out[out_off + i] = add ? (T)(out[out_off + i] + v) : v;
+}
