@@ -1,5 +1,6 @@
-// Device kernels of the optimizer ops: OpenCL C below (one program per
-// element type), CUDA in optimizer.cu (entries sgd_f32, adam_f64, ...).
+// Device kernels of the optimizer ops: one source, optimizer.cl, compiled
+// as OpenCL C (one program per element type, embedded at build time) and
+// as CUDA (optimizer.cu: entries sgd_f32, adam_f64, ...).
 
 #include <string>
 
@@ -10,6 +11,7 @@
 #include "rill/ops/op_names.h"
 #include "rill/ops/op_registry.h"
 #include "rill/ops/optimizer/optimizer.h"
+#include "rill/ops/optimizer/optimizer_cl.h"  // Generated: kOptimizerClSource.
 #include "rill/platform/platform.h"
 
 RILL_OPS_DECLARE_FATBIN(optimizer);
@@ -17,58 +19,16 @@ RILL_OPS_DECLARE_FATBIN(optimizer);
 namespace rill::ops {
 namespace {
 
-constexpr char kSource[] = R"CLC(
-T grad_of(T g, T w, T rs, T clip, T wd) {
-  g *= rs;
-  if (clip >= (T)0) g = fmin(fmax(g, -clip), clip);
-  return g + wd * w;
-}
-
-__kernel void sgd(__global const T* w, ulong w_off, __global const T* g, ulong g_off,
-                  __global T* out, ulong out_off, ulong n, T lr, T wd, T rs, T clip) {
-  ulong i = get_global_id(0);
-  if (i >= n) return;
-  T wv = w[w_off + i];
-  out[out_off + i] = wv - lr * grad_of(g[g_off + i], wv, rs, clip, wd);
-}
-
-__kernel void sgd_mom(__global const T* w, ulong w_off, __global const T* g, ulong g_off,
-                      __global const T* m, ulong m_off, __global T* wo, ulong wo_off,
-                      __global T* mo, ulong mo_off, ulong n, T lr, T mom, T wd, T rs, T clip) {
-  ulong i = get_global_id(0);
-  if (i >= n) return;
-  T wv = w[w_off + i];
-  T mv = mom * m[m_off + i] - lr * grad_of(g[g_off + i], wv, rs, clip, wd);
-  mo[mo_off + i] = mv;
-  wo[wo_off + i] = wv + mv;
-}
-
-__kernel void adam(__global const T* w, ulong w_off, __global const T* g, ulong g_off,
-                   __global const T* m, ulong m_off, __global const T* v, ulong v_off,
-                   __global T* wo, ulong wo_off, __global T* mo, ulong mo_off,
-                   __global T* vo, ulong vo_off, ulong n, T lr, T b1, T b2, T eps, T wd, T rs,
-                   T clip) {
-  ulong i = get_global_id(0);
-  if (i >= n) return;
-  T wv = w[w_off + i];
-  T gv = grad_of(g[g_off + i], wv, rs, clip, wd);
-  T mv = b1 * m[m_off + i] + ((T)1 - b1) * gv;
-  T vv = b2 * v[v_off + i] + ((T)1 - b2) * gv * gv;
-  mo[mo_off + i] = mv;
-  vo[vo_off + i] = vv;
-  wo[wo_off + i] = wv - lr * mv / (sqrt(vv) + eps);
-}
-)CLC";
-
 absl::StatusOr<const Kernel*> Get(OpContext& ctx, DType dtype, const char* entry) {
   const std::string key = absl::StrCat("optimizer.", entry, ".", DTypeSuffix(dtype));
-  return DeviceKernel(ctx, key, RILL_OPS_FATBIN(optimizer),
-                      absl::StrCat(entry, "_", DTypeSuffix(dtype)), entry, [&] {
-                        return absl::StrCat(dtype == DType::kF64
-                                                ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
-                                                : "",
-                                            "#define T ", OpenClTypeName(dtype), "\n", kSource);
-                      });
+  return DeviceKernel(
+      ctx, key, RILL_OPS_FATBIN(optimizer), absl::StrCat(entry, "_", DTypeSuffix(dtype)), entry,
+      [&] {
+        return absl::StrCat(
+            dtype == DType::kF64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "",
+            "#define T ", OpenClTypeName(dtype), "\n#define KERNEL(name) name\n#define RILL_FN\n",
+            kOptimizerClSource);
+      });
 }
 
 // Appends the doubles as the kernel's element type.
