@@ -21,15 +21,22 @@ class Stream;
 
 namespace rill::engine {
 
-// Where a function runs. Host(): on an engine CPU worker, with no stream.
-// Device(platform, ordinal): on a device (a host virtual device, a GPU, an
-// OpenCL device); the function gets a stream of that device and enqueues its
-// device work there.
+// Where a function runs. Cpu() (the same as Host(), printed "cpu"): on an
+// engine CPU worker, with no stream. Device(platform, ordinal): on a device
+// (a host virtual device, a GPU, an OpenCL device); the function gets a
+// stream of that device and enqueues its device work there.
+//
+// "cpu" and "host:0" are two contexts over the same memory: tensors on cpu
+// are allocated from host:0's allocator, but cpu functions run inline on
+// the engine's workers while host:0 functions run on host:0's streams. An
+// op never mixes them implicitly; Tensor::CopyTo moves a tensor between
+// them (a memcpy).
 struct Context {
   PlatformId platform = nullptr;  // nullptr: the host CPU.
   int ordinal = 0;
 
-  static Context Host() { return Context{}; }
+  static Context Cpu() { return Context{}; }
+  static Context Host() { return Context{}; }  // Cpu(): "cpu", not host:0.
   static Context Device(PlatformId platform, int ordinal) { return Context{platform, ordinal}; }
   // Device `ordinal` of the platform named `platform_name` in
   // PlatformManager::Default(); NotFound when there is no such platform.

@@ -139,9 +139,14 @@ absl::Status PreparedOp::Resolve(const OpDef& op, absl::Span<const Tensor> input
     absl::Status usable = t.CheckUsable();
     if (!usable.ok()) return Annotate(usable, absl::StrCat("op '", op.name(), "' input ", i));
     if (i > 0 && (t.context() != inputs[0].context() || t.engine() != inputs[0].engine())) {
+      const bool cpu_and_host =
+          t.context() != inputs[0].context() && t.executor() == inputs[0].executor();
       return absl::InvalidArgumentError(absl::StrCat(
           "op '", op.name(), "': input 0 is ", inputs[0].ToString(), " but input ", i, " is ",
           t.ToString(), t.engine() != inputs[0].engine() ? " of another engine" : "",
+          cpu_and_host ? " (cpu and host:0 share memory but are different contexts: cpu runs "
+                         "on the engine's workers, host:0 on its streams)"
+                       : "",
           "; copy it first (Tensor::CopyTo)"));
     }
     if ((op.dtypes() & DTypeBit(t.dtype())) == 0) {

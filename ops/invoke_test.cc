@@ -89,6 +89,24 @@ TEST_P(InvokeTest, AMissingKernelSaysWhatItNeedsAndFallbackIsOptIn) {
   EXPECT_EQ(*(*y)[0].ToHost<float>(), std::vector<float>({2, 4, 6}));
 }
 
+// cpu and host:0 share memory, not a context: mixing them is refused with
+// a message that says so.
+TEST(InvokeContexts, CpuAndHost0AreDifferentContextsOverOneMemory) {
+  auto engine = testing::MakeEngine();
+  auto host0 = *Context::Device("host", 0);
+  auto a = *Tensor::FromHost<float>({1, 2}, {2}, Context::Cpu(), engine.get());
+  auto b = *Tensor::FromHost<float>({3, 4}, {2}, host0, engine.get());
+  EXPECT_EQ(a.executor(), b.executor());
+  EXPECT_EQ(Context::Cpu().ToString(), "cpu");
+  auto r = Invoke("add", {a, b});
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  EXPECT_NE(r.status().message().find("cpu and host:0 share memory but are different contexts"),
+            std::string::npos)
+      << r.status();
+  auto moved = *b.CopyTo(Context::Cpu());
+  EXPECT_EQ(*(*ops::Add(a, moved)).ToHost<float>(), std::vector<float>({4, 6}));
+}
+
 // The kernel honours only kWriteTo: the framework computes into temp space,
 // then adds (kAddTo) or copies (kWriteInplace); kNullOp runs nothing.
 TEST_P(InvokeTest, TheFrameworkHonoursRequestsTheKernelDoesNot) {
