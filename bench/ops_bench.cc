@@ -319,8 +319,8 @@ void Summarize(const bench::Results& r, bench::Report& report) {
   }
   if (rill_ind > 0) report.Ratio("ops.dispatch.independent_2dev.vs_libtorch", t_ind / rill_ind);
 #endif
-  for (const char* c : {"allocs_per_push", "locks_per_push", "device_allocs_per_push",
-                        "device_locks_per_push"}) {
+  for (const char* c :
+       {"allocs_per_push", "locks_per_push", "device_allocs_per_push", "device_locks_per_push"}) {
     report.Figure(std::string("ops.dispatch.add64.") + c, get("PushCost/iterations:1", c));
   }
   const double rill_bw = get("RillBigAdd", "GBps"), loop_bw = get("LoopBigAdd", "GBps");

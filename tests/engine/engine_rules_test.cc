@@ -724,8 +724,7 @@ TEST(ThreadedEngineInline, AnInlineFailurePoisonsItsWrittenVars) {
   auto engine = MakeEngine(Kind::kThreaded, Workers(2));
   VarHandle v = engine->NewVariable();
   ASSERT_TRUE(IsOk(engine->PushSyncInline(
-      [](RunContext) { return absl::InternalError("inline failure"); }, Context::Host(), {},
-      {v})));
+      [](RunContext) { return absl::InternalError("inline failure"); }, Context::Host(), {}, {v})));
   bool reader_ran = false;
   ASSERT_TRUE(IsOk(engine->PushSyncInline(
       [&](RunContext) {

@@ -275,12 +275,12 @@ TEST_P(EngineStress, RandomWorkloadsMatchASerialExecution) {
           return Apply(op, world.values) ? absl::OkStatus()
                                          : absl::InternalError("op " + std::to_string(op.id));
         };
-        status = config.inline_pushes && uniform(2) == 0
-                     ? engine->PushSyncInline(std::move(fn), Context::Host(), const_vars,
-                                              mutate_vars, FnProperty::kNormal, priority,
-                                              "inline_sync_op")
-                     : engine->PushSync(std::move(fn), Context::Host(), const_vars, mutate_vars,
-                                        FnProperty::kNormal, priority, "sync_op");
+        status =
+            config.inline_pushes && uniform(2) == 0
+                ? engine->PushSyncInline(std::move(fn), Context::Host(), const_vars, mutate_vars,
+                                         FnProperty::kNormal, priority, "inline_sync_op")
+                : engine->PushSync(std::move(fn), Context::Host(), const_vars, mutate_vars,
+                                   FnProperty::kNormal, priority, "sync_op");
       }
       if (!status.ok()) {
         push_errors.fetch_add(1);
