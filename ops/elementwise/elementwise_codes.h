@@ -9,15 +9,32 @@
 // includes: nvcc reads this file too.
 //
 // X(enumerator, NAME), in code order from 0.
-#define RILL_BINARY_CODES(X)                                                        \
-  X(kAdd, ADD)                                                                      \
-  X(kSub, SUB)                                                                      \
-  X(kMul, MUL) X(kDiv, DIV) X(kPow, POW) X(kMax, MAX) X(kMin, MIN) X(kEqual, EQUAL) \
-      X(kGreater, GREATER) X(kRsub, RSUB) X(kRdiv, RDIV) X(kRpow, RPOW)
-#define RILL_UNARY_CODES(X)                                                                   \
-  X(kNeg, NEG)                                                                                \
-  X(kAbs, ABS)                                                                                \
-  X(kExp, EXP) X(kLog, LOG) X(kSqrt, SQRT) X(kRelu, RELU) X(kSigmoid, SIGMOID) X(kTanh, TANH) \
-      X(kGelu, GELU) X(kSquare, SQUARE) X(kCopy, COPY)
+// clang-format off
+#define RILL_BINARY_CODES(X) \
+  X(kAdd, ADD)               \
+  X(kSub, SUB)               \
+  X(kMul, MUL)               \
+  X(kDiv, DIV)               \
+  X(kPow, POW)               \
+  X(kMax, MAX)               \
+  X(kMin, MIN)               \
+  X(kEqual, EQUAL)           \
+  X(kGreater, GREATER)       \
+  X(kRsub, RSUB)             \
+  X(kRdiv, RDIV)             \
+  X(kRpow, RPOW)
+#define RILL_UNARY_CODES(X) \
+  X(kNeg, NEG)              \
+  X(kAbs, ABS)              \
+  X(kExp, EXP)              \
+  X(kLog, LOG)              \
+  X(kSqrt, SQRT)            \
+  X(kRelu, RELU)            \
+  X(kSigmoid, SIGMOID)      \
+  X(kTanh, TANH)            \
+  X(kGelu, GELU)            \
+  X(kSquare, SQUARE)        \
+  X(kCopy, COPY)
+// clang-format on
 
 #endif  // RILL_OPS_ELEMENTWISE_ELEMENTWISE_CODES_H_
