@@ -666,14 +666,6 @@ TEST(ThreadedEngineRules, WaitFromTheOnlyWorkerForWorkThatNeedsItDoesNotDeadlock
 namespace rill::engine {
 namespace {
 
-using ::rill::engine::testing::Kind;
-using ::rill::engine::testing::Latch;
-using ::rill::engine::testing::MakeEngine;
-using ::rill::engine::testing::OpenLatchOnExit;
-using ::rill::engine::testing::PushHeld;
-using ::rill::engine::testing::Workers;
-using ::rill::testing::IsOk;
-
 // --- PushSyncInline --------------------------------------------------------
 
 // A host function whose vars are free runs on the pushing thread, before
