@@ -46,7 +46,10 @@ void RegisterTestOps() {
 
 class InvokeTest : public testing::OpTest {
  protected:
-  void SetUp() override { RegisterTestOps(); }
+  void SetUp() override {
+    OpTest::SetUp();
+    RegisterTestOps();
+  }
 };
 
 TEST_P(InvokeTest, AFailedOpPoisonsItsOutputsAndEveryReadNamesIt) {

@@ -216,8 +216,8 @@ TEST_P(ElementwiseTest, BadInputsGetClearErrors) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
 }
 
-INSTANTIATE_TEST_SUITE_P(AllContexts, ElementwiseTest, ::testing::ValuesIn(AllContexts()),
-                         testing::ContextName);
+INSTANTIATE_TEST_SUITE_P(AllContexts, ElementwiseTest,
+                         ::testing::ValuesIn(testing::OpSuiteContexts()), testing::ContextName);
 
 }  // namespace
 }  // namespace rill::ops

@@ -270,7 +270,7 @@ TEST_P(InitTest, BadInputsGetClearErrors) {
   EXPECT_NE(r.status().message().find("int32"), std::string::npos) << r.status();
 }
 
-INSTANTIATE_TEST_SUITE_P(AllContexts, InitTest, ::testing::ValuesIn(AllContexts()),
+INSTANTIATE_TEST_SUITE_P(AllContexts, InitTest, ::testing::ValuesIn(testing::OpSuiteContexts()),
                          testing::ContextName);
 
 }  // namespace

@@ -554,7 +554,7 @@ TEST_P(NnTest, BadInputsGetErrorsNamingTheValues) {
   expect(Invoke("activation", {d}, {{"act_type", "relu"}}), "float64");
 }
 
-INSTANTIATE_TEST_SUITE_P(AllContexts, NnTest, ::testing::ValuesIn(AllContexts()),
+INSTANTIATE_TEST_SUITE_P(AllContexts, NnTest, ::testing::ValuesIn(testing::OpSuiteContexts()),
                          testing::ContextName);
 
 }  // namespace

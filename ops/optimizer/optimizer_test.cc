@@ -195,8 +195,8 @@ TEST_P(OptimizerTest, BadInputsGetClearErrors) {
   EXPECT_NE(r.status().message().find("int32"), std::string::npos) << r.status();
 }
 
-INSTANTIATE_TEST_SUITE_P(AllContexts, OptimizerTest, ::testing::ValuesIn(AllContexts()),
-                         testing::ContextName);
+INSTANTIATE_TEST_SUITE_P(AllContexts, OptimizerTest,
+                         ::testing::ValuesIn(testing::OpSuiteContexts()), testing::ContextName);
 
 }  // namespace
 }  // namespace rill::ops

@@ -474,7 +474,7 @@ TEST_P(ReduceTest, BadInputsGetClearErrors) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllContexts, ReduceTest, ::testing::ValuesIn(AllContexts()),
+INSTANTIATE_TEST_SUITE_P(AllContexts, ReduceTest, ::testing::ValuesIn(testing::OpSuiteContexts()),
                          testing::ContextName);
 
 }  // namespace

@@ -334,7 +334,7 @@ TEST_P(ShapeTest, BadInputsGetClearErrors) {
   EXPECT_NE(r.status().message().find("int8"), std::string::npos) << r.status();
 }
 
-INSTANTIATE_TEST_SUITE_P(AllContexts, ShapeTest, ::testing::ValuesIn(AllContexts()),
+INSTANTIATE_TEST_SUITE_P(AllContexts, ShapeTest, ::testing::ValuesIn(testing::OpSuiteContexts()),
                          testing::ContextName);
 
 }  // namespace

@@ -49,6 +49,21 @@ inline std::vector<engine::Context> AllContexts() {
 }
 #endif
 
+#if RILL_OP_CONFORMANCE
+inline std::vector<engine::Context> OpSuiteContexts() { return AllContexts(); }
+#else
+// The op suites' contexts: AllContexts(), and device 0 of every registered
+// platform that has no device here (cuda:0 on a machine without a GPU),
+// whose cases OpTest skips with the platform's reason.
+inline std::vector<engine::Context> OpSuiteContexts() {
+  std::vector<engine::Context> out = AllContexts();
+  for (Platform* p : PlatformManager::Default().AllPlatforms()) {
+    if (p->VisibleDeviceCount() == 0) out.push_back(engine::Context::Device(p->id(), 0));
+  }
+  return out;
+}
+#endif
+
 // Whether the kernels of `ctx` run in host memory (host code, which can
 // check values and fail; device kernels cannot).
 inline bool HostMemoryContext(const engine::Context& ctx) {
@@ -84,6 +99,12 @@ std::vector<T> RandomData(int64_t n, uint64_t seed, double lo = -1, double hi = 
 // under test (instantiate over AllContexts(), named by ContextName).
 class OpTest : public ::testing::TestWithParam<engine::Context> {
  protected:
+  // A context of a platform without a device (OpSuiteContexts) skips, with
+  // the platform's reason.
+  void SetUp() override {
+    absl::StatusOr<StreamExecutor*> executor = ExecutorFor(ctx());
+    if (!executor.ok()) GTEST_SKIP() << ctx().ToString() << ": " << executor.status();
+  }
   std::unique_ptr<engine::Engine> engine_ = MakeEngine();
   engine::Context ctx() const { return GetParam(); }
   template <typename T>
