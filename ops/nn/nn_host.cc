@@ -5,7 +5,6 @@
 // the stream differs. Exception: host pooling runs plain loops (pool_host.cc).
 
 #include <array>
-#include <cstring>
 
 #include "rill/base/status_macros.h"
 #include "rill/ops/nn/nn.h"
