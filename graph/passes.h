@@ -42,6 +42,13 @@ using EntryTypes = std::vector<std::vector<EntryType>>;
 absl::StatusOr<EntryTypes> InferTypes(const Graph& g, const std::vector<int>& order,
                                       const absl::flat_hash_map<std::string, EntryType>& known);
 
+// One step of InferTypes: infers node `id`'s outputs from its inputs'
+// entries in `types` (grown to hold the node when needed), for graphs
+// inferred as they are built.
+absl::Status InferNodeTypes(const Graph& g, int id,
+                            const absl::flat_hash_map<std::string, EntryType>& known,
+                            EntryTypes& types);
+
 }  // namespace rill::graph
 
 #endif  // RILL_GRAPH_PASSES_H_

@@ -8,6 +8,7 @@
 #include <deque>
 #include <exception>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <utility>
 
@@ -28,6 +29,21 @@ std::string ImportState::UniqueName(std::string_view base) {
   for (int k = 1; graph.Find(name) >= 0 || reserved.contains(name); ++k)
     name = absl::StrCat(b, "_", k);
   return name;
+}
+
+absl::Status ImportState::InferNew() {
+  static const auto* const kNone = new absl::flat_hash_map<std::string, EntryType>;
+  for (; inferred < graph.num_nodes(); ++inferred) {
+    RILL_RETURN_IF_ERROR(InferNodeTypes(graph, inferred, *kNone, types));
+  }
+  return absl::OkStatus();
+}
+
+const EntryType* ImportState::TypeOf(Entry e) const {
+  if (!e.valid() || e.node >= static_cast<int>(types.size())) return nullptr;
+  const auto& outs = types[e.node];
+  if (e.index >= static_cast<int>(outs.size()) || !outs[e.index].known()) return nullptr;
+  return &outs[e.index];
 }
 
 absl::StatusOr<Entry> ImportState::Materialize(const std::string& name) {
@@ -93,7 +109,19 @@ std::optional<std::vector<int64_t>> NodeLowering::Dims(int i) const {
   if (v.constant) {
     return std::vector<int64_t>(v.constant->shape.span().begin(), v.constant->shape.span().end());
   }
+  // Rill's inference knows every dimension where the inputs' are known;
+  // ONNX's may stop at a shape computed in the graph.
+  if (const EntryType* t = state_.TypeOf(v.entry)) {
+    return std::vector<int64_t>(t->shape->span().begin(), t->shape->span().end());
+  }
   return v.dims;
+}
+
+std::optional<DType> NodeLowering::InType(int i) const {
+  const ValueState& v = info(i);
+  if (v.dtype) return v.dtype;
+  if (const EntryType* t = state_.TypeOf(v.entry)) return t->dtype;
+  return std::nullopt;
 }
 
 std::optional<int> NodeLowering::Rank(int i) const {
@@ -352,15 +380,97 @@ absl::Status ImportNode(ImportState& s, const onnx::NodeProto& n, int64_t opset,
   if (c == nullptr) return absl::UnimplementedError("op type not supported");
   RILL_RETURN_IF_ERROR(CheckValueTypes(n, types));
   RILL_RETURN_IF_ERROR(CheckInputType(n, *c, s));
-  NodeLowering l(s, n, opset);
-  RILL_RETURN_IF_ERROR(c->fn(l));
-  RILL_RETURN_IF_ERROR(s.graph.status());
+  if (CanFold(s, n)) {
+    RILL_RETURN_IF_ERROR(FoldNode(s, n, opset, *c));
+  } else {
+    NodeLowering l(s, n, opset);
+    RILL_RETURN_IF_ERROR(c->fn(l));
+    RILL_RETURN_IF_ERROR(s.graph.status());
+    RILL_RETURN_IF_ERROR(s.InferNew());
+  }
   for (int i = 0; i < n.output_size(); ++i) {
     if (n.output(i).empty()) continue;
     const ValueState& v = s.values[n.output(i)];
     if (!v.entry.valid() && !v.constant) {
       return absl::UnimplementedError(
           absl::StrCat("output ", i, " ('", n.output(i), "') is not supported"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+struct NodeFailure {
+  std::string op_type;
+  std::string node;  // DescribeNode
+  absl::Status status;
+};
+
+// One Unimplemented error for all failed nodes: a single one as
+// "node 'n' (Op, opset k): why"; several grouped by op type, with counts,
+// each reason once and the first nodes it names.
+absl::Status ReportFailures(const std::vector<NodeFailure>& failures, int num_nodes) {
+  if (failures.size() == 1) return Annotate(failures[0].status, failures[0].node);
+  std::map<std::string, std::vector<const NodeFailure*>> by_type;
+  for (const NodeFailure& f : failures) by_type[f.op_type].push_back(&f);
+  std::string msg = absl::StrCat(failures.size(), " of ", num_nodes, " nodes (", by_type.size(),
+                                 " op type", by_type.size() == 1 ? "" : "s",
+                                 ") cannot be imported:");
+  for (const auto& [op_type, list] : by_type) {
+    absl::StrAppend(&msg, "\n  ", op_type, " x", list.size(), ":");
+    std::map<std::string, std::vector<std::string>> by_reason;
+    std::vector<std::string> reasons;  // In first-seen order.
+    for (const NodeFailure* f : list) {
+      std::string why(f->status.message());
+      auto [it, fresh] = by_reason.try_emplace(why);
+      if (fresh) reasons.push_back(why);
+      it->second.push_back(f->node);
+    }
+    for (const std::string& why : reasons) {
+      const std::vector<std::string>& nodes = by_reason[why];
+      absl::StrAppend(&msg, "\n    ", why, " (", nodes.size(), ": ", nodes[0]);
+      for (size_t k = 1; k < nodes.size() && k < 3; ++k) absl::StrAppend(&msg, ", ", nodes[k]);
+      absl::StrAppend(&msg, nodes.size() > 3 ? ", ...)" : ")");
+    }
+  }
+  return absl::UnimplementedError(msg);
+}
+
+// Fixes symbolic dimensions of the graph inputs (OnnxImportOptions::
+// dim_params and batch) in `m`, before checking and shape inference.
+absl::Status BindDims(onnx::ModelProto& m, const OnnxImportOptions& options) {
+  if (options.batch < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("batch ", options.batch, " is negative"));
+  }
+  absl::flat_hash_set<std::string> initializers;
+  for (const auto& t : m.graph().initializer()) initializers.insert(t.name());
+  absl::flat_hash_set<std::string> used;
+  for (onnx::ValueInfoProto& in : *m.mutable_graph()->mutable_input()) {
+    if (initializers.contains(in.name()) || !in.type().has_tensor_type() ||
+        !in.type().tensor_type().has_shape()) {
+      continue;
+    }
+    auto* dims = in.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim();
+    for (int i = 0; i < dims->size(); ++i) {
+      onnx::TensorShapeProto::Dimension& d = (*dims)[i];
+      if (d.has_dim_value()) continue;
+      auto it = d.has_dim_param() ? options.dim_params.find(d.dim_param())
+                                  : options.dim_params.end();
+      if (it != options.dim_params.end()) {
+        if (it->second <= 0) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("dim_params '", it->first, "' = ", it->second, " is not positive"));
+        }
+        used.insert(it->first);
+        d.set_dim_value(it->second);
+      } else if (i == 0 && options.batch > 0) {
+        d.set_dim_value(options.batch);
+      }
+    }
+  }
+  for (const auto& [name, value] : options.dim_params) {
+    if (!used.contains(name)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("dim_params '", name, "' names no symbolic dimension of a graph input"));
     }
   }
   return absl::OkStatus();
@@ -426,8 +536,9 @@ absl::Status AddOutputs(const onnx::GraphProto& g, ImportState& s, OnnxModel& mo
   return absl::OkStatus();
 }
 
-absl::StatusOr<OnnxModel> Import(const onnx::ModelProto& m, const OnnxImportOptions& options) {
+absl::StatusOr<OnnxModel> Import(onnx::ModelProto& m, const OnnxImportOptions& options) {
   RILL_ASSIGN_OR_RETURN(const int64_t opset, DefaultOpset(m));
+  RILL_RETURN_IF_ERROR(BindDims(m, options));
   if (opset < 11 || opset > 17) {
     return absl::UnimplementedError(
         absl::StrCat("opset ", opset, " is not supported (Rill imports 11 to 17)"));
@@ -506,11 +617,29 @@ absl::StatusOr<OnnxModel> Import(const onnx::ModelProto& m, const OnnxImportOpti
   OnnxModel model;
   model.opset = opset;
   RILL_RETURN_IF_ERROR(AddInputs(g, s, model));
+  RILL_RETURN_IF_ERROR(s.InferNew());
+  // Every node is tried: an Unimplemented one is recorded and its outputs
+  // poisoned, so that one error lists all that Rill lacks. Nodes reading a
+  // poisoned value are skipped, unless their op type is missing too.
+  std::vector<NodeFailure> failures;
+  absl::flat_hash_set<std::string> poisoned;
   for (int i : order) {
     const onnx::NodeProto& n = g.node(i);
-    absl::Status st = ImportNode(s, n, opset, types);
-    if (!st.ok()) return Annotate(st, DescribeNode(n, i, opset));
+    const bool skip = std::any_of(n.input().begin(), n.input().end(),
+                                  [&](const std::string& in) { return poisoned.contains(in); });
+    absl::Status st;
+    if (!skip) {
+      st = ImportNode(s, n, opset, types);
+    } else if (FindConverter(n.op_type()) == nullptr) {
+      st = absl::UnimplementedError("op type not supported");
+    }
+    if (!st.ok() && st.code() != absl::StatusCode::kUnimplemented) {
+      return Annotate(st, DescribeNode(n, i, opset));
+    }
+    if (skip || !st.ok()) poisoned.insert(n.output().begin(), n.output().end());
+    if (!st.ok()) failures.push_back({n.op_type(), DescribeNode(n, i, opset), std::move(st)});
   }
+  if (!failures.empty()) return ReportFailures(failures, g.node_size());
   RILL_RETURN_IF_ERROR(AddOutputs(g, s, model));
   model.graph = std::move(s.graph);
   model.initializers = std::move(s.tensors);

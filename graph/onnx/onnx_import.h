@@ -44,6 +44,13 @@ struct OnnxImportOptions {
   // shape or axes fed as an input folds. A name that is no graph input is
   // InvalidArgument.
   absl::flat_hash_map<std::string, Tensor> constant_inputs;
+  // Values for symbolic dimensions of the graph inputs, by the symbol's
+  // name (`dim_param`, such as "batch_size"), fixed before shape inference
+  // so that shape arithmetic on them folds at import.
+  absl::flat_hash_map<std::string, int64_t> dim_params;
+  // When > 0: the value of every graph input's axis 0 that is symbolic or
+  // unknown (a batch size; dim_params take precedence).
+  int64_t batch = 0;
 };
 
 // An imported model. Every variable of `graph` that is not in `inputs` is

@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "rill/graph/graph.h"
 #include "rill/graph/onnx/onnx_tensor.h"
+#include "rill/graph/passes.h"
 #include "rill/ops/params.h"
 
 namespace onnx {
@@ -50,8 +51,17 @@ class ImportState {
   engine::Context context = engine::Context::Host();
   engine::Engine* engine = nullptr;
 
+  // Rill's own shape/type inference of the graph as it grows: entries of
+  // nodes [0, inferred) are inferred where their inputs are known.
+  EntryTypes types;
+  int inferred = 0;
+
   // `base` or "base_<n>": a name no node has and no value may take.
   std::string UniqueName(std::string_view base);
+  // Infers the nodes added since the last call (errors name the node).
+  absl::Status InferNew();
+  // The inferred type of `e`, or null when unknown.
+  const EntryType* TypeOf(Entry e) const;
   // The entry of value `name`, making the variable of a constant on first
   // use.
   absl::StatusOr<Entry> Materialize(const std::string& name);
@@ -80,7 +90,7 @@ class NodeLowering {
   std::optional<std::vector<int64_t>> Dims(int i) const;
   // Every dimension known.
   std::optional<std::vector<int64_t>> StaticDims(int i) const;
-  std::optional<DType> InType(int i) const { return info(i).dtype; }
+  std::optional<DType> InType(int i) const;
 
   // --- Outputs.
   int num_outputs() const;
@@ -136,6 +146,13 @@ const Converter* FindConverter(std::string_view op_type);
 std::vector<std::string> SupportedOnnxOps();
 // Adds the nn converters (onnx_nn_ops.cc) to `table`.
 void AddNnConverters(ConverterTable& table);
+
+// Constant folding (onnx_fold.cc). CanFold: every input of `n` is known at
+// import time, none is a float initializer (weights stay parameters), and
+// the sizes are bounded. FoldNode: runs the converter on the CPU and makes
+// `n`'s outputs constants of `s`.
+bool CanFold(const ImportState& s, const onnx::NodeProto& n);
+absl::Status FoldNode(ImportState& s, const onnx::NodeProto& n, int64_t opset, const Converter& c);
 
 // Helpers shared by the converters (onnx_ops.cc).
 // Sets output 0.
