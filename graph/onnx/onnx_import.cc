@@ -539,9 +539,9 @@ absl::Status AddOutputs(const onnx::GraphProto& g, ImportState& s, OnnxModel& mo
 absl::StatusOr<OnnxModel> Import(onnx::ModelProto& m, const OnnxImportOptions& options) {
   RILL_ASSIGN_OR_RETURN(const int64_t opset, DefaultOpset(m));
   RILL_RETURN_IF_ERROR(BindDims(m, options));
-  if (opset < 11 || opset > 17) {
+  if (opset < 7 || opset > 17) {
     return absl::UnimplementedError(
-        absl::StrCat("opset ", opset, " is not supported (Rill imports 11 to 17)"));
+        absl::StrCat("opset ", opset, " is not supported (Rill imports 7 to 17)"));
   }
   const onnx::GraphProto& g = m.graph();
   RILL_ASSIGN_OR_RETURN(std::vector<int> order, SortNodes(g, opset));

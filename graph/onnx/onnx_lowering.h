@@ -144,8 +144,12 @@ using ConverterTable = std::map<std::string, Converter, std::less<>>;
 const Converter* FindConverter(std::string_view op_type);
 // Every op type with a converter, sorted.
 std::vector<std::string> SupportedOnnxOps();
-// Adds the nn converters (onnx_nn_ops.cc) to `table`.
+// Add the converters of onnx_nn_ops.cc, onnx_shape_ops.cc, onnx_resize.cc
+// and onnx_rnn.cc to `table`.
 void AddNnConverters(ConverterTable& table);
+void AddShapeConverters(ConverterTable& table);
+void AddResizeConverters(ConverterTable& table);
+void AddRnnConverters(ConverterTable& table);
 
 // Constant folding (onnx_fold.cc). CanFold: every input of `n` is known at
 // import time, none is a float initializer (weights stay parameters), and
@@ -164,6 +168,15 @@ absl::StatusOr<int> NeedRank(const NodeLowering& l, int i, std::string_view why)
 absl::StatusOr<std::vector<int64_t>> NeedDims(const NodeLowering& l, int i, std::string_view why);
 // `axis` in [-rank, rank) made non-negative.
 absl::StatusOr<int64_t> NormAxis(int64_t axis, int rank);
+// x[..., b:e, ...] on `axis` of a value of static `dims`.
+Entry SliceAxis(NodeLowering& l, Entry x, const std::vector<int64_t>& dims, int axis, int64_t b,
+                int64_t e);
+// x of static `dims` padded by `begin`/`end` elements per axis (negative:
+// cropped) in `mode` "constant" (with `value`), "reflect" or "edge":
+// slices and concats, so it runs anywhere and has a gradient.
+absl::StatusOr<Entry> PadEntry(NodeLowering& l, Entry x, std::vector<int64_t> dims,
+                               const std::vector<int64_t>& begin, const std::vector<int64_t>& end,
+                               std::string_view mode, double value, DType dtype);
 
 }  // namespace rill::graph
 

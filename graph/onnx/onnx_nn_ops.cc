@@ -1,10 +1,12 @@
 // Converters of the neural-network ONNX ops (Conv, pooling, normalization,
-// Gemm, MatMul): 2-D windows with symmetric padding, inference-form
-// normalization composed from elementwise and reduce ops.
+// Gemm, MatMul): 2-D windows (asymmetric padding and ceil_mode through an
+// explicit pad), inference-form normalization composed from elementwise
+// and reduce ops.
 
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -25,10 +27,12 @@ constexpr uint32_t kFloat = kFloatTypes;
 // ------------------------------------------------------------------------- nn
 
 struct Window {
-  std::vector<int64_t> kernel, stride, pad, dilation;
+  std::vector<int64_t> kernel, stride, dilation;
+  std::vector<int64_t> pad_begin, pad_end;  // Per spatial axis.
 };
 
-// 2-D window attributes with symmetric padding (auto_pad resolved).
+// 2-D window attributes (auto_pad resolved; SAME with an odd total puts
+// the extra element at the end for SAME_UPPER, at the start for SAME_LOWER).
 absl::StatusOr<Window> WindowOf(L& l, std::vector<int64_t> kernel) {
   Window w;
   w.kernel = std::move(kernel);
@@ -40,17 +44,27 @@ absl::StatusOr<Window> WindowOf(L& l, std::vector<int64_t> kernel) {
   if (w.stride.empty()) w.stride = {1, 1};
   w.dilation = l.Ints("dilations");
   if (w.dilation.empty()) w.dilation = {1, 1};
+  if (w.stride.size() != 2 || w.dilation.size() != 2) {
+    return absl::InvalidArgumentError("strides and dilations must have 2 values");
+  }
+  for (int i = 0; i < 2; ++i) {
+    if (w.kernel[i] <= 0 || w.stride[i] <= 0 || w.dilation[i] <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "kernel_shape, strides and dilations must be positive (axis ", i, ")"));
+    }
+  }
   const std::string auto_pad = l.String("auto_pad", "NOTSET");
   if (auto_pad == "NOTSET") {
     std::vector<int64_t> p = l.Ints("pads");
     if (p.empty()) p = {0, 0, 0, 0};
     if (p.size() != 4) return absl::InvalidArgumentError("pads must have 4 values");
-    if (p[0] != p[2] || p[1] != p[3]) {
-      return L::Unsupported(absl::StrCat("asymmetric pads (", absl::StrJoin(p, ", "), ")"));
+    for (int64_t v : p) {
+      if (v < 0) return absl::InvalidArgumentError(absl::StrCat("pads has ", v));
     }
-    w.pad = {p[0], p[1]};
+    w.pad_begin = {p[0], p[1]};
+    w.pad_end = {p[2], p[3]};
   } else if (auto_pad == "VALID") {
-    w.pad = {0, 0};
+    w.pad_begin = w.pad_end = {0, 0};
   } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     RILL_ASSIGN_OR_RETURN(std::vector<int64_t> dims, NeedDims(l, 0, "auto_pad SAME"));
     if (dims.size() != 4) return L::Unsupported("only 2-D windows (4-D input)");
@@ -59,14 +73,34 @@ absl::StatusOr<Window> WindowOf(L& l, std::vector<int64_t> kernel) {
       const int64_t out = (in + s - 1) / s;
       const int64_t total =
           std::max<int64_t>(0, (out - 1) * s + (w.kernel[i] - 1) * w.dilation[i] + 1 - in);
-      if (total % 2 != 0)
-        return L::Unsupported(absl::StrCat("auto_pad ", auto_pad, " with odd total padding"));
-      w.pad.push_back(total / 2);
+      const int64_t small = total / 2, big = total - small;
+      w.pad_begin.push_back(auto_pad == "SAME_UPPER" ? small : big);
+      w.pad_end.push_back(auto_pad == "SAME_UPPER" ? big : small);
     }
   } else {
     return L::Unsupported(absl::StrCat("auto_pad ", auto_pad));
   }
   return w;
+}
+
+// Pads what the op cannot pad itself (the asymmetric part) explicitly with
+// `value`, leaving the op the symmetric part, returned.
+absl::StatusOr<std::vector<int64_t>> SplitPads(L& l, Entry& x, const std::vector<int64_t>& dims,
+                                               const std::vector<int64_t>& begin,
+                                               const std::vector<int64_t>& end, double value) {
+  std::vector<int64_t> sym(2), b(4, 0), e(4, 0);
+  bool extra = false;
+  for (int i = 0; i < 2; ++i) {
+    sym[i] = std::min(begin[i], end[i]);
+    b[2 + i] = begin[i] - sym[i];
+    e[2 + i] = end[i] - sym[i];
+    extra = extra || b[2 + i] || e[2 + i];
+  }
+  if (!extra) return sym;
+  auto t = l.InType(0);
+  if (!t) return L::Unsupported("needs the input's element type");
+  RILL_ASSIGN_OR_RETURN(x, PadEntry(l, x, dims, b, e, "constant", value, *t));
+  return sym;
 }
 
 absl::Status Conv(L& l) {
@@ -80,10 +114,15 @@ absl::Status Conv(L& l) {
     return L::Unsupported(absl::StrCat("only 2-D convolution (input rank ", *r, ")"));
   RILL_ASSIGN_OR_RETURN(Window w, WindowOf(l, kernel));
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  std::vector<int64_t> pad = w.pad_begin;
+  if (w.pad_begin != w.pad_end) {
+    RILL_ASSIGN_OR_RETURN(std::vector<int64_t> dims, NeedDims(l, 0, "asymmetric pads"));
+    RILL_ASSIGN_OR_RETURN(pad, SplitPads(l, x, dims, w.pad_begin, w.pad_end, 0));
+  }
   RILL_ASSIGN_OR_RETURN(Entry wt, l.In(1));
   Entry y = l.Op(op_names::kConv2d, {x, wt},
                  {{"stride", IntsAttr(w.stride)},
-                  {"pad", IntsAttr(w.pad)},
+                  {"pad", IntsAttr(pad)},
                   {"dilation", IntsAttr(w.dilation)},
                   {"num_group", absl::StrCat(l.Int("group", 1))}});
   if (l.has_input(2)) {
@@ -93,6 +132,9 @@ absl::Status Conv(L& l) {
   return Out(l, y);
 }
 
+// Pooling. Asymmetric pads and ceil_mode's extra end windows become an
+// explicit pad: with the lowest float for max; with zeros for average,
+// whose sum is then divided by a constant map of each window's divisor.
 template <bool kMax>
 absl::Status Pool(L& l) {
   if (l.wants_output(1)) return L::Unsupported("the Indices output");
@@ -100,20 +142,65 @@ absl::Status Pool(L& l) {
     return L::Unsupported(absl::StrCat("only 2-D pooling (input rank ", *r, ")"));
   RILL_ASSIGN_OR_RETURN(Window w, WindowOf(l, l.Ints("kernel_shape")));
   if (w.dilation != std::vector<int64_t>{1, 1}) return L::Unsupported("dilations other than 1");
-  if (l.Int("ceil_mode", 0) != 0) {
-    RILL_ASSIGN_OR_RETURN(std::vector<int64_t> dims, NeedDims(l, 0, "ceil_mode"));
+  const bool include_pad = !kMax && l.Int("count_include_pad", 0) != 0;
+  std::vector<int64_t> end = w.pad_end;
+  std::vector<int64_t> out(2), dims;
+  if (l.Int("ceil_mode", 0) != 0 || w.pad_begin != w.pad_end) {
+    RILL_ASSIGN_OR_RETURN(dims, NeedDims(l, 0, "ceil_mode or asymmetric pads"));
     for (int i = 0; i < 2; ++i) {
-      const int64_t span = dims[2 + i] + 2 * w.pad[i] - w.kernel[i];
-      if (span % w.stride[i] != 0) return L::Unsupported("ceil_mode=1 where it rounds up");
+      const int64_t in = dims[2 + i], k = w.kernel[i], s = w.stride[i];
+      const int64_t span = in + w.pad_begin[i] + w.pad_end[i] - k;
+      if (span < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("pooling window ", k, " is larger than ",
+                                                       "the padded input axis ", in));
+      }
+      out[i] = span / s + 1;
+      if (l.Int("ceil_mode", 0) != 0 && span % s != 0) {
+        ++out[i];
+        // The last window must start inside the input or its start pad.
+        if ((out[i] - 1) * s >= in + w.pad_begin[i]) --out[i];
+      }
+      end[i] = std::max(w.pad_end[i], (out[i] - 1) * s + k - in - w.pad_begin[i]);
     }
   }
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
   ops::Attrs a = {{"kernel", IntsAttr(w.kernel)},
                   {"stride", IntsAttr(w.stride)},
-                  {"pad", IntsAttr(w.pad)},
                   {"pool_type", kMax ? "max" : "avg"}};
-  if (!kMax) a.push_back({"count_include_pad", l.Int("count_include_pad", 0) ? "true" : "false"});
-  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
-  return Out(l, l.Op(op_names::kPooling, {x}, a));
+  if (end == w.pad_begin) {
+    a.push_back({"pad", IntsAttr(w.pad_begin)});
+    if (!kMax) a.push_back({"count_include_pad", include_pad ? "true" : "false"});
+    return Out(l, l.Op(op_names::kPooling, {x}, a));
+  }
+  if (kMax) {
+    RILL_ASSIGN_OR_RETURN(std::vector<int64_t> sym,
+                          SplitPads(l, x, dims, w.pad_begin, end,
+                                    -std::numeric_limits<float>::max()));
+    a.push_back({"pad", IntsAttr(sym)});
+    return Out(l, l.Op(op_names::kPooling, {x}, a));
+  }
+  // Average: the window sums over zero padding, divided by the number of
+  // elements ONNX counts: inside the input, or (count_include_pad) inside
+  // the input and its explicit pads, never the ceil_mode overhang.
+  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> sym, SplitPads(l, x, dims, w.pad_begin, end, 0));
+  a.push_back({"pad", IntsAttr(sym)});
+  a.push_back({"count_include_pad", "true"});
+  Entry sum = l.Op(op_names::kMulScalar, {l.Op(op_names::kPooling, {x}, a)},
+                   {{"scalar", FloatAttr(static_cast<double>(w.kernel[0] * w.kernel[1]))}});
+  OnnxHostTensor count = OnnxHostTensor::Fill(DType::kF32, Shape{1, 1, out[0], out[1]}, 0);
+  float* c = reinterpret_cast<float*>(count.bytes.data());
+  auto extent = [&](int i, int64_t o) {
+    const int64_t start = o * w.stride[i] - w.pad_begin[i];
+    const int64_t lo = include_pad ? start : std::max<int64_t>(start, 0);
+    const int64_t hi = std::min(start + w.kernel[i],
+                                include_pad ? dims[2 + i] + w.pad_end[i] : dims[2 + i]);
+    return std::max<int64_t>(hi - lo, 1);
+  };
+  for (int64_t i = 0; i < out[0]; ++i) {
+    for (int64_t j = 0; j < out[1]; ++j) c[i * out[1] + j] = extent(0, i) * extent(1, j);
+  }
+  RILL_ASSIGN_OR_RETURN(Entry ce, l.Const(std::move(count)));
+  return Out(l, l.Op(op_names::kDiv, {sum, ce}));
 }
 
 template <bool kMax>
@@ -136,6 +223,7 @@ Entry PerChannel(L& l, Entry v, int r) {
 absl::Status BatchNormalization(L& l) {
   if (l.Int("training_mode", 0) != 0)
     return L::Unsupported("training_mode=1 (Rill imports inference graphs)");
+  if (l.Int("spatial", 1) == 0) return L::Unsupported("spatial=0 (before opset 9)");
   for (int i = 1; i < l.num_outputs(); ++i) {
     if (l.wants_output(i)) return L::Unsupported("running mean/var outputs (training mode)");
   }
@@ -221,6 +309,46 @@ absl::Status Gemm(L& l) {
   return Out(l, y);
 }
 
+// Batch dimensions broadcast NumPy's way: each operand is expanded (an add
+// of zeros) to the common batch shape, then one batched matmul.
+absl::Status BroadcastMatMul(L& l, Entry a, Entry b, std::vector<int64_t> A,
+                             std::vector<int64_t> B, bool a_vector, bool b_vector) {
+  const size_t r = std::max(A.size(), B.size());
+  A.insert(A.begin(), r - A.size(), 1);
+  B.insert(B.begin(), r - B.size(), 1);
+  std::vector<int64_t> batch;
+  for (size_t i = 0; i + 2 < r; ++i) {
+    if (A[i] != B[i] && A[i] != 1 && B[i] != 1) {
+      return absl::InvalidArgumentError(absl::StrCat("batch dimensions ", A[i], " and ", B[i],
+                                                     " at axis ", i, " do not broadcast"));
+    }
+    batch.push_back(std::max(A[i], B[i]));
+  }
+  auto t = l.InType(0);
+  if (!t) return L::Unsupported("needs the element type");
+  auto expand = [&](Entry x, const std::vector<int64_t>& d) -> absl::StatusOr<Entry> {
+    std::vector<int64_t> full = batch;
+    full.push_back(d[r - 2]);
+    full.push_back(d[r - 1]);
+    x = l.Op(op_names::kReshape, {x}, {{"shape", IntsAttr(d)}});
+    if (full == d) return x;
+    const Shape s(full);
+    RILL_RETURN_IF_ERROR(s.Validate(DTypeSize(*t)));
+    if (s.NumElements() * DTypeSize(*t) > (int64_t{256} << 20)) {
+      return L::Unsupported(absl::StrCat("a broadcast operand of ", s.ToString()));
+    }
+    RILL_ASSIGN_OR_RETURN(Entry zeros, l.Const(OnnxHostTensor::Fill(*t, s, 0)));
+    return l.Op(op_names::kAdd, {x, zeros});
+  };
+  RILL_ASSIGN_OR_RETURN(a, expand(a, A));
+  RILL_ASSIGN_OR_RETURN(b, expand(b, B));
+  Entry y = l.Op(op_names::kMatmul, {a, b});
+  std::vector<int64_t> out = batch;
+  if (!a_vector) out.push_back(A[r - 2]);
+  if (!b_vector) out.push_back(B[r - 1]);
+  return Out(l, l.Op(op_names::kReshape, {y}, {{"shape", IntsAttr(out)}}));
+}
+
 // NumPy matmul: equal ranks with equal batch dimensions map directly; 1-D
 // operands and a 2-D right operand under a batched left one are reshaped.
 absl::Status MatMul(L& l) {
@@ -228,10 +356,9 @@ absl::Status MatMul(L& l) {
   RILL_ASSIGN_OR_RETURN(Entry b, l.In(1));
   auto da = l.Dims(0), db = l.Dims(1);
   if (da && db && da->size() == db->size() && da->size() >= 2) {
-    for (size_t i = 0; i + 2 < da->size(); ++i) {
-      if ((*da)[i] != (*db)[i]) return L::Unsupported("broadcasting batch dimensions");
-    }
-    return Out(l, l.Op(op_names::kMatmul, {a, b}));
+    bool same = true;
+    for (size_t i = 0; i + 2 < da->size(); ++i) same = same && (*da)[i] == (*db)[i];
+    if (same) return Out(l, l.Op(op_names::kMatmul, {a, b}));
   }
   auto sa = l.StaticDims(0), sb = l.StaticDims(1);
   if (!sa || !sb) {
@@ -242,7 +369,8 @@ absl::Status MatMul(L& l) {
   std::vector<int64_t> A = *sa, B = *sb;
   if (A.size() == 1) A.insert(A.begin(), 1);
   if (B.size() == 1) B.push_back(1);
-  if (A.size() < 2 || B.size() != 2) return L::Unsupported("broadcasting batch dimensions");
+  if (A.size() < 2) return L::Unsupported("an operand of rank 0");
+  if (B.size() != 2) return BroadcastMatMul(l, a, b, A, B, sa->size() == 1, sb->size() == 1);
   out.assign(A.begin(), A.end() - 1);
   out.push_back(B[1]);
   Entry a2 = l.Op(op_names::kReshape, {a}, {{"shape", IntsAttr({-1, A.back()})}});

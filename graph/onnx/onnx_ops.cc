@@ -1,4 +1,4 @@
-// Converters from ONNX nodes (default domain, opsets 11-17) to Rill ops.
+// Converters from ONNX nodes (default domain, opsets 7-17) to Rill ops.
 // Each composes existing ops; values that must be known at import time
 // (shapes, axes, pads for auto_pad) come from constants or the model's
 // (inferred) shapes, otherwise the node is Unimplemented.
@@ -91,6 +91,7 @@ absl::Status Binary(L& l) {
 using op_names::kAdd, op_names::kSub, op_names::kMul, op_names::kDiv, op_names::kNeg,
     op_names::kAbs, op_names::kExp, op_names::kLog, op_names::kSqrt, op_names::kRelu,
     op_names::kSigmoid, op_names::kTanh;
+constexpr char kErf[] = "erf";
 
 absl::Status Pow(L& l) {
   RILL_ASSIGN_OR_RETURN(Entry a, l.In(0));
@@ -204,8 +205,22 @@ absl::Status Sign(L& l) {
 absl::Status Clip(L& l) {
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
   Entry y = x;
+  if (l.opset() < 11) {  // Attributes before opset 11.
+    if (l.HasAttr("min")) {
+      y = l.Op(op_names::kMaximumScalar, {y}, {{"scalar", FloatAttr(l.Float("min", 0))}});
+    }
+    if (l.HasAttr("max")) {
+      y = l.Op(op_names::kMinimumScalar, {y}, {{"scalar", FloatAttr(l.Float("max", 0))}});
+    }
+  }
   for (int i : {1, 2}) {
+    if (l.opset() < 11) break;
     if (!l.has_input(i)) continue;
+    if (!l.info(i).constant) {  // A bound computed in the graph (a scalar).
+      RILL_ASSIGN_OR_RETURN(Entry bound, l.In(i));
+      y = l.Op(i == 1 ? op_names::kMaximum : op_names::kMinimum, {y, bound});
+      continue;
+    }
     std::vector<double> v;
     RILL_ASSIGN_OR_RETURN(v, l.ConstDoubles(i, i == 1 ? "min" : "max"));
     if (v.size() != 1) return absl::InvalidArgumentError("Clip bounds must be scalars");
@@ -213,6 +228,14 @@ absl::Status Clip(L& l) {
              {{"scalar", FloatAttr(v[0])}});
   }
   return Out(l, y == x ? l.Op(op_names::kIdentity, {x}) : y);
+}
+
+// log(1 + exp(x)) computed as relu(x) + log(1 + exp(-|x|)), exact for large |x|.
+absl::Status Softplus(L& l) {
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  Entry e = l.Op(op_names::kExp, {l.Op(op_names::kNeg, {l.Op(op_names::kAbs, {x})})});
+  Entry lg = l.Op(op_names::kLog, {l.Op(op_names::kAddScalar, {e}, {{"scalar", "1"}})});
+  return Out(l, l.Op(op_names::kAdd, {l.Op(op_names::kRelu, {x}), lg}));
 }
 
 absl::Status Identity(L& l) {
@@ -401,16 +424,23 @@ absl::Status Slice(L& l) {
   RILL_ASSIGN_OR_RETURN(std::vector<int64_t> dims,
                         NeedDims(l, 0, "Slice bounds are resolved at import time"));
   const int r = static_cast<int>(dims.size());
-  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> starts, l.ConstInts(1, "starts"));
-  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> ends, l.ConstInts(2, "ends"));
-  std::vector<int64_t> axes;
-  if (l.has_input(3)) {
-    RILL_ASSIGN_OR_RETURN(axes, l.ConstInts(3, "axes"));
+  std::vector<int64_t> starts, ends, axes;
+  if (l.opset() < 10) {  // Attributes before opset 10.
+    starts = l.Ints("starts");
+    ends = l.Ints("ends");
+    axes = l.Ints("axes");
   } else {
+    RILL_ASSIGN_OR_RETURN(starts, l.ConstInts(1, "starts"));
+    RILL_ASSIGN_OR_RETURN(ends, l.ConstInts(2, "ends"));
+  }
+  if (axes.empty() && l.opset() >= 10 && l.has_input(3)) {
+    RILL_ASSIGN_OR_RETURN(axes, l.ConstInts(3, "axes"));
+  }
+  if (axes.empty()) {
     for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
   }
   std::vector<int64_t> steps(starts.size(), 1);
-  if (l.has_input(4)) {
+  if (l.opset() >= 10 && l.has_input(4)) {
     RILL_ASSIGN_OR_RETURN(steps, l.ConstInts(4, "steps"));
   }
   if (starts.size() != ends.size() || axes.size() != starts.size() ||
@@ -526,6 +556,7 @@ const ConverterTable& Table() {
         {"Dropout", {Dropout, 0}},
         {"Elu", {Elu, kFloat}},
         {"Equal", {Compare<kEqual, false>, kNumeric}},
+        {"Erf", {Unary<kErf>, kFloat}},
         {"Exp", {Unary<kExp>, kFloat}},
         {"Expand", {Expand, kNumeric}},
         {"Flatten", {Flatten, 0}},
@@ -563,6 +594,7 @@ const ConverterTable& Table() {
         {"Size", {Size, 0}},
         {"Slice", {Slice, 0}},
         {"Softmax", {Softmax<false>, kFloat}},
+        {"Softplus", {Softplus, kFloat}},
         {"Softsign", {Softsign, kFloat}},
         {"Sqrt", {Unary<kSqrt>, kFloat}},
         {"Squeeze", {Squeeze, 0}},
@@ -574,6 +606,9 @@ const ConverterTable& Table() {
         {"Unsqueeze", {Unsqueeze, 0}},
     };
     AddNnConverters(*t);
+    AddShapeConverters(*t);
+    AddResizeConverters(*t);
+    AddRnnConverters(*t);
     return t;
   }();
   return *t;
