@@ -17,7 +17,9 @@ inline constexpr char kBackwardConv2dData[] = "_backward_conv2d_data";
 inline constexpr char kBackwardConv2dFilter[] = "_backward_conv2d_filter";
 inline constexpr char kBackwardCopy[] = "_backward_copy";
 inline constexpr char kBackwardDropout[] = "_backward_dropout";
+inline constexpr char kBackwardErf[] = "_backward_erf";
 inline constexpr char kBackwardExp[] = "_backward_exp";
+inline constexpr char kBackwardGather[] = "_backward_gather";
 inline constexpr char kBackwardGelu[] = "_backward_gelu";
 inline constexpr char kBackwardLog[] = "_backward_log";
 inline constexpr char kBackwardLogSoftmax[] = "_backward_log_softmax";
@@ -47,10 +49,12 @@ inline constexpr char kDivScalar[] = "div_scalar";
 inline constexpr char kDropout[] = "dropout";
 inline constexpr char kEqual[] = "equal";
 inline constexpr char kEqualScalar[] = "equal_scalar";
+inline constexpr char kErf[] = "erf";
 inline constexpr char kExp[] = "exp";
 inline constexpr char kFill[] = "fill";
 inline constexpr char kFlatten[] = "flatten";
 inline constexpr char kFullyConnected[] = "fully_connected";
+inline constexpr char kGather[] = "gather";
 inline constexpr char kGelu[] = "gelu";
 inline constexpr char kGreater[] = "greater";
 inline constexpr char kGreaterScalar[] = "greater_scalar";
@@ -92,6 +96,7 @@ inline constexpr char kSum[] = "sum";
 inline constexpr char kSumTo[] = "sum_to";
 inline constexpr char kTanh[] = "tanh";
 inline constexpr char kTranspose[] = "transpose";
+inline constexpr char kWhere[] = "where";
 inline constexpr char kZeros[] = "zeros";
 
 // Every name above, for tests and tools.
@@ -104,7 +109,9 @@ inline constexpr const char* kAll[] = {
     kBackwardConv2dFilter,
     kBackwardCopy,
     kBackwardDropout,
+    kBackwardErf,
     kBackwardExp,
+    kBackwardGather,
     kBackwardGelu,
     kBackwardLog,
     kBackwardLogSoftmax,
@@ -134,10 +141,12 @@ inline constexpr const char* kAll[] = {
     kDropout,
     kEqual,
     kEqualScalar,
+    kErf,
     kExp,
     kFill,
     kFlatten,
     kFullyConnected,
+    kGather,
     kGelu,
     kGreater,
     kGreaterScalar,
@@ -179,6 +188,7 @@ inline constexpr const char* kAll[] = {
     kSumTo,
     kTanh,
     kTranspose,
+    kWhere,
     kZeros,
 };
 

@@ -4,6 +4,7 @@
 #include "rill/base/status_macros.h"
 #include "rill/ops/elementwise/elementwise.h"
 #include "rill/ops/op_names.h"
+#include "rill/ops/shape/shape.h"
 
 namespace rill::ops {
 namespace {
@@ -83,6 +84,18 @@ absl::StatusOr<Tensor> Sigmoid(const Tensor& x) {
 absl::StatusOr<Tensor> Tanh(const Tensor& x) {
   RILL_OP(op_names::kTanh);
   return Run(op, {x});
+}
+absl::StatusOr<Tensor> Erf(const Tensor& x) {
+  RILL_OP(op_names::kErf);
+  return Run(op, {x});
+}
+absl::StatusOr<Tensor> Where(const Tensor& cond, const Tensor& x, const Tensor& y) {
+  RILL_OP(op_names::kWhere);
+  return Run(op, {cond, x, y});
+}
+absl::StatusOr<Tensor> Gather(const Tensor& data, const Tensor& indices, int64_t axis) {
+  RILL_OP(op_names::kGather);
+  return Run(op, {data, indices}, MakeParams(GatherParams{axis}));
 }
 
 absl::Status AddTo(const Tensor& y, const Tensor& x) {

@@ -37,6 +37,15 @@ absl::StatusOr<Tensor> Log(const Tensor& x);
 absl::StatusOr<Tensor> Relu(const Tensor& x);
 absl::StatusOr<Tensor> Sigmoid(const Tensor& x);
 absl::StatusOr<Tensor> Tanh(const Tensor& x);
+absl::StatusOr<Tensor> Erf(const Tensor& x);
+// x where `cond` is nonzero, else y; the three broadcast (NumPy). cond of
+// any type; x and y of one type, the output's.
+absl::StatusOr<Tensor> Where(const Tensor& cond, const Tensor& x, const Tensor& y);
+// ONNX Gather: the slices of `data` along `axis` (negative from the end)
+// at `indices` (int32 or int64; negative from the end); the output is
+// data.shape[:axis] + indices.shape + data.shape[axis+1:]. An index out of
+// range fails the op on host memory and is clamped by device kernels.
+absl::StatusOr<Tensor> Gather(const Tensor& data, const Tensor& indices, int64_t axis = 0);
 // y += x (same shape, or x broadcast to y), in place: one engine function.
 absl::Status AddTo(const Tensor& y, const Tensor& x);
 // Reductions over `axes` (empty: all).

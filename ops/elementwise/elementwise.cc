@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "rill/base/status_macros.h"
 #include "rill/ops/invoke.h"
 #include "rill/ops/op_names.h"
@@ -13,58 +14,94 @@
 
 namespace rill::ops {
 
-absl::StatusOr<BroadcastPlan> MakeBroadcastPlan(const Shape& a, const Shape& b, const Shape& out) {
-  if (a == out && b == out) {  // The common case: one flat axis.
-    BroadcastPlan p;
-    p.rank = out.rank() == 0 ? 0 : 1;
-    p.dims[0] = out.NumElements();
-    p.a_strides[0] = p.b_strides[0] = 1;
-    return p;
-  }
-  // Align to the output's rank; drop size-1 output axes; merge neighbours
-  // whose broadcast pattern agrees.
+namespace {
+
+// The output's axes for kernels that broadcast `ins` to `out`: size-1 axes
+// dropped, neighbours merged where every input is contiguous across the
+// pair (or broadcast along both); strides[j] are input j's, 0 along the
+// axes it is broadcast over.
+struct Collapsed {
+  std::vector<int64_t> dims;
+  std::vector<std::vector<int64_t>> strides;
+};
+
+absl::StatusOr<Collapsed> Collapse(absl::Span<const Shape* const> ins, const Shape& out) {
+  const size_t n = ins.size();
   const int r = out.rank();
-  std::vector<int64_t> dims, sa, sb;
-  int64_t stride_a = 1, stride_b = 1;
-  std::vector<int64_t> da(r), db(r);
-  for (int i = r - 1; i >= 0; --i) {
-    const int ia = a.rank() - r + i, ib = b.rank() - r + i;
-    const int64_t ea = ia >= 0 ? a[ia] : 1, eb = ib >= 0 ? b[ib] : 1;
-    da[i] = ea == 1 ? 0 : stride_a;
-    db[i] = eb == 1 ? 0 : stride_b;
-    stride_a *= ea;
-    stride_b *= eb;
+  Collapsed c;
+  c.strides.resize(n);
+  bool same = true;
+  for (const Shape* s : ins) same = same && *s == out;
+  if (same) {  // The common case: one flat axis.
+    if (r > 0) {
+      c.dims.push_back(out.NumElements());
+      for (auto& s : c.strides) s.push_back(1);
+    }
+    return c;
+  }
+  // Each input's stride per output axis (aligned from the right).
+  std::vector<std::vector<int64_t>> full(n, std::vector<int64_t>(r));
+  for (size_t j = 0; j < n; ++j) {
+    const Shape& s = *ins[j];
+    int64_t stride = 1;
+    for (int i = r - 1; i >= 0; --i) {
+      const int k = s.rank() - r + i;
+      const int64_t e = k >= 0 ? s[k] : 1;
+      full[j][i] = e == 1 ? 0 : stride;
+      stride *= e;
+    }
   }
   for (int i = 0; i < r; ++i) {
     if (out[i] == 1) continue;
-    if (!dims.empty()) {
-      const size_t k = dims.size() - 1;
-      // Merge axis i into the previous one when both inputs are contiguous
-      // across the pair (or both broadcast along both).
-      const bool a_ok = (sa[k] == 0 && da[i] == 0) || (da[i] != 0 && sa[k] == da[i] * out[i]);
-      const bool b_ok = (sb[k] == 0 && db[i] == 0) || (db[i] != 0 && sb[k] == db[i] * out[i]);
-      if (a_ok && b_ok) {
-        dims[k] *= out[i];
-        sa[k] = da[i];
-        sb[k] = db[i];
-        continue;
-      }
+    bool merge = !c.dims.empty();
+    for (size_t j = 0; merge && j < n; ++j) {
+      const int64_t prev = c.strides[j].back(), cur = full[j][i];
+      merge = (prev == 0 && cur == 0) || (cur != 0 && prev == cur * out[i]);
     }
-    dims.push_back(out[i]);
-    sa.push_back(da[i]);
-    sb.push_back(db[i]);
+    if (merge) {
+      c.dims.back() *= out[i];
+    } else {
+      c.dims.push_back(out[i]);
+      for (size_t j = 0; j < n; ++j) c.strides[j].push_back(0);
+    }
+    for (size_t j = 0; j < n; ++j) c.strides[j].back() = full[j][i];
   }
-  if (dims.size() > static_cast<size_t>(kMaxRank)) {
-    return absl::UnimplementedError(absl::StrCat("broadcast of ", a.ToString(), " and ",
-                                                 b.ToString(), " needs ", dims.size(),
+  if (c.dims.size() > static_cast<size_t>(kMaxRank)) {
+    std::vector<std::string> names;
+    for (const Shape* s : ins) names.push_back(s->ToString());
+    return absl::UnimplementedError(absl::StrCat("broadcast of ", absl::StrJoin(names, ", "),
+                                                 " to ", out.ToString(), " needs ", c.dims.size(),
                                                  " axes; kernels handle ", kMaxRank));
   }
+  return c;
+}
+
+}  // namespace
+
+absl::StatusOr<BroadcastPlan> MakeBroadcastPlan(const Shape& a, const Shape& b, const Shape& out) {
+  const Shape* ins[] = {&a, &b};
+  RILL_ASSIGN_OR_RETURN(Collapsed c, Collapse(ins, out));
   BroadcastPlan p;
-  p.rank = static_cast<int64_t>(dims.size());
-  for (size_t i = 0; i < dims.size(); ++i) {
-    p.dims[i] = dims[i];
-    p.a_strides[i] = sa[i];
-    p.b_strides[i] = sb[i];
+  p.rank = static_cast<int64_t>(c.dims.size());
+  for (size_t i = 0; i < c.dims.size(); ++i) {
+    p.dims[i] = c.dims[i];
+    p.a_strides[i] = c.strides[0][i];
+    p.b_strides[i] = c.strides[1][i];
+  }
+  return p;
+}
+
+absl::StatusOr<WherePlan> MakeWherePlan(const Shape& cond, const Shape& x, const Shape& y,
+                                        const Shape& out) {
+  const Shape* ins[] = {&cond, &x, &y};
+  RILL_ASSIGN_OR_RETURN(Collapsed c, Collapse(ins, out));
+  WherePlan p;
+  p.rank = static_cast<int64_t>(c.dims.size());
+  for (size_t i = 0; i < c.dims.size(); ++i) {
+    p.dims[i] = c.dims[i];
+    p.c_strides[i] = c.strides[0][i];
+    p.x_strides[i] = c.strides[1][i];
+    p.y_strides[i] = c.strides[2][i];
   }
   return p;
 }
@@ -129,6 +166,47 @@ absl::StatusOr<std::vector<Tensor>> DivGrad(const GradientContext& c) {
   return std::vector<Tensor>{ga, gb};
 }
 
+absl::Status WhereShape(const InferContext& ctx, std::vector<Shape>* out) {
+  const Shape &c = ctx.in_shapes[0], &x = ctx.in_shapes[1], &y = ctx.in_shapes[2];
+  absl::StatusOr<Shape> s = BroadcastShapes(c, x);
+  if (s.ok()) s = BroadcastShapes(*s, y);
+  if (!s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("condition ", c.ToString(), ", x ", x.ToString(),
+                                                   " and y ", y.ToString(),
+                                                   " do not broadcast: ", s.status().message()));
+  }
+  (*out)[0] = *s;
+  return absl::OkStatus();
+}
+
+// The condition may have any type; x and y share the output's.
+absl::Status WhereType(const InferContext& ctx, std::vector<DType>* out) {
+  if (ctx.in_types[1] != ctx.in_types[2]) {
+    return absl::InvalidArgumentError(absl::StrCat("x is ", DTypeName(ctx.in_types[1]),
+                                                   " but y is ", DTypeName(ctx.in_types[2])));
+  }
+  (*out)[0] = ctx.in_types[1];
+  return absl::OkStatus();
+}
+
+// dy where the condition holds to x, where it does not to y, each summed
+// to its input's shape; none to the condition. The zeros are made from dy
+// (dy > inf is 0 for every float, NaN included; dy - dy for integers).
+absl::StatusOr<std::vector<Tensor>> WhereGrad(const GradientContext& c) {
+  const Tensor &cond = c.inputs[0], &dy = c.out_grads[0];
+  Tensor zeros;
+  if (IsFloat(dy.dtype())) {
+    RILL_ASSIGN_OR_RETURN(zeros, One(op_names::kGreaterScalar, {dy}, {{"scalar", "inf"}}));
+  } else {
+    RILL_ASSIGN_OR_RETURN(zeros, One(op_names::kSub, {dy, dy}));
+  }
+  RILL_ASSIGN_OR_RETURN(Tensor a, One(op_names::kWhere, {cond, dy, zeros}));
+  RILL_ASSIGN_OR_RETURN(Tensor b, One(op_names::kWhere, {cond, zeros, dy}));
+  RILL_ASSIGN_OR_RETURN(Tensor gx, SumTo(a, c.inputs[1].shape()));
+  RILL_ASSIGN_OR_RETURN(Tensor gy, SumTo(b, c.inputs[2].shape()));
+  return std::vector<Tensor>{Tensor(), gx, gy};
+}
+
 template <UnaryCode kCode>
 absl::StatusOr<std::vector<Tensor>> UnaryGrad(const GradientContext& c) {
   static const std::string name = [] {
@@ -153,6 +231,8 @@ absl::StatusOr<std::vector<Tensor>> UnaryGrad(const GradientContext& c) {
         return std::string(op_names::kBackwardGelu);
       case UnaryCode::kSquare:
         return std::string(op_names::kBackwardSquare);
+      case UnaryCode::kErf:
+        return std::string(op_names::kBackwardErf);
       default:
         return std::string(op_names::kBackwardCopy);
     }
@@ -244,6 +324,16 @@ void RegisterElementwiseOps(OpRegistry& r) {
         .set_gradient(b.grad);
     r.Check(r.Register(std::move(def)));
   }
+  // where(condition, x, y): x where the condition is nonzero, else y; the
+  // three broadcast (NumPy) to the output. The condition may be bool or any
+  // numeric type; x and y share a type, the output's.
+  r.Check(r.Register(OpDef(op_names::kWhere)
+                         .set_inputs({"condition", "x", "y"})
+                         .set_infer_shape(WhereShape)
+                         .set_infer_type(WhereType)
+                         .set_dtypes(kNumericTypes | DTypeBit(DType::kBool))
+                         .set_inplace({{1, 0}, {2, 0}})
+                         .set_gradient(WhereGrad)));
   // out += src: the framework's kAddTo for kernels that cannot add themselves.
   r.Check(r.Register(OpDef(op_names::kAccumulate)
                          .set_inputs({"dst", "src"})
@@ -285,6 +375,7 @@ void RegisterElementwiseOps(OpRegistry& r) {
       {op_names::kTanh, UnaryCode::kTanh, kFloatTypes, UnaryGrad<UnaryCode::kTanh>},
       {op_names::kGelu, UnaryCode::kGelu, kFloatTypes, UnaryGrad<UnaryCode::kGelu>},
       {op_names::kSquare, UnaryCode::kSquare, kNumericTypes, UnaryGrad<UnaryCode::kSquare>},
+      {op_names::kErf, UnaryCode::kErf, kFloatTypes, UnaryGrad<UnaryCode::kErf>},
       {op_names::kIdentity, UnaryCode::kCopy, kAllTypesMask & ~DTypeBit(DType::kF16),
        UnaryGrad<UnaryCode::kCopy>},
   };

@@ -15,6 +15,13 @@ typedef struct {
   long a_strides[6];
   long b_strides[6];
 } BroadcastPlan;
+typedef struct {
+  long rank;
+  long dims[6];
+  long c_strides[6];
+  long x_strides[6];
+  long y_strides[6];
+} WherePlan;
 #endif
 
 RILL_FN T apply_binary(int op, T a, T b) {
@@ -75,6 +82,7 @@ RILL_FN T apply_unary(int op, T x) {
     case UN_SIGMOID: return (T)1 / ((T)1 + exp(-x));
     case UN_TANH: return tanh(x);
     case UN_GELU: return (T)0.5 * x * ((T)1 + erf(x * (T)0.70710678118654752440));
+    case UN_ERF: return erf(x);
 #else
     case UN_ABS: return x < 0 ? (T)(-x) : x;
 #endif
@@ -99,6 +107,7 @@ RILL_FN T apply_unary_backward(int op, T dy, T x) {
       T pdf = exp((T)(-0.5) * x * x) * (T)0.39894228040143267794;
       return dy * (cdf + x * pdf);
     }
+    case UN_ERF: return dy * (T)1.12837916709551257390 * exp(-x * x);
 #endif
     case UN_RELU: return x > 0 ? dy : (T)0;
     case UN_SQUARE: return (T)(dy * (T)2 * x);
@@ -120,5 +129,36 @@ __kernel void KERNEL(unary_backward)(int op, __global const T* dy, ulong dy_off,
   ulong i = get_global_id(0);
   if (i >= n) return;
   T v = apply_unary_backward(op, dy[dy_off + i], x[x_off + i]);
+  out[out_off + i] = add ? (T)(out[out_off + i] + v) : v;
+}
+
+#ifndef RILL_ELEMENTWISE_WHERE_TRUE  // Not per T: once per translation unit.
+#define RILL_ELEMENTWISE_WHERE_TRUE
+// Whether element k of the condition is nonzero: `size` is its element
+// size (1, 4 or 8 bytes) and `mask` the bits that count (the sign bit left
+// out for floats, so that -0.0 is false; NaN is true).
+RILL_FN int where_true(__global const unsigned char* c, long k, int size, ulong mask) {
+  if (size == 1) return (c[k] & (unsigned char)mask) != 0;
+  if (size == 4) return (((__global const unsigned int*)c)[k] & (unsigned int)mask) != 0;
+  return (((__global const ulong*)c)[k] & mask) != 0;
+}
+#endif
+
+// out = c ? x : y, each input broadcast to the output (WherePlan); c of
+// any type, read through where_true (c_off in c's elements).
+__kernel void KERNEL(where)(__global const unsigned char* c, ulong c_off, int c_size, ulong c_mask,
+                            __global const T* x, ulong x_off, __global const T* y, ulong y_off,
+                            __global T* out, ulong out_off, ulong n, WherePlan p, int add) {
+  ulong i = get_global_id(0);
+  if (i >= n) return;
+  long rem = (long)i, ic = 0, ix = 0, iy = 0;
+  for (int d = (int)p.rank - 1; d >= 0; --d) {
+    long k = rem % p.dims[d];
+    rem /= p.dims[d];
+    ic += k * p.c_strides[d];
+    ix += k * p.x_strides[d];
+    iy += k * p.y_strides[d];
+  }
+  T v = where_true(c, (long)c_off + ic, c_size, c_mask) ? x[x_off + ix] : y[y_off + iy];
   out[out_off + i] = add ? (T)(out[out_off + i] + v) : v;
 }

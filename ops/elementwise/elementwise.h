@@ -2,7 +2,8 @@
 #define RILL_OPS_ELEMENTWISE_ELEMENTWISE_H_
 
 // Elementwise ops: unary math, binary with NumPy broadcasting, their scalar
-// forms, comparisons, and the backward ops of the unary ones. Definitions
+// forms, comparisons, where (a select over three broadcast inputs), and the
+// backward ops of the unary ones. Definitions
 // in elementwise.cc; kernels for each platform beside them
 // (elementwise_host.cc, elementwise_opencl.cc, elementwise.cu +
 // elementwise_cuda.cc), sharing the op codes and the broadcast plan below.
@@ -41,6 +42,17 @@ struct BroadcastPlan {
 };
 // Unimplemented when the collapsed rank exceeds kMaxRank.
 absl::StatusOr<BroadcastPlan> MakeBroadcastPlan(const Shape& a, const Shape& b, const Shape& out);
+
+// The same for where's three inputs (condition, x, y).
+struct WherePlan {
+  int64_t rank = 0;
+  int64_t dims[kMaxRank] = {};
+  int64_t c_strides[kMaxRank] = {};
+  int64_t x_strides[kMaxRank] = {};
+  int64_t y_strides[kMaxRank] = {};
+};
+absl::StatusOr<WherePlan> MakeWherePlan(const Shape& cond, const Shape& x, const Shape& y,
+                                        const Shape& out);
 
 void RegisterElementwiseOps(OpRegistry& registry);
 void RegisterElementwiseHostKernels(OpRegistry& registry);

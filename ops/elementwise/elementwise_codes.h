@@ -34,6 +34,7 @@
   X(kTanh, TANH)            \
   X(kGelu, GELU)            \
   X(kSquare, SQUARE)        \
+  X(kErf, ERF)              \
   X(kCopy, COPY)
 // clang-format on
 

@@ -109,6 +109,30 @@ absl::Status ClUnaryBackward(OpContext& ctx) {
   return Launch1D(ctx, *k, out.size(), args.Take());
 }
 
+// The condition goes as bytes with its element size and the bits that
+// make it nonzero (elementwise.cl's where_true): any type, one kernel.
+absl::Status ClWhere(OpContext& ctx) {
+  const TensorArg &c = ctx.in(0), &x = ctx.in(1), &y = ctx.in(2), &out = ctx.out(0);
+  if (out.size() == 0) return absl::OkStatus();
+  RILL_ASSIGN_OR_RETURN(WherePlan plan, MakeWherePlan(c.shape, x.shape, y.shape, out.shape));
+  RILL_ASSIGN_OR_RETURN(const Kernel* k, Get(ctx, x.dtype, "where"));
+  const int c_size = DTypeSize(c.dtype);
+  uint64_t c_mask = ~uint64_t{0};
+  if (c.dtype == DType::kF32) c_mask = 0x7fffffffu;
+  if (c.dtype == DType::kF64) c_mask = 0x7fffffffffffffffu;
+  LaunchArgs args;
+  args.Tensor(c)
+      .Value<int32_t>(c_size)
+      .Value<uint64_t>(c_mask)
+      .Tensor(x)
+      .Tensor(y)
+      .Tensor(out)
+      .Value<uint64_t>(out.size())
+      .Value(plan)
+      .Value<int32_t>(AddFlag(ctx));
+  return Launch1D(ctx, *k, out.size(), args.Take());
+}
+
 }  // namespace
 
 namespace {
@@ -137,6 +161,7 @@ void RegisterDeviceKernels(OpRegistry& r, const KernelNeeds& p) {
   r.Check(r.RegisterKernel(op_names::kMinimumScalar, p, {ClScalar<BinaryCode::kMin>, kReqs}));
   r.Check(r.RegisterKernel(op_names::kEqualScalar, p, {ClScalar<BinaryCode::kEqual>, kReqs}));
   r.Check(r.RegisterKernel(op_names::kGreaterScalar, p, {ClScalar<BinaryCode::kGreater>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kWhere, p, {ClWhere, kReqs}));
 #define RILL_CL_UNARY(code, name)                                                     \
   r.Check(r.RegisterKernel(op_names::k##name, p, {ClUnary<UnaryCode::code>, kReqs})); \
   r.Check(r.RegisterKernel(op_names::kBackward##name, p, {ClUnaryBackward<UnaryCode::code>, kReqs}))
@@ -150,6 +175,7 @@ void RegisterDeviceKernels(OpRegistry& r, const KernelNeeds& p) {
   RILL_CL_UNARY(kTanh, Tanh);
   RILL_CL_UNARY(kGelu, Gelu);
   RILL_CL_UNARY(kSquare, Square);
+  RILL_CL_UNARY(kErf, Erf);
 #undef RILL_CL_UNARY
   r.Check(r.RegisterKernel(op_names::kIdentity, p, {ClUnary<UnaryCode::kCopy>, kReqs}));
   r.Check(r.RegisterKernel(op_names::kBackwardCopy, p, {ClUnaryBackward<UnaryCode::kCopy>, kReqs}));

@@ -137,6 +137,55 @@ absl::Status HostUnaryBackward(OpContext& ctx) {
   });
 }
 
+// out (+)= c ? x : y over the plan: an odometer over the outer axes, a
+// strided inner loop.
+template <typename T, typename C>
+void WhereLoop(const C* c, const T* x, const T* y, T* out, const WherePlan& p, bool add) {
+  if (p.rank == 0) {
+    Store(out, 0, c[0] != C(0) ? x[0] : y[0], add);
+    return;
+  }
+  const int inner = static_cast<int>(p.rank) - 1;
+  const int64_t n = p.dims[inner];
+  const int64_t sc = p.c_strides[inner], sx = p.x_strides[inner], sy = p.y_strides[inner];
+  int64_t outer = 1;
+  for (int i = 0; i < inner; ++i) outer *= p.dims[i];
+  int64_t idx[kMaxRank] = {};
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t ic = 0, ix = 0, iy = 0;
+    for (int d = 0; d < inner; ++d) {
+      ic += idx[d] * p.c_strides[d];
+      ix += idx[d] * p.x_strides[d];
+      iy += idx[d] * p.y_strides[d];
+    }
+    T* dst = out + o * n;
+    for (int64_t i = 0; i < n; ++i) {
+      Store(dst, i, c[ic + i * sc] != C(0) ? x[ix + i * sx] : y[iy + i * sy], add);
+    }
+    for (int d = inner - 1; d >= 0; --d) {
+      if (++idx[d] < p.dims[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+absl::Status HostWhere(OpContext& ctx) {
+  const TensorArg c = ctx.in(0), x = ctx.in(1), y = ctx.in(2), out = ctx.out(0);
+  if (out.size() == 0) return absl::OkStatus();
+  RILL_ASSIGN_OR_RETURN(WherePlan plan, MakeWherePlan(c.shape, x.shape, y.shape, out.shape));
+  const bool add = ctx.req(0) == OpReqType::kAddTo;
+  return ctx.RunOnHost([c, x, y, out, plan, add]() -> absl::Status {
+    DispatchDType(x.dtype, [&](auto t) {
+      using T = decltype(t);
+      DispatchDType(c.dtype, [&](auto k) {
+        using C = decltype(k);
+        WhereLoop<T, C>(c.data<C>(), x.data<T>(), y.data<T>(), out.data<T>(), plan, add);
+      });
+    });
+    return absl::OkStatus();
+  });
+}
+
 constexpr uint32_t kReqs = kWriteReqs | ReqBit(OpReqType::kAddTo);
 
 template <UnaryCode C>
@@ -192,6 +241,7 @@ void RegisterElementwiseHostKernels(OpRegistry& r) {
                            {HostScalar<BinaryCode::kEqual>, kReqs}));
   r.Check(r.RegisterKernel(op_names::kGreaterScalar, KernelNeeds::HostMemory(),
                            {HostScalar<BinaryCode::kGreater>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kWhere, KernelNeeds::HostMemory(), {HostWhere, kReqs}));
   RegisterUnary<UnaryCode::kNeg>(r, op_names::kNeg, op_names::kBackwardNeg);
   RegisterUnary<UnaryCode::kAbs>(r, op_names::kAbs, op_names::kBackwardAbs);
   RegisterUnary<UnaryCode::kExp>(r, op_names::kExp, op_names::kBackwardExp);
@@ -202,6 +252,7 @@ void RegisterElementwiseHostKernels(OpRegistry& r) {
   RegisterUnary<UnaryCode::kTanh>(r, op_names::kTanh, op_names::kBackwardTanh);
   RegisterUnary<UnaryCode::kGelu>(r, op_names::kGelu, op_names::kBackwardGelu);
   RegisterUnary<UnaryCode::kSquare>(r, op_names::kSquare, op_names::kBackwardSquare);
+  RegisterUnary<UnaryCode::kErf>(r, op_names::kErf, op_names::kBackwardErf);
   RegisterUnary<UnaryCode::kCopy>(r, op_names::kIdentity, op_names::kBackwardCopy);
 }
 

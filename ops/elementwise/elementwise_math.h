@@ -64,6 +64,7 @@ inline T ApplyUnary(T x) {
   if constexpr (C == UnaryCode::kTanh) return std::tanh(x);
   if constexpr (C == UnaryCode::kGelu) return Gelu(x);
   if constexpr (C == UnaryCode::kSquare) return static_cast<T>(x * x);
+  if constexpr (C == UnaryCode::kErf) return std::erf(x);
   return x;  // kCopy
 }
 
@@ -90,6 +91,9 @@ inline T ApplyUnaryBackward(T dy, T x) {
     return dy * (cdf + x * pdf);
   }
   if constexpr (C == UnaryCode::kSquare) return static_cast<T>(dy * T(2) * x);
+  if constexpr (C == UnaryCode::kErf) {  // 2/sqrt(pi) exp(-x^2).
+    return dy * T(1.12837916709551257390) * std::exp(-x * x);
+  }
   return dy;  // kCopy
 }
 

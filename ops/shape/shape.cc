@@ -148,6 +148,18 @@ absl::StatusOr<StridedCopy> ConcatCopy(const TensorArg& in, const TensorArg& out
   return c;
 }
 
+absl::StatusOr<GatherPlan> MakeGatherPlan(const Shape& data, const Shape& indices, int64_t axis) {
+  RILL_ASSIGN_OR_RETURN(int a, NormalizeAxis(axis, data.rank()));
+  GatherPlan p;
+  p.outer = 1;
+  p.inner = 1;
+  for (int d = 0; d < a; ++d) p.outer *= data[d];
+  for (int d = a + 1; d < data.rank(); ++d) p.inner *= data[d];
+  p.axis_dim = data[a];
+  p.count = indices.NumElements();
+  return p;
+}
+
 namespace {
 
 absl::Status ReshapeShape(const InferContext& ctx, std::vector<Shape>* out) {
@@ -258,6 +270,63 @@ absl::Status ConcatShape(const InferContext& ctx, std::vector<Shape>* out) {
   return absl::OkStatus();
 }
 
+// data.shape[:axis] + indices.shape + data.shape[axis+1:].
+absl::StatusOr<Shape> GatherOutShape(const Shape& data, const Shape& indices, int64_t axis) {
+  RILL_ASSIGN_OR_RETURN(int a, NormalizeAxis(axis, data.rank()));
+  if (data[a] == 0 && indices.NumElements() > 0) {
+    return absl::InvalidArgumentError(absl::StrCat("gather along axis ", axis, " of data ",
+                                                   data.ToString(),
+                                                   ": the axis is empty, so no index is in range"));
+  }
+  Shape s;
+  auto& dims = s.mutable_dims();
+  dims.assign(data.span().begin(), data.span().begin() + a);
+  dims.insert(dims.end(), indices.span().begin(), indices.span().end());
+  dims.insert(dims.end(), data.span().begin() + a + 1, data.span().end());
+  RILL_RETURN_IF_ERROR(s.Validate());
+  return s;
+}
+
+absl::Status GatherShape(const InferContext& ctx, std::vector<Shape>* out) {
+  RILL_ASSIGN_OR_RETURN(
+      (*out)[0], GatherOutShape(ctx.in_shapes[0], ctx.in_shapes[1], ctx.p<GatherParams>().axis));
+  return absl::OkStatus();
+}
+
+absl::Status CheckIndexType(DType t) {
+  if (t == DType::kI32 || t == DType::kI64) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("indices are ", DTypeName(t), "; gather takes int32 or int64 indices"));
+}
+
+absl::Status GatherType(const InferContext& ctx, std::vector<DType>* out) {
+  RILL_RETURN_IF_ERROR(CheckIndexType(ctx.in_types[1]));
+  (*out)[0] = ctx.in_types[0];
+  return absl::OkStatus();
+}
+
+// (dy, data, indices) -> d data: data's shape, dy the forward output's.
+absl::Status GatherBackwardShape(const InferContext& ctx, std::vector<Shape>* out) {
+  RILL_ASSIGN_OR_RETURN(
+      Shape s, GatherOutShape(ctx.in_shapes[1], ctx.in_shapes[2], ctx.p<GatherParams>().axis));
+  if (s != ctx.in_shapes[0]) {
+    return absl::InvalidArgumentError(absl::StrCat("dy is ", ctx.in_shapes[0].ToString(),
+                                                   " but gather's output is ", s.ToString()));
+  }
+  (*out)[0] = ctx.in_shapes[1];
+  return absl::OkStatus();
+}
+
+absl::Status GatherBackwardType(const InferContext& ctx, std::vector<DType>* out) {
+  RILL_RETURN_IF_ERROR(CheckIndexType(ctx.in_types[2]));
+  if (ctx.in_types[0] != ctx.in_types[1]) {
+    return absl::InvalidArgumentError(absl::StrCat("dy is ", DTypeName(ctx.in_types[0]),
+                                                   " but data is ", DTypeName(ctx.in_types[1])));
+  }
+  (*out)[0] = ctx.in_types[1];
+  return absl::OkStatus();
+}
+
 absl::Status CastType(const InferContext& ctx, std::vector<DType>* out) {
   (*out)[0] = ctx.p<CastParams>().dtype;
   return absl::OkStatus();
@@ -314,6 +383,13 @@ absl::StatusOr<std::vector<Tensor>> ConcatBack(const GradientContext& c) {
   return grads;
 }
 
+absl::StatusOr<std::vector<Tensor>> GatherBack(const GradientContext& c) {
+  RILL_ASSIGN_OR_RETURN(Tensor g,
+                        One(op_names::kBackwardGather, {c.out_grads[0], c.inputs[0], c.inputs[1]},
+                            MakeParams(c.p<GatherParams>())));
+  return std::vector<Tensor>{g, Tensor()};  // None to the indices.
+}
+
 constexpr uint32_t kAnyType = kAllTypesMask;
 
 }  // namespace
@@ -365,6 +441,28 @@ void RegisterShapeOps(OpRegistry& r) {
                          .set_params(ParamSchema::For<CastParams>().Required(
                              "dtype", &CastParams::dtype, "target type"))
                          .set_infer_type(CastType)));
+  // gather (ONNX Gather): out[o, k..., i] = data[o, indices[k...], i] along
+  // `axis`; indices int32 or int64, negative ones from the end. Host kernels
+  // reject an index out of [-dim, dim) (InvalidArgument naming it and the
+  // dim, poisoning the output); device kernels cannot fail and clamp it into
+  // [0, dim) instead, never reading out of bounds.
+  r.Check(r.Register(OpDef(op_names::kGather)
+                         .set_inputs({"data", "indices"})
+                         .set_dtypes(kAnyType)
+                         .set_params(ParamSchema::For<GatherParams>().Field(
+                             "axis", &GatherParams::axis, "axis of data (default 0)"))
+                         .set_infer_shape(GatherShape)
+                         .set_infer_type(GatherType)
+                         .set_gradient(GatherBack)));
+  // Zeros shaped as data, dy's slices added at the indices (duplicates
+  // accumulate); indices as forward.
+  r.Check(r.Register(OpDef(op_names::kBackwardGather)
+                         .set_inputs({"dy", "data", "indices"})
+                         .set_dtypes(kNumericTypes)
+                         .set_params(ParamSchema::For<GatherParams>().Field(
+                             "axis", &GatherParams::axis, "as forward"))
+                         .set_infer_shape(GatherBackwardShape)
+                         .set_infer_type(GatherBackwardType)));
   RegisterShapeHostKernels(r);
   RegisterShapeDeviceKernels(r);
 }

@@ -1,5 +1,6 @@
 // CUDA kernels of the shape ops (shape_device.cc launches them; its OpenCL
-// source spells the same): strided_copy_b{8,16,32,64}, cast_<from>_<to>.
+// source spells the same): strided_copy_b{8,16,32,64}, cast_<from>_<to>,
+// gather_b{8,16,32,64}_i{32,64}, gather_backward_<type>_i{32,64}.
 #include <cuda_fp16.h>
 
 #include <cstdint>
@@ -75,6 +76,49 @@ __device__ void Cast(const S* x, uint64_t x_off, D* y, uint64_t y_off, uint64_t 
   if (i < n) y[y_off + i] = StoreAs<D>::Do(Load<S>(x[x_off + i]));
 }
 
+struct GatherPlan {
+  int64_t outer;
+  int64_t axis_dim;
+  int64_t inner;
+  int64_t count;
+};
+
+// Index v as a position along an axis of n (> 0): negative from the end,
+// then clamped into [0, n) (the host kernels reject what is out of range).
+__device__ int64_t GatherPos(int64_t v, int64_t n) {
+  if (v < 0) v += n;
+  return v < 0 ? 0 : (v >= n ? n - 1 : v);
+}
+
+// One thread per output element.
+template <typename B, typename I>
+__device__ void Gather(const B* data, uint64_t data_off, const I* idx, uint64_t idx_off, B* out,
+                       uint64_t out_off, uint64_t n, const GatherPlan& p) {
+  uint64_t t = GlobalId();
+  if (t >= n) return;
+  int64_t i = int64_t(t) % p.inner, r = int64_t(t) / p.inner;
+  int64_t k = r % p.count, o = r / p.count;
+  int64_t j = GatherPos(int64_t(idx[idx_off + k]), p.axis_dim);
+  out[out_off + t] = data[data_off + (o * p.axis_dim + j) * p.inner + i];
+}
+
+// One thread per (outer, inner) position, looping over the indices: no two
+// threads write the same element.
+template <typename T, typename I>
+__device__ void GatherBackward(const T* dy, uint64_t dy_off, const I* idx, uint64_t idx_off, T* dx,
+                               uint64_t dx_off, uint64_t n, const GatherPlan& p) {
+  uint64_t t = GlobalId();
+  if (t >= n) return;
+  int64_t i = int64_t(t) % p.inner, o = int64_t(t) / p.inner;
+  T* d = dx + dx_off + o * p.axis_dim * p.inner + i;
+  const T* g = dy + dy_off + o * p.count * p.inner + i;
+  for (int64_t j = 0; j < p.axis_dim; ++j) d[j * p.inner] = T(0);
+  for (int64_t k = 0; k < p.count; ++k) {
+    int64_t j = GatherPos(int64_t(idx[idx_off + k]), p.axis_dim);
+    d[j * p.inner] += g[k * p.inner];
+  }
+}
+
 }  // namespace
 
 #define RILL_SHAPE_COPY(B, S)                                                             \
@@ -107,3 +151,28 @@ RILL_SHAPE_CAST_FROM(int32_t, i32)
 RILL_SHAPE_CAST_FROM(int64_t, i64)
 RILL_SHAPE_CAST_FROM(uint8_t, u8)
 RILL_SHAPE_CAST_FROM(Bool, b)
+
+#define RILL_SHAPE_GATHER(B, S, I, IS)                                                         \
+  extern "C" __global__ void gather_##S##_##IS(const B* data, uint64_t data_off, const I* idx, \
+                                               uint64_t idx_off, B* out, uint64_t out_off,     \
+                                               uint64_t n, GatherPlan p) {                     \
+    Gather<B, I>(data, data_off, idx, idx_off, out, out_off, n, p);                            \
+  }
+#define RILL_SHAPE_GATHER_BACKWARD(T, S, I, IS)                                             \
+  extern "C" __global__ void gather_backward_##S##_##IS(                                    \
+      const T* dy, uint64_t dy_off, const I* idx, uint64_t idx_off, T* dx, uint64_t dx_off, \
+      uint64_t n, GatherPlan p) {                                                           \
+    GatherBackward<T, I>(dy, dy_off, idx, idx_off, dx, dx_off, n, p);                       \
+  }
+#define RILL_SHAPE_GATHER_INDEX(I, IS)            \
+  RILL_SHAPE_GATHER(uint8_t, b8, I, IS)           \
+  RILL_SHAPE_GATHER(uint16_t, b16, I, IS)         \
+  RILL_SHAPE_GATHER(uint32_t, b32, I, IS)         \
+  RILL_SHAPE_GATHER(uint64_t, b64, I, IS)         \
+  RILL_SHAPE_GATHER_BACKWARD(float, f32, I, IS)   \
+  RILL_SHAPE_GATHER_BACKWARD(double, f64, I, IS)  \
+  RILL_SHAPE_GATHER_BACKWARD(int32_t, i32, I, IS) \
+  RILL_SHAPE_GATHER_BACKWARD(int64_t, i64, I, IS) \
+  RILL_SHAPE_GATHER_BACKWARD(uint8_t, u8, I, IS)
+RILL_SHAPE_GATHER_INDEX(int32_t, i32)
+RILL_SHAPE_GATHER_INDEX(int64_t, i64)

@@ -2,11 +2,12 @@
 #define RILL_OPS_SHAPE_SHAPE_H_
 
 // Shape ops: reshape, flatten (copies into new storage; Tensor::Reshape is
-// the view), transpose, concat, slice (+ _backward_slice), cast. Every op
-// but cast is one strided copy (CopyPlan) of elements of 1, 2, 4 or 8 bytes,
-// so they take every type. Definitions in shape.cc; host kernels in
-// shape_host.cc; OpenCL and CUDA launch code in shape_device.cc, CUDA
-// kernels in shape.cu.
+// the view), transpose, concat, slice (+ _backward_slice), cast, gather
+// (+ _backward_gather). Every op but cast and gather's backward moves
+// elements of 1, 2, 4 or 8 bytes without arithmetic (most as one strided
+// copy, CopyPlan), so they take every type. Definitions in shape.cc; host
+// kernels in shape_host.cc; OpenCL and CUDA launch code in shape_device.cc,
+// CUDA kernels in shape.cu.
 
 #include <cstdint>
 #include <vector>
@@ -33,6 +34,9 @@ struct SliceParams {
 };
 struct CastParams {
   DType dtype = DType::kF32;
+};
+struct GatherParams {
+  int64_t axis = 0;  // Of data; negative from the end.
 };
 
 // dst[dst_base + sum k_d dst_strides[d]] = src[src_base + sum k_d src_strides[d]]
@@ -72,6 +76,18 @@ absl::StatusOr<StridedCopy> SliceCopy(const TensorArg& big, const TensorArg& sma
 absl::StatusOr<StridedCopy> ConcatCopy(const TensorArg& in, const TensorArg& out, int axis,
                                        int64_t offset);
 absl::StatusOr<std::vector<int64_t>> TransposeAxes(const TransposeParams& p, int rank);
+
+// gather (ONNX Gather): data seen as [outer, axis_dim, inner] around the
+// axis, the indices as `count` entries, the output as [outer, count,
+// inner]. Same layout in OpenCL C and CUDA.
+struct GatherPlan {
+  int64_t outer = 0;
+  int64_t axis_dim = 0;
+  int64_t inner = 0;
+  int64_t count = 0;
+};
+// InvalidArgument when `axis` is not an axis of `data`.
+absl::StatusOr<GatherPlan> MakeGatherPlan(const Shape& data, const Shape& indices, int64_t axis);
 
 void RegisterShapeHostKernels(OpRegistry& registry);
 void RegisterShapeDeviceKernels(OpRegistry& registry);

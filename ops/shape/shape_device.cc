@@ -1,6 +1,7 @@
-// Device kernels of the shape ops: the strided copy and cast below in
-// OpenCL C, CUDA in shape.cu (strided_copy_b32, cast_f16_f32, ...);
-// contiguous copies and zero fills are stream memory operations.
+// Device kernels of the shape ops: the strided copy, cast and gather below
+// in OpenCL C, CUDA in shape.cu (strided_copy_b32, cast_f16_f32,
+// gather_b32_i64, gather_backward_f32_i32, ...); contiguous copies and zero
+// fills are stream memory operations.
 
 #include <string>
 
@@ -49,6 +50,46 @@ __kernel void cast(__global const S* x, ulong x_off, __global D* y, ulong y_off,
 #else
   y[y_off + i] = (D)v;
 #endif
+}
+)CLC";
+
+// Gather: one work item per output element; its backward one per (outer,
+// inner) position, looping over the indices, so that no two work items
+// write the same element (no atomics). Indices out of range are clamped
+// (the host kernels reject them).
+constexpr char kGatherCommon[] = R"CLC(
+typedef struct { long outer; long axis_dim; long inner; long count; } GatherPlan;
+long gather_pos(long v, long n) {
+  if (v < 0) v += n;
+  return v < 0 ? 0 : (v >= n ? n - 1 : v);
+}
+)CLC";
+
+constexpr char kGatherSource[] = R"CLC(
+__kernel void gather(__global const B* data, ulong data_off, __global const I* idx, ulong idx_off,
+                     __global B* out, ulong out_off, ulong n, GatherPlan p) {
+  ulong t = get_global_id(0);
+  if (t >= n) return;
+  long i = (long)t % p.inner, r = (long)t / p.inner;
+  long k = r % p.count, o = r / p.count;
+  long j = gather_pos((long)idx[idx_off + k], p.axis_dim);
+  out[out_off + t] = data[data_off + (o * p.axis_dim + j) * p.inner + i];
+}
+)CLC";
+
+constexpr char kGatherBackwardSource[] = R"CLC(
+__kernel void gather_backward(__global const T* dy, ulong dy_off, __global const I* idx,
+                              ulong idx_off, __global T* dx, ulong dx_off, ulong n, GatherPlan p) {
+  ulong t = get_global_id(0);
+  if (t >= n) return;
+  long i = (long)t % p.inner, o = (long)t / p.inner;
+  __global T* d = dx + dx_off + o * p.axis_dim * p.inner + i;
+  __global const T* g = dy + dy_off + o * p.count * p.inner + i;
+  for (long j = 0; j < p.axis_dim; ++j) d[j * p.inner] = (T)0;
+  for (long k = 0; k < p.count; ++k) {
+    long j = gather_pos((long)idx[idx_off + k], p.axis_dim);
+    d[j * p.inner] += g[k * p.inner];
+  }
 }
 )CLC";
 
@@ -112,6 +153,40 @@ struct DeviceImpl {
     LaunchArgs args;
     args.Tensor(x).Tensor(y).Value<uint64_t>(y.size());
     return Launch1D(ctx, *k, y.size(), args.Take());
+  }
+  static absl::Status Gather(OpContext& ctx, const TensorArg& data, const TensorArg& indices,
+                             const TensorArg& out, const GatherPlan& p) {
+    const int size = DTypeSize(data.dtype);
+    const std::string suffix = absl::StrCat("b", size * 8, "_", DTypeSuffix(indices.dtype));
+    RILL_ASSIGN_OR_RETURN(
+        const Kernel* k,
+        DeviceKernel(ctx, absl::StrCat("shape.gather.", suffix), RILL_OPS_FATBIN(shape),
+                     absl::StrCat("gather_", suffix), "gather", [&] {
+                       return absl::StrCat("#define B ", OpenClBitsTypeName(size), "\n#define I ",
+                                           OpenClTypeName(indices.dtype), "\n", kGatherCommon,
+                                           kGatherSource);
+                     }));
+    LaunchArgs args;
+    args.Tensor(data).Tensor(indices).Tensor(out).Value<uint64_t>(out.size()).Value(p);
+    return Launch1D(ctx, *k, out.size(), args.Take());
+  }
+  static absl::Status GatherBackward(OpContext& ctx, const TensorArg& dy, const TensorArg& indices,
+                                     const TensorArg& dx, const GatherPlan& p) {
+    const std::string suffix = absl::StrCat(DTypeSuffix(dx.dtype), "_", DTypeSuffix(indices.dtype));
+    RILL_ASSIGN_OR_RETURN(
+        const Kernel* k,
+        DeviceKernel(
+            ctx, absl::StrCat("shape.gather_backward.", suffix), RILL_OPS_FATBIN(shape),
+            absl::StrCat("gather_backward_", suffix), "gather_backward", [&] {
+              return absl::StrCat(
+                  dx.dtype == DType::kF64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "",
+                  "#define T ", OpenClTypeName(dx.dtype), "\n#define I ",
+                  OpenClTypeName(indices.dtype), "\n", kGatherCommon, kGatherBackwardSource);
+            }));
+    const uint64_t n = static_cast<uint64_t>(p.outer) * p.inner;
+    LaunchArgs args;
+    args.Tensor(dy).Tensor(indices).Tensor(dx).Value<uint64_t>(n).Value(p);
+    return Launch1D(ctx, *k, n, args.Take());
   }
 };
 

@@ -1,9 +1,14 @@
 // Host kernels of the shape ops: strided copies with an odometer over the
-// outer axes and a vectorizable inner loop; cast as one loop per type pair.
+// outer axes and a vectorizable inner loop; cast as one loop per type pair;
+// gather as one copy of `inner` elements per (outer, index), after checking
+// every index.
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "rill/ops/shape/half.h"
 #include "rill/ops/shape/shape_kernels.h"
 
@@ -103,6 +108,41 @@ inline D StoreAs(V v) {
     return static_cast<D>(v);
 }
 
+template <typename Fn>
+void DispatchIndex(DType dtype, Fn&& fn) {
+  if (dtype == DType::kI64)
+    fn(int64_t{});
+  else
+    fn(int32_t{});
+}
+
+// Each index as a position along the axis (negative ones from the end), or
+// InvalidArgument naming the first out of range and the axis' size.
+template <typename I>
+absl::StatusOr<std::vector<int64_t>> Positions(const I* indices, const GatherPlan& p) {
+  std::vector<int64_t> pos(p.count);
+  for (int64_t k = 0; k < p.count; ++k) {
+    const int64_t v = static_cast<int64_t>(indices[k]);
+    const int64_t j = v < 0 ? v + p.axis_dim : v;
+    if (j < 0 || j >= p.axis_dim) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("index ", v, " (at ", k, ") is out of range for a dim of size ", p.axis_dim,
+                       " (valid: [", -p.axis_dim, ", ", p.axis_dim, "))"));
+    }
+    pos[k] = j;
+  }
+  return pos;
+}
+
+absl::StatusOr<std::vector<int64_t>> PositionsOf(const TensorArg& indices, const GatherPlan& p) {
+  absl::StatusOr<std::vector<int64_t>> pos;
+  DispatchIndex(indices.dtype, [&](auto i) {
+    using I = decltype(i);
+    pos = Positions<I>(indices.data<I>(), p);
+  });
+  return pos;
+}
+
 struct HostImpl {
   static absl::Status Copy(OpContext& ctx, const StridedCopy& c) {
     const int size = DTypeSize(c.src.dtype);
@@ -145,6 +185,40 @@ struct HostImpl {
           const int64_t n = y.size();
           for (int64_t i = 0; i < n; ++i) out[i] = StoreAs<D>(Load<S>(in[i]));
         });
+      });
+      return absl::OkStatus();
+    });
+  }
+  static absl::Status Gather(OpContext& ctx, const TensorArg& data, const TensorArg& indices,
+                             const TensorArg& out, const GatherPlan& p) {
+    return ctx.RunOnHost([data, indices, out, p]() -> absl::Status {
+      RILL_ASSIGN_OR_RETURN(std::vector<int64_t> pos, PositionsOf(indices, p));
+      const uint64_t row = static_cast<uint64_t>(p.inner) * DTypeSize(data.dtype);
+      const char* src = data.data<char>();
+      char* dst = out.data<char>();
+      for (int64_t o = 0; o < p.outer; ++o) {
+        for (int64_t k = 0; k < p.count; ++k, dst += row) {
+          std::memcpy(dst, src + (o * p.axis_dim + pos[k]) * row, row);
+        }
+      }
+      return absl::OkStatus();
+    });
+  }
+  static absl::Status GatherBackward(OpContext& ctx, const TensorArg& dy, const TensorArg& indices,
+                                     const TensorArg& dx, const GatherPlan& p) {
+    return ctx.RunOnHost([dy, indices, dx, p]() -> absl::Status {
+      RILL_ASSIGN_OR_RETURN(std::vector<int64_t> pos, PositionsOf(indices, p));
+      DispatchDType(dx.dtype, [&](auto t) {
+        using T = decltype(t);
+        const T* g = dy.data<T>();
+        T* d = dx.data<T>();
+        std::fill(d, d + dx.size(), T(0));
+        for (int64_t o = 0; o < p.outer; ++o) {
+          for (int64_t k = 0; k < p.count; ++k, g += p.inner) {
+            T* slice = d + (o * p.axis_dim + pos[k]) * p.inner;
+            for (int64_t i = 0; i < p.inner; ++i) slice[i] += g[i];
+          }
+        }
       });
       return absl::OkStatus();
     });

@@ -7,10 +7,16 @@
 //     static absl::Status Contiguous(OpContext&, const TensorArg& src, const TensorArg& dst);
 //     static absl::Status Zero(OpContext&, const TensorArg&);
 //     static absl::Status Cast(OpContext&, const TensorArg& x, const TensorArg& y);
+//     static absl::Status Gather(OpContext&, const TensorArg& data, const TensorArg& indices,
+//                                const TensorArg& out, const GatherPlan&);
+//     static absl::Status GatherBackward(OpContext&, const TensorArg& dy,
+//                                        const TensorArg& indices, const TensorArg& dx,
+//                                        const GatherPlan&);  // Writes all of dx.
 //   };
 // (shape_host.cc, shape_device.cc).
 
 #include "rill/base/status_macros.h"
+#include "rill/ops/op_names.h"
 #include "rill/ops/op_registry.h"
 #include "rill/ops/shape/shape.h"
 
@@ -76,6 +82,25 @@ absl::Status CastKernel(OpContext& ctx) {
 }
 
 template <typename Impl>
+absl::Status GatherKernel(OpContext& ctx) {
+  const TensorArg &data = ctx.in(0), &indices = ctx.in(1), &out = ctx.out(0);
+  if (out.size() == 0) return absl::OkStatus();
+  RILL_ASSIGN_OR_RETURN(GatherPlan p,
+                        MakeGatherPlan(data.shape, indices.shape, ctx.params<GatherParams>().axis));
+  return Impl::Gather(ctx, data, indices, out, p);
+}
+
+template <typename Impl>
+absl::Status GatherBackwardKernel(OpContext& ctx) {  // (dy, data, indices) -> d data.
+  const TensorArg &dy = ctx.in(0), &data = ctx.in(1), &indices = ctx.in(2), &dx = ctx.out(0);
+  if (dx.size() == 0) return absl::OkStatus();
+  if (dy.size() == 0) return Impl::Zero(ctx, dx);  // No indices.
+  RILL_ASSIGN_OR_RETURN(GatherPlan p,
+                        MakeGatherPlan(data.shape, indices.shape, ctx.params<GatherParams>().axis));
+  return Impl::GatherBackward(ctx, dy, indices, dx, p);
+}
+
+template <typename Impl>
 void RegisterShapeKernels(OpRegistry& r, const KernelNeeds& platform) {
   r.Check(r.RegisterKernel("reshape", platform, {CopyKernel<Impl>, kWriteReqs}));
   r.Check(r.RegisterKernel("flatten", platform, {CopyKernel<Impl>, kWriteReqs}));
@@ -84,6 +109,9 @@ void RegisterShapeKernels(OpRegistry& r, const KernelNeeds& platform) {
   r.Check(r.RegisterKernel("_backward_slice", platform, {SliceBackwardKernel<Impl>, kWriteReqs}));
   r.Check(r.RegisterKernel("concat", platform, {ConcatKernel<Impl>, kWriteReqs}));
   r.Check(r.RegisterKernel("cast", platform, {CastKernel<Impl>, kWriteReqs}));
+  r.Check(r.RegisterKernel(op_names::kGather, platform, {GatherKernel<Impl>, kWriteReqs}));
+  r.Check(r.RegisterKernel(op_names::kBackwardGather, platform,
+                           {GatherBackwardKernel<Impl>, kWriteReqs}));
 }
 
 }  // namespace rill::ops::shape_internal

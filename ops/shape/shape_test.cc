@@ -1,14 +1,16 @@
 // The shape ops on every context against naive host loops: reshape,
-// flatten, transpose, slice, concat under every write request, cast between
-// every type pair (float16 included), gradients, and errors.
+// flatten, transpose, slice, concat, gather under every write request, cast
+// between every type pair (float16 included), gradients, and errors.
 
 #include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "rill/ops/op_registry.h"
+#include "rill/ops/ops.h"
 #include "rill/ops/shape/half.h"
 #include "rill/ops/testing/op_testing.h"
 
@@ -311,6 +313,200 @@ TEST_P(ShapeTest, GradientsAreAdjoints) {
     EXPECT_NEAR(lhs, rhs, 1e-9) << c.op << " on " << ctx().ToString();
   }
   (void)y;
+}
+
+// ONNX Gather by the definition: out[o, k, i] = data[o, j(k), i] around
+// `axis`, with j(k) = indices[k], + dim when negative. Elements as bytes.
+std::vector<char> NaiveGather(const std::vector<char>& data, const Shape& ds, int size,
+                              const std::vector<int64_t>& idx, int axis) {
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= ds[d];
+  for (int d = axis + 1; d < ds.rank(); ++d) inner *= ds[d];
+  const int64_t n = ds[axis];
+  std::vector<char> out;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t v : idx) {
+      const int64_t j = v < 0 ? v + n : v;
+      for (int64_t i = 0; i < inner * size; ++i)
+        out.push_back(data[(o * n + j) * inner * size + i]);
+    }
+  }
+  return out;
+}
+
+// Indices as a tensor of int32 or int64.
+Tensor MakeIndices(const std::vector<int64_t>& v, const Shape& s, DType t, Context ctx,
+                   engine::Engine* eng) {
+  if (t == DType::kI64) return *Tensor::FromHost<int64_t>(v, s, ctx, eng);
+  std::vector<int32_t> w(v.begin(), v.end());
+  return *Tensor::FromHost<int32_t>(w, s, ctx, eng);
+}
+
+TEST_P(ShapeTest, GatherMatchesNaiveLoopsForEveryTypeAxisAndIndexType) {
+  struct Case {
+    Shape data;
+    int axis;
+    Shape indices;
+    std::vector<int64_t> idx;
+  };
+  const Case cases[] = {
+      {{3, 4, 5}, 0, {2}, {2, -1}},    {{3, 4, 5}, 1, {2, 3}, {0, -1, 3, -4, 1, 1}},
+      {{3, 4, 5}, -1, {}, {-2}},       {{3, 4, 5}, -2, {4}, {3, 3, 0, -3}},
+      {{6}, 0, {2, 2}, {5, -6, 0, 2}}, {{2, 3}, 1, {0}, {}},
+  };
+  for (const Case& c : cases) {
+    const int axis = c.axis < 0 ? c.axis + c.data.rank() : c.axis;
+    Shape want_shape;
+    for (int d = 0; d < axis; ++d) want_shape.mutable_dims().push_back(c.data[d]);
+    for (int64_t d : c.indices.span()) want_shape.mutable_dims().push_back(d);
+    for (int d = axis + 1; d < c.data.rank(); ++d) want_shape.mutable_dims().push_back(c.data[d]);
+    const Attrs attrs = {{"axis", std::to_string(c.axis)}};
+    for (DType it : {DType::kI32, DType::kI64}) {
+      Tensor ti = MakeIndices(c.idx, c.indices, it, ctx(), engine_.get());
+      // float32 under write, add and null requests.
+      const int64_t n = c.data.NumElements();
+      const auto x = RandomData<float>(n, 31);
+      std::vector<char> xb(n * 4);
+      std::memcpy(xb.data(), x.data(), xb.size());
+      const auto wb = NaiveGather(xb, c.data, 4, c.idx, axis);
+      std::vector<float> want(wb.size() / 4);
+      std::memcpy(want.data(), wb.data(), wb.size());
+      Check("gather", {Make<float>(x, c.data), ti}, attrs, want, want_shape);
+      // Every type as bytes (bool as 0/1; float16 as bits).
+      for (DType dt : kAllDTypes) {
+        const int size = DTypeSize(dt);
+        std::vector<char> bytes(n * size);
+        for (size_t i = 0; i < bytes.size(); ++i) {
+          bytes[i] = static_cast<char>(dt == DType::kBool ? i % 2 : (i * 37 + 11) % 127);
+        }
+        auto td =
+            *Tensor::FromHostBytes(bytes.data(), bytes.size(), c.data, dt, ctx(), engine_.get());
+        const std::string what = absl::StrCat("gather ", DTypeName(dt), c.data.ToString(), " axis ",
+                                              c.axis, " ", DTypeName(it), " indices ",
+                                              c.indices.ToString(), " on ", ctx().ToString());
+        auto r = ops::Gather(td, ti, c.axis);
+        ASSERT_TRUE(r.ok()) << what << ": " << r.status();
+        EXPECT_EQ(r->dtype(), dt) << what;
+        ASSERT_EQ(r->shape(), want_shape) << what;
+        std::vector<char> got(want_shape.NumElements() * size);
+        ASSERT_TRUE(r->ToHostBytes(got.data(), got.size()).ok()) << what;
+        EXPECT_EQ(got, NaiveGather(bytes, c.data, size, c.idx, axis)) << what;
+      }
+    }
+  }
+}
+
+// _backward_gather and gather's gradient: zeros shaped as data, each dy
+// slice added at its index (duplicates accumulate), none to the indices.
+TEST_P(ShapeTest, GatherGradientAccumulatesDuplicateIndices) {
+  struct Case {
+    Shape data;
+    int axis;
+    Shape indices;
+    std::vector<int64_t> idx;
+  };
+  const Case cases[] = {
+      {{4, 3}, 0, {5}, {2, 0, 2, -1, -2}},
+      {{2, 5, 3}, 1, {2, 3}, {4, 4, -1, 0, 1, 4}},
+      {{2, 3}, -1, {3}, {-3, 0, 0}},
+      {{2, 3}, 0, {0}, {}},
+  };
+  for (const Case& c : cases) {
+    const int axis = c.axis < 0 ? c.axis + c.data.rank() : c.axis;
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < axis; ++d) outer *= c.data[d];
+    for (int d = axis + 1; d < c.data.rank(); ++d) inner *= c.data[d];
+    const int64_t n = c.data[axis], k = c.indices.NumElements();
+    for (DType it : {DType::kI32, DType::kI64}) {
+      const std::string what = absl::StrCat("gather gradient ", c.data.ToString(), " axis ", c.axis,
+                                            " ", DTypeName(it), " on ", ctx().ToString());
+      Tensor ti = MakeIndices(c.idx, c.indices, it, ctx(), engine_.get());
+      auto tx = Make<double>(RandomData<double>(c.data.NumElements(), 41), c.data);
+      auto y = ops::Gather(tx, ti, c.axis);
+      ASSERT_TRUE(y.ok()) << what << ": " << y.status();
+      const auto dy = RandomData<double>(outer * k * inner, 42);
+      auto tdy = Make<double>(dy, y->shape());
+      std::vector<double> want(c.data.NumElements(), 0.0);
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t q = 0; q < k; ++q)
+          for (int64_t i = 0; i < inner; ++i) {
+            const int64_t j = c.idx[q] < 0 ? c.idx[q] + n : c.idx[q];
+            want[(o * n + j) * inner + i] += dy[(o * k + q) * inner + i];
+          }
+      std::vector<Tensor> in = {tx, ti}, out = {*y}, og = {tdy};
+      const OpDef& op = BuiltinOp("gather");
+      auto params = *op.params().Parse("gather", {{"axis", std::to_string(c.axis)}});
+      auto g = op.gradient()(GradientContext{params.get(), in, out, og});
+      ASSERT_TRUE(g.ok()) << what << ": " << g.status();
+      ASSERT_EQ(g->size(), 2u) << what;
+      EXPECT_FALSE((*g)[1].defined()) << what;
+      EXPECT_EQ((*g)[0].shape(), c.data) << what;
+      ExpectNear(*(*g)[0].ToHost<double>(), want, 1e-12, what);
+      // float32 through the backward op directly, written over a dirty output.
+      std::vector<float> dyf(dy.begin(), dy.end()), wantf(want.begin(), want.end());
+      auto txf = Make<float>(std::vector<float>(c.data.NumElements(), 7.f), c.data);
+      auto dirty = Make<float>(std::vector<float>(c.data.NumElements(), 3.f), c.data);
+      ASSERT_TRUE(Invoke("_backward_gather", {Make<float>(dyf, y->shape()), txf, ti},
+                         {{"axis", std::to_string(c.axis)}}, {dirty})
+                      .ok())
+          << what;
+      ExpectNear(*dirty.ToHost<float>(), wantf, 1e-6, what + " float32");
+    }
+  }
+}
+
+TEST_P(ShapeTest, GatherIndexOutOfRange) {
+  auto data = Make<float>(Iota(8), {2, 4});
+  auto bad = Make<int64_t>({1, 7}, {2});
+  auto low = Make<int32_t>({-5}, {1});
+  auto r = Invoke("gather", {data, bad}, {{"axis", "1"}});
+  ASSERT_TRUE(r.ok()) << r.status();  // Checked as the kernel runs.
+  auto r2 = Invoke("gather", {data, low}, {{"axis", "-1"}});
+  ASSERT_TRUE(r2.ok()) << r2.status();
+  auto dy = Make<float>(std::vector<float>(4, 1.f), {2, 2});
+  auto rb = Invoke("_backward_gather", {dy, data, bad}, {{"axis", "1"}});
+  ASSERT_TRUE(rb.ok()) << rb.status();
+  if (testing::HostMemoryContext(ctx())) {
+    // Host kernels check every index: InvalidArgument naming it and the dim.
+    absl::Status s = (*r)[0].WaitToRead();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_NE(s.message().find("index 7 (at 1) is out of range for a dim of size 4"),
+              std::string::npos)
+        << s;
+    s = (*r2)[0].WaitToRead();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_NE(s.message().find("index -5 (at 0) is out of range for a dim of size 4"),
+              std::string::npos)
+        << s;
+    s = (*rb)[0].WaitToRead();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_NE(s.message().find("index 7"), std::string::npos) << s;
+  } else {
+    // Device kernels cannot fail: they clamp into [0, dim), reading nothing out of bounds.
+    EXPECT_EQ(*(*r)[0].ToHost<float>(), (std::vector<float>{1, 3, 5, 7}));
+    EXPECT_EQ(*(*r2)[0].ToHost<float>(), (std::vector<float>{0, 4}));
+    EXPECT_EQ(*(*rb)[0].ToHost<float>(), (std::vector<float>{0, 1, 0, 1, 0, 1, 0, 1}));
+  }
+}
+
+TEST_P(ShapeTest, GatherRejectsBadArguments) {
+  auto data = Make<float>(Iota(6), {2, 3});
+  auto idx = Make<int32_t>({0, 1}, {2});
+  auto r = Invoke("gather", {data, idx}, {{"axis", "2"}});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  EXPECT_NE(r.status().message().find("axis 2 is out of range for rank 2"), std::string::npos)
+      << r.status();
+  r = Invoke("gather", {data, Make<float>({0, 1}, {2})});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  EXPECT_NE(r.status().message().find("int32 or int64"), std::string::npos) << r.status();
+  r = Invoke("gather", {Make<float>({}, {0, 3}), idx});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  EXPECT_NE(r.status().message().find("empty"), std::string::npos) << r.status();
+  r = Invoke("gather", {Make<float>({1}, Shape{}), idx});  // A scalar has no axis.
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  r = Invoke("_backward_gather", {Make<float>(Iota(6), {3, 2}), data, idx}, {{"axis", "1"}});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  EXPECT_NE(r.status().message().find("[2, 2]"), std::string::npos) << r.status();
 }
 
 TEST_P(ShapeTest, BadInputsGetClearErrors) {
