@@ -1,6 +1,7 @@
 #ifndef RILL_TOOLS_JSON_WRITER_H_
 #define RILL_TOOLS_JSON_WRITER_H_
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -38,6 +39,18 @@ class JsonWriter {
     Separate();
     out_ += std::to_string(value);
   }
+  // Nine significant digits; null for NaN and infinities, which JSON cannot
+  // hold.
+  void Double(double value) {
+    Separate();
+    if (!std::isfinite(value)) {
+      out_ += "null";
+      return;
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.9g", value);
+    out_ += buf;
+  }
   void Bool(bool value) {
     Separate();
     out_ += value ? "true" : "false";
@@ -66,6 +79,10 @@ class JsonWriter {
   void Member(std::string_view key, bool value) {
     Key(key);
     Bool(value);
+  }
+  void Member(std::string_view key, double value) {
+    Key(key);
+    Double(value);
   }
 
   // The document, with a final newline once everything is closed.

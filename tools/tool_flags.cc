@@ -1,5 +1,7 @@
 #include "tools/tool_flags.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -63,6 +65,17 @@ std::string TypeHint(const absl::CommandLineFlag& flag) {
   std::exit(0);
 }
 
+// While absl::ParseCommandLine runs for a command with a usage_error_status:
+// that status. Abseil reports a bad flag with exit(1) (--help and --version
+// never reach it); an atexit handler turns that exit into this status.
+int g_usage_status_while_parsing = 0;
+
+void ExitWithUsageStatus() {
+  if (g_usage_status_while_parsing == 0) return;
+  std::fflush(nullptr);
+  _exit(g_usage_status_while_parsing);
+}
+
 // Refuses a flag of another command before Abseil would accept it.
 void CheckNotForeign(const ToolCommand& command, absl::string_view arg) {
   if (arg.size() < 2 || arg[0] != '-') return;
@@ -75,7 +88,7 @@ void CheckNotForeign(const ToolCommand& command, absl::string_view arg) {
   std::fprintf(stderr, "ERROR: Unknown command line flag '%s' for %s%s\n",
                std::string(flag->Name()).c_str(), command.name.c_str(),
                command.other_modes_hint.empty() ? "" : command.other_modes_hint.c_str());
-  std::exit(1);
+  std::exit(command.usage_error_status ? command.usage_error_status : 1);
 }
 
 }  // namespace
@@ -91,13 +104,24 @@ std::vector<char*> ParseToolFlags(int argc, char** argv, const ToolCommand& comm
   absl::SetFlagsUsageConfig(config);
   for (int i = 1; i < argc && absl::string_view(argv[i]) != "--"; ++i) {
     if (IsHelp(argv[i])) PrintHelp(command);
+    if (command.usage_error_status != 0 &&
+        (absl::string_view(argv[i]) == "--version" || absl::string_view(argv[i]) == "-version")) {
+      std::fputs(config.version_string().c_str(), stdout);
+      std::exit(0);
+    }
     CheckNotForeign(command, argv[i]);
   }
+  if (command.usage_error_status != 0) {
+    static const bool registered = std::atexit(ExitWithUsageStatus) == 0;
+    (void)registered;
+    g_usage_status_while_parsing = command.usage_error_status;
+  }
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  g_usage_status_while_parsing = 0;
   if (!command.allow_positional && positional.size() > 1) {
     std::fprintf(stderr, "ERROR: %s: unexpected argument '%s' (see --help)\n", command.name.c_str(),
                  positional[1]);
-    std::exit(2);
+    std::exit(command.usage_error_status ? command.usage_error_status : 2);
   }
   return positional;
 }

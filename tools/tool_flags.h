@@ -19,6 +19,10 @@ struct ToolCommand {
   std::string other_modes_hint;
   // Positional arguments are refused unless true.
   bool allow_positional = false;
+  // The exit status for an unknown flag, a malformed value or a refused
+  // positional argument (1 as Abseil exits, except the positional's 2).
+  // A tool that must tell a bad command line from a failed run sets 2.
+  int usage_error_status = 0;
 };
 
 // Parses argv[1..argc) with absl::ParseCommandLine after handling what Abseil
@@ -29,8 +33,9 @@ struct ToolCommand {
 //  - a flag of another mode is "unknown", as in another binary.
 // Malformed values and unknown flags end the process with status 1 and
 // Abseil's message naming the flag ("Illegal value '12abc' specified for
-// flag 'n'"); an unexpected positional argument with status 2. Returns the
-// positional arguments (argv[0] first). Call once per process.
+// flag 'n'"); an unexpected positional argument with status 2; both with
+// `usage_error_status` instead when it is set. Returns the positional
+// arguments (argv[0] first). Call once per process.
 std::vector<char*> ParseToolFlags(int argc, char** argv, const ToolCommand& command);
 
 // The Rill version the tools were built with (CMake's project version).
