@@ -150,7 +150,25 @@ constexpr char kAdd[] = "Add", kSub[] = "Sub", kMul[] = "Mul", kDiv[] = "Div", k
                kMax[] = "Max", kMin[] = "Min", kNeg[] = "Neg", kAbs[] = "Abs", kExp[] = "Exp",
                kLog[] = "Log", kSqrt[] = "Sqrt", kRelu[] = "Relu", kSigmoid[] = "Sigmoid",
                kTanh[] = "Tanh", kIdentity[] = "Identity", kEqual[] = "Equal",
-               kGreater[] = "Greater";
+               kGreater[] = "Greater", kErf[] = "Erf";
+
+// Rill's condition may be any type (nonzero is true); ONNX's is bool.
+absl::Status Where(X& x) {
+  std::string cond = x.In(0);
+  if (x.InDType(0) != DType::kBool) {
+    onnx::NodeProto* n = nullptr;
+    cond = x.Tmp("Cast", {cond}, &n);
+    AddIntAttr(n, "to", OnnxTypeOf(DType::kBool));
+  }
+  x.Emit("Where", {cond, x.In(1), x.In(2)}, {x.Out(0)});
+  return absl::OkStatus();
+}
+
+absl::Status Gather(X& x) {
+  AddIntAttr(x.Emit("Gather", {x.In(0), x.In(1)}, {x.Out(0)}), "axis",
+             x.Params<ops::GatherParams>().axis);
+  return absl::OkStatus();
+}
 
 absl::Status Square(X& x) {
   x.Emit("Mul", {x.In(0), x.In(0)}, {x.Out(0)});
@@ -407,9 +425,11 @@ const std::map<std::string, ExportFn, std::less<>>& Table() {
       {op_names::kDropout, Dropout},
       {op_names::kEqual, Compare<kEqual>},
       {op_names::kEqualScalar, CompareScalar<kEqual>},
+      {op_names::kErf, Same<kErf>},
       {op_names::kExp, Same<kExp>},
       {op_names::kFlatten, Flatten},
       {op_names::kFullyConnected, FullyConnected},
+      {op_names::kGather, Gather},
       {op_names::kGreater, Compare<kGreater>},
       {op_names::kGreaterScalar, CompareScalar<kGreater>},
       {op_names::kIdentity, Same<kIdentity>},
@@ -443,6 +463,7 @@ const std::map<std::string, ExportFn, std::less<>>& Table() {
       {op_names::kSum, Reduce<kReduceSum>},
       {op_names::kTanh, Same<kTanh>},
       {op_names::kTranspose, Transpose},
+      {op_names::kWhere, Where},
   };
   return *t;
 }

@@ -300,6 +300,8 @@ std::vector<OpCase> OpCases() {
       {"relu", "relu", {}, {In("x", s4)}, "Relu"},
       {"sigmoid", "sigmoid", {}, {In("x", s4)}, "Sigmoid"},
       {"tanh", "tanh", {}, {In("x", s4)}, "Tanh"},
+      {"erf", "erf", {}, {In("x", s4, -2, 2)}, "Erf"},
+      {"where", "where", {}, {Whole("c", {3, 1, 5}), In("a", s4), In("b", {4, 1})}, "Where"},
       {"exp", "exp", {}, {In("x", s4)}, "Exp"},
       {"log", "log", {}, {In("x", s4, 0.1, 3)}, "Log"},
       {"neg", "neg", {}, {In("x", s4)}, "Neg"},

@@ -90,8 +90,7 @@ absl::Status Binary(L& l) {
 }
 using op_names::kAdd, op_names::kSub, op_names::kMul, op_names::kDiv, op_names::kNeg,
     op_names::kAbs, op_names::kExp, op_names::kLog, op_names::kSqrt, op_names::kRelu,
-    op_names::kSigmoid, op_names::kTanh;
-constexpr char kErf[] = "erf";
+    op_names::kSigmoid, op_names::kTanh, op_names::kErf;
 
 absl::Status Pow(L& l) {
   RILL_ASSIGN_OR_RETURN(Entry a, l.In(0));
@@ -449,12 +448,24 @@ absl::Status Slice(L& l) {
   }
   std::vector<int64_t> begin(r, 0), end(dims.begin(), dims.end());
   int last = -1;
+  // Axes with a step other than 1: the indices they keep, gathered.
+  std::vector<std::pair<int64_t, std::vector<int64_t>>> strided;
   for (size_t i = 0; i < axes.size(); ++i) {
-    if (steps[i] != 1) return L::Unsupported(absl::StrCat("step ", steps[i], " (only 1)"));
     RILL_ASSIGN_OR_RETURN(int64_t a, NormAxis(axes[i], r));
-    const int64_t n = dims[a];
+    const int64_t n = dims[a], step = steps[i];
+    if (step == 0) return absl::InvalidArgumentError("Slice step 0");
     int64_t b = starts[i] < 0 ? starts[i] + n : starts[i];
     int64_t e = ends[i] < 0 ? ends[i] + n : ends[i];
+    if (step != 1) {
+      // ONNX clamps to [0, n] for a positive step, [-1, n-1] for a negative one.
+      b = step > 0 ? std::clamp<int64_t>(b, 0, n) : std::clamp<int64_t>(b, 0, n - 1);
+      e = step > 0 ? std::clamp<int64_t>(e, 0, n) : std::clamp<int64_t>(e, -1, n - 1);
+      std::vector<int64_t> keep;
+      for (int64_t k = b; step > 0 ? k < e : k > e; k += step) keep.push_back(k);
+      if (keep.empty()) return L::Unsupported("a Slice with an empty result");
+      strided.emplace_back(a, std::move(keep));
+      continue;
+    }
     b = std::clamp<int64_t>(b, 0, n);
     e = std::clamp<int64_t>(e, b, n);
     begin[a] = b;
@@ -462,10 +473,19 @@ absl::Status Slice(L& l) {
     last = std::max(last, static_cast<int>(a));
   }
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
-  if (last < 0) return Out(l, l.Op(op_names::kIdentity, {x}));
-  begin.resize(last + 1);
-  end.resize(last + 1);
-  return Out(l, l.Op(op_names::kSlice, {x}, {{"begin", IntsAttr(begin)}, {"end", IntsAttr(end)}}));
+  if (last < 0 && strided.empty()) return Out(l, l.Op(op_names::kIdentity, {x}));
+  Entry y = x;
+  if (last >= 0) {
+    begin.resize(last + 1);
+    end.resize(last + 1);
+    y = l.Op(op_names::kSlice, {x}, {{"begin", IntsAttr(begin)}, {"end", IntsAttr(end)}});
+  }
+  for (auto& [a, keep] : strided) {
+    const int64_t n = static_cast<int64_t>(keep.size());
+    RILL_ASSIGN_OR_RETURN(Entry idx, l.Const(OnnxHostTensor::FromInt64s(keep, Shape{n})));
+    y = l.Op(op_names::kGather, {y, idx}, {{"axis", absl::StrCat(a)}});
+  }
+  return Out(l, y);
 }
 
 absl::Status Expand(L& l) {

@@ -231,14 +231,14 @@ absl::Status Range(L& l) {
 absl::Status Gather(L& l) {
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
   RILL_ASSIGN_OR_RETURN(Entry i, l.In(1));
-  return Out(l, l.Op("gather", {x, i}, {{"axis", absl::StrCat(l.Int("axis", 0))}}));
+  return Out(l, l.Op(op_names::kGather, {x, i}, {{"axis", absl::StrCat(l.Int("axis", 0))}}));
 }
 
 absl::Status Where(L& l) {
   RILL_ASSIGN_OR_RETURN(Entry c, l.In(0));
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(1));
   RILL_ASSIGN_OR_RETURN(Entry y, l.In(2));
-  return Out(l, l.Op("where", {c, x, y}));
+  return Out(l, l.Op(op_names::kWhere, {c, x, y}));
 }
 
 absl::Status CastLike(L& l) {
@@ -307,7 +307,7 @@ absl::Status Trilu(L& l) {
   RILL_ASSIGN_OR_RETURN(Entry m, l.Const(std::move(mask)));
   RILL_ASSIGN_OR_RETURN(Entry zero, l.Const(OnnxHostTensor::Fill(*t, Shape{}, 0)));
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
-  return Out(l, l.Op("where", {m, x, zero}));
+  return Out(l, l.Op(op_names::kWhere, {m, x, zero}));
 }
 
 }  // namespace
