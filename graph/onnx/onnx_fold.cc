@@ -50,8 +50,7 @@ bool CanFold(const ImportState& s, const onnx::NodeProto& n) {
   return true;
 }
 
-absl::Status FoldNode(ImportState& s, const onnx::NodeProto& n, int64_t opset,
-                      const Converter& c) {
+absl::Status FoldNode(ImportState& s, const onnx::NodeProto& n, int64_t opset, const Converter& c) {
   ImportState t;
   t.context = engine::Context::Cpu();
   t.engine = s.engine;
@@ -90,9 +89,10 @@ absl::Status FoldNode(ImportState& s, const onnx::NodeProto& n, int64_t opset,
   }
   RILL_RETURN_IF_ERROR(t.graph.status());
   if (!computed.empty()) {
-    RILL_ASSIGN_OR_RETURN(
-        auto exec, Executor::Bind(t.graph, t.tensors, {},
-                                  BindOptions{.context = t.context, .engine = t.engine}));
+    BindOptions o;
+    o.context = t.context;
+    o.engine = t.engine;
+    RILL_ASSIGN_OR_RETURN(auto exec, Executor::Bind(t.graph, t.tensors, {}, o));
     RILL_RETURN_IF_ERROR(exec->Forward(/*is_train=*/false));
     for (size_t k = 0; k < computed.size(); ++k) {
       const Tensor& y = exec->outputs()[k];

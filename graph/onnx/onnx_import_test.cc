@@ -291,11 +291,21 @@ TEST_P(OnnxImportTest, ConstantsFoldOrBecomeAux) {
 TEST_P(OnnxImportTest, SymbolicBatchBoundAtImportFoldsShapeArithmetic) {
   onnx::ModelProto m = NewModel();
   AddValue(m.mutable_graph()->mutable_input(), "x", {-1, 2, 3});
-  m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()
-      ->mutable_dim(0)->set_dim_param("N");
+  m.mutable_graph()
+      ->mutable_input(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(0)
+      ->set_dim_param("N");
   AddValue(m.mutable_graph()->mutable_output(), "y", {-1, 6});
-  m.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape()
-      ->mutable_dim(0)->set_dim_param("N");
+  m.mutable_graph()
+      ->mutable_output(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(0)
+      ->set_dim_param("N");
   auto int64s = [&](const std::string& name, std::vector<int64_t> v, bool scalar) {
     onnx::TensorProto* t = m.mutable_graph()->add_initializer();
     t->set_name(name);

@@ -144,9 +144,10 @@ using ConverterTable = std::map<std::string, Converter, std::less<>>;
 const Converter* FindConverter(std::string_view op_type);
 // Every op type with a converter, sorted.
 std::vector<std::string> SupportedOnnxOps();
-// Add the converters of onnx_nn_ops.cc, onnx_shape_ops.cc, onnx_resize.cc
-// and onnx_rnn.cc to `table`.
+// Add the converters of onnx_nn_ops.cc, onnx_reduce_ops.cc,
+// onnx_shape_ops.cc, onnx_resize.cc and onnx_rnn.cc to `table`.
 void AddNnConverters(ConverterTable& table);
+void AddReduceConverters(ConverterTable& table);
 void AddShapeConverters(ConverterTable& table);
 void AddResizeConverters(ConverterTable& table);
 void AddRnnConverters(ConverterTable& table);
@@ -166,6 +167,9 @@ absl::StatusOr<Entry> ReshapeTo(NodeLowering& l, Entry x, const std::vector<int6
 // Input i's rank / static dims, or Unimplemented saying `why` they are needed.
 absl::StatusOr<int> NeedRank(const NodeLowering& l, int i, std::string_view why);
 absl::StatusOr<std::vector<int64_t>> NeedDims(const NodeLowering& l, int i, std::string_view why);
+// Axes from input `input_since_13` from opset 13 on (-1: never), else
+// from the "axes" attribute.
+absl::StatusOr<std::vector<int64_t>> AxesOf(NodeLowering& l, int input_since_13);
 // `axis` in [-rank, rank) made non-negative.
 absl::StatusOr<int64_t> NormAxis(int64_t axis, int rank);
 // x[..., b:e, ...] on `axis` of a value of static `dims`.

@@ -49,8 +49,8 @@ absl::StatusOr<Window> WindowOf(L& l, std::vector<int64_t> kernel) {
   }
   for (int i = 0; i < 2; ++i) {
     if (w.kernel[i] <= 0 || w.stride[i] <= 0 || w.dilation[i] <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "kernel_shape, strides and dilations must be positive (axis ", i, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("kernel_shape, strides and dilations must be positive (axis ", i, ")"));
     }
   }
   const std::string auto_pad = l.String("auto_pad", "NOTSET");
@@ -151,8 +151,8 @@ absl::Status Pool(L& l) {
       const int64_t in = dims[2 + i], k = w.kernel[i], s = w.stride[i];
       const int64_t span = in + w.pad_begin[i] + w.pad_end[i] - k;
       if (span < 0) {
-        return absl::InvalidArgumentError(absl::StrCat("pooling window ", k, " is larger than ",
-                                                       "the padded input axis ", in));
+        return absl::InvalidArgumentError(
+            absl::StrCat("pooling window ", k, " is larger than ", "the padded input axis ", in));
       }
       out[i] = span / s + 1;
       if (l.Int("ceil_mode", 0) != 0 && span % s != 0) {
@@ -173,9 +173,8 @@ absl::Status Pool(L& l) {
     return Out(l, l.Op(op_names::kPooling, {x}, a));
   }
   if (kMax) {
-    RILL_ASSIGN_OR_RETURN(std::vector<int64_t> sym,
-                          SplitPads(l, x, dims, w.pad_begin, end,
-                                    -std::numeric_limits<float>::max()));
+    RILL_ASSIGN_OR_RETURN(std::vector<int64_t> sym, SplitPads(l, x, dims, w.pad_begin, end,
+                                                              -std::numeric_limits<float>::max()));
     a.push_back({"pad", IntsAttr(sym)});
     return Out(l, l.Op(op_names::kPooling, {x}, a));
   }
@@ -192,8 +191,8 @@ absl::Status Pool(L& l) {
   auto extent = [&](int i, int64_t o) {
     const int64_t start = o * w.stride[i] - w.pad_begin[i];
     const int64_t lo = include_pad ? start : std::max<int64_t>(start, 0);
-    const int64_t hi = std::min(start + w.kernel[i],
-                                include_pad ? dims[2 + i] + w.pad_end[i] : dims[2 + i]);
+    const int64_t hi =
+        std::min(start + w.kernel[i], include_pad ? dims[2 + i] + w.pad_end[i] : dims[2 + i]);
     return std::max<int64_t>(hi - lo, 1);
   };
   for (int64_t i = 0; i < out[0]; ++i) {
@@ -293,6 +292,41 @@ absl::Status LayerNormalization(L& l) {
   return absl::OkStatus();
 }
 
+// MeanVarianceNormalization: (x - mean) / std over `axes` (default 0, 2, 3).
+absl::Status MeanVarianceNormalization(L& l) {
+  std::vector<int64_t> axes = l.Ints("axes");
+  if (axes.empty()) axes = {0, 2, 3};
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  return Out(l, Normalize(l, x, axes, 1e-9).y);
+}
+
+// LRN: x / (bias + alpha / size * sum of squares over a window of
+// channels)^beta; the window sum is an average pool over a [C, H*W] view.
+absl::Status Lrn(L& l) {
+  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> d, NeedDims(l, 0, "the channel window is padded"));
+  if (d.size() != 4) return L::Unsupported("only 4-D input");
+  const int64_t size = l.Int("size", 0);
+  if (size <= 0) return absl::InvalidArgumentError(absl::StrCat("size ", size));
+  const double alpha = l.Float("alpha", 1e-4f), beta = l.Float("beta", 0.75f),
+               bias = l.Float("bias", 1.f);
+  auto t = l.InType(0);
+  if (!t) return L::Unsupported("needs the element type");
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  const std::vector<int64_t> view = {d[0], 1, d[1], d[2] * d[3]};
+  Entry sq = l.Op(op_names::kReshape, {l.Op(op_names::kSquare, {x})}, {{"shape", IntsAttr(view)}});
+  RILL_ASSIGN_OR_RETURN(
+      sq, PadEntry(l, sq, view, {0, 0, (size - 1) / 2, 0}, {0, 0, size / 2, 0}, "constant", 0, *t));
+  Entry sum =
+      l.Op(op_names::kPooling, {sq},
+           {{"kernel", IntsAttr({size, 1})}, {"pool_type", "avg"}, {"count_include_pad", "true"}});
+  sum = l.Op(op_names::kReshape, {sum}, {{"shape", IntsAttr(d)}});
+  Entry den = l.Op(op_names::kAddScalar,
+                   {l.Op(op_names::kMulScalar, {sum}, {{"scalar", FloatAttr(alpha)}})},
+                   {{"scalar", FloatAttr(bias)}});
+  den = l.Op(op_names::kPowScalar, {den}, {{"scalar", FloatAttr(beta)}});
+  return Out(l, l.Op(op_names::kDiv, {x, den}));
+}
+
 absl::Status Gemm(L& l) {
   RILL_ASSIGN_OR_RETURN(Entry a, l.In(0));
   RILL_ASSIGN_OR_RETURN(Entry b, l.In(1));
@@ -311,8 +345,8 @@ absl::Status Gemm(L& l) {
 
 // Batch dimensions broadcast NumPy's way: each operand is expanded (an add
 // of zeros) to the common batch shape, then one batched matmul.
-absl::Status BroadcastMatMul(L& l, Entry a, Entry b, std::vector<int64_t> A,
-                             std::vector<int64_t> B, bool a_vector, bool b_vector) {
+absl::Status BroadcastMatMul(L& l, Entry a, Entry b, std::vector<int64_t> A, std::vector<int64_t> B,
+                             bool a_vector, bool b_vector) {
   const size_t r = std::max(A.size(), B.size());
   A.insert(A.begin(), r - A.size(), 1);
   B.insert(B.begin(), r - B.size(), 1);
@@ -381,6 +415,73 @@ absl::Status MatMul(L& l) {
   return Out(l, l.Op(op_names::kReshape, {y}, {{"shape", IntsAttr(out)}}));
 }
 
+// NegativeLogLikelihoodLoss of log-probabilities x [N, C, d...] and int
+// targets t [N, d...]: a one-hot of t (an equal against the class indices)
+// picks -x and the class weight; ignore_index and targets outside [0, C)
+// weigh 0; mean divides by the sum of the weights.
+absl::StatusOr<Entry> NllOf(L& l, Entry x, int target, int weight) {
+  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> dims, NeedDims(l, 0, "the classes are enumerated"));
+  if (dims.size() < 2) return absl::InvalidArgumentError("the input needs rank >= 2 (N, C, ...)");
+  const int64_t c = dims[1];
+  const int r = static_cast<int>(dims.size());
+  auto tt = l.InType(target);
+  if (!tt) return L::Unsupported("needs the target's element type");
+  std::vector<int64_t> cls(c);
+  for (int64_t k = 0; k < c; ++k) cls[k] = k;
+  std::vector<int64_t> cls_shape(r, 1);
+  cls_shape[1] = c;
+  OnnxHostTensor classes = OnnxHostTensor::FromInt64s(cls, Shape(cls_shape));
+  RILL_ASSIGN_OR_RETURN(Entry ce, l.Const(std::move(classes)));
+  RILL_ASSIGN_OR_RETURN(Entry t, l.In(target));
+  if (*tt != DType::kI64) t = l.Op(op_names::kCast, {t}, {{"dtype", "int64"}});
+  std::vector<int64_t> t1 = dims;  // [N, 1, d...]
+  t1[1] = 1;
+  t = l.Op(op_names::kReshape, {t}, {{"shape", IntsAttr(t1)}});
+  auto xt = l.InType(0);
+  const std::string ft = DTypeName(xt ? *xt : DType::kF32);
+  Entry onehot = l.Op(op_names::kCast, {l.Op(op_names::kEqual, {t, ce})}, {{"dtype", ft}});
+  if (l.HasAttr("ignore_index")) {
+    const int64_t ii = l.Int("ignore_index", 0);
+    Entry keep = l.Op(
+        op_names::kRsubScalar,
+        {l.Op(op_names::kCast, {l.Op(op_names::kEqualScalar, {t}, {{"scalar", absl::StrCat(ii)}})},
+              {{"dtype", ft}})},
+        {{"scalar", "1"}});
+    onehot = l.Op(op_names::kMul, {onehot, keep});
+  }
+  Entry w = onehot;
+  if (weight >= 0 && l.has_input(weight)) {
+    RILL_ASSIGN_OR_RETURN(Entry wv, l.In(weight));
+    w = l.Op(op_names::kMul,
+             {onehot, l.Op(op_names::kReshape, {wv}, {{"shape", IntsAttr(cls_shape)}})});
+  }
+  const ops::Attrs over_c = {{"axes", "(1)"}, {"keepdims", "false"}};
+  Entry loss = l.Op(op_names::kNeg, {l.Op(op_names::kSum, {l.Op(op_names::kMul, {w, x})}, over_c)});
+  const std::string reduction = l.String("reduction", "mean");
+  if (reduction == "none") return loss;
+  Entry total = l.Op(op_names::kSum, {loss}, {{"keepdims", "false"}});
+  if (reduction == "sum") return total;
+  if (reduction != "mean") return L::Unsupported(absl::StrCat("reduction '", reduction, "'"));
+  Entry wsum = l.Op(op_names::kSum, {w}, {{"keepdims", "false"}});
+  return l.Op(op_names::kDiv, {total, wsum});
+}
+
+absl::Status NegativeLogLikelihoodLoss(L& l) {
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  RILL_ASSIGN_OR_RETURN(Entry y, NllOf(l, x, 1, 2));
+  return Out(l, y);
+}
+
+// NLL of log_softmax over axis 1; output 1 is the log-probabilities.
+absl::Status SoftmaxCrossEntropyLoss(L& l) {
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  Entry lp = l.Op(op_names::kLogSoftmax, {x}, {{"axis", "1"}});
+  RILL_ASSIGN_OR_RETURN(Entry y, NllOf(l, lp, 1, 2));
+  l.SetOutput(0, y);
+  l.SetOutput(1, lp);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void AddNnConverters(ConverterTable& t) {
@@ -393,8 +494,12 @@ void AddNnConverters(ConverterTable& t) {
       {"GlobalMaxPool", {GlobalPool<true>, kFloat}},
       {"InstanceNormalization", {InstanceNormalization, kFloat}},
       {"LayerNormalization", {LayerNormalization, kFloat}},
+      {"LRN", {Lrn, kF32}},
       {"MatMul", {MatMul, kFloat}},
       {"MaxPool", {Pool<true>, kF32}},
+      {"MeanVarianceNormalization", {MeanVarianceNormalization, kFloat}},
+      {"NegativeLogLikelihoodLoss", {NegativeLogLikelihoodLoss, kFloat}},
+      {"SoftmaxCrossEntropyLoss", {SoftmaxCrossEntropyLoss, kFloat}},
   });
 }
 

@@ -56,13 +56,20 @@ absl::StatusOr<int64_t> NormAxis(int64_t axis, int rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
+absl::StatusOr<std::vector<int64_t>> AxesOf(NodeLowering& l, int input_since_13) {
+  if (l.opset() >= 13 && input_since_13 >= 0) {
+    if (!l.has_input(input_since_13)) return std::vector<int64_t>{};
+    return l.ConstInts(input_since_13, "axes");
+  }
+  return l.Ints("axes");
+}
+
 namespace {
 
 using L = NodeLowering;
 
 constexpr uint32_t kFloat = kFloatTypes;
 constexpr uint32_t kNumeric = kNumericTypes;
-constexpr uint32_t kSum = kFloatTypes | DTypeBit(DType::kI32) | DTypeBit(DType::kI64);
 
 // A constant of `dims` made at import time: dims >= 0 and at most 256 MiB.
 absl::Status CheckConstShape(const std::vector<int64_t>& dims, DType dtype) {
@@ -92,12 +99,34 @@ using op_names::kAdd, op_names::kSub, op_names::kMul, op_names::kDiv, op_names::
     op_names::kAbs, op_names::kExp, op_names::kLog, op_names::kSqrt, op_names::kRelu,
     op_names::kSigmoid, op_names::kTanh, op_names::kErf;
 
+// Integer bases are raised in float64 and cast back (exact below 2^53).
 absl::Status Pow(L& l) {
   RILL_ASSIGN_OR_RETURN(Entry a, l.In(0));
   RILL_ASSIGN_OR_RETURN(Entry b, l.In(1));
   auto ta = l.InType(0), tb = l.InType(1);
+  if (ta && (kFloatTypes & DTypeBit(*ta)) == 0) {
+    Entry af = l.Op(op_names::kCast, {a}, {{"dtype", "float64"}});
+    Entry bf = l.Op(op_names::kCast, {b}, {{"dtype", "float64"}});
+    return Out(
+        l, l.Op(op_names::kCast, {l.Op(op_names::kPow, {af, bf})}, {{"dtype", DTypeName(*ta)}}));
+  }
   if (ta && tb && *ta != *tb) b = l.Op(op_names::kCast, {b}, {{"dtype", DTypeName(*ta)}});
   return Out(l, l.Op(op_names::kPow, {a, b}));
+}
+
+// x + bias below -lambd, x - bias above lambd, 0 between.
+absl::Status Shrink(L& l) {
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  const double lambd = l.Float("lambd", 0.5f), bias = l.Float("bias", 0.f);
+  auto t = l.InType(0);
+  if (!t) return L::Unsupported("needs the element type");
+  RILL_ASSIGN_OR_RETURN(Entry zero, l.Const(OnnxHostTensor::Fill(*t, Shape{}, 0)));
+  Entry low =
+      l.Op(op_names::kGreaterScalar, {l.Op(op_names::kNeg, {x})}, {{"scalar", FloatAttr(lambd)}});
+  Entry high = l.Op(op_names::kGreaterScalar, {x}, {{"scalar", FloatAttr(lambd)}});
+  Entry up = l.Op(op_names::kSubScalar, {x}, {{"scalar", FloatAttr(bias)}});
+  Entry down = l.Op(op_names::kAddScalar, {x}, {{"scalar", FloatAttr(bias)}});
+  return Out(l, l.Op(op_names::kWhere, {low, down, l.Op(op_names::kWhere, {high, up, zero})}));
 }
 
 // Comparisons: the ops give 1/0 in the input type; ONNX wants bool.
@@ -371,14 +400,6 @@ absl::Status Concat(L& l) {
   return Out(l, l.Op(op_names::kConcat, in, {{"axis", absl::StrCat(l.Int("axis", 0))}}));
 }
 
-absl::StatusOr<std::vector<int64_t>> AxesOf(L& l, int input_since_13) {
-  if (l.opset() >= 13 && input_since_13 >= 0) {
-    if (!l.has_input(input_since_13)) return std::vector<int64_t>{};
-    return l.ConstInts(input_since_13, "axes");
-  }
-  return l.Ints("axes");
-}
-
 absl::Status Unsqueeze(L& l) {
   RILL_ASSIGN_OR_RETURN(std::vector<int64_t> axes, AxesOf(l, 1));
   auto dims = l.Dims(0);
@@ -498,74 +519,11 @@ absl::Status Expand(L& l) {
   return Out(l, l.Op(op_names::kAdd, {x, zeros}));
 }
 
-// ----------------------------------------------------------------- reductions
-
-// y = f(x) reduced by `op`, then g(y). Axes from the attribute (or, for
-// ReduceSum since 13, input 1).
-absl::Status Reduce(L& l, const char* pre, const char* op, const char* post) {
-  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> axes,
-                        AxesOf(l, l.node().op_type() == "ReduceSum" ? 1 : -1));
-  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
-  if (axes.empty() && l.Int("noop_with_empty_axes", 0) != 0)
-    return Out(l, l.Op(op_names::kIdentity, {x}));
-  const bool keep = l.Int("keepdims", 1) != 0;
-  if (pre) x = l.Op(pre, {x});
-  Entry y = l.Op(op, {x}, {{"axes", IntsAttr(axes)}, {"keepdims", keep ? "true" : "false"}});
-  if (post) y = l.Op(post, {y});
-  return Out(l, y);
-}
-absl::Status ReduceSum(L& l) { return Reduce(l, nullptr, op_names::kSum, nullptr); }
-absl::Status ReduceMean(L& l) { return Reduce(l, nullptr, op_names::kMean, nullptr); }
-absl::Status ReduceMax(L& l) { return Reduce(l, nullptr, op_names::kMax, nullptr); }
-absl::Status ReduceMin(L& l) { return Reduce(l, op_names::kNeg, op_names::kMax, op_names::kNeg); }
-absl::Status ReduceSumSquare(L& l) { return Reduce(l, op_names::kSquare, op_names::kSum, nullptr); }
-absl::Status ReduceL1(L& l) { return Reduce(l, op_names::kAbs, op_names::kSum, nullptr); }
-absl::Status ReduceL2(L& l) {
-  return Reduce(l, op_names::kSquare, op_names::kSum, op_names::kSqrt);
-}
-absl::Status ReduceLogSum(L& l) { return Reduce(l, nullptr, op_names::kSum, op_names::kLog); }
-absl::Status ReduceLogSumExp(L& l) {
-  return Reduce(l, op_names::kExp, op_names::kSum, op_names::kLog);
-}
-
-template <bool kMin>
-absl::Status ArgMax(L& l) {
-  if (l.Int("select_last_index", 0) != 0) return L::Unsupported("select_last_index=1");
-  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
-  if (kMin) x = l.Op(op_names::kNeg, {x});
-  return Out(l, l.Op(op_names::kArgmax, {x},
-                     {{"axis", absl::StrCat(l.Int("axis", 0))},
-                      {"keepdims", l.Int("keepdims", 1) ? "true" : "false"}}));
-}
-
-template <bool kLog>
-absl::Status Softmax(L& l) {
-  const char* op = kLog ? op_names::kLogSoftmax : op_names::kSoftmax;
-  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
-  int64_t axis = l.Int("axis", l.opset() >= 13 ? -1 : 1);
-  std::optional<int> r = l.Rank(0);
-  if (r && axis < 0) axis += *r;
-  if (l.opset() >= 13 || axis == -1 || (r && axis == *r - 1)) {
-    return Out(l, l.Op(op, {x}, {{"axis", absl::StrCat(axis)}}));
-  }
-  // Before opset 13: softmax of the input flattened to 2-D at `axis`.
-  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> dims,
-                        NeedDims(l, 0, "softmax before opset 13 flattens at axis"));
-  RILL_ASSIGN_OR_RETURN(axis, NormAxis(axis, static_cast<int>(dims.size())));
-  int64_t outer = 1;
-  for (int64_t i = 0; i < axis; ++i) outer *= dims[i];
-  Entry f = l.Op(op_names::kReshape, {x}, {{"shape", IntsAttr({outer, -1})}});
-  Entry y = l.Op(op, {f}, {{"axis", "1"}});
-  return Out(l, l.Op(op_names::kReshape, {y}, {{"shape", IntsAttr(dims)}}));
-}
-
 const ConverterTable& Table() {
   static const ConverterTable* t = [] {
     auto* t = new ConverterTable{
         {"Abs", {Unary<kAbs>, kNumeric}},
         {"Add", {Binary<kAdd>, kNumeric}},
-        {"ArgMax", {ArgMax<false>, kFloat}},
-        {"ArgMin", {ArgMax<true>, kFloat}},
         {"Cast", {Cast, 0}},
         {"Celu", {Celu, kFloat}},
         {"Clip", {Clip, kNumeric}},
@@ -587,33 +545,23 @@ const ConverterTable& Table() {
         {"LeakyRelu", {LeakyRelu, kFloat}},
         {"Less", {Compare<kGreater, true>, kNumeric}},
         {"Log", {Unary<kLog>, kFloat}},
-        {"LogSoftmax", {Softmax<true>, kFloat}},
         {"Max", {Variadic<kMaximum, false>, kNumeric}},
         {"Mean", {Variadic<kAdd, true>, kFloat}},
         {"Min", {Variadic<kMinimum, false>, kNumeric}},
         {"Mul", {Binary<kMul>, kNumeric}},
         {"Neg", {Unary<kNeg>, kNumeric}},
-        {"Pow", {Pow, kFloat}},
+        {"Pow", {Pow, kNumeric}},
         {"PRelu", {PRelu, kFloat}},
         {"Reciprocal", {Reciprocal, kFloat}},
-        {"ReduceL1", {ReduceL1, kSum}},
-        {"ReduceL2", {ReduceL2, kFloat}},
-        {"ReduceLogSum", {ReduceLogSum, kFloat}},
-        {"ReduceLogSumExp", {ReduceLogSumExp, kFloat}},
-        {"ReduceMax", {ReduceMax, kFloat}},
-        {"ReduceMean", {ReduceMean, kFloat}},
-        {"ReduceMin", {ReduceMin, kFloat}},
-        {"ReduceSum", {ReduceSum, kSum}},
-        {"ReduceSumSquare", {ReduceSumSquare, kSum}},
         {"Relu", {Unary<kRelu>, kNumeric}},
         {"Reshape", {Reshape, 0}},
         {"Selu", {Selu, kFloat}},
         {"Shape", {ShapeOp, 0}},
         {"Sigmoid", {Unary<kSigmoid>, kFloat}},
+        {"Shrink", {Shrink, kNumeric}},
         {"Sign", {Sign, kNumeric}},
         {"Size", {Size, 0}},
         {"Slice", {Slice, 0}},
-        {"Softmax", {Softmax<false>, kFloat}},
         {"Softplus", {Softplus, kFloat}},
         {"Softsign", {Softsign, kFloat}},
         {"Sqrt", {Unary<kSqrt>, kFloat}},
@@ -626,6 +574,7 @@ const ConverterTable& Table() {
         {"Unsqueeze", {Unsqueeze, 0}},
     };
     AddNnConverters(*t);
+    AddReduceConverters(*t);
     AddShapeConverters(*t);
     AddResizeConverters(*t);
     AddRnnConverters(*t);

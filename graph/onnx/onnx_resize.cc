@@ -1,4 +1,4 @@
-// Resize (nearest and linear, opsets 11-17) as matrix products: along each
+// Resize (nearest, linear and cubic, opsets 11-17) as matrix products: along each
 // resized axis the output is a constant [in, out] interpolation matrix
 // applied with matmul, so every coordinate mode is one code path, every
 // device runs it and it has a gradient.
@@ -39,7 +39,8 @@ absl::StatusOr<double> SourceCoord(std::string_view mode, double x, double scale
 absl::StatusOr<int64_t> Nearest(std::string_view mode, double c) {
   const double f = std::floor(c);
   if (mode == "round_prefer_floor") return static_cast<int64_t>(c - f == 0.5 ? f : std::round(c));
-  if (mode == "round_prefer_ceil") return static_cast<int64_t>(c - f == 0.5 ? f + 1 : std::round(c));
+  if (mode == "round_prefer_ceil")
+    return static_cast<int64_t>(c - f == 0.5 ? f + 1 : std::round(c));
   if (mode == "floor") return static_cast<int64_t>(f);
   if (mode == "ceil") return static_cast<int64_t>(std::ceil(c));
   return L::Unsupported(absl::StrCat("nearest_mode '", AsAbsl(mode), "'"));
@@ -47,13 +48,35 @@ absl::StatusOr<int64_t> Nearest(std::string_view mode, double c) {
 
 // The [in, out] matrix M with y[o] = sum_i x[i] M[i, o] along one axis.
 absl::StatusOr<OnnxHostTensor> InterpolationMatrix(L& l, DType t, int64_t in, int64_t out,
-                                                   double scale, bool linear) {
+                                                   double scale, std::string_view mode) {
+  const bool linear = mode == "linear";
   const std::string coord = l.String("coordinate_transformation_mode", "half_pixel");
   const std::string nearest = l.String("nearest_mode", "round_prefer_floor");
   std::vector<double> m(in * out, 0.0);
   for (int64_t o = 0; o < out; ++o) {
     RILL_ASSIGN_OR_RETURN(double c, SourceCoord(coord, static_cast<double>(o), scale, in, out));
-    if (linear) {
+    if (mode == "cubic") {
+      // Keys' cubic convolution with ONNX's coefficient a; the four points
+      // around c, clamped to the edge, or dropped (and the weights
+      // renormalized) with exclude_outside.
+      const double a = l.Float("cubic_coeff_a", -0.75f);
+      const bool exclude = l.Int("exclude_outside", 0) != 0;
+      const double i0 = std::floor(c), r = c - i0;
+      const double w[4] = {((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a,
+                           ((a + 2) * r - (a + 3)) * r * r + 1,
+                           ((a + 2) * (1 - r) - (a + 3)) * (1 - r) * (1 - r) + 1,
+                           ((a * (2 - r) - 5 * a) * (2 - r) + 8 * a) * (2 - r) - 4 * a};
+      double total = 0;
+      for (int k = 0; k < 4; ++k) {
+        const int64_t i = static_cast<int64_t>(i0) - 1 + k;
+        if (!exclude || (i >= 0 && i < in)) total += w[k];
+      }
+      for (int k = 0; k < 4; ++k) {
+        const int64_t i = static_cast<int64_t>(i0) - 1 + k;
+        if (exclude && (i < 0 || i >= in)) continue;
+        m[std::clamp<int64_t>(i, 0, in - 1) * out + o] += exclude ? w[k] / total : w[k];
+      }
+    } else if (linear) {
       c = std::clamp(c, 0.0, static_cast<double>(in - 1));
       const int64_t i0 = static_cast<int64_t>(std::floor(c));
       const int64_t i1 = std::min(i0 + 1, in - 1);
@@ -79,11 +102,14 @@ absl::StatusOr<OnnxHostTensor> InterpolationMatrix(L& l, DType t, int64_t in, in
 }
 
 absl::Status Resize(L& l) {
-  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> dims, NeedDims(l, 0, "the sizes are resolved at import"));
+  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> dims,
+                        NeedDims(l, 0, "the sizes are resolved at import"));
   const int r = static_cast<int>(dims.size());
   if (l.opset() < 11) return L::Unsupported("Resize before opset 11 (scales as input 1)");
   const std::string mode = l.String("mode", "nearest");
-  if (mode != "nearest" && mode != "linear") return L::Unsupported(absl::StrCat("mode '", mode, "'"));
+  if (mode != "nearest" && mode != "linear" && mode != "cubic") {
+    return L::Unsupported(absl::StrCat("mode '", mode, "'"));
+  }
   if (l.String("coordinate_transformation_mode", "") == "tf_crop_and_resize") {
     return L::Unsupported("coordinate_transformation_mode 'tf_crop_and_resize'");
   }
@@ -100,12 +126,15 @@ absl::Status Resize(L& l) {
   if (sizes.empty() && l.has_input(2)) {
     RILL_ASSIGN_OR_RETURN(scales, l.ConstDoubles(2, "scales"));
   }
-  if (sizes.empty() && scales.empty()) return absl::InvalidArgumentError("Resize needs scales or sizes");
+  if (sizes.empty() && scales.empty())
+    return absl::InvalidArgumentError("Resize needs scales or sizes");
   if (!sizes.empty() && sizes.size() != dims.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("sizes has ", sizes.size(), " values for rank ", r));
+    return absl::InvalidArgumentError(
+        absl::StrCat("sizes has ", sizes.size(), " values for rank ", r));
   }
   if (!scales.empty() && scales.size() != dims.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("scales has ", scales.size(), " values for rank ", r));
+    return absl::InvalidArgumentError(
+        absl::StrCat("scales has ", scales.size(), " values for rank ", r));
   }
   auto t = l.InType(0);
   if (!t) return L::Unsupported("needs the input's element type");
@@ -120,7 +149,8 @@ absl::Status Resize(L& l) {
       scale = dims[a] == 0 ? 1.0 : static_cast<double>(out) / static_cast<double>(dims[a]);
     } else {
       scale = scales[a];
-      if (!(scale > 0)) return absl::InvalidArgumentError(absl::StrCat("scale ", scale, " of axis ", a));
+      if (!(scale > 0))
+        return absl::InvalidArgumentError(absl::StrCat("scale ", scale, " of axis ", a));
       out = static_cast<int64_t>(std::floor(static_cast<double>(dims[a]) * scale));
     }
     if (out <= 0 || out > (int64_t{1} << 20)) {
@@ -130,8 +160,7 @@ absl::Status Resize(L& l) {
     if (dims[a] > 16384 || out > 16384) {
       return L::Unsupported(absl::StrCat("an axis over 16384 (", dims[a], " -> ", out, ")"));
     }
-    RILL_ASSIGN_OR_RETURN(OnnxHostTensor m,
-                          InterpolationMatrix(l, *t, dims[a], out, scale, mode == "linear"));
+    RILL_ASSIGN_OR_RETURN(OnnxHostTensor m, InterpolationMatrix(l, *t, dims[a], out, scale, mode));
     RILL_ASSIGN_OR_RETURN(Entry me, l.Const(std::move(m)));
     // Move axis a last, multiply, move it back.
     std::vector<int64_t> perm;
@@ -157,8 +186,6 @@ absl::Status Resize(L& l) {
 
 }  // namespace
 
-void AddResizeConverters(ConverterTable& t) {
-  t.insert({{"Resize", {Resize, kFloatTypes}}});
-}
+void AddResizeConverters(ConverterTable& t) { t.insert({{"Resize", {Resize, kFloatTypes}}}); }
 
 }  // namespace rill::graph

@@ -1,4 +1,4 @@
-// LSTM and GRU (opsets 11-17), unrolled over the sequence at import: the
+// LSTM, GRU and RNN (opsets 7-17), unrolled over the sequence at import: the
 // input projection of all steps is one matmul per direction, then each step
 // is a matmul with the recurrent weights and the gate arithmetic. The
 // sequence length must be static; in return the cell runs on every device
@@ -6,6 +6,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,19 +21,20 @@ namespace {
 
 using L = NodeLowering;
 
-enum class Cell { kLstm, kGru };
+enum class Cell { kLstm, kGru, kRnn };
 
 struct RnnShape {
   int64_t seq = 0, batch = 0, input = 0, hidden = 0, dirs = 1;
-  int gates = 4;  // LSTM i, o, f, c; GRU z, r, h.
+  int gates = 4;  // LSTM i, o, f, c; GRU z, r, h; RNN one.
 };
 
 // The activation functions as ops (default for LSTM: Sigmoid, Tanh, Tanh;
 // GRU: Sigmoid, Tanh), per direction.
 absl::StatusOr<std::vector<const char*>> Activations(L& l, Cell cell, int64_t dirs) {
   const std::vector<std::string> defaults =
-      cell == Cell::kLstm ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
-                          : std::vector<std::string>{"Sigmoid", "Tanh"};
+      cell == Cell::kLstm  ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+      : cell == Cell::kGru ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                           : std::vector<std::string>{"Tanh"};
   std::vector<std::string> names;
   if (const auto* a = l.Attr("activations")) {
     names.assign(a->strings().begin(), a->strings().end());
@@ -40,8 +42,8 @@ absl::StatusOr<std::vector<const char*>> Activations(L& l, Cell cell, int64_t di
     for (int64_t d = 0; d < dirs; ++d) names.insert(names.end(), defaults.begin(), defaults.end());
   }
   if (names.size() != defaults.size() * dirs) {
-    return absl::InvalidArgumentError(absl::StrCat("activations has ", names.size(),
-                                                   " names, want ", defaults.size() * dirs));
+    return absl::InvalidArgumentError(
+        absl::StrCat("activations has ", names.size(), " names, want ", defaults.size() * dirs));
   }
   std::vector<const char*> ops;
   for (const std::string& n : names) {
@@ -65,9 +67,10 @@ Entry Gate(L& l, Entry x, const std::vector<int64_t>& dims, int axis, int k, int
 }
 
 absl::Status Rnn(L& l, Cell cell) {
-  const bool lstm = cell == Cell::kLstm;
+  const bool lstm = cell == Cell::kLstm, rnn = cell == Cell::kRnn;
+  const int per_dir = lstm ? 3 : rnn ? 1 : 2;  // Activations per direction.
   RnnShape s;
-  s.gates = lstm ? 4 : 3;
+  s.gates = lstm ? 4 : rnn ? 1 : 3;
   RILL_ASSIGN_OR_RETURN(std::vector<int64_t> xd, NeedDims(l, 0, "the sequence is unrolled"));
   if (xd.size() != 3) return absl::InvalidArgumentError("X must have rank 3");
   const bool batch_first = l.Int("layout", 0) != 0;
@@ -86,7 +89,6 @@ absl::Status Rnn(L& l, Cell cell) {
   }
   if (l.HasAttr("clip")) return L::Unsupported("clip");
   if (lstm && l.Int("input_forget", 0) != 0) return L::Unsupported("input_forget=1");
-  if (lstm && l.has_input(7)) return L::Unsupported("peepholes (input P)");
   if (l.has_input(4)) {
     RILL_ASSIGN_OR_RETURN(std::vector<int64_t> lens, l.ConstInts(4, "sequence_lens"));
     for (int64_t n : lens) {
@@ -109,9 +111,19 @@ absl::Status Rnn(L& l, Cell cell) {
   std::vector<Entry> ys, yh, yc;
   for (int64_t d = 0; d < s.dirs; ++d) {
     const bool reverse = direction == "reverse" || d == 1;
-    const char* f = act[d * (lstm ? 3 : 2)];
-    const char* g = act[d * (lstm ? 3 : 2) + 1];
+    const char* f = act[d * per_dir];
+    const char* g = rnn ? nullptr : act[d * per_dir + 1];
     const char* h_act = lstm ? act[d * 3 + 2] : nullptr;
+    // LSTM peepholes P [dirs, 3H]: i, o, f.
+    std::optional<Entry> pi, po, pf;
+    if (lstm && l.has_input(7)) {
+      RILL_ASSIGN_OR_RETURN(Entry p, l.In(7));
+      Entry pd = l.Op(op_names::kReshape, {SliceAxis(l, p, {s.dirs, 3 * H}, 0, d, d + 1)},
+                      {{"shape", IntsAttr({3 * H})}});
+      pi = SliceAxis(l, pd, {3 * H}, 0, 0, H);
+      po = SliceAxis(l, pd, {3 * H}, 0, H, 2 * H);
+      pf = SliceAxis(l, pd, {3 * H}, 0, 2 * H, 3 * H);
+    }
     Entry wdir = l.Op(op_names::kReshape, {SliceAxis(l, w, wd, 0, d, d + 1)},
                       {{"shape", IntsAttr({G * H, s.input})}});
     Entry rdir = l.Op(op_names::kReshape, {SliceAxis(l, r, rd, 0, d, d + 1)},
@@ -155,26 +167,32 @@ absl::Status Rnn(L& l, Cell cell) {
     }
     std::vector<Entry> steps(s.seq);
     Entry rh_w;  // GRU: the rows of R for the candidate gate.
-    if (!lstm) rh_w = Gate(l, rdir, {G * H, H}, 0, 2, H);
+    if (cell == Cell::kGru) rh_w = Gate(l, rdir, {G * H, H}, 0, 2, H);
     for (int64_t k = 0; k < s.seq; ++k) {
       const int64_t step = reverse ? s.seq - 1 - k : k;
       Entry xt = l.Op(op_names::kReshape, {SliceAxis(l, xw, xwd, 0, step, step + 1)},
                       {{"shape", IntsAttr(gd)}});
-      if (lstm) {
+      if (rnn) {
+        h = l.Op(f, {l.Op(op_names::kAdd,
+                          {xt, l.Op(op_names::kMatmul, {h, rdir}, {{"transpose_b", "true"}})})});
+      } else if (lstm) {
         Entry z = l.Op(op_names::kAdd,
                        {xt, l.Op(op_names::kMatmul, {h, rdir}, {{"transpose_b", "true"}})});
-        Entry i = l.Op(f, {Gate(l, z, gd, 1, 0, H)});
-        Entry o = l.Op(f, {Gate(l, z, gd, 1, 1, H)});
-        Entry fg = l.Op(f, {Gate(l, z, gd, 1, 2, H)});
+        auto peep = [&](Entry pre, const std::optional<Entry>& p, Entry cell_state) {
+          return p ? l.Op(op_names::kAdd, {pre, l.Op(op_names::kMul, {*p, cell_state})}) : pre;
+        };
+        Entry i = l.Op(f, {peep(Gate(l, z, gd, 1, 0, H), pi, c)});
+        Entry fg = l.Op(f, {peep(Gate(l, z, gd, 1, 2, H), pf, c)});
         Entry cc = l.Op(g, {Gate(l, z, gd, 1, 3, H)});
         c = l.Op(op_names::kAdd, {l.Op(op_names::kMul, {fg, c}), l.Op(op_names::kMul, {i, cc})});
+        Entry o = l.Op(f, {peep(Gate(l, z, gd, 1, 1, H), po, c)});
         h = l.Op(op_names::kMul, {o, l.Op(h_act, {c})});
       } else {
         const std::vector<int64_t> zr = {s.batch, 2 * H};
         Entry rzr = SliceAxis(l, rdir, {G * H, H}, 0, 0, 2 * H);
-        Entry zrs = l.Op(op_names::kAdd,
-                         {SliceAxis(l, xt, gd, 1, 0, 2 * H),
-                          l.Op(op_names::kMatmul, {h, rzr}, {{"transpose_b", "true"}})});
+        Entry zrs =
+            l.Op(op_names::kAdd, {SliceAxis(l, xt, gd, 1, 0, 2 * H),
+                                  l.Op(op_names::kMatmul, {h, rzr}, {{"transpose_b", "true"}})});
         Entry z = l.Op(f, {SliceAxis(l, zrs, zr, 1, 0, H)});
         Entry rg = l.Op(f, {SliceAxis(l, zrs, zr, 1, H, 2 * H)});
         Entry hh;
@@ -214,11 +232,14 @@ absl::Status Rnn(L& l, Cell cell) {
 
 absl::Status Lstm(L& l) { return Rnn(l, Cell::kLstm); }
 absl::Status Gru(L& l) { return Rnn(l, Cell::kGru); }
+absl::Status SimpleRnn(L& l) { return Rnn(l, Cell::kRnn); }
 
 }  // namespace
 
 void AddRnnConverters(ConverterTable& t) {
-  t.insert({{"GRU", {Gru, kFloatTypes}}, {"LSTM", {Lstm, kFloatTypes}}});
+  t.insert({{"GRU", {Gru, kFloatTypes}},
+            {"LSTM", {Lstm, kFloatTypes}},
+            {"RNN", {SimpleRnn, kFloatTypes}}});
 }
 
 }  // namespace rill::graph

@@ -1,7 +1,8 @@
 // Converters of ONNX data-movement ops: Pad, Tile, Split, Range, Gather,
-// Where, Resize, Trilu, CastLike and the logical ops. Pad, Tile, Split and
-// Resize compose slice, concat and matmul over static shapes, so they run
-// on every device and have gradients.
+// Where, Trilu, CastLike, the logical ops, DepthToSpace/SpaceToDepth,
+// OneHot, EyeLike and the window functions. Pad, Tile and Split compose
+// slice and concat over static shapes, so they run on every device and
+// have gradients.
 
 #include <onnx/onnx_pb.h>
 
@@ -50,7 +51,8 @@ absl::StatusOr<Entry> PadEntry(NodeLowering& l, Entry x, std::vector<int64_t> di
     if (pb == 0 && pe == 0) continue;
     const int64_t n = dims[a];
     if (mode != "constant" && n == 0) {
-      return absl::InvalidArgumentError(absl::StrCat(AsAbsl(mode), " padding of an empty axis ", a));
+      return absl::InvalidArgumentError(
+          absl::StrCat(AsAbsl(mode), " padding of an empty axis ", a));
     }
     if (mode == "reflect" && (pb >= n || pe >= n)) {
       return absl::InvalidArgumentError(absl::StrCat("reflect pads (", pb, ", ", pe, ") of axis ",
@@ -129,7 +131,8 @@ absl::Status Pad(L& l) {
   if (!t) return L::Unsupported("needs the input's element type");
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
   std::vector<int64_t> b(pads.begin(), pads.begin() + r), e(pads.begin() + r, pads.end());
-  RILL_ASSIGN_OR_RETURN(Entry y, PadEntry(l, x, dims, b, e, l.String("mode", "constant"), value, *t));
+  RILL_ASSIGN_OR_RETURN(Entry y,
+                        PadEntry(l, x, dims, b, e, l.String("mode", "constant"), value, *t));
   return Out(l, y == x ? l.Op(op_names::kIdentity, {x}) : y);
 }
 
@@ -144,13 +147,12 @@ absl::Status Tile(L& l) {
   Entry y = x;
   for (size_t a = 0; a < dims.size(); ++a) {
     if (repeats[a] < 0 || repeats[a] > 4096) {
-      return absl::InvalidArgumentError(absl::StrCat("repeat ", repeats[a], " of axis ", a,
-                                                     " is out of range [0, 4096]"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("repeat ", repeats[a], " of axis ", a, " is out of range [0, 4096]"));
     }
     if (repeats[a] == 1) continue;
     if (repeats[a] == 0) return L::Unsupported("a repeat of 0 (an empty result)");
-    y = l.Op(op_names::kConcat, std::vector<Entry>(repeats[a], y),
-             {{"axis", absl::StrCat(a)}});
+    y = l.Op(op_names::kConcat, std::vector<Entry>(repeats[a], y), {{"axis", absl::StrCat(a)}});
   }
   return Out(l, y == x ? l.Op(op_names::kIdentity, {x}) : y);
 }
@@ -251,9 +253,7 @@ absl::Status CastLike(L& l) {
 // Logical ops on bool tensors, computed in float32 and cast back.
 Entry AsFloat(L& l, Entry x) { return l.Op(op_names::kCast, {x}, {{"dtype", "float32"}}); }
 Entry AsBool(L& l, Entry x) { return l.Op(op_names::kCast, {x}, {{"dtype", "bool"}}); }
-Entry NotOf(L& l, Entry x01) {
-  return l.Op(op_names::kRsubScalar, {x01}, {{"scalar", "1"}});
-}
+Entry NotOf(L& l, Entry x01) { return l.Op(op_names::kRsubScalar, {x01}, {{"scalar", "1"}}); }
 
 absl::Status Not(L& l) {
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
@@ -310,19 +310,135 @@ absl::Status Trilu(L& l) {
   return Out(l, l.Op(op_names::kWhere, {m, x, zero}));
 }
 
+// DepthToSpace (DCR or CRD) and SpaceToDepth: a reshape to 6-D, a
+// transpose, a reshape back.
+template <bool kToSpace>
+absl::Status DepthSpace(L& l) {
+  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> d, NeedDims(l, 0, "the blocks are laid out"));
+  if (d.size() != 4) return absl::InvalidArgumentError("needs a 4-D input (N, C, H, W)");
+  const int64_t b = l.Int("blocksize", 0);
+  if (b <= 0) return absl::InvalidArgumentError(absl::StrCat("blocksize ", b));
+  const int64_t n = d[0], c = d[1], h = d[2], w = d[3];
+  std::vector<int64_t> six, perm, out;
+  if (kToSpace) {
+    if (c % (b * b) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(c, " channels for blocksize ", b));
+    }
+    if (l.String("mode", "DCR") == "DCR") {
+      six = {n, b, b, c / (b * b), h, w};
+      perm = {0, 3, 4, 1, 5, 2};
+    } else {
+      six = {n, c / (b * b), b, b, h, w};
+      perm = {0, 1, 4, 2, 5, 3};
+    }
+    out = {n, c / (b * b), h * b, w * b};
+  } else {
+    if (h % b != 0 || w % b != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(h, "x", w, " for blocksize ", b));
+    }
+    six = {n, c, h / b, b, w / b, b};
+    perm = {0, 3, 5, 1, 2, 4};
+    out = {n, c * b * b, h / b, w / b};
+  }
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  Entry y = l.Op(op_names::kReshape, {x}, {{"shape", IntsAttr(six)}});
+  y = l.Op(op_names::kTranspose, {y}, {{"axes", IntsAttr(perm)}});
+  return Out(l, l.Op(op_names::kReshape, {y}, {{"shape", IntsAttr(out)}}));
+}
+
+// OneHot(indices, depth, values = [off, on]): negative indices count from
+// depth; an equal against the classes selects on or off.
+absl::Status OneHot(L& l) {
+  RILL_ASSIGN_OR_RETURN(std::vector<double> depth_v, l.ConstDoubles(1, "depth"));
+  if (depth_v.size() != 1 || !(depth_v[0] >= 1) || depth_v[0] > (1 << 20)) {
+    return absl::InvalidArgumentError("OneHot depth must be one value in [1, 2^20]");
+  }
+  const int64_t depth = static_cast<int64_t>(depth_v[0]);
+  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> d, NeedDims(l, 0, "the classes are enumerated"));
+  const int r = static_cast<int>(d.size()) + 1;
+  RILL_ASSIGN_OR_RETURN(int64_t axis, NormAxis(l.Int("axis", -1), r));
+  auto vt = l.InType(2);
+  if (!vt) return L::Unsupported("needs the element type of values");
+  RILL_ASSIGN_OR_RETURN(Entry idx, l.In(0));
+  idx = l.Op(op_names::kCast, {idx}, {{"dtype", "int64"}});
+  RILL_ASSIGN_OR_RETURN(Entry zero, l.Const(OnnxHostTensor::FromInt64s({0}, Shape{})));
+  Entry negative = l.Op(op_names::kGreater, {zero, idx});
+  idx = l.Op(op_names::kAdd,
+             {idx, l.Op(op_names::kMulScalar, {negative}, {{"scalar", absl::StrCat(depth)}})});
+  std::vector<int64_t> unsq = d;
+  unsq.insert(unsq.begin() + axis, 1);
+  idx = l.Op(op_names::kReshape, {idx}, {{"shape", IntsAttr(unsq)}});
+  std::vector<int64_t> cls(depth), cls_shape(r, 1);
+  for (int64_t k = 0; k < depth; ++k) cls[k] = k;
+  cls_shape[axis] = depth;
+  RILL_ASSIGN_OR_RETURN(Entry ce, l.Const(OnnxHostTensor::FromInt64s(cls, Shape(cls_shape))));
+  RILL_ASSIGN_OR_RETURN(Entry values, l.In(2));
+  Entry off = l.Op(op_names::kReshape, {SliceAxis(l, values, {2}, 0, 0, 1)}, {{"shape", "()"}});
+  Entry on = l.Op(op_names::kReshape, {SliceAxis(l, values, {2}, 0, 1, 2)}, {{"shape", "()"}});
+  return Out(l, l.Op(op_names::kWhere, {l.Op(op_names::kEqual, {idx, ce}), on, off}));
+}
+
+// Constants of a static shape: EyeLike and the window functions.
+absl::Status EyeLike(L& l) {
+  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> d, NeedDims(l, 0, "the result is a constant"));
+  if (d.size() != 2) return absl::InvalidArgumentError("EyeLike needs a 2-D input");
+  DType t = l.InType(0).value_or(DType::kF32);
+  if (l.HasAttr("dtype")) {
+    RILL_ASSIGN_OR_RETURN(t, DTypeFromOnnx(static_cast<int32_t>(l.Int("dtype", 1))));
+  }
+  RILL_RETURN_IF_ERROR(Shape(d).Validate(DTypeSize(t)));
+  if (d[0] * d[1] > (int64_t{16} << 20)) return L::Unsupported("over 16 Mi elements");
+  const int64_t k = l.Int("k", 0);
+  std::vector<double> v(d[0] * d[1], 0.0);
+  for (int64_t i = 0; i < d[0]; ++i) {
+    if (i + k >= 0 && i + k < d[1]) v[i * d[1] + i + k] = 1;
+  }
+  l.SetConstOutput(0, OnnxHostTensor::FromDoubles(v, Shape(d), t));
+  return absl::OkStatus();
+}
+
+// a0 - a1 cos(2 pi n / D) + a2 cos(4 pi n / D), D = N (periodic) or N - 1.
+template <int kWhich>  // 0 Hann, 1 Hamming, 2 Blackman.
+absl::Status Window(L& l) {
+  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> size, l.ConstInts(0, "size"));
+  if (size.size() != 1 || size[0] < 0 || size[0] > (1 << 24)) {
+    return absl::InvalidArgumentError("the window size must be one value in [0, 2^24]");
+  }
+  RILL_ASSIGN_OR_RETURN(DType t, DTypeFromOnnx(static_cast<int32_t>(l.Int("output_datatype", 1))));
+  const int64_t n = size[0];
+  const double den = static_cast<double>(l.Int("periodic", 1) != 0 ? n : n - 1);
+  const double a0 = kWhich == 0 ? 0.5 : kWhich == 1 ? 25.0 / 46 : 0.42;
+  const double a1 = kWhich == 0 ? 0.5 : kWhich == 1 ? 21.0 / 46 : 0.5;
+  const double a2 = kWhich == 2 ? 0.08 : 0.0;
+  std::vector<double> v(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = 2 * M_PI * static_cast<double>(i) / den;
+    v[i] = a0 - a1 * std::cos(x) + a2 * std::cos(2 * x);
+  }
+  l.SetConstOutput(0, OnnxHostTensor::FromDoubles(v, Shape{n}, t));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void AddShapeConverters(ConverterTable& t) {
   t.insert({
       {"And", {Logical<0>, 0}},
+      {"BlackmanWindow", {Window<2>, 0}},
+      {"DepthToSpace", {DepthSpace<true>, 0}},
+      {"EyeLike", {EyeLike, 0}},
       {"CastLike", {CastLike, 0}},
       {"Gather", {Gather, 0}},
       {"GreaterOrEqual", {OrEqual<false>, kNumeric}},
+      {"HammingWindow", {Window<1>, 0}},
+      {"HannWindow", {Window<0>, 0}},
       {"LessOrEqual", {OrEqual<true>, kNumeric}},
       {"Not", {Not, 0}},
+      {"OneHot", {OneHot, 0}},
       {"Or", {Logical<1>, 0}},
       {"Pad", {Pad, 0}},
       {"Range", {Range, 0}},
+      {"SpaceToDepth", {DepthSpace<false>, 0}},
       {"Split", {Split, 0}},
       {"Tile", {Tile, 0}},
       {"Trilu", {Trilu, 0}},

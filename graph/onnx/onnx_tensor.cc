@@ -98,12 +98,18 @@ OnnxHostTensor OnnxHostTensor::FromInt64s(const std::vector<int64_t>& v, Shape s
 }
 
 OnnxHostTensor OnnxHostTensor::Fill(DType dtype, const Shape& shape, double value) {
+  return FromDoubles(std::vector<double>(shape.NumElements(), value), shape, dtype);
+}
+
+OnnxHostTensor OnnxHostTensor::FromDoubles(const std::vector<double>& v, const Shape& shape,
+                                           DType dtype) {
   OnnxHostTensor t;
   t.dtype = dtype;
   t.shape = shape;
   const int64_t n = shape.NumElements();
   t.bytes.resize(n * DTypeSize(dtype));
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i = 0; i < n && i < static_cast<int64_t>(v.size()); ++i) {
+    const double value = v[i];
     switch (dtype) {
       case DType::kF32:
         Store<float>(t.bytes, i, static_cast<float>(value));

@@ -38,6 +38,8 @@ struct OnnxHostTensor {
   static OnnxHostTensor FromInt64s(const std::vector<int64_t>& v, Shape shape);
   // One element of `dtype` holding `value`.
   static OnnxHostTensor Fill(DType dtype, const Shape& shape, double value);
+  // `v` (shape.NumElements() values) converted to `dtype`.
+  static OnnxHostTensor FromDoubles(const std::vector<double>& v, const Shape& shape, DType dtype);
 };
 
 // The DType of ONNX element type `elem_type` (TensorProto::DataType):
