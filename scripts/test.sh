@@ -115,6 +115,11 @@ run_ctest() {
   local counts
   counts="$(grep -E '^[0-9]+% tests passed' "$log" | tail -1 || true)"
   [[ -n "$counts" ]] && SUMMARY+=("ctest: $counts")
+  # The ONNX backend node tests' counts per device (graph_onnx_node_test).
+  local line
+  while IFS= read -r line; do
+    SUMMARY+=("$(sed -E 's/^ONNX node tests on ([^:]*): ([0-9]+) cases.* ([0-9]+) pass .*/onnx node tests \1: \3 of \2 pass/' <<<"$line")")
+  done < <(grep -hE '^ONNX node tests on ' "$BUILD_DIR/Testing/Temporary/LastTest.log" 2>/dev/null || true)
   return $rc
 }
 

@@ -270,10 +270,33 @@ std::optional<Failure> Fail(int status, const std::string& what, const absl::Sta
   return Failure{status, absl::StrCat(what, s.message())};
 }
 
-std::optional<Failure> Import(const Options& o, graph::OnnxModel* model, RunReport& r) {
+// The shapes of the inputs given as files (the test set's input_<i>.pb,
+// --input), which fix the model's symbolic dimensions at import.
+absl::Status GivenShapes(const Options& o, const std::string& set,
+                         absl::flat_hash_map<std::string, std::vector<int64_t>>* shapes) {
+  std::vector<std::pair<std::string, std::string>> files = o.inputs;
+  if (!set.empty()) {
+    RILL_ASSIGN_OR_RETURN(std::vector<std::string> names, GraphInputNames(o.model));
+    const std::vector<std::string> numbered = NumberedFiles(set, "input_");
+    for (size_t i = 0; i < numbered.size() && i < names.size(); ++i) {
+      files.emplace_back(names[i], numbered[i]);
+    }
+  }
+  for (const auto& [name, file] : files) {
+    RILL_ASSIGN_OR_RETURN(graph::OnnxHostTensor t, ReadTensorFile(file));
+    (*shapes)[name] = std::vector<int64_t>(t.shape.span().begin(), t.shape.span().end());
+  }
+  return absl::OkStatus();
+}
+
+std::optional<Failure> Import(const Options& o, const std::string& set, graph::OnnxModel* model,
+                              RunReport& r) {
   graph::OnnxImportOptions io;
   io.context = o.context;
   io.batch = o.batch;
+  if (absl::Status s = GivenShapes(o, set, &io.input_shapes); !s.ok()) {
+    return Fail(kRunError, "inputs: ", s);
+  }
   const absl::Time start = absl::Now();
   absl::StatusOr<graph::OnnxModel> m = graph::ImportOnnxFile(o.model, io);
   r.import_ms = MsSince(start);
@@ -367,14 +390,14 @@ std::optional<Failure> Run(const Options& o, RunReport& r) {
   r.rtol = o.rtol;
   r.atol = o.atol;
   if (absl::Status s = CheckDevice(o.context); !s.ok()) return Fail(kRunError, "", s);
-  graph::OnnxModel m;
-  if (auto f = Import(o, &m, r)) return f;
   std::string set;
   if (!o.test_data.empty()) {
     absl::StatusOr<std::string> s = ResolveTestDataSet(o.test_data);
     if (!s.ok()) return Fail(kRunError, "--test-data: ", s.status());
     set = *s;
   }
+  graph::OnnxModel m;
+  if (auto f = Import(o, set, &m, r)) return f;
   absl::flat_hash_map<std::string, Tensor> args;
   if (auto f = MakeArgs(o, m, set, &args, r)) return f;
 

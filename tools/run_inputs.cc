@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
@@ -118,6 +119,20 @@ graph::OnnxHostTensor RandomTensor(DType dtype, const Shape& shape, std::mt19937
     }
   }
   return t;
+}
+
+absl::StatusOr<std::vector<std::string>> GraphInputNames(const std::string& model_path) {
+  RILL_ASSIGN_OR_RETURN(std::string bytes, ReadBytes(model_path, "ONNX file"));
+  onnx::ModelProto model;
+  if (!model.ParseFromString(bytes))
+    return absl::InvalidArgumentError(absl::StrCat("'", model_path, "' does not parse"));
+  absl::flat_hash_set<std::string> initializers;
+  for (const onnx::TensorProto& t : model.graph().initializer()) initializers.insert(t.name());
+  std::vector<std::string> names;
+  for (const onnx::ValueInfoProto& v : model.graph().input()) {
+    if (!initializers.contains(v.name())) names.push_back(v.name());
+  }
+  return names;
 }
 
 absl::StatusOr<DeclaredInput> ReadDeclaredInput(const std::string& model_path,

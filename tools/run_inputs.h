@@ -44,6 +44,10 @@ std::vector<std::string> NumberedFiles(const std::string& dir, const std::string
 // uniform in [-1, 1), integers in [0, 3], bools either way.
 graph::OnnxHostTensor RandomTensor(DType dtype, const Shape& shape, std::mt19937_64& rng);
 
+// The model's graph inputs that are not initializers, in order (the i-th
+// is fed by a test set's input_<i>.pb).
+absl::StatusOr<std::vector<std::string>> GraphInputNames(const std::string& model_path);
+
 // The type and shape model `model_path` declares for graph input `name`,
 // with a symbolic or unknown axis 0 taken as `batch` (1 when 0): for inputs
 // the importer left without a static shape. InvalidArgument naming the

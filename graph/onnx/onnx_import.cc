@@ -236,13 +236,47 @@ absl::Status ReportFailures(const std::vector<NodeFailure>& failures, int num_no
 }
 
 // Fixes symbolic dimensions of the graph inputs (OnnxImportOptions::
-// dim_params and batch) in `m`, before checking and shape inference.
+// input_shapes, dim_params and batch) in `m`, before checking and shape
+// inference.
 absl::Status BindDims(onnx::ModelProto& m, const OnnxImportOptions& options) {
   if (options.batch < 0) {
     return absl::InvalidArgumentError(absl::StrCat("batch ", options.batch, " is negative"));
   }
+  for (const auto& [name, value] : options.dim_params) {
+    if (value <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("dim_params '", name, "' = ", value, " is not positive"));
+    }
+  }
   absl::flat_hash_set<std::string> initializers;
   for (const auto& t : m.graph().initializer()) initializers.insert(t.name());
+  // Symbols' values: dim_params, then what input_shapes says of them.
+  absl::flat_hash_map<std::string, int64_t> symbols(options.dim_params.begin(),
+                                                    options.dim_params.end());
+  for (const auto& [name, shape] : options.input_shapes) {
+    const onnx::ValueInfoProto* in = nullptr;
+    for (const onnx::ValueInfoProto& v : m.graph().input()) {
+      if (v.name() == name && !initializers.contains(name)) in = &v;
+    }
+    if (in == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input_shapes names '", name, "', which is no graph input"));
+    }
+    if (!in->type().has_tensor_type() || !in->type().tensor_type().has_shape()) continue;
+    const auto& dims = in->type().tensor_type().shape().dim();
+    std::vector<int64_t> declared;
+    for (const auto& d : dims) declared.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    bool fits = dims.size() == static_cast<int>(shape.size());
+    for (int i = 0; fits && i < dims.size(); ++i) {
+      fits = shape[i] >= 0 && (!dims[i].has_dim_value() || dims[i].dim_value() == shape[i]);
+      if (fits && dims[i].has_dim_param()) symbols.try_emplace(dims[i].dim_param(), shape[i]);
+    }
+    if (!fits) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input '", name, "' is declared [", absl::StrJoin(declared, ", "),
+                       "] (-1: symbolic) but given [", absl::StrJoin(shape, ", "), "]"));
+    }
+  }
   absl::flat_hash_set<std::string> used;
   for (onnx::ValueInfoProto& in : *m.mutable_graph()->mutable_input()) {
     if (initializers.contains(in.name()) || !in.type().has_tensor_type() ||
@@ -250,17 +284,15 @@ absl::Status BindDims(onnx::ModelProto& m, const OnnxImportOptions& options) {
       continue;
     }
     auto* dims = in.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim();
+    auto given = options.input_shapes.find(in.name());
     for (int i = 0; i < dims->size(); ++i) {
       onnx::TensorShapeProto::Dimension& d = (*dims)[i];
+      if (d.has_dim_param()) used.insert(d.dim_param());
       if (d.has_dim_value()) continue;
-      auto it =
-          d.has_dim_param() ? options.dim_params.find(d.dim_param()) : options.dim_params.end();
-      if (it != options.dim_params.end()) {
-        if (it->second <= 0) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("dim_params '", it->first, "' = ", it->second, " is not positive"));
-        }
-        used.insert(it->first);
+      auto it = d.has_dim_param() ? symbols.find(d.dim_param()) : symbols.end();
+      if (given != options.input_shapes.end()) {
+        d.set_dim_value(given->second[i]);
+      } else if (it != symbols.end()) {
         d.set_dim_value(it->second);
       } else if (i == 0 && options.batch > 0) {
         d.set_dim_value(options.batch);

@@ -51,6 +51,11 @@ struct OnnxImportOptions {
   // When > 0: the value of every graph input's axis 0 that is symbolic or
   // unknown (a batch size; dim_params take precedence).
   int64_t batch = 0;
+  // The shapes graph inputs will be fed with: their symbolic dimensions
+  // take these values (and so does every other input's dimension with the
+  // same symbol). A rank or a static dimension that differs from the
+  // model's, or a name that is no graph input, is InvalidArgument.
+  absl::flat_hash_map<std::string, std::vector<int64_t>> input_shapes;
 };
 
 // An imported model. Every variable of `graph` that is not in `inputs` is

@@ -466,15 +466,25 @@ TEST(OnnxImportErrors, ExternalDataIsUnimplemented) {
 
 TEST(OnnxImportErrors, UnsupportedOpNamesNodeOpAndOpset) {
   onnx::ModelProto m = NewModel(13);
-  AddValue(m.mutable_graph()->mutable_input(), "x", {4});
-  AddValue(m.mutable_graph()->mutable_output(), "y", {4});
+  AddValue(m.mutable_graph()->mutable_input(), "x", {4, 4});
+  AddValue(m.mutable_graph()->mutable_output(), "y", {});
+  m.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
   AddNode(m, "Relu", {"x"}, {"r"}, "relu");
-  AddNode(m, "Hardmax", {"r"}, {"y"}, "my_hardmax");
+  AddNode(m, "Det", {"r"}, {"y"}, "my_det");
   absl::StatusOr<OnnxModel> im = ImportOnnxBytes(Bytes(m));
   ASSERT_FALSE(im.ok());
   EXPECT_EQ(im.status().code(), absl::StatusCode::kUnimplemented) << im.status();
   EXPECT_THAT(im.status().message(),
-              AllOf(HasSubstr("my_hardmax"), HasSubstr("Hardmax"), HasSubstr("opset 13")));
+              AllOf(HasSubstr("my_det"), HasSubstr("Det"), HasSubstr("opset 13")));
+}
+
+// A 2-D max pooling with dilations 2 (which Rill's pooling lacks).
+onnx::NodeProto* DilatedMaxPool(onnx::ModelProto& m, const std::string& in, const std::string& out,
+                                const std::string& name) {
+  onnx::NodeProto* n = AddNode(m, "MaxPool", {in}, {out}, name);
+  IntsAttr(n, "kernel_shape", {2, 2});
+  IntsAttr(n, "dilations", {2, 2});
+  return n;
 }
 
 // One error lists every node Rill cannot import, grouped by op type with
@@ -483,22 +493,29 @@ TEST(OnnxImportErrors, UnsupportedOpNamesNodeOpAndOpset) {
 TEST(OnnxImportErrors, EveryUnsupportedNodeInOneError) {
   onnx::ModelProto m = NewModel(13);
   AddValue(m.mutable_graph()->mutable_input(), "x", {4, 4});
-  AddValue(m.mutable_graph()->mutable_output(), "c", {4, 1}, onnx::TensorProto::INT64);
-  AddValue(m.mutable_graph()->mutable_output(), "e", {});
-  m.mutable_graph()->mutable_output(1)->mutable_type()->mutable_tensor_type()->mutable_shape();
+  AddValue(m.mutable_graph()->mutable_input(), "img", {1, 1, 5, 5});
+  for (const char* out : {"b", "c", "e"}) {
+    AddValue(m.mutable_graph()->mutable_output(), out, {});
+    m.mutable_graph()
+        ->mutable_output()
+        ->rbegin()
+        ->mutable_type()
+        ->mutable_tensor_type()
+        ->mutable_shape();
+  }
   AddNode(m, "Relu", {"x"}, {"r"}, "relu");
-  AddNode(m, "Hardmax", {"r"}, {"a"}, "hm1");
-  AddNode(m, "Hardmax", {"a"}, {"b"}, "hm2");
-  IntAttr(AddNode(m, "ArgMax", {"r"}, {"c"}, "am"), "select_last_index", 1);
-  AddNode(m, "Det", {"b"}, {"d"}, "det");
+  AddNode(m, "NonZero", {"r"}, {"a"}, "nz1");
+  AddNode(m, "NonZero", {"a"}, {"b"}, "nz2");
+  DilatedMaxPool(m, "img", "c", "pool");
+  AddNode(m, "Det", {"r"}, {"d"}, "det");
   AddNode(m, "Neg", {"d"}, {"e"}, "neg_after_det");
   absl::StatusOr<OnnxModel> im = ImportOnnxBytes(Bytes(m), {}, "net.onnx");
   ASSERT_FALSE(im.ok());
   EXPECT_EQ(im.status().code(), absl::StatusCode::kUnimplemented) << im.status();
   const std::string msg(im.status().message());
   EXPECT_THAT(msg, AllOf(HasSubstr("net.onnx"), HasSubstr("4 of 6 nodes (3 op types)"),
-                         HasSubstr("Hardmax x2"), HasSubstr("'hm1'"), HasSubstr("'hm2'"),
-                         HasSubstr("ArgMax x1"), HasSubstr("select_last_index=1"),
+                         HasSubstr("NonZero x2"), HasSubstr("'nz1'"), HasSubstr("'nz2'"),
+                         HasSubstr("MaxPool x1"), HasSubstr("dilations other than 1"),
                          HasSubstr("Det x1"), HasSubstr("op type not supported")))
       << msg;
   EXPECT_THAT(msg, Not(HasSubstr("neg_after_det"))) << msg;
@@ -507,14 +524,14 @@ TEST(OnnxImportErrors, EveryUnsupportedNodeInOneError) {
 
 TEST(OnnxImportErrors, UnsupportedAttributeValueNamesTheNode) {
   onnx::ModelProto m = NewModel(13);
-  AddValue(m.mutable_graph()->mutable_input(), "x", {2, 3});
-  AddValue(m.mutable_graph()->mutable_output(), "y", {1, 3}, onnx::TensorProto::INT64);
-  IntAttr(AddNode(m, "ArgMax", {"x"}, {"y"}, "argmax1"), "select_last_index", 1);
+  AddValue(m.mutable_graph()->mutable_input(), "x", {1, 1, 5, 5});
+  AddValue(m.mutable_graph()->mutable_output(), "y", {1, 1, 3, 3});
+  DilatedMaxPool(m, "x", "y", "pool1");
   absl::StatusOr<OnnxModel> im = ImportOnnxBytes(Bytes(m));
   ASSERT_FALSE(im.ok());
   EXPECT_EQ(im.status().code(), absl::StatusCode::kUnimplemented) << im.status();
   EXPECT_THAT(im.status().message(),
-              AllOf(HasSubstr("argmax1"), HasSubstr("ArgMax"), HasSubstr("select_last_index")));
+              AllOf(HasSubstr("pool1"), HasSubstr("MaxPool"), HasSubstr("dilations")));
 }
 
 TEST(OnnxImportErrors, UnsupportedElementTypeAndOpset) {

@@ -132,6 +132,87 @@ absl::Status Conv(L& l) {
   return Out(l, y);
 }
 
+// ConvTranspose as the data gradient of the convolution it transposes:
+// the full output (stride, dilation, output_padding) from
+// _backward_conv2d_data, then cropped by the pads. Inference only: the
+// backward op has no gradient of its own.
+absl::Status ConvTranspose(L& l) {
+  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> xd, NeedDims(l, 0, "the output size"));
+  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> wd, NeedDims(l, 1, "the output size"));
+  if (xd.size() != 4 || wd.size() != 4) {
+    return L::Unsupported(absl::StrCat("only 2-D (input rank ", xd.size(), ")"));
+  }
+  const int64_t g = l.Int("group", 1);
+  if (g <= 0 || xd[1] != wd[0] || xd[1] % g != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("input channels ", xd[1], ", weight ",
+                                                   Shape(wd).ToString(), ", group ", g));
+  }
+  std::vector<int64_t> stride = l.Ints("strides"), dil = l.Ints("dilations"),
+                       op = l.Ints("output_padding"), out_shape = l.Ints("output_shape");
+  if (stride.empty()) stride = {1, 1};
+  if (dil.empty()) dil = {1, 1};
+  if (op.empty()) op = {0, 0};
+  if (stride.size() != 2 || dil.size() != 2 || op.size() != 2) {
+    return absl::InvalidArgumentError("strides, dilations, output_padding need 2 values");
+  }
+  if (out_shape.size() == 4) out_shape.erase(out_shape.begin(), out_shape.begin() + 2);
+  std::vector<int64_t> pads = l.Ints("pads");
+  if (pads.empty()) pads = {0, 0, 0, 0};
+  const std::string auto_pad = l.String("auto_pad", "NOTSET");
+  std::vector<int64_t> full(2), begin(2), end(2);
+  for (int i = 0; i < 2; ++i) {
+    if (stride[i] <= 0 || dil[i] <= 0 || op[i] < 0 || op[i] >= std::max(stride[i], dil[i])) {
+      return absl::InvalidArgumentError("strides/dilations must be positive, output_padding "
+                                        "smaller than the stride");
+    }
+    full[i] = (xd[2 + i] - 1) * stride[i] + (wd[2 + i] - 1) * dil[i] + 1 + op[i];
+    int64_t total = -1;
+    if (!out_shape.empty()) {
+      if (out_shape.size() != 2) return absl::InvalidArgumentError("output_shape needs 2 values");
+      total = full[i] - out_shape[i];
+    } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      total = full[i] - xd[2 + i] * stride[i];
+    }
+    if (total >= 0) {
+      const bool upper = auto_pad == "SAME_UPPER";
+      begin[i] = upper ? total / 2 : total - total / 2;
+      end[i] = total - begin[i];
+    } else if (total < -1 || (!out_shape.empty() && total < 0)) {
+      return L::Unsupported("an output_shape larger than the full output");
+    } else {
+      if (pads.size() != 4) return absl::InvalidArgumentError("pads must have 4 values");
+      begin[i] = pads[i];
+      end[i] = pads[2 + i];
+    }
+    if (begin[i] < 0 || end[i] < 0 || begin[i] + end[i] >= full[i]) {
+      return absl::InvalidArgumentError(absl::StrCat("pads (", begin[i], ", ", end[i],
+                                                     ") for an output of ", full[i]));
+    }
+  }
+  const std::vector<int64_t> data = {xd[0], wd[1] * g, full[0], full[1]};
+  const Shape ds(data);
+  RILL_RETURN_IF_ERROR(ds.Validate(4));
+  if (ds.NumElements() * 4 > (int64_t{256} << 20)) return L::Unsupported("an output over 256 MiB");
+  RILL_ASSIGN_OR_RETURN(Entry shape_of, l.Const(OnnxHostTensor::Fill(DType::kF32, ds, 0)));
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  RILL_ASSIGN_OR_RETURN(Entry w, l.In(1));
+  Entry y = l.Op(op_names::kBackwardConv2dData, {x, shape_of, w},
+                 {{"stride", IntsAttr(stride)},
+                  {"pad", "(0, 0)"},
+                  {"dilation", IntsAttr(dil)},
+                  {"num_group", absl::StrCat(g)}});
+  if (begin != std::vector<int64_t>{0, 0} || end != std::vector<int64_t>{0, 0}) {
+    y = l.Op(op_names::kSlice, {y},
+             {{"begin", IntsAttr({0, 0, begin[0], begin[1]})},
+              {"end", IntsAttr({data[0], data[1], full[0] - end[0], full[1] - end[1]})}});
+  }
+  if (l.has_input(2)) {
+    RILL_ASSIGN_OR_RETURN(Entry b, l.In(2));
+    y = l.Op(op_names::kAdd, {y, l.Op(op_names::kReshape, {b}, {{"shape", "(1, -1, 1, 1)"}})});
+  }
+  return Out(l, y);
+}
+
 // Pooling. Asymmetric pads and ceil_mode's extra end windows become an
 // explicit pad: with the lowest float for max; with zeros for average,
 // whose sum is then divided by a constant map of each window's divisor.
@@ -489,6 +570,7 @@ void AddNnConverters(ConverterTable& t) {
       {"AveragePool", {Pool<false>, kF32}},
       {"BatchNormalization", {BatchNormalization, kFloat}},
       {"Conv", {Conv, kF32}},
+      {"ConvTranspose", {ConvTranspose, kF32}},
       {"Gemm", {Gemm, kFloat}},
       {"GlobalAveragePool", {GlobalPool<false>, kFloat}},
       {"GlobalMaxPool", {GlobalPool<true>, kFloat}},

@@ -8,199 +8,38 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
-#include <cmath>
-#include <cstdlib>
+#include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
+#include <optional>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
+#include "rill/graph/onnx/onnx_case_runner.h"
 #include "rill/graph/onnx/onnx_import.h"
 #include "rill/graph/onnx/onnx_lowering.h"
-#include "rill/graph/onnx/onnx_tensor.h"
-#include "rill/graph/testing/graph_testing.h"
 #include "rill/ops/testing/op_testing.h"
-#ifndef RILL_ONNX_IMPERATIVE
-#include "rill/graph/executor.h"
-#endif
 
 namespace rill::graph {
 namespace {
 
 namespace fs = std::filesystem;
+using onnx_testing::CaseResult;
+using onnx_testing::Outcome;
+using onnx_testing::ReadFile;
 
-std::string ReadFile(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-// The node/ directory, generated once (into a temporary then renamed, so
-// concurrent test processes do not see half a suite). Empty with `why` set
-// when python3-onnx is missing.
+// The node/ directory, generated once. Empty with `why` set when
+// python3-onnx is missing.
 fs::path SuiteDir(std::string* why) {
   const fs::path out = RILL_ONNX_DATA_DIR;
-  if (fs::exists(out / "node")) return out / "node";
-  if (std::system("/usr/bin/python3 -c 'import onnx' >/dev/null 2>&1") != 0) {
-    *why = "/usr/bin/python3 cannot import onnx (install python3-onnx)";
-    return {};
-  }
-  const fs::path tmp = absl::StrCat(out.string(), ".tmp.", ::getpid());
   const std::string cmd =
-      absl::StrCat("/usr/bin/python3 '", RILL_ONNX_GEN_SCRIPT, "' generate-data -o '", tmp.string(),
-                   "' >'", tmp.string(), ".log' 2>&1");
-  if (std::system(cmd.c_str()) != 0) {
-    *why = absl::StrCat("generating the ONNX node tests failed: ", cmd);
-    return {};
-  }
-  std::error_code ec;
-  fs::rename(tmp, out, ec);
-  if (ec) fs::remove_all(tmp, ec);  // Another process was first.
-  fs::remove(tmp.string() + ".log", ec);
+      absl::StrCat("/usr/bin/python3 '", RILL_ONNX_GEN_SCRIPT, "' generate-data -o");
+  if (!onnx_testing::GenerateOnce(out, cmd, why)) return {};
   return out / "node";
-}
-
-enum class Outcome { kUnsupported, kPass, kFail };
-struct CaseResult {
-  Outcome outcome = Outcome::kFail;
-  std::string reason;
-  bool fixed_inputs = false;  // Integer inputs (shapes, axes) fixed at import.
-};
-
-bool ValuesClose(const OnnxHostTensor& got, const OnnxHostTensor& want, std::string* why) {
-  if (got.shape != want.shape || got.dtype != want.dtype) {
-    *why = absl::StrCat("got ", DTypeName(got.dtype), got.shape.ToString(), ", want ",
-                        DTypeName(want.dtype), want.shape.ToString());
-    return false;
-  }
-  if (IsFloat(want.dtype)) {
-    const std::vector<double> g = got.Doubles(), w = want.Doubles();
-    for (size_t i = 0; i < w.size(); ++i) {
-      if (std::isnan(w[i]) && std::isnan(g[i])) continue;
-      if (std::isinf(w[i]) && g[i] == w[i]) continue;
-      if (!(std::abs(g[i] - w[i]) <= 1e-7 + 1e-3 * std::abs(w[i]))) {
-        *why = absl::StrCat("element ", i, ": got ", g[i], ", want ", w[i]);
-        return false;
-      }
-    }
-    return true;
-  }
-  if (got.bytes != want.bytes) {
-    const std::vector<int64_t> g = got.Int64s(), w = want.Int64s();
-    for (size_t i = 0; i < w.size(); ++i) {
-      if (g[i] != w[i]) {
-        *why = absl::StrCat("element ", i, ": got ", g[i], ", want ", w[i]);
-        break;
-      }
-    }
-    return false;
-  }
-  return true;
-}
-
-absl::StatusOr<std::vector<Tensor>> Run(const OnnxModel& m,
-                                        const absl::flat_hash_map<std::string, Tensor>& args,
-                                        engine::Context ctx, engine::Engine* engine) {
-#ifdef RILL_ONNX_IMPERATIVE
-  return testing::EvaluateImperatively(m.graph, args, ctx, engine);
-#else
-  BindOptions o;
-  o.context = ctx;
-  o.engine = engine;
-  o.canary = true;  // Every case also checks the memory plan.
-  RILL_ASSIGN_OR_RETURN(auto exec, Executor::Bind(m.graph, args, {}, o));
-  RILL_RETURN_IF_ERROR(exec->Forward(/*is_train=*/false));
-  return exec->outputs();
-#endif
-}
-
-CaseResult RunCase(const fs::path& dir, engine::Context ctx, engine::Engine* engine) {
-  const std::string bytes = ReadFile(dir / "model.onnx");
-  onnx::ModelProto proto;
-  if (!proto.ParseFromString(bytes)) return {Outcome::kFail, "model.onnx does not parse"};
-  for (const auto* list : {&proto.graph().input(), &proto.graph().output()}) {
-    for (const auto& v : *list) {
-      if (!v.type().has_tensor_type())
-        return {Outcome::kUnsupported, "sequence/optional/map values"};
-    }
-  }
-  OnnxImportOptions opt;
-  opt.context = ctx;
-  opt.engine = engine;
-  const fs::path data = dir / "test_data_set_0";
-  // input_<i>.pb feeds the i-th graph input that is not an initializer.
-  std::set<std::string> initializers;
-  for (const auto& t : proto.graph().initializer()) initializers.insert(t.name());
-  std::vector<std::string> fed;
-  for (const auto& v : proto.graph().input()) {
-    if (!initializers.contains(v.name())) fed.push_back(v.name());
-  }
-  absl::StatusOr<OnnxModel> m = ImportOnnxBytes(bytes, opt, dir.filename().string());
-  bool fixed = false;
-  if (!m.ok() && absl::IsUnimplemented(m.status()) &&
-      absl::StrContains(m.status().message(), "must be an initializer or a Constant")) {
-    // Shapes or axes fed as inputs: fix the integer inputs at import, as an
-    // engine that needs static shapes fixes its shape tensors.
-    for (size_t i = 0; i < fed.size(); ++i) {
-      onnx::TensorProto t;
-      if (!t.ParseFromString(ReadFile(data / absl::StrCat("input_", i, ".pb")))) continue;
-      if (t.data_type() != onnx::TensorProto::INT64 && t.data_type() != onnx::TensorProto::INT32)
-        continue;
-      absl::StatusOr<Tensor> x = TensorFromProto(t, engine::Context::Host(), engine);
-      if (x.ok()) opt.constant_inputs[fed[i]] = *x;
-    }
-    if (!opt.constant_inputs.empty()) {
-      m = ImportOnnxBytes(bytes, opt, dir.filename().string());
-      fixed = true;
-    }
-  }
-  if (!m.ok()) {
-    return {absl::IsUnimplemented(m.status()) ? Outcome::kUnsupported : Outcome::kFail,
-            std::string(m.status().message())};
-  }
-  absl::flat_hash_map<std::string, Tensor> args = m->initializers;
-  for (size_t i = 0; i < fed.size(); ++i) {
-    if (std::find(m->inputs.begin(), m->inputs.end(), fed[i]) == m->inputs.end())
-      continue;  // Fixed.
-    onnx::TensorProto t;
-    if (!t.ParseFromString(ReadFile(data / absl::StrCat("input_", i, ".pb")))) {
-      return {Outcome::kFail, absl::StrCat("input_", i, ".pb does not parse")};
-    }
-    absl::StatusOr<Tensor> x = TensorFromProto(t, ctx, engine);
-    if (!x.ok()) return {Outcome::kFail, std::string(x.status().message())};
-    args[fed[i]] = *x;
-  }
-
-  absl::StatusOr<std::vector<Tensor>> outs = Run(*m, args, ctx, engine);
-  if (!outs.ok()) return {Outcome::kFail, std::string(outs.status().message()), fixed};
-  for (size_t i = 0; i < m->outputs.size(); ++i) {
-    onnx::TensorProto t;
-    if (!t.ParseFromString(ReadFile(data / absl::StrCat("output_", i, ".pb")))) {
-      return {Outcome::kFail, absl::StrCat("output_", i, ".pb does not parse")};
-    }
-    absl::StatusOr<OnnxHostTensor> want = HostTensorFromProto(t);
-    if (!want.ok()) return {Outcome::kFail, std::string(want.status().message())};
-    const Tensor& y = (*outs)[i];
-    OnnxHostTensor got;
-    got.dtype = y.dtype();
-    got.shape = y.shape();
-    got.bytes.resize(y.ByteSize());
-    absl::Status s = y.ToHostBytes(got.bytes.data(), got.bytes.size());
-    if (!s.ok()) return {Outcome::kFail, std::string(s.message())};
-    std::string why;
-    if (!ValuesClose(got, *want, &why)) {
-      return {Outcome::kFail, absl::StrCat("output '", m->outputs[i], "': ", why), fixed};
-    }
-  }
-  return {Outcome::kPass, "", fixed};
 }
 
 class OnnxNodeTest : public ::testing::TestWithParam<std::string> {};
@@ -224,6 +63,10 @@ TEST_P(OnnxNodeTest, Suite) {
   std::vector<std::string> failures;
   std::map<std::string, int> unsupported_reasons;
   auto engine = ops::testing::MakeEngine();
+  onnx_testing::CaseOptions options;  // rtol 1e-3, atol 1e-7.
+#ifdef RILL_ONNX_IMPERATIVE
+  options.imperative = true;
+#endif
   for (const fs::path& dir : cases) {
     onnx::ModelProto proto;
     proto.ParseFromString(ReadFile(dir / "model.onnx"));
@@ -237,7 +80,7 @@ TEST_P(OnnxNodeTest, Suite) {
       }
     }
     only_supported_ops += all;
-    CaseResult r = RunCase(dir, *ctx, engine.get());
+    CaseResult r = onnx_testing::RunCase(dir, *ctx, engine.get(), options);
     const std::string name = dir.filename().string();
     switch (r.outcome) {
       case Outcome::kUnsupported:

@@ -157,7 +157,11 @@ absl::Status Rnn(L& l, Cell cell) {
     auto initial = [&](int input) -> absl::StatusOr<Entry> {
       if (!l.has_input(input)) return l.Const(OnnxHostTensor::Fill(*t, Shape(hd), 0));
       RILL_ASSIGN_OR_RETURN(Entry v, l.In(input));
-      return l.Op(op_names::kReshape, {SliceAxis(l, v, {s.dirs, s.batch, H}, 0, d, d + 1)},
+      // [dirs, batch, H], or [batch, dirs, H] with layout=1.
+      const int axis = batch_first ? 1 : 0;
+      const std::vector<int64_t> vd = batch_first ? std::vector<int64_t>{s.batch, s.dirs, H}
+                                                  : std::vector<int64_t>{s.dirs, s.batch, H};
+      return l.Op(op_names::kReshape, {SliceAxis(l, v, vd, axis, d, d + 1)},
                   {{"shape", IntsAttr(hd)}});
     };
     RILL_ASSIGN_OR_RETURN(Entry h, initial(5));
