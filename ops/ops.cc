@@ -4,6 +4,7 @@
 #include "rill/base/status_macros.h"
 #include "rill/ops/elementwise/elementwise.h"
 #include "rill/ops/op_names.h"
+#include "rill/ops/reduce/reduce.h"
 #include "rill/ops/shape/shape.h"
 
 namespace rill::ops {
@@ -89,6 +90,74 @@ absl::StatusOr<Tensor> Erf(const Tensor& x) {
   RILL_OP(op_names::kErf);
   return Run(op, {x});
 }
+absl::StatusOr<Tensor> Floor(const Tensor& x) {
+  RILL_OP(op_names::kFloor);
+  return Run(op, {x});
+}
+absl::StatusOr<Tensor> Ceil(const Tensor& x) {
+  RILL_OP(op_names::kCeil);
+  return Run(op, {x});
+}
+absl::StatusOr<Tensor> Round(const Tensor& x) {
+  RILL_OP(op_names::kRound);
+  return Run(op, {x});
+}
+absl::StatusOr<Tensor> Sin(const Tensor& x) {
+  RILL_OP(op_names::kSin);
+  return Run(op, {x});
+}
+absl::StatusOr<Tensor> Cos(const Tensor& x) {
+  RILL_OP(op_names::kCos);
+  return Run(op, {x});
+}
+absl::StatusOr<Tensor> Tan(const Tensor& x) {
+  RILL_OP(op_names::kTan);
+  return Run(op, {x});
+}
+absl::StatusOr<Tensor> Asin(const Tensor& x) {
+  RILL_OP(op_names::kAsin);
+  return Run(op, {x});
+}
+absl::StatusOr<Tensor> Acos(const Tensor& x) {
+  RILL_OP(op_names::kAcos);
+  return Run(op, {x});
+}
+absl::StatusOr<Tensor> Atan(const Tensor& x) {
+  RILL_OP(op_names::kAtan);
+  return Run(op, {x});
+}
+absl::StatusOr<Tensor> Sinh(const Tensor& x) {
+  RILL_OP(op_names::kSinh);
+  return Run(op, {x});
+}
+absl::StatusOr<Tensor> Cosh(const Tensor& x) {
+  RILL_OP(op_names::kCosh);
+  return Run(op, {x});
+}
+absl::StatusOr<Tensor> Asinh(const Tensor& x) {
+  RILL_OP(op_names::kAsinh);
+  return Run(op, {x});
+}
+absl::StatusOr<Tensor> Acosh(const Tensor& x) {
+  RILL_OP(op_names::kAcosh);
+  return Run(op, {x});
+}
+absl::StatusOr<Tensor> Atanh(const Tensor& x) {
+  RILL_OP(op_names::kAtanh);
+  return Run(op, {x});
+}
+absl::StatusOr<Tensor> IsNan(const Tensor& x) {
+  RILL_OP(op_names::kIsNan);
+  return Run(op, {x});
+}
+absl::StatusOr<Tensor> IsInf(const Tensor& x, bool detect_positive, bool detect_negative) {
+  RILL_OP(op_names::kIsInf);
+  return Run(op, {x}, MakeParams(IsInfParams{detect_positive ? 1 : 0, detect_negative ? 1 : 0}));
+}
+absl::StatusOr<Tensor> Mod(const Tensor& a, const Tensor& b, bool fmod) {
+  RILL_OP(op_names::kMod);
+  return Run(op, {a, b}, MakeParams(ModParams{fmod ? 1 : 0}));
+}
 absl::StatusOr<Tensor> Where(const Tensor& cond, const Tensor& x, const Tensor& y) {
   RILL_OP(op_names::kWhere);
   return Run(op, {cond, x, y});
@@ -96,6 +165,14 @@ absl::StatusOr<Tensor> Where(const Tensor& cond, const Tensor& x, const Tensor& 
 absl::StatusOr<Tensor> Gather(const Tensor& data, const Tensor& indices, int64_t axis) {
   RILL_OP(op_names::kGather);
   return Run(op, {data, indices}, MakeParams(GatherParams{axis}));
+}
+absl::StatusOr<Tensor> GatherElements(const Tensor& data, const Tensor& indices, int64_t axis) {
+  RILL_OP(op_names::kGatherElements);
+  return Run(op, {data, indices}, MakeParams(GatherParams{axis}));
+}
+absl::StatusOr<Tensor> CumSum(const Tensor& x, int64_t axis, bool exclusive, bool reverse) {
+  RILL_OP(op_names::kCumsum);
+  return Run(op, {x}, MakeParams(CumsumParams{axis, exclusive ? 1 : 0, reverse ? 1 : 0}));
 }
 
 absl::Status AddTo(const Tensor& y, const Tensor& x) {

@@ -38,6 +38,32 @@ absl::StatusOr<Tensor> Relu(const Tensor& x);
 absl::StatusOr<Tensor> Sigmoid(const Tensor& x);
 absl::StatusOr<Tensor> Tanh(const Tensor& x);
 absl::StatusOr<Tensor> Erf(const Tensor& x);
+// Rounding and trigonometry, of float32 and float64. round goes half to
+// even (as ONNX Round and numpy.round); no gradient flows through floor,
+// ceil and round.
+absl::StatusOr<Tensor> Floor(const Tensor& x);
+absl::StatusOr<Tensor> Ceil(const Tensor& x);
+absl::StatusOr<Tensor> Round(const Tensor& x);
+absl::StatusOr<Tensor> Sin(const Tensor& x);
+absl::StatusOr<Tensor> Cos(const Tensor& x);
+absl::StatusOr<Tensor> Tan(const Tensor& x);
+absl::StatusOr<Tensor> Asin(const Tensor& x);
+absl::StatusOr<Tensor> Acos(const Tensor& x);
+absl::StatusOr<Tensor> Atan(const Tensor& x);
+absl::StatusOr<Tensor> Sinh(const Tensor& x);
+absl::StatusOr<Tensor> Cosh(const Tensor& x);
+absl::StatusOr<Tensor> Asinh(const Tensor& x);
+absl::StatusOr<Tensor> Acosh(const Tensor& x);
+absl::StatusOr<Tensor> Atanh(const Tensor& x);
+// bool tensors of x's shape: where x (float32 or float64) is NaN; where it
+// is +inf (when detect_positive) or -inf (when detect_negative).
+absl::StatusOr<Tensor> IsNan(const Tensor& x);
+absl::StatusOr<Tensor> IsInf(const Tensor& x, bool detect_positive = true,
+                             bool detect_negative = true);
+// ONNX Mod, a and b broadcast (NumPy): fmod=false, the remainder with the
+// divisor's sign (Python's %; integers only); fmod=true, C's fmod (the
+// dividend's sign; floats and integers). An integer divisor of 0 gives 0.
+absl::StatusOr<Tensor> Mod(const Tensor& a, const Tensor& b, bool fmod = false);
 // x where `cond` is nonzero, else y; the three broadcast (NumPy). cond of
 // any type; x and y of one type, the output's.
 absl::StatusOr<Tensor> Where(const Tensor& cond, const Tensor& x, const Tensor& y);
@@ -46,6 +72,17 @@ absl::StatusOr<Tensor> Where(const Tensor& cond, const Tensor& x, const Tensor& 
 // data.shape[:axis] + indices.shape + data.shape[axis+1:]. An index out of
 // range fails the op on host memory and is clamped by device kernels.
 absl::StatusOr<Tensor> Gather(const Tensor& data, const Tensor& indices, int64_t axis = 0);
+// ONNX GatherElements: out has the shape of `indices` (int32 or int64, the
+// rank of `data`, no larger than it off `axis`); out[i][j][k] =
+// data[indices[i][j][k]][j][k] for axis 0, and so on. Negative indices
+// count from the end; out of range fails the op on host memory and is
+// clamped by device kernels.
+absl::StatusOr<Tensor> GatherElements(const Tensor& data, const Tensor& indices, int64_t axis = 0);
+// ONNX CumSum along `axis` (negative from the end): exclusive leaves each
+// element out of its own sum; reverse sums from the end. float32, float64,
+// int32, int64.
+absl::StatusOr<Tensor> CumSum(const Tensor& x, int64_t axis, bool exclusive = false,
+                              bool reverse = false);
 // y += x (same shape, or x broadcast to y), in place: one engine function.
 absl::Status AddTo(const Tensor& y, const Tensor& x);
 // Reductions over `axes` (empty: all).

@@ -207,36 +207,12 @@ absl::StatusOr<std::vector<Tensor>> WhereGrad(const GradientContext& c) {
   return std::vector<Tensor>{Tensor(), gx, gy};
 }
 
+const char* BackwardName(UnaryCode code);
+
+// dx = dy * f'(x), by the op's backward op (kUnaries).
 template <UnaryCode kCode>
 absl::StatusOr<std::vector<Tensor>> UnaryGrad(const GradientContext& c) {
-  static const std::string name = [] {
-    switch (kCode) {
-      case UnaryCode::kNeg:
-        return std::string(op_names::kBackwardNeg);
-      case UnaryCode::kAbs:
-        return std::string(op_names::kBackwardAbs);
-      case UnaryCode::kExp:
-        return std::string(op_names::kBackwardExp);
-      case UnaryCode::kLog:
-        return std::string(op_names::kBackwardLog);
-      case UnaryCode::kSqrt:
-        return std::string(op_names::kBackwardSqrt);
-      case UnaryCode::kRelu:
-        return std::string(op_names::kBackwardRelu);
-      case UnaryCode::kSigmoid:
-        return std::string(op_names::kBackwardSigmoid);
-      case UnaryCode::kTanh:
-        return std::string(op_names::kBackwardTanh);
-      case UnaryCode::kGelu:
-        return std::string(op_names::kBackwardGelu);
-      case UnaryCode::kSquare:
-        return std::string(op_names::kBackwardSquare);
-      case UnaryCode::kErf:
-        return std::string(op_names::kBackwardErf);
-      default:
-        return std::string(op_names::kBackwardCopy);
-    }
-  }();
+  static const std::string name = BackwardName(kCode);
   // relu'(x) is 1 exactly where relu(x) > 0: reading the output instead of
   // the input lets a graph run relu in place (the input need not survive).
   const Tensor& at = kCode == UnaryCode::kRelu ? c.outputs[0] : c.inputs[0];
@@ -290,12 +266,93 @@ absl::StatusOr<std::vector<Tensor>> ScalarGradOf(const GradientContext& c) {
   return ScalarGrad(c, kName);
 }
 
+// mod's types: one, and fmod=0 (the divisor's sign) for integers only, as
+// ONNX Mod.
+absl::Status ModType(const InferContext& ctx, std::vector<DType>* out) {
+  RILL_RETURN_IF_ERROR(SameTypeAsInputs(ctx, out));
+  const int64_t f = ctx.p<ModParams>().fmod;
+  if (f != 0 && f != 1) {
+    return absl::InvalidArgumentError(absl::StrCat("fmod must be 0 or 1, got ", f));
+  }
+  if (f == 0 && IsFloat(ctx.in_types[0])) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("fmod=0 (the divisor's sign) takes integers, got ", DTypeName(ctx.in_types[0]),
+                     "; fmod=1 (C fmod) takes floats"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BoolType(const InferContext& ctx, std::vector<DType>* out) {
+  (*out)[0] = DType::kBool;
+  return absl::OkStatus();
+}
+
+absl::Status IsInfType(const InferContext& ctx, std::vector<DType>* out) {
+  const IsInfParams& p = ctx.p<IsInfParams>();
+  for (int64_t v : {p.detect_positive, p.detect_negative}) {
+    if (v != 0 && v != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("detect_positive and detect_negative are 0 or 1, got ", v));
+    }
+  }
+  return BoolType(ctx, out);
+}
+
+// The unary ops: each with its backward op `_backward_<name>` (inputs dy,
+// x), whose kernels take the same op code; the piecewise-constant ones
+// (floor, ceil, round) have none, and no gradient flows through them.
 struct UnaryInfo {
   const char* name;
+  const char* backward;
   UnaryCode code;
   uint32_t dtypes;
   GradientFn grad;
 };
+
+template <UnaryCode kCode>
+constexpr UnaryInfo Unary(const char* name, const char* backward, uint32_t dtypes) {
+  return {name, backward, kCode, dtypes, UnaryGrad<kCode>};
+}
+constexpr UnaryInfo Step(const char* name, UnaryCode code) {
+  return {name, nullptr, code, kFloatTypes, NoGradient};
+}
+
+constexpr UnaryInfo kUnaries[] = {
+    Unary<UnaryCode::kNeg>(op_names::kNeg, op_names::kBackwardNeg, kNumericTypes),
+    Unary<UnaryCode::kAbs>(op_names::kAbs, op_names::kBackwardAbs, kNumericTypes),
+    Unary<UnaryCode::kExp>(op_names::kExp, op_names::kBackwardExp, kFloatTypes),
+    Unary<UnaryCode::kLog>(op_names::kLog, op_names::kBackwardLog, kFloatTypes),
+    Unary<UnaryCode::kSqrt>(op_names::kSqrt, op_names::kBackwardSqrt, kFloatTypes),
+    Unary<UnaryCode::kRelu>(op_names::kRelu, op_names::kBackwardRelu, kNumericTypes),
+    Unary<UnaryCode::kSigmoid>(op_names::kSigmoid, op_names::kBackwardSigmoid, kFloatTypes),
+    Unary<UnaryCode::kTanh>(op_names::kTanh, op_names::kBackwardTanh, kFloatTypes),
+    Unary<UnaryCode::kGelu>(op_names::kGelu, op_names::kBackwardGelu, kFloatTypes),
+    Unary<UnaryCode::kSquare>(op_names::kSquare, op_names::kBackwardSquare, kNumericTypes),
+    Unary<UnaryCode::kErf>(op_names::kErf, op_names::kBackwardErf, kFloatTypes),
+    Step(op_names::kFloor, UnaryCode::kFloor),
+    Step(op_names::kCeil, UnaryCode::kCeil),
+    Step(op_names::kRound, UnaryCode::kRound),
+    Unary<UnaryCode::kSin>(op_names::kSin, op_names::kBackwardSin, kFloatTypes),
+    Unary<UnaryCode::kCos>(op_names::kCos, op_names::kBackwardCos, kFloatTypes),
+    Unary<UnaryCode::kTan>(op_names::kTan, op_names::kBackwardTan, kFloatTypes),
+    Unary<UnaryCode::kAsin>(op_names::kAsin, op_names::kBackwardAsin, kFloatTypes),
+    Unary<UnaryCode::kAcos>(op_names::kAcos, op_names::kBackwardAcos, kFloatTypes),
+    Unary<UnaryCode::kAtan>(op_names::kAtan, op_names::kBackwardAtan, kFloatTypes),
+    Unary<UnaryCode::kSinh>(op_names::kSinh, op_names::kBackwardSinh, kFloatTypes),
+    Unary<UnaryCode::kCosh>(op_names::kCosh, op_names::kBackwardCosh, kFloatTypes),
+    Unary<UnaryCode::kAsinh>(op_names::kAsinh, op_names::kBackwardAsinh, kFloatTypes),
+    Unary<UnaryCode::kAcosh>(op_names::kAcosh, op_names::kBackwardAcosh, kFloatTypes),
+    Unary<UnaryCode::kAtanh>(op_names::kAtanh, op_names::kBackwardAtanh, kFloatTypes),
+    Unary<UnaryCode::kCopy>(op_names::kIdentity, op_names::kBackwardCopy,
+                            kAllTypesMask & ~DTypeBit(DType::kF16)),
+};
+
+const char* BackwardName(UnaryCode code) {
+  for (const UnaryInfo& u : kUnaries) {
+    if (u.code == code && u.backward != nullptr) return u.backward;
+  }
+  return op_names::kBackwardCopy;
+}
 
 }  // namespace
 
@@ -334,6 +391,19 @@ void RegisterElementwiseOps(OpRegistry& r) {
                          .set_dtypes(kNumericTypes | DTypeBit(DType::kBool))
                          .set_inplace({{1, 0}, {2, 0}})
                          .set_gradient(WhereGrad)));
+  // mod(a, b) (ONNX Mod), broadcasting: fmod=0 the floored remainder (the
+  // divisor's sign, Python's %; integers only), fmod=1 C's fmod (the
+  // dividend's sign). An integer divisor of 0 gives 0 (no trap). No
+  // gradient.
+  r.Check(r.Register(OpDef(op_names::kMod)
+                         .set_inputs({"a", "b"})
+                         .set_params(ParamSchema::For<ModParams>().Field(
+                             "fmod", &ModParams::fmod,
+                             "0 (default): the divisor's sign, integers only; 1: C fmod"))
+                         .set_infer_shape(BroadcastShape)
+                         .set_infer_type(ModType)
+                         .set_dtypes(kNumericTypes)
+                         .set_inplace({{0, 0}, {1, 0}})));
   // out += src: the framework's kAddTo for kernels that cannot add themselves.
   r.Check(r.Register(OpDef(op_names::kAccumulate)
                          .set_inputs({"dst", "src"})
@@ -364,32 +434,27 @@ void RegisterElementwiseOps(OpRegistry& r) {
                            .set_inplace({{0, 0}})
                            .set_gradient(sc.grad)));
   }
-  const UnaryInfo unaries[] = {
-      {op_names::kNeg, UnaryCode::kNeg, kNumericTypes, UnaryGrad<UnaryCode::kNeg>},
-      {op_names::kAbs, UnaryCode::kAbs, kNumericTypes, UnaryGrad<UnaryCode::kAbs>},
-      {op_names::kExp, UnaryCode::kExp, kFloatTypes, UnaryGrad<UnaryCode::kExp>},
-      {op_names::kLog, UnaryCode::kLog, kFloatTypes, UnaryGrad<UnaryCode::kLog>},
-      {op_names::kSqrt, UnaryCode::kSqrt, kFloatTypes, UnaryGrad<UnaryCode::kSqrt>},
-      {op_names::kRelu, UnaryCode::kRelu, kNumericTypes, UnaryGrad<UnaryCode::kRelu>},
-      {op_names::kSigmoid, UnaryCode::kSigmoid, kFloatTypes, UnaryGrad<UnaryCode::kSigmoid>},
-      {op_names::kTanh, UnaryCode::kTanh, kFloatTypes, UnaryGrad<UnaryCode::kTanh>},
-      {op_names::kGelu, UnaryCode::kGelu, kFloatTypes, UnaryGrad<UnaryCode::kGelu>},
-      {op_names::kSquare, UnaryCode::kSquare, kNumericTypes, UnaryGrad<UnaryCode::kSquare>},
-      {op_names::kErf, UnaryCode::kErf, kFloatTypes, UnaryGrad<UnaryCode::kErf>},
-      {op_names::kIdentity, UnaryCode::kCopy, kAllTypesMask & ~DTypeBit(DType::kF16),
-       UnaryGrad<UnaryCode::kCopy>},
-  };
-  for (const UnaryInfo& u : unaries) {
+  for (const UnaryInfo& u : kUnaries) {
     r.Check(
         r.Register(OpDef(u.name).set_dtypes(u.dtypes).set_inplace({{0, 0}}).set_gradient(u.grad)));
+    if (u.backward == nullptr) continue;
     // dx = dy * f'(x): inputs (dy, x).
-    r.Check(r.Register(
-        OpDef(absl::StrCat("_backward_", u.name == std::string("identity") ? "copy" : u.name))
-            .set_inputs({"dy", "x"})
-            .set_infer_shape(SameShapes)
-            .set_dtypes(u.dtypes)
-            .set_inplace({{0, 0}})));
+    r.Check(r.Register(OpDef(u.backward)
+                           .set_inputs({"dy", "x"})
+                           .set_infer_shape(SameShapes)
+                           .set_dtypes(u.dtypes)
+                           .set_inplace({{0, 0}})));
   }
+  // is_nan, is_inf (ONNX IsNaN, IsInf): bool, of float32 or float64.
+  r.Check(r.Register(OpDef(op_names::kIsNan).set_infer_type(BoolType).set_gradient(NoGradient)));
+  r.Check(r.Register(OpDef(op_names::kIsInf)
+                         .set_params(ParamSchema::For<IsInfParams>()
+                                         .Field("detect_positive", &IsInfParams::detect_positive,
+                                                "1 (default): +inf counts; 0: it does not")
+                                         .Field("detect_negative", &IsInfParams::detect_negative,
+                                                "1 (default): -inf counts; 0: it does not"))
+                         .set_infer_type(IsInfType)
+                         .set_gradient(NoGradient)));
   RegisterElementwiseHostKernels(r);
   RegisterElementwiseDeviceKernels(r);
 }

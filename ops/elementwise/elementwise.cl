@@ -24,6 +24,17 @@ typedef struct {
 } WherePlan;
 #endif
 
+#if !IS_FLOAT
+// a mod b for integers (elementwise_math.h's IntMod): truncated (C's %) or
+// floored (Python's %, the divisor's sign); 0 when b is 0 or -1.
+RILL_FN T int_mod(T a, T b, int floored) {
+  if (b == (T)0 || ((T)(-1) < (T)0 && b == (T)(-1))) return (T)0;
+  T r = (T)(a % b);
+  if (floored && r != (T)0 && (r ^ b) < 0) r = (T)(r + b);  // Signs differ (never for uchar).
+  return r;
+}
+#endif
+
 RILL_FN T apply_binary(int op, T a, T b) {
   switch (op) {
     case BIN_ADD: return a + b;
@@ -34,9 +45,12 @@ RILL_FN T apply_binary(int op, T a, T b) {
     case BIN_POW: return pow(a, b);
     case BIN_RDIV: return b / a;
     case BIN_RPOW: return pow(b, a);
+    case BIN_FMOD: return fmod(a, b);
 #else
     case BIN_DIV: return b == 0 ? (T)0 : (T)(a / b);
     case BIN_RDIV: return a == 0 ? (T)0 : (T)(b / a);
+    case BIN_MOD: return int_mod(a, b, 1);
+    case BIN_FMOD: return int_mod(a, b, 0);
 #endif
     case BIN_MAX: return a > b ? a : b;
     case BIN_MIN: return a < b ? a : b;
@@ -83,6 +97,20 @@ RILL_FN T apply_unary(int op, T x) {
     case UN_TANH: return tanh(x);
     case UN_GELU: return (T)0.5 * x * ((T)1 + erf(x * (T)0.70710678118654752440));
     case UN_ERF: return erf(x);
+    case UN_FLOOR: return floor(x);
+    case UN_CEIL: return ceil(x);
+    case UN_ROUND: return rint(x);  // Half to even (round() goes away from zero).
+    case UN_SIN: return sin(x);
+    case UN_COS: return cos(x);
+    case UN_TAN: return tan(x);
+    case UN_ASIN: return asin(x);
+    case UN_ACOS: return acos(x);
+    case UN_ATAN: return atan(x);
+    case UN_SINH: return sinh(x);
+    case UN_COSH: return cosh(x);
+    case UN_ASINH: return asinh(x);
+    case UN_ACOSH: return acosh(x);
+    case UN_ATANH: return atanh(x);
 #else
     case UN_ABS: return x < 0 ? (T)(-x) : x;
 #endif
@@ -108,6 +136,17 @@ RILL_FN T apply_unary_backward(int op, T dy, T x) {
       return dy * (cdf + x * pdf);
     }
     case UN_ERF: return dy * (T)1.12837916709551257390 * exp(-x * x);
+    case UN_SIN: return dy * cos(x);
+    case UN_COS: return -dy * sin(x);
+    case UN_TAN: { T c = cos(x); return dy / (c * c); }
+    case UN_ASIN: return dy / sqrt((T)1 - x * x);
+    case UN_ACOS: return -dy / sqrt((T)1 - x * x);
+    case UN_ATAN: return dy / ((T)1 + x * x);
+    case UN_SINH: return dy * cosh(x);
+    case UN_COSH: return dy * sinh(x);
+    case UN_ASINH: return dy / sqrt(x * x + (T)1);
+    case UN_ACOSH: return dy / (sqrt(x - (T)1) * sqrt(x + (T)1));
+    case UN_ATANH: return dy / ((T)1 - x * x);
 #endif
     case UN_RELU: return x > 0 ? dy : (T)0;
     case UN_SQUARE: return (T)(dy * (T)2 * x);
@@ -131,6 +170,21 @@ __kernel void KERNEL(unary_backward)(int op, __global const T* dy, ulong dy_off,
   T v = apply_unary_backward(op, dy[dy_off + i], x[x_off + i]);
   out[out_off + i] = add ? (T)(out[out_off + i] + v) : v;
 }
+
+#if IS_FLOAT
+// out = whether x is NaN (when nan), +inf (when pos) or -inf (when neg), as
+// bool bytes. By comparisons (x - x is NaN for infinities), which both
+// languages spell alike.
+__kernel void KERNEL(is_nan_inf)(int nan, int pos, int neg, __global const T* x, ulong x_off,
+                                 __global unsigned char* out, ulong out_off, ulong n) {
+  ulong i = get_global_id(0);
+  if (i >= n) return;
+  T v = x[x_off + i];
+  int inf = v == v && v - v != v - v;
+  int r = (nan && v != v) || (pos && inf && v > (T)0) || (neg && inf && v < (T)0);
+  out[out_off + i] = r ? (unsigned char)1 : (unsigned char)0;
+}
+#endif
 
 #ifndef RILL_ELEMENTWISE_WHERE_TRUE  // Not per T: once per translation unit.
 #define RILL_ELEMENTWISE_WHERE_TRUE

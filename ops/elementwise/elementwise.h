@@ -1,7 +1,8 @@
 #ifndef RILL_OPS_ELEMENTWISE_ELEMENTWISE_H_
 #define RILL_OPS_ELEMENTWISE_ELEMENTWISE_H_
 
-// Elementwise ops: unary math, binary with NumPy broadcasting, their scalar
+// Elementwise ops: unary math (with rounding and trigonometry), is_nan and
+// is_inf, binary with NumPy broadcasting (mod among them), their scalar
 // forms, comparisons, where (a select over three broadcast inputs), and the
 // backward ops of the unary ones. Definitions
 // in elementwise.cc; kernels for each platform beside them
@@ -28,6 +29,16 @@ enum class UnaryCode : int32_t { RILL_UNARY_CODES(RILL_ELEMENTWISE_ENUMERATOR) }
 
 struct ScalarParams {
   double scalar = 0;
+};
+// mod (ONNX Mod): 0, the divisor's sign (integers only); 1, the dividend's
+// (C fmod; floats and integers).
+struct ModParams {
+  int64_t fmod = 0;
+};
+// is_inf (ONNX IsInf): which infinities count (0 or 1 each).
+struct IsInfParams {
+  int64_t detect_positive = 1;
+  int64_t detect_negative = 1;
 };
 
 // How output element i maps to the two inputs: the shapes collapsed to at

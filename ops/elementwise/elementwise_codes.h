@@ -22,7 +22,9 @@
   X(kGreater, GREATER)       \
   X(kRsub, RSUB)             \
   X(kRdiv, RDIV)             \
-  X(kRpow, RPOW)
+  X(kRpow, RPOW)             \
+  X(kMod, MOD)               \
+  X(kFmod, FMOD)
 #define RILL_UNARY_CODES(X) \
   X(kNeg, NEG)              \
   X(kAbs, ABS)              \
@@ -35,6 +37,20 @@
   X(kGelu, GELU)            \
   X(kSquare, SQUARE)        \
   X(kErf, ERF)              \
+  X(kFloor, FLOOR)          \
+  X(kCeil, CEIL)            \
+  X(kRound, ROUND)          \
+  X(kSin, SIN)              \
+  X(kCos, COS)              \
+  X(kTan, TAN)              \
+  X(kAsin, ASIN)            \
+  X(kAcos, ACOS)            \
+  X(kAtan, ATAN)            \
+  X(kSinh, SINH)            \
+  X(kCosh, COSH)            \
+  X(kAsinh, ASINH)          \
+  X(kAcosh, ACOSH)          \
+  X(kAtanh, ATANH)          \
   X(kCopy, COPY)
 // clang-format on
 

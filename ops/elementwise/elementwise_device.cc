@@ -133,6 +133,32 @@ absl::Status ClWhere(OpContext& ctx) {
   return Launch1D(ctx, *k, out.size(), args.Take());
 }
 
+absl::Status ClMod(OpContext& ctx) {
+  return ctx.params<ModParams>().fmod != 0 ? ClBinary<BinaryCode::kFmod>(ctx)
+                                           : ClBinary<BinaryCode::kMod>(ctx);
+}
+
+// is_nan and is_inf: which of NaN, +inf, -inf make an output true.
+absl::Status ClNanInf(OpContext& ctx, bool nan, bool pos, bool neg) {
+  const TensorArg &x = ctx.in(0), &out = ctx.out(0);
+  if (out.size() == 0) return absl::OkStatus();
+  RILL_ASSIGN_OR_RETURN(const Kernel* k, Get(ctx, x.dtype, "is_nan_inf"));
+  LaunchArgs args;
+  args.Value<int32_t>(nan ? 1 : 0)
+      .Value<int32_t>(pos ? 1 : 0)
+      .Value<int32_t>(neg ? 1 : 0)
+      .Tensor(x)
+      .Tensor(out)
+      .Value<uint64_t>(out.size());
+  return Launch1D(ctx, *k, out.size(), args.Take());
+}
+
+absl::Status ClIsNan(OpContext& ctx) { return ClNanInf(ctx, true, false, false); }
+absl::Status ClIsInf(OpContext& ctx) {
+  const IsInfParams& p = ctx.params<IsInfParams>();
+  return ClNanInf(ctx, false, p.detect_positive != 0, p.detect_negative != 0);
+}
+
 }  // namespace
 
 namespace {
@@ -176,7 +202,24 @@ void RegisterDeviceKernels(OpRegistry& r, const KernelNeeds& p) {
   RILL_CL_UNARY(kGelu, Gelu);
   RILL_CL_UNARY(kSquare, Square);
   RILL_CL_UNARY(kErf, Erf);
+  RILL_CL_UNARY(kSin, Sin);
+  RILL_CL_UNARY(kCos, Cos);
+  RILL_CL_UNARY(kTan, Tan);
+  RILL_CL_UNARY(kAsin, Asin);
+  RILL_CL_UNARY(kAcos, Acos);
+  RILL_CL_UNARY(kAtan, Atan);
+  RILL_CL_UNARY(kSinh, Sinh);
+  RILL_CL_UNARY(kCosh, Cosh);
+  RILL_CL_UNARY(kAsinh, Asinh);
+  RILL_CL_UNARY(kAcosh, Acosh);
+  RILL_CL_UNARY(kAtanh, Atanh);
 #undef RILL_CL_UNARY
+  r.Check(r.RegisterKernel(op_names::kFloor, p, {ClUnary<UnaryCode::kFloor>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kCeil, p, {ClUnary<UnaryCode::kCeil>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kRound, p, {ClUnary<UnaryCode::kRound>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kMod, p, {ClMod, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kIsNan, p, {ClIsNan, kWriteReqs}));
+  r.Check(r.RegisterKernel(op_names::kIsInf, p, {ClIsInf, kWriteReqs}));
   r.Check(r.RegisterKernel(op_names::kIdentity, p, {ClUnary<UnaryCode::kCopy>, kReqs}));
   r.Check(r.RegisterKernel(op_names::kBackwardCopy, p, {ClUnaryBackward<UnaryCode::kCopy>, kReqs}));
 }

@@ -2,7 +2,9 @@
 // tensors, run inline on the CPU context or as one host callback on a host
 // device's stream.
 
+#include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "rill/base/status_macros.h"
 #include "rill/ops/elementwise/elementwise.h"
@@ -186,11 +188,46 @@ absl::Status HostWhere(OpContext& ctx) {
   });
 }
 
+// fmod=0: the floored remainder; 1: C's fmod (ModParams).
+absl::Status HostMod(OpContext& ctx) {
+  return ctx.params<ModParams>().fmod != 0 ? HostBinary<BinaryCode::kFmod>(ctx)
+                                           : HostBinary<BinaryCode::kMod>(ctx);
+}
+
+// out = whether x is NaN (nan) or an infinity of a sign asked for (bools).
+absl::Status NanInfLoop(OpContext& ctx, bool nan, bool pos, bool neg) {
+  const TensorArg x = ctx.in(0), out = ctx.out(0);
+  if (out.size() == 0) return absl::OkStatus();
+  return ctx.RunOnHost([x, out, nan, pos, neg]() -> absl::Status {
+    DispatchDType(x.dtype, [&](auto t) {
+      using T = decltype(t);
+      if constexpr (std::is_floating_point_v<T>) {
+        const T* in = x.data<T>();
+        uint8_t* o = out.data<uint8_t>();
+        for (int64_t i = 0; i < x.size(); ++i) {
+          const T v = in[i];
+          const bool inf = std::isinf(v);
+          o[i] = (nan && std::isnan(v)) || (pos && inf && v > 0) || (neg && inf && v < 0);
+        }
+      }
+    });
+    return absl::OkStatus();
+  });
+}
+
+absl::Status HostIsNan(OpContext& ctx) { return NanInfLoop(ctx, true, false, false); }
+absl::Status HostIsInf(OpContext& ctx) {
+  const IsInfParams& p = ctx.params<IsInfParams>();
+  return NanInfLoop(ctx, false, p.detect_positive != 0, p.detect_negative != 0);
+}
+
 constexpr uint32_t kReqs = kWriteReqs | ReqBit(OpReqType::kAddTo);
 
+// `backward`: null for an op without one.
 template <UnaryCode C>
 void RegisterUnary(OpRegistry& r, const char* name, const char* backward) {
   r.Check(r.RegisterKernel(name, KernelNeeds::HostMemory(), {HostUnary<C>, kReqs}));
+  if (backward == nullptr) return;
   r.Check(r.RegisterKernel(backward, KernelNeeds::HostMemory(), {HostUnaryBackward<C>, kReqs}));
 }
 
@@ -253,7 +290,24 @@ void RegisterElementwiseHostKernels(OpRegistry& r) {
   RegisterUnary<UnaryCode::kGelu>(r, op_names::kGelu, op_names::kBackwardGelu);
   RegisterUnary<UnaryCode::kSquare>(r, op_names::kSquare, op_names::kBackwardSquare);
   RegisterUnary<UnaryCode::kErf>(r, op_names::kErf, op_names::kBackwardErf);
+  RegisterUnary<UnaryCode::kFloor>(r, op_names::kFloor, nullptr);
+  RegisterUnary<UnaryCode::kCeil>(r, op_names::kCeil, nullptr);
+  RegisterUnary<UnaryCode::kRound>(r, op_names::kRound, nullptr);
+  RegisterUnary<UnaryCode::kSin>(r, op_names::kSin, op_names::kBackwardSin);
+  RegisterUnary<UnaryCode::kCos>(r, op_names::kCos, op_names::kBackwardCos);
+  RegisterUnary<UnaryCode::kTan>(r, op_names::kTan, op_names::kBackwardTan);
+  RegisterUnary<UnaryCode::kAsin>(r, op_names::kAsin, op_names::kBackwardAsin);
+  RegisterUnary<UnaryCode::kAcos>(r, op_names::kAcos, op_names::kBackwardAcos);
+  RegisterUnary<UnaryCode::kAtan>(r, op_names::kAtan, op_names::kBackwardAtan);
+  RegisterUnary<UnaryCode::kSinh>(r, op_names::kSinh, op_names::kBackwardSinh);
+  RegisterUnary<UnaryCode::kCosh>(r, op_names::kCosh, op_names::kBackwardCosh);
+  RegisterUnary<UnaryCode::kAsinh>(r, op_names::kAsinh, op_names::kBackwardAsinh);
+  RegisterUnary<UnaryCode::kAcosh>(r, op_names::kAcosh, op_names::kBackwardAcosh);
+  RegisterUnary<UnaryCode::kAtanh>(r, op_names::kAtanh, op_names::kBackwardAtanh);
   RegisterUnary<UnaryCode::kCopy>(r, op_names::kIdentity, op_names::kBackwardCopy);
+  r.Check(r.RegisterKernel(op_names::kMod, KernelNeeds::HostMemory(), {HostMod, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kIsNan, KernelNeeds::HostMemory(), {HostIsNan, kWriteReqs}));
+  r.Check(r.RegisterKernel(op_names::kIsInf, KernelNeeds::HostMemory(), {HostIsInf, kWriteReqs}));
 }
 
 }  // namespace rill::ops

@@ -11,6 +11,22 @@
 
 namespace rill::ops {
 
+// a mod b for integers: truncated (C's %, the dividend's sign) or floored
+// (Python's %, the divisor's sign). 0 when b is 0, where % is undefined
+// (and traps on x86), and when b is -1, where INT_MIN % -1 traps.
+template <typename T>
+inline T IntMod(T a, T b, bool floored) {
+  if (b == 0) return T(0);
+  if constexpr (std::is_signed_v<T>) {
+    if (b == T(-1)) return T(0);
+  }
+  T r = static_cast<T>(a % b);
+  if constexpr (std::is_signed_v<T>) {
+    if (floored && r != 0 && ((r < 0) != (b < 0))) r = static_cast<T>(r + b);
+  }
+  return r;
+}
+
 template <BinaryCode C, typename T>
 inline T ApplyBinary(T a, T b) {
   if constexpr (C == BinaryCode::kAdd) return a + b;
@@ -35,6 +51,12 @@ inline T ApplyBinary(T a, T b) {
   if constexpr (C == BinaryCode::kMin) return a < b ? a : b;
   if constexpr (C == BinaryCode::kEqual) return a == b ? T(1) : T(0);
   if constexpr (C == BinaryCode::kGreater) return a > b ? T(1) : T(0);
+  if constexpr (C == BinaryCode::kMod || C == BinaryCode::kFmod) {
+    if constexpr (std::is_integral_v<T>)
+      return IntMod(a, b, C == BinaryCode::kMod);
+    else
+      return std::fmod(a, b);  // kMod takes integers only (mod's type check).
+  }
   return T(0);
 }
 
@@ -65,6 +87,20 @@ inline T ApplyUnary(T x) {
   if constexpr (C == UnaryCode::kGelu) return Gelu(x);
   if constexpr (C == UnaryCode::kSquare) return static_cast<T>(x * x);
   if constexpr (C == UnaryCode::kErf) return std::erf(x);
+  if constexpr (C == UnaryCode::kFloor) return std::floor(x);
+  if constexpr (C == UnaryCode::kCeil) return std::ceil(x);
+  if constexpr (C == UnaryCode::kRound) return std::nearbyint(x);  // Half to even.
+  if constexpr (C == UnaryCode::kSin) return std::sin(x);
+  if constexpr (C == UnaryCode::kCos) return std::cos(x);
+  if constexpr (C == UnaryCode::kTan) return std::tan(x);
+  if constexpr (C == UnaryCode::kAsin) return std::asin(x);
+  if constexpr (C == UnaryCode::kAcos) return std::acos(x);
+  if constexpr (C == UnaryCode::kAtan) return std::atan(x);
+  if constexpr (C == UnaryCode::kSinh) return std::sinh(x);
+  if constexpr (C == UnaryCode::kCosh) return std::cosh(x);
+  if constexpr (C == UnaryCode::kAsinh) return std::asinh(x);
+  if constexpr (C == UnaryCode::kAcosh) return std::acosh(x);
+  if constexpr (C == UnaryCode::kAtanh) return std::atanh(x);
   return x;  // kCopy
 }
 
@@ -94,6 +130,20 @@ inline T ApplyUnaryBackward(T dy, T x) {
   if constexpr (C == UnaryCode::kErf) {  // 2/sqrt(pi) exp(-x^2).
     return dy * T(1.12837916709551257390) * std::exp(-x * x);
   }
+  if constexpr (C == UnaryCode::kSin) return dy * std::cos(x);
+  if constexpr (C == UnaryCode::kCos) return -dy * std::sin(x);
+  if constexpr (C == UnaryCode::kTan) {  // 1 / cos^2.
+    const T c = std::cos(x);
+    return dy / (c * c);
+  }
+  if constexpr (C == UnaryCode::kAsin) return dy / std::sqrt(T(1) - x * x);
+  if constexpr (C == UnaryCode::kAcos) return -dy / std::sqrt(T(1) - x * x);
+  if constexpr (C == UnaryCode::kAtan) return dy / (T(1) + x * x);
+  if constexpr (C == UnaryCode::kSinh) return dy * std::cosh(x);
+  if constexpr (C == UnaryCode::kCosh) return dy * std::sinh(x);
+  if constexpr (C == UnaryCode::kAsinh) return dy / std::sqrt(x * x + T(1));
+  if constexpr (C == UnaryCode::kAcosh) return dy / (std::sqrt(x - T(1)) * std::sqrt(x + T(1)));
+  if constexpr (C == UnaryCode::kAtanh) return dy / (T(1) - x * x);
   return dy;  // kCopy
 }
 

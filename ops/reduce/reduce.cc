@@ -1,7 +1,7 @@
 // The reduce ops: sum, mean, max, argmax, sum_to (the inverse of NumPy
-// broadcasting), softmax and log_softmax with their backward ops, and
-// softmax cross-entropy. Definitions and gradients here; kernels in
-// reduce_host.cc, reduce_device.cc and reduce.cu.
+// broadcasting), softmax and log_softmax with their backward ops, softmax
+// cross-entropy, and cumsum (ONNX CumSum). Definitions and gradients here;
+// kernels in reduce_host.cc, reduce_device.cc and reduce.cu.
 
 #include "rill/ops/reduce/reduce.h"
 
@@ -237,6 +237,21 @@ absl::Status CrossEntropyBackwardShape(const InferContext& ctx, std::vector<Shap
   return absl::OkStatus();
 }
 
+absl::Status CumsumShape(const InferContext& ctx, std::vector<Shape>* out) {
+  const Shape& s = ctx.in_shapes[0];
+  const CumsumParams& p = ctx.p<CumsumParams>();
+  if (s.rank() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("cumsum axis ", p.axis, " of a scalar"));
+  }
+  RILL_RETURN_IF_ERROR(NormalizeAxis(p.axis, s.rank()).status());
+  if ((p.exclusive != 0 && p.exclusive != 1) || (p.reverse != 0 && p.reverse != 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("exclusive and reverse are 0 or 1, got ", p.exclusive, " and ", p.reverse));
+  }
+  (*out)[0] = s;
+  return absl::OkStatus();
+}
+
 // --- Gradients.
 
 absl::StatusOr<Tensor> One(std::string_view op, absl::Span<const Tensor> in,
@@ -298,6 +313,15 @@ absl::StatusOr<std::vector<Tensor>> CrossEntropyGrad(const GradientContext& c) {
                         One(op_names::kBackwardSoftmaxCrossEntropy, {c.inputs[0], c.inputs[1]}));
   RILL_ASSIGN_OR_RETURN(Tensor g, One(op_names::kMul, {d, c.out_grads[0]}));
   return std::vector<Tensor>{g, Tensor()};
+}
+
+// Each x_j reaches the sums after it (before it, reversed): dx is the
+// cumsum of dy the other way, as exclusive as the forward.
+absl::StatusOr<std::vector<Tensor>> CumsumGrad(const GradientContext& c) {
+  CumsumParams p = c.p<CumsumParams>();
+  p.reverse = 1 - p.reverse;
+  static const OpDef& op = BuiltinOp(op_names::kCumsum);
+  return Invoke(op, {c.out_grads[0]}, MakeParams(p));
 }
 
 ParamSchema ReduceSchema() {
@@ -372,6 +396,18 @@ void RegisterReduceOps(OpRegistry& r) {
                          .set_dtypes(kLabelTypes)
                          .set_infer_type(CrossEntropyType)
                          .set_infer_shape(CrossEntropyBackwardShape)));
+  r.Check(r.Register(
+      OpDef(op_names::kCumsum)
+          .set_params(ParamSchema::For<CumsumParams>()
+                          .Required("axis", &CumsumParams::axis, "the axis (negative from the end)")
+                          .Field("exclusive", &CumsumParams::exclusive,
+                                 "1: each element left out of its own sum (default 0)")
+                          .Field("reverse", &CumsumParams::reverse,
+                                 "1: sum from the end of the axis (default 0)"))
+          .set_infer_shape(CumsumShape)
+          .set_dtypes(kSumTypes)
+          .set_inplace({{0, 0}})
+          .set_gradient(CumsumGrad)));
   RegisterReduceHostKernels(r);
   RegisterReduceDeviceKernels(r);
 }

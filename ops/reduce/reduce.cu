@@ -1,6 +1,6 @@
 // CUDA kernels of the reduce ops (reduce_device.cc launches them; the OpenCL
 // source there spells the same loops). One extern "C" entry per type
-// suffix: reduce_f32, softmax_f64, cross_entropy_f32_i64, ...
+// suffix: reduce_f32, cumsum_i64, softmax_f64, cross_entropy_f32_i64, ...
 #include <cmath>
 #include <cstdint>
 
@@ -135,6 +135,26 @@ __device__ void SoftmaxBackward(int is_log, const T* dy, uint64_t dy_off, const 
   }
 }
 
+// Line i of [outer, n, inner], summed from either end; each element read
+// before its output is written.
+template <typename T>
+__device__ void Cumsum(const T* x, uint64_t x_off, T* out, uint64_t out_off, uint64_t lines,
+                       int64_t n, int64_t inner, int exclusive, int reverse, int add) {
+  const uint64_t i = GlobalId();
+  if (i >= lines) return;
+  const int64_t start = (int64_t(i) / inner) * n * inner + int64_t(i) % inner;
+  const T* px = x + x_off + start;
+  T* po = out + out_off + start;
+  T acc = 0;
+  for (int64_t r = 0; r < n; ++r) {
+    const int64_t k = (reverse ? n - 1 - r : r) * inner;
+    const T v = px[k];
+    const T s = exclusive ? acc : T(acc + v);
+    acc = T(acc + v);
+    po[k] = add ? T(po[k] + s) : s;
+  }
+}
+
 template <typename L>
 __device__ int64_t ClassOf(L v, int64_t classes) {
   const int64_t c = int64_t(v);
@@ -181,10 +201,15 @@ __device__ void CrossEntropyBackward(const T* x, uint64_t x_off, const L* labels
 
 }  // namespace
 
-#define RILL_REDUCE_ENTRIES(T, S)                                                              \
-  extern "C" __global__ void reduce_##S(int op, const T* x, uint64_t x_off, T* out,            \
-                                        uint64_t out_off, uint64_t n, ReducePlan p, int add) { \
-    Reduce<T>(op, x, x_off, out, out_off, n, p, add);                                          \
+#define RILL_REDUCE_ENTRIES(T, S)                                                                \
+  extern "C" __global__ void reduce_##S(int op, const T* x, uint64_t x_off, T* out,              \
+                                        uint64_t out_off, uint64_t n, ReducePlan p, int add) {   \
+    Reduce<T>(op, x, x_off, out, out_off, n, p, add);                                            \
+  }                                                                                              \
+  extern "C" __global__ void cumsum_##S(const T* x, uint64_t x_off, T* out, uint64_t out_off,    \
+                                        uint64_t lines, int64_t n, int64_t inner, int exclusive, \
+                                        int reverse, int add) {                                  \
+    Cumsum<T>(x, x_off, out, out_off, lines, n, inner, exclusive, reverse, add);                 \
   }
 
 #define RILL_FLOAT_ENTRIES(T, S)                                                               \

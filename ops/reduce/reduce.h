@@ -2,7 +2,7 @@
 #define RILL_OPS_REDUCE_REDUCE_H_
 
 // Reductions (sum, mean, max, argmax, sum_to), softmax and log_softmax with
-// their backward ops, and softmax cross-entropy. Definitions in reduce.cc;
+// their backward ops, softmax cross-entropy, and cumsum. Definitions in reduce.cc;
 // kernels beside them (reduce_host.cc, reduce_device.cc with the OpenCL C
 // source and the CUDA launch path, reduce.cu), sharing the op codes and the
 // reduce plan below.
@@ -34,6 +34,12 @@ struct SumToParams {
 };
 struct SoftmaxParams {
   int64_t axis = -1;
+};
+// cumsum (ONNX CumSum); exclusive and reverse are 0 or 1.
+struct CumsumParams {
+  int64_t axis = 0;       // Negative from the end.
+  int64_t exclusive = 0;  // 1: each element left out of its own sum.
+  int64_t reverse = 0;    // 1: sums from the end of the axis.
 };
 
 // How output element o maps to input elements: the input's axes with size-1

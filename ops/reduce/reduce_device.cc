@@ -1,8 +1,8 @@
 // Device kernels of the reduce ops, for OpenCL (the source below, one
 // program per element type, and per label type for cross-entropy) and CUDA
 // (reduce.cu, one entry per type suffix): one work item per output element
-// (reductions) or per line (softmax, cross-entropy backward), looping over
-// the reduced extent; loaded once per executor (ops/device_kernel.h).
+// (reductions) or per line (softmax, cross-entropy backward, cumsum),
+// looping over the reduced extent; loaded once per executor (ops/device_kernel.h).
 
 #include <string>
 
@@ -80,6 +80,25 @@ __kernel void argmax(__global const T* x, ulong x_off, __global long* out, ulong
     if (best == best && (v > best || v != v)) { best = v; bi = r; }
   }
   out[out_off + i] = add ? out[out_off + i] + bi : bi;
+}
+
+// Line i of [outer, n, inner]: elements start + k * inner, summed from
+// either end; each read before its output is written (in place is fine).
+__kernel void cumsum(__global const T* x, ulong x_off, __global T* out, ulong out_off, ulong lines,
+                     long n, long inner, int exclusive, int reverse, int add) {
+  ulong i = get_global_id(0);
+  if (i >= lines) return;
+  long start = ((long)i / inner) * n * inner + (long)i % inner;
+  __global const T* px = x + x_off + start;
+  __global T* po = out + out_off + start;
+  T acc = 0;
+  for (long r = 0; r < n; ++r) {
+    long k = (reverse ? n - 1 - r : r) * inner;
+    T v = px[k];
+    T s = exclusive ? acc : (T)(acc + v);
+    acc = (T)(acc + v);
+    po[k] = add ? (T)(po[k] + s) : s;
+  }
 }
 
 #if IS_FLOAT
@@ -271,6 +290,26 @@ absl::Status DeviceCrossEntropy(OpContext& ctx) {
   return Launch1D(ctx, *k, kBackward ? static_cast<uint64_t>(rows) : 1, args.Take());
 }
 
+absl::Status DeviceCumsum(OpContext& ctx) {
+  const TensorArg &x = ctx.in(0), &out = ctx.out(0);
+  if (out.size() == 0) return absl::OkStatus();
+  const CumsumParams& p = ctx.params<CumsumParams>();
+  RILL_ASSIGN_OR_RETURN(int axis, NormalizeAxis(p.axis, x.shape.rank()));
+  const AxisSplit s = SplitAt(x.shape, axis);
+  const uint64_t lines = static_cast<uint64_t>(s.outer * s.inner);
+  RILL_ASSIGN_OR_RETURN(const Kernel* k, Get(ctx, x.dtype, "cumsum"));
+  LaunchArgs args;
+  args.Tensor(x)
+      .Tensor(out)
+      .Value<uint64_t>(lines)
+      .Value<int64_t>(s.n)
+      .Value<int64_t>(s.inner)
+      .Value<int32_t>(p.exclusive != 0 ? 1 : 0)
+      .Value<int32_t>(p.reverse != 0 ? 1 : 0)
+      .Value<int32_t>(AddFlag(ctx));
+  return Launch1D(ctx, *k, lines, args.Take());
+}
+
 void RegisterDeviceKernels(OpRegistry& r, const KernelNeeds& p) {
   constexpr uint32_t kReqs = ReqBit(OpReqType::kWriteTo) | ReqBit(OpReqType::kAddTo);
   r.Check(r.RegisterKernel(op_names::kSum, p, {DeviceReduce<ReduceCode::kSum>, kReqs}));
@@ -285,6 +324,8 @@ void RegisterDeviceKernels(OpRegistry& r, const KernelNeeds& p) {
   r.Check(r.RegisterKernel(op_names::kSoftmaxCrossEntropy, p, {DeviceCrossEntropy<false>, kReqs}));
   r.Check(r.RegisterKernel(op_names::kBackwardSoftmaxCrossEntropy, p,
                            {DeviceCrossEntropy<true>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kCumsum, p,
+                           {DeviceCumsum, kReqs | ReqBit(OpReqType::kWriteInplace)}));
 }
 
 }  // namespace

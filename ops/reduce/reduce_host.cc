@@ -2,6 +2,7 @@
 // vectorizable inner loops), run inline on the CPU context or as one host
 // callback on a host device's stream.
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -319,6 +320,40 @@ absl::Status HostCrossEntropy(OpContext& ctx) {
   });
 }
 
+// cumsum of each [n] line (stride inner) of [outer, n, inner], from either
+// end: each element is read before its output is written (in place is
+// fine).
+absl::Status HostCumsum(OpContext& ctx) {
+  const TensorArg x = ctx.in(0), out = ctx.out(0);
+  if (out.size() == 0) return absl::OkStatus();
+  const CumsumParams& p = ctx.params<CumsumParams>();
+  RILL_ASSIGN_OR_RETURN(int axis, NormalizeAxis(p.axis, x.shape.rank()));
+  const AxisSplit s = SplitAt(x.shape, axis);
+  const bool exclusive = p.exclusive != 0, reverse = p.reverse != 0;
+  const bool add = ctx.req(0) == OpReqType::kAddTo;
+  return ctx.RunOnHost([x, out, s, exclusive, reverse, add]() -> absl::Status {
+    DispatchDType(x.dtype, [&](auto t) {
+      using T = decltype(t);
+      std::vector<T> acc(s.inner);
+      for (int64_t b = 0; b < s.outer; ++b) {
+        const T* px = x.data<T>() + b * s.n * s.inner;
+        T* po = out.data<T>() + b * s.n * s.inner;
+        std::fill(acc.begin(), acc.end(), T(0));
+        for (int64_t r = 0; r < s.n; ++r) {
+          const int64_t k = (reverse ? s.n - 1 - r : r) * s.inner;
+          for (int64_t j = 0; j < s.inner; ++j) {
+            const T v = px[k + j];
+            const T sum = exclusive ? acc[j] : static_cast<T>(acc[j] + v);
+            acc[j] = static_cast<T>(acc[j] + v);
+            po[k + j] = add ? static_cast<T>(po[k + j] + sum) : sum;
+          }
+        }
+      }
+    });
+    return absl::OkStatus();
+  });
+}
+
 constexpr uint32_t kReqs = ReqBit(OpReqType::kWriteTo) | ReqBit(OpReqType::kAddTo);
 
 }  // namespace
@@ -345,6 +380,8 @@ void RegisterReduceHostKernels(OpRegistry& r) {
                            {HostCrossEntropy<false>, kReqs}));
   r.Check(r.RegisterKernel(op_names::kBackwardSoftmaxCrossEntropy, KernelNeeds::HostMemory(),
                            {HostCrossEntropy<true>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kCumsum, KernelNeeds::HostMemory(),
+                           {HostCumsum, kReqs | ReqBit(OpReqType::kWriteInplace)}));
 }
 
 }  // namespace rill::ops

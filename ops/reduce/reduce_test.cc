@@ -1,15 +1,18 @@
 // The reduce ops on every context present, every dtype they take and every
-// write request, against naive host loops written here; gradients against
-// central finite differences (float64).
+// write request, against naive host loops written here (cumsum too);
+// gradients against central finite differences (float64).
 
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "rill/ops/op_registry.h"
+#include "rill/ops/ops.h"
 #include "rill/ops/testing/op_testing.h"
 
 namespace rill::ops {
@@ -416,6 +419,79 @@ TEST_P(ReduceTest, GradientsMatchFiniteDifferences) {
   GradCheck(engine_.get(), ctx(), "softmax_cross_entropy", {}, x, s, {labels});
 }
 
+// ONNX CumSum by the definition: y[o, k, i] sums x[o, j, i] over j <= k
+// (j < k exclusive; j >= k, or j > k, reversed).
+template <typename T>
+std::vector<T> NaiveCumsum(const std::vector<T>& x, const Shape& s, int axis, bool exclusive,
+                           bool reverse) {
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= s[d];
+  for (int d = axis + 1; d < s.rank(); ++d) inner *= s[d];
+  const int64_t n = s[axis];
+  std::vector<T> y(x.size());
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t k = 0; k < n; ++k) {
+      for (int64_t i = 0; i < inner; ++i) {
+        T acc = 0;
+        for (int64_t j = 0; j < n; ++j) {
+          const bool take = reverse ? (exclusive ? j > k : j >= k) : (exclusive ? j < k : j <= k);
+          if (take) acc = static_cast<T>(acc + x[(o * n + j) * inner + i]);
+        }
+        y[(o * n + k) * inner + i] = acc;
+      }
+    }
+  }
+  return y;
+}
+
+template <typename T>
+void CheckCumsum(engine::Engine* eng, Context ctx, const Shape& s, int axis, bool exclusive,
+                 bool reverse) {
+  const int a = axis < 0 ? axis + s.rank() : axis;
+  const auto x = std::is_integral_v<T> ? RandomData<T>(s.NumElements(), 23, -50, 50)
+                                       : RandomData<T>(s.NumElements(), 24, -2, 2);
+  const Attrs attrs = {{"axis", std::to_string(axis)},
+                       {"exclusive", exclusive ? "1" : "0"},
+                       {"reverse", reverse ? "1" : "0"}};
+  const std::string what =
+      absl::StrCat("cumsum ", DTypeName(DTypeOf<T>()), s.ToString(), " axis ", axis, " exclusive ",
+                   exclusive, " reverse ", reverse, " on ", ctx.ToString());
+  CheckAllRequests<T>(eng, ctx, "cumsum", {*Tensor::FromHost<T>(x, s, ctx, eng)}, attrs,
+                      NaiveCumsum(x, s, a, exclusive, reverse), s, 1e-5, what);
+}
+
+TEST_P(ReduceTest, CumsumMatchesNaiveLoopsUnderEveryRequest) {
+  const struct {
+    Shape s;
+    int axis;
+  } cases[] = {{{2, 3, 4}, 1}, {{2, 3, 4}, -1}, {{2, 3, 4}, 0}, {{7}, 0}, {{0, 3}, 1}, {{2, 0}, 1}};
+  for (const auto& c : cases) {
+    for (bool exclusive : {false, true}) {
+      for (bool reverse : {false, true}) {
+        CheckCumsum<float>(engine_.get(), ctx(), c.s, c.axis, exclusive, reverse);
+        CheckCumsum<double>(engine_.get(), ctx(), c.s, c.axis, exclusive, reverse);
+        CheckCumsum<int32_t>(engine_.get(), ctx(), c.s, c.axis, exclusive, reverse);
+        CheckCumsum<int64_t>(engine_.get(), ctx(), c.s, c.axis, exclusive, reverse);
+      }
+    }
+  }
+  // The typed wrapper.
+  auto y = ops::CumSum(Make<int64_t>({1, 2, 3, 4}, {2, 2}), -1, /*exclusive=*/true,
+                       /*reverse=*/true);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(*y->ToHost<int64_t>(), (std::vector<int64_t>{2, 0, 4, 0}));
+}
+
+TEST_P(ReduceTest, CumsumGradientIsTheReversedCumsum) {
+  const Shape s{3, 4};
+  const auto x = RandomData<double>(12, 25, -2, 2);
+  GradCheck(engine_.get(), ctx(), "cumsum", {{"axis", "1"}}, x, s);
+  GradCheck(engine_.get(), ctx(), "cumsum", {{"axis", "0"}, {"exclusive", "1"}}, x, s);
+  GradCheck(engine_.get(), ctx(), "cumsum", {{"axis", "-1"}, {"reverse", "1"}}, x, s);
+  GradCheck(engine_.get(), ctx(), "cumsum", {{"axis", "0"}, {"exclusive", "1"}, {"reverse", "1"}},
+            x, s);
+}
+
 TEST_P(ReduceTest, BadInputsGetClearErrors) {
   auto a = Make<float>(std::vector<float>(24, 1), {2, 3, 4});
   auto expect = [](const absl::StatusOr<std::vector<Tensor>>& r, absl::StatusCode code,
@@ -443,6 +519,15 @@ TEST_P(ReduceTest, BadInputsGetClearErrors) {
   auto i32 = Make<int32_t>({1, 2}, {2});
   expect(Invoke("mean", {i32}), absl::StatusCode::kInvalidArgument, "int32");
   expect(Invoke("softmax", {i32}), absl::StatusCode::kInvalidArgument, "int32");
+  // cumsum: axis, flags, types.
+  expect(Invoke("cumsum", {a}), absl::StatusCode::kInvalidArgument, "needs attribute 'axis'");
+  expect(Invoke("cumsum", {a}, {{"axis", "3"}}), absl::StatusCode::kInvalidArgument,
+         "axis 3 is out of range for rank 3");
+  expect(Invoke("cumsum", {Make<float>({1}, Shape{})}, {{"axis", "0"}}),
+         absl::StatusCode::kInvalidArgument, "of a scalar");
+  expect(Invoke("cumsum", {a}, {{"axis", "0"}, {"exclusive", "2"}}),
+         absl::StatusCode::kInvalidArgument, "0 or 1, got 2");
+  expect(Invoke("cumsum", {u8}, {{"axis", "0"}}), absl::StatusCode::kInvalidArgument, "uint8");
   // Cross-entropy: shapes, types, labels out of range.
   auto logits = Make<float>(std::vector<float>(6, 0.5f), {2, 3});
   expect(Invoke("softmax_cross_entropy", {logits, Make<int32_t>({0, 1, 2}, {3})}),

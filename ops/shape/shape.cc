@@ -162,6 +162,63 @@ absl::StatusOr<GatherPlan> MakeGatherPlan(const Shape& data, const Shape& indice
 
 namespace {
 
+// The axis of `data` that gather_elements gathers along, or why `indices`
+// does not fit: the same rank, no larger off the axis.
+absl::StatusOr<int> GatherElementsAxis(const Shape& data, const Shape& indices, int64_t axis) {
+  RILL_ASSIGN_OR_RETURN(int a, NormalizeAxis(axis, data.rank()));
+  if (indices.rank() != data.rank()) {
+    return absl::InvalidArgumentError(absl::StrCat("indices ", indices.ToString(), " and data ",
+                                                   data.ToString(), " differ in rank"));
+  }
+  for (int d = 0; d < data.rank(); ++d) {
+    if (d != a && indices[d] > data[d]) {
+      return absl::InvalidArgumentError(absl::StrCat("indices ", indices.ToString(),
+                                                     " exceed data ", data.ToString(), " on axis ",
+                                                     d, " (only axis ", a, " is gathered along)"));
+    }
+  }
+  if (data[a] == 0 && indices.NumElements() > 0) {
+    return absl::InvalidArgumentError(absl::StrCat("gather_elements along axis ", axis, " of data ",
+                                                   data.ToString(),
+                                                   ": the axis is empty, so no index is in range"));
+  }
+  return a;
+}
+
+}  // namespace
+
+absl::StatusOr<GatherElementsPlan> MakeGatherElementsPlan(const Shape& data, const Shape& indices,
+                                                          int64_t axis) {
+  RILL_ASSIGN_OR_RETURN(int a, GatherElementsAxis(data, indices, axis));
+  GatherElementsPlan p;
+  p.axis = -1;
+  for (int d = 0; d < data.rank(); ++d) {
+    const int64_t n = data[d], m = indices[d];
+    if (d != a) {
+      if (n == 1 && m == 1) continue;
+      // Merged into the previous axis (off the gathered one) when the
+      // indices span this one: their coordinates then agree.
+      if (p.rank > 0 && p.rank - 1 != p.axis && m == n) {
+        p.data_dims[p.rank - 1] *= n;
+        p.index_dims[p.rank - 1] *= m;
+        continue;
+      }
+    }
+    if (p.rank == kCopyMaxRank) {
+      return absl::UnimplementedError(absl::StrCat("gather_elements of ", data.ToString(), " at ",
+                                                   indices.ToString(), " needs more than ",
+                                                   kCopyMaxRank, " collapsed axes"));
+    }
+    if (d == a) p.axis = p.rank;
+    p.data_dims[p.rank] = n;
+    p.index_dims[p.rank] = m;
+    ++p.rank;
+  }
+  return p;
+}
+
+namespace {
+
 absl::Status ReshapeShape(const InferContext& ctx, std::vector<Shape>* out) {
   const Shape& in = ctx.in_shapes[0];
   const std::vector<int64_t>& want = ctx.p<ReshapeParams>().shape;
@@ -296,7 +353,7 @@ absl::Status GatherShape(const InferContext& ctx, std::vector<Shape>* out) {
 absl::Status CheckIndexType(DType t) {
   if (t == DType::kI32 || t == DType::kI64) return absl::OkStatus();
   return absl::InvalidArgumentError(
-      absl::StrCat("indices are ", DTypeName(t), "; gather takes int32 or int64 indices"));
+      absl::StrCat("indices are ", DTypeName(t), "; gathers take int32 or int64 indices"));
 }
 
 absl::Status GatherType(const InferContext& ctx, std::vector<DType>* out) {
@@ -324,6 +381,26 @@ absl::Status GatherBackwardType(const InferContext& ctx, std::vector<DType>* out
                                                    " but data is ", DTypeName(ctx.in_types[1])));
   }
   (*out)[0] = ctx.in_types[1];
+  return absl::OkStatus();
+}
+
+absl::Status GatherElementsShape(const InferContext& ctx, std::vector<Shape>* out) {
+  RILL_RETURN_IF_ERROR(
+      GatherElementsAxis(ctx.in_shapes[0], ctx.in_shapes[1], ctx.p<GatherParams>().axis).status());
+  (*out)[0] = ctx.in_shapes[1];
+  return absl::OkStatus();
+}
+
+// (dy, data, indices) -> d data: data's shape, dy the indices'.
+absl::Status GatherElementsBackwardShape(const InferContext& ctx, std::vector<Shape>* out) {
+  RILL_RETURN_IF_ERROR(
+      GatherElementsAxis(ctx.in_shapes[1], ctx.in_shapes[2], ctx.p<GatherParams>().axis).status());
+  if (ctx.in_shapes[0] != ctx.in_shapes[2]) {
+    return absl::InvalidArgumentError(absl::StrCat("dy is ", ctx.in_shapes[0].ToString(),
+                                                   " but the indices are ",
+                                                   ctx.in_shapes[2].ToString()));
+  }
+  (*out)[0] = ctx.in_shapes[1];
   return absl::OkStatus();
 }
 
@@ -387,6 +464,13 @@ absl::StatusOr<std::vector<Tensor>> GatherBack(const GradientContext& c) {
   RILL_ASSIGN_OR_RETURN(Tensor g,
                         One(op_names::kBackwardGather, {c.out_grads[0], c.inputs[0], c.inputs[1]},
                             MakeParams(c.p<GatherParams>())));
+  return std::vector<Tensor>{g, Tensor()};  // None to the indices.
+}
+
+absl::StatusOr<std::vector<Tensor>> GatherElementsBack(const GradientContext& c) {
+  RILL_ASSIGN_OR_RETURN(
+      Tensor g, One(op_names::kBackwardGatherElements, {c.out_grads[0], c.inputs[0], c.inputs[1]},
+                    MakeParams(c.p<GatherParams>())));
   return std::vector<Tensor>{g, Tensor()};  // None to the indices.
 }
 
@@ -462,6 +546,27 @@ void RegisterShapeOps(OpRegistry& r) {
                          .set_params(ParamSchema::For<GatherParams>().Field(
                              "axis", &GatherParams::axis, "as forward"))
                          .set_infer_shape(GatherBackwardShape)
+                         .set_infer_type(GatherBackwardType)));
+  // gather_elements (ONNX GatherElements): out[c] = data[c with c[axis] =
+  // indices[c]], out shaped as the indices (data's rank, no larger off the
+  // axis). Indices as gather's: out of range fails on host memory and is
+  // clamped by device kernels.
+  r.Check(r.Register(OpDef(op_names::kGatherElements)
+                         .set_inputs({"data", "indices"})
+                         .set_dtypes(kAnyType)
+                         .set_params(ParamSchema::For<GatherParams>().Field(
+                             "axis", &GatherParams::axis, "axis of data (default 0)"))
+                         .set_infer_shape(GatherElementsShape)
+                         .set_infer_type(GatherType)
+                         .set_gradient(GatherElementsBack)));
+  // Zeros shaped as data, each dy element added where its index points
+  // (duplicates accumulate).
+  r.Check(r.Register(OpDef(op_names::kBackwardGatherElements)
+                         .set_inputs({"dy", "data", "indices"})
+                         .set_dtypes(kNumericTypes)
+                         .set_params(ParamSchema::For<GatherParams>().Field(
+                             "axis", &GatherParams::axis, "as forward"))
+                         .set_infer_shape(GatherElementsBackwardShape)
                          .set_infer_type(GatherBackwardType)));
   RegisterShapeHostKernels(r);
   RegisterShapeDeviceKernels(r);

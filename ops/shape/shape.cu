@@ -1,6 +1,7 @@
 // CUDA kernels of the shape ops (shape_device.cc launches them; its OpenCL
 // source spells the same): strided_copy_b{8,16,32,64}, cast_<from>_<to>,
-// gather_b{8,16,32,64}_i{32,64}, gather_backward_<type>_i{32,64}.
+// gather_b{8,16,32,64}_i{32,64}, gather_backward_<type>_i{32,64},
+// gather_elements_b{8,16,32,64}_i{32,64}, gather_elements_backward_<type>_i{32,64}.
 #include <cuda_fp16.h>
 
 #include <cstdint>
@@ -119,6 +120,64 @@ __device__ void GatherBackward(const T* dy, uint64_t dy_off, const I* idx, uint6
   }
 }
 
+struct GatherElementsPlan {
+  int64_t rank;
+  int64_t axis;
+  int64_t data_dims[6];
+  int64_t index_dims[6];
+};
+
+// One thread per output element: the element of data its index points at.
+template <typename B, typename I>
+__device__ void GatherElements(const B* data, uint64_t data_off, const I* idx, uint64_t idx_off,
+                               B* out, uint64_t out_off, uint64_t n, const GatherElementsPlan& p) {
+  uint64_t t = GlobalId();
+  if (t >= n) return;
+  int64_t rem = int64_t(t), off = 0, stride = 1, axis_stride = 0;
+  for (int d = int(p.rank) - 1; d >= 0; --d) {
+    const int64_t k = rem % p.index_dims[d];
+    rem /= p.index_dims[d];
+    if (d == int(p.axis))
+      axis_stride = stride;
+    else
+      off += k * stride;
+    stride *= p.data_dims[d];
+  }
+  const int64_t j = GatherPos(int64_t(idx[idx_off + t]), p.data_dims[p.axis]);
+  out[out_off + t] = data[data_off + off + j * axis_stride];
+}
+
+// One thread per element of dx: the dy elements whose index points at it,
+// summed in order (no atomics).
+template <typename T, typename I>
+__device__ void GatherElementsBackward(const T* dy, uint64_t dy_off, const I* idx, uint64_t idx_off,
+                                       T* dx, uint64_t dx_off, uint64_t n,
+                                       const GatherElementsPlan& p) {
+  uint64_t e = GlobalId();
+  if (e >= n) return;
+  int64_t rem = int64_t(e), base = 0, stride = 1, axis_stride = 0, at = 0;
+  bool inside = true;
+  for (int d = int(p.rank) - 1; d >= 0; --d) {
+    const int64_t k = rem % p.data_dims[d];
+    rem /= p.data_dims[d];
+    if (d == int(p.axis)) {
+      at = k;
+      axis_stride = stride;
+    } else {
+      inside = inside && k < p.index_dims[d];
+      base += k * stride;
+    }
+    stride *= p.index_dims[d];
+  }
+  T acc = T(0);
+  const int64_t count = inside ? p.index_dims[p.axis] : 0, dim = p.data_dims[p.axis];
+  for (int64_t j = 0; j < count; ++j) {
+    const int64_t t = base + j * axis_stride;
+    if (GatherPos(int64_t(idx[idx_off + t]), dim) == at) acc += dy[dy_off + t];
+  }
+  dx[dx_off + e] = acc;
+}
+
 }  // namespace
 
 #define RILL_SHAPE_COPY(B, S)                                                             \
@@ -164,15 +223,33 @@ RILL_SHAPE_CAST_FROM(Bool, b)
       uint64_t n, GatherPlan p) {                                                           \
     GatherBackward<T, I>(dy, dy_off, idx, idx_off, dx, dx_off, n, p);                       \
   }
-#define RILL_SHAPE_GATHER_INDEX(I, IS)            \
-  RILL_SHAPE_GATHER(uint8_t, b8, I, IS)           \
-  RILL_SHAPE_GATHER(uint16_t, b16, I, IS)         \
-  RILL_SHAPE_GATHER(uint32_t, b32, I, IS)         \
-  RILL_SHAPE_GATHER(uint64_t, b64, I, IS)         \
-  RILL_SHAPE_GATHER_BACKWARD(float, f32, I, IS)   \
-  RILL_SHAPE_GATHER_BACKWARD(double, f64, I, IS)  \
-  RILL_SHAPE_GATHER_BACKWARD(int32_t, i32, I, IS) \
-  RILL_SHAPE_GATHER_BACKWARD(int64_t, i64, I, IS) \
-  RILL_SHAPE_GATHER_BACKWARD(uint8_t, u8, I, IS)
+#define RILL_SHAPE_GATHER_ELEMENTS(B, S, I, IS)                                                   \
+  extern "C" __global__ void gather_elements_##S##_##IS(                                          \
+      const B* data, uint64_t data_off, const I* idx, uint64_t idx_off, B* out, uint64_t out_off, \
+      uint64_t n, GatherElementsPlan p) {                                                         \
+    GatherElements<B, I>(data, data_off, idx, idx_off, out, out_off, n, p);                       \
+  }
+#define RILL_SHAPE_GATHER_ELEMENTS_BACKWARD(T, S, I, IS)                                    \
+  extern "C" __global__ void gather_elements_backward_##S##_##IS(                           \
+      const T* dy, uint64_t dy_off, const I* idx, uint64_t idx_off, T* dx, uint64_t dx_off, \
+      uint64_t n, GatherElementsPlan p) {                                                   \
+    GatherElementsBackward<T, I>(dy, dy_off, idx, idx_off, dx, dx_off, n, p);               \
+  }
+#define RILL_SHAPE_GATHER_KINDS(B, S, I, IS) \
+  RILL_SHAPE_GATHER(B, S, I, IS)             \
+  RILL_SHAPE_GATHER_ELEMENTS(B, S, I, IS)
+#define RILL_SHAPE_GATHER_BACKWARDS(T, S, I, IS) \
+  RILL_SHAPE_GATHER_BACKWARD(T, S, I, IS)        \
+  RILL_SHAPE_GATHER_ELEMENTS_BACKWARD(T, S, I, IS)
+#define RILL_SHAPE_GATHER_INDEX(I, IS)             \
+  RILL_SHAPE_GATHER_KINDS(uint8_t, b8, I, IS)      \
+  RILL_SHAPE_GATHER_KINDS(uint16_t, b16, I, IS)    \
+  RILL_SHAPE_GATHER_KINDS(uint32_t, b32, I, IS)    \
+  RILL_SHAPE_GATHER_KINDS(uint64_t, b64, I, IS)    \
+  RILL_SHAPE_GATHER_BACKWARDS(float, f32, I, IS)   \
+  RILL_SHAPE_GATHER_BACKWARDS(double, f64, I, IS)  \
+  RILL_SHAPE_GATHER_BACKWARDS(int32_t, i32, I, IS) \
+  RILL_SHAPE_GATHER_BACKWARDS(int64_t, i64, I, IS) \
+  RILL_SHAPE_GATHER_BACKWARDS(uint8_t, u8, I, IS)
 RILL_SHAPE_GATHER_INDEX(int32_t, i32)
 RILL_SHAPE_GATHER_INDEX(int64_t, i64)

@@ -3,7 +3,8 @@
 
 // Shape ops: reshape, flatten (copies into new storage; Tensor::Reshape is
 // the view), transpose, concat, slice (+ _backward_slice), cast, gather
-// (+ _backward_gather). Every op but cast and gather's backward moves
+// (+ _backward_gather), gather_elements (+ _backward_gather_elements).
+// Every op but cast and the gathers' backward ops moves
 // elements of 1, 2, 4 or 8 bytes without arithmetic (most as one strided
 // copy, CopyPlan), so they take every type. Definitions in shape.cc; host
 // kernels in shape_host.cc; OpenCL and CUDA launch code in shape_device.cc,
@@ -88,6 +89,22 @@ struct GatherPlan {
 };
 // InvalidArgument when `axis` is not an axis of `data`.
 absl::StatusOr<GatherPlan> MakeGatherPlan(const Shape& data, const Shape& indices, int64_t axis);
+
+// gather_elements (ONNX GatherElements; GatherParams): the output has the
+// indices' shape, and out[c] = data[c with c[axis] = indices[c]]. The two
+// shapes collapsed (axes of size 1 in both dropped; neighbours off the axis
+// merged where indices span data's extent), both contiguous. Same layout in
+// OpenCL C and CUDA.
+struct GatherElementsPlan {
+  int64_t rank = 0;
+  int64_t axis = 0;  // In the collapsed axes.
+  int64_t data_dims[kCopyMaxRank] = {};
+  int64_t index_dims[kCopyMaxRank] = {};  // The indices' and the output's.
+};
+// InvalidArgument for shapes gather_elements rejects; Unimplemented beyond
+// kCopyMaxRank collapsed axes.
+absl::StatusOr<GatherElementsPlan> MakeGatherElementsPlan(const Shape& data, const Shape& indices,
+                                                          int64_t axis);
 
 void RegisterShapeHostKernels(OpRegistry& registry);
 void RegisterShapeDeviceKernels(OpRegistry& registry);

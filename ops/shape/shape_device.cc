@@ -1,7 +1,8 @@
-// Device kernels of the shape ops: the strided copy, cast and gather below
-// in OpenCL C, CUDA in shape.cu (strided_copy_b32, cast_f16_f32,
-// gather_b32_i64, gather_backward_f32_i32, ...); contiguous copies and zero
-// fills are stream memory operations.
+// Device kernels of the shape ops: the strided copy, cast, gather and
+// gather_elements below in OpenCL C, CUDA in shape.cu (strided_copy_b32,
+// cast_f16_f32, gather_b32_i64, gather_backward_f32_i32,
+// gather_elements_b8_i32, ...); contiguous copies and zero fills are stream
+// memory operations.
 
 #include <string>
 
@@ -90,6 +91,60 @@ __kernel void gather_backward(__global const T* dy, ulong dy_off, __global const
     long j = gather_pos((long)idx[idx_off + k], p.axis_dim);
     d[j * p.inner] += g[k * p.inner];
   }
+}
+)CLC";
+
+// gather_elements: one work item per output element; its backward one per
+// element of dx, summing (in order) the dy elements whose index points at
+// it, so again no atomics: each scans the indices along the axis. Indices
+// out of range are clamped, as gather's.
+constexpr char kGatherElementsSource[] = R"CLC(
+typedef struct { long rank; long axis; long data_dims[6]; long index_dims[6]; } GatherElementsPlan;
+__kernel void gather_elements(__global const B* data, ulong data_off, __global const I* idx,
+                              ulong idx_off, __global B* out, ulong out_off, ulong n,
+                              GatherElementsPlan p) {
+  ulong t = get_global_id(0);
+  if (t >= n) return;
+  long rem = (long)t, off = 0, stride = 1, axis_stride = 0;
+  for (int d = (int)p.rank - 1; d >= 0; --d) {
+    long k = rem % p.index_dims[d];
+    rem /= p.index_dims[d];
+    if (d == (int)p.axis) axis_stride = stride; else off += k * stride;
+    stride *= p.data_dims[d];
+  }
+  long j = gather_pos((long)idx[idx_off + t], p.data_dims[p.axis]);
+  out[out_off + t] = data[data_off + off + j * axis_stride];
+}
+)CLC";
+
+constexpr char kGatherElementsBackwardSource[] = R"CLC(
+typedef struct { long rank; long axis; long data_dims[6]; long index_dims[6]; } GatherElementsPlan;
+__kernel void gather_elements_backward(__global const T* dy, ulong dy_off, __global const I* idx,
+                                       ulong idx_off, __global T* dx, ulong dx_off, ulong n,
+                                       GatherElementsPlan p) {
+  ulong e = get_global_id(0);
+  if (e >= n) return;
+  long rem = (long)e, base = 0, stride = 1, axis_stride = 0, at = 0;
+  int inside = 1;
+  for (int d = (int)p.rank - 1; d >= 0; --d) {
+    long k = rem % p.data_dims[d];
+    rem /= p.data_dims[d];
+    if (d == (int)p.axis) {
+      at = k;
+      axis_stride = stride;
+    } else {
+      inside = inside && k < p.index_dims[d];
+      base += k * stride;
+    }
+    stride *= p.index_dims[d];
+  }
+  T acc = (T)0;
+  long count = inside ? p.index_dims[p.axis] : 0, dim = p.data_dims[p.axis];
+  for (long j = 0; j < count; ++j) {
+    long t = base + j * axis_stride;
+    if (gather_pos((long)idx[idx_off + t], dim) == at) acc += dy[dy_off + t];
+  }
+  dx[dx_off + e] = acc;
 }
 )CLC";
 
@@ -187,6 +242,42 @@ struct DeviceImpl {
     LaunchArgs args;
     args.Tensor(dy).Tensor(indices).Tensor(dx).Value<uint64_t>(n).Value(p);
     return Launch1D(ctx, *k, n, args.Take());
+  }
+  static absl::Status GatherElements(OpContext& ctx, const TensorArg& data,
+                                     const TensorArg& indices, const TensorArg& out,
+                                     const GatherElementsPlan& p) {
+    const int size = DTypeSize(data.dtype);
+    const std::string suffix = absl::StrCat("b", size * 8, "_", DTypeSuffix(indices.dtype));
+    RILL_ASSIGN_OR_RETURN(
+        const Kernel* k,
+        DeviceKernel(ctx, absl::StrCat("shape.gather_elements.", suffix), RILL_OPS_FATBIN(shape),
+                     absl::StrCat("gather_elements_", suffix), "gather_elements", [&] {
+                       return absl::StrCat("#define B ", OpenClBitsTypeName(size), "\n#define I ",
+                                           OpenClTypeName(indices.dtype), "\n", kGatherCommon,
+                                           kGatherElementsSource);
+                     }));
+    LaunchArgs args;
+    args.Tensor(data).Tensor(indices).Tensor(out).Value<uint64_t>(out.size()).Value(p);
+    return Launch1D(ctx, *k, out.size(), args.Take());
+  }
+  static absl::Status GatherElementsBackward(OpContext& ctx, const TensorArg& dy,
+                                             const TensorArg& indices, const TensorArg& dx,
+                                             const GatherElementsPlan& p) {
+    const std::string suffix = absl::StrCat(DTypeSuffix(dx.dtype), "_", DTypeSuffix(indices.dtype));
+    RILL_ASSIGN_OR_RETURN(
+        const Kernel* k,
+        DeviceKernel(
+            ctx, absl::StrCat("shape.gather_elements_backward.", suffix), RILL_OPS_FATBIN(shape),
+            absl::StrCat("gather_elements_backward_", suffix), "gather_elements_backward", [&] {
+              return absl::StrCat(
+                  dx.dtype == DType::kF64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "",
+                  "#define T ", OpenClTypeName(dx.dtype), "\n#define I ",
+                  OpenClTypeName(indices.dtype), "\n", kGatherCommon,
+                  kGatherElementsBackwardSource);
+            }));
+    LaunchArgs args;
+    args.Tensor(dy).Tensor(indices).Tensor(dx).Value<uint64_t>(dx.size()).Value(p);
+    return Launch1D(ctx, *k, dx.size(), args.Take());
   }
 };
 

@@ -1,7 +1,7 @@
 // Host kernels of the shape ops: strided copies with an odometer over the
 // outer axes and a vectorizable inner loop; cast as one loop per type pair;
-// gather as one copy of `inner` elements per (outer, index), after checking
-// every index.
+// gather as one copy of `inner` elements per (outer, index), gather_elements
+// as one element per output, after checking every index.
 
 #include <algorithm>
 #include <cstring>
@@ -143,6 +143,32 @@ absl::StatusOr<std::vector<int64_t>> PositionsOf(const TensorArg& indices, const
   return pos;
 }
 
+// The element of data that output element t of gather_elements reads
+// (whose index is at position `pos` along the axis).
+inline int64_t ElementOffset(const GatherElementsPlan& p, int64_t t, int64_t pos) {
+  int64_t rem = t, off = 0, stride = 1, axis_stride = 0;
+  for (int d = static_cast<int>(p.rank) - 1; d >= 0; --d) {
+    const int64_t k = rem % p.index_dims[d];
+    rem /= p.index_dims[d];
+    if (d == p.axis)
+      axis_stride = stride;
+    else
+      off += k * stride;
+    stride *= p.data_dims[d];
+  }
+  return off + pos * axis_stride;
+}
+
+// Every index of gather_elements checked (as gather's: InvalidArgument
+// naming the first out of range and the axis' size).
+absl::StatusOr<std::vector<int64_t>> ElementPositions(const TensorArg& indices,
+                                                      const GatherElementsPlan& p) {
+  GatherPlan g;
+  g.axis_dim = p.data_dims[p.axis];
+  g.count = indices.size();
+  return PositionsOf(indices, g);
+}
+
 struct HostImpl {
   static absl::Status Copy(OpContext& ctx, const StridedCopy& c) {
     const int size = DTypeSize(c.src.dtype);
@@ -219,6 +245,35 @@ struct HostImpl {
             for (int64_t i = 0; i < p.inner; ++i) slice[i] += g[i];
           }
         }
+      });
+      return absl::OkStatus();
+    });
+  }
+  static absl::Status GatherElements(OpContext& ctx, const TensorArg& data,
+                                     const TensorArg& indices, const TensorArg& out,
+                                     const GatherElementsPlan& p) {
+    return ctx.RunOnHost([data, indices, out, p]() -> absl::Status {
+      RILL_ASSIGN_OR_RETURN(std::vector<int64_t> pos, ElementPositions(indices, p));
+      DispatchBits(DTypeSize(data.dtype), [&](auto u) {
+        using U = decltype(u);
+        const U* src = data.data<U>();
+        U* dst = out.data<U>();
+        for (int64_t t = 0; t < out.size(); ++t) dst[t] = src[ElementOffset(p, t, pos[t])];
+      });
+      return absl::OkStatus();
+    });
+  }
+  static absl::Status GatherElementsBackward(OpContext& ctx, const TensorArg& dy,
+                                             const TensorArg& indices, const TensorArg& dx,
+                                             const GatherElementsPlan& p) {
+    return ctx.RunOnHost([dy, indices, dx, p]() -> absl::Status {
+      RILL_ASSIGN_OR_RETURN(std::vector<int64_t> pos, ElementPositions(indices, p));
+      DispatchDType(dx.dtype, [&](auto t) {
+        using T = decltype(t);
+        const T* g = dy.data<T>();
+        T* d = dx.data<T>();
+        std::fill(d, d + dx.size(), T(0));
+        for (int64_t i = 0; i < dy.size(); ++i) d[ElementOffset(p, i, pos[i])] += g[i];
       });
       return absl::OkStatus();
     });

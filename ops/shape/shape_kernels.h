@@ -12,6 +12,12 @@
 //     static absl::Status GatherBackward(OpContext&, const TensorArg& dy,
 //                                        const TensorArg& indices, const TensorArg& dx,
 //                                        const GatherPlan&);  // Writes all of dx.
+//     static absl::Status GatherElements(OpContext&, const TensorArg& data,
+//                                        const TensorArg& indices, const TensorArg& out,
+//                                        const GatherElementsPlan&);
+//     static absl::Status GatherElementsBackward(OpContext&, const TensorArg& dy,
+//                                                const TensorArg& indices, const TensorArg& dx,
+//                                                const GatherElementsPlan&);  // All of dx.
 //   };
 // (shape_host.cc, shape_device.cc).
 
@@ -101,6 +107,27 @@ absl::Status GatherBackwardKernel(OpContext& ctx) {  // (dy, data, indices) -> d
 }
 
 template <typename Impl>
+absl::Status GatherElementsKernel(OpContext& ctx) {
+  const TensorArg &data = ctx.in(0), &indices = ctx.in(1), &out = ctx.out(0);
+  if (out.size() == 0) return absl::OkStatus();
+  RILL_ASSIGN_OR_RETURN(
+      GatherElementsPlan p,
+      MakeGatherElementsPlan(data.shape, indices.shape, ctx.params<GatherParams>().axis));
+  return Impl::GatherElements(ctx, data, indices, out, p);
+}
+
+template <typename Impl>
+absl::Status GatherElementsBackwardKernel(OpContext& ctx) {  // (dy, data, indices) -> d data.
+  const TensorArg &dy = ctx.in(0), &data = ctx.in(1), &indices = ctx.in(2), &dx = ctx.out(0);
+  if (dx.size() == 0) return absl::OkStatus();
+  if (dy.size() == 0) return Impl::Zero(ctx, dx);  // No indices.
+  RILL_ASSIGN_OR_RETURN(
+      GatherElementsPlan p,
+      MakeGatherElementsPlan(data.shape, indices.shape, ctx.params<GatherParams>().axis));
+  return Impl::GatherElementsBackward(ctx, dy, indices, dx, p);
+}
+
+template <typename Impl>
 void RegisterShapeKernels(OpRegistry& r, const KernelNeeds& platform) {
   r.Check(r.RegisterKernel("reshape", platform, {CopyKernel<Impl>, kWriteReqs}));
   r.Check(r.RegisterKernel("flatten", platform, {CopyKernel<Impl>, kWriteReqs}));
@@ -112,6 +139,10 @@ void RegisterShapeKernels(OpRegistry& r, const KernelNeeds& platform) {
   r.Check(r.RegisterKernel(op_names::kGather, platform, {GatherKernel<Impl>, kWriteReqs}));
   r.Check(r.RegisterKernel(op_names::kBackwardGather, platform,
                            {GatherBackwardKernel<Impl>, kWriteReqs}));
+  r.Check(r.RegisterKernel(op_names::kGatherElements, platform,
+                           {GatherElementsKernel<Impl>, kWriteReqs}));
+  r.Check(r.RegisterKernel(op_names::kBackwardGatherElements, platform,
+                           {GatherElementsBackwardKernel<Impl>, kWriteReqs}));
 }
 
 }  // namespace rill::ops::shape_internal
