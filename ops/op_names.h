@@ -102,6 +102,7 @@ inline constexpr char kOnes[] = "ones";
 inline constexpr char kPooling[] = "pooling";
 inline constexpr char kPow[] = "pow";
 inline constexpr char kPowScalar[] = "pow_scalar";
+inline constexpr char kProd[] = "prod";
 inline constexpr char kRandomNormal[] = "random_normal";
 inline constexpr char kRandomUniform[] = "random_uniform";
 inline constexpr char kRdivScalar[] = "rdiv_scalar";
@@ -225,6 +226,7 @@ inline constexpr const char* kAll[] = {
     kPooling,
     kPow,
     kPowScalar,
+    kProd,
     kRandomNormal,
     kRandomUniform,
     kRdivScalar,

@@ -185,6 +185,10 @@ absl::StatusOr<Tensor> Sum(const Tensor& x, std::vector<int64_t> axes, bool keep
   return Call(op_names::kSum, {x},
               {{"axes", FormatIntTuple(axes)}, {"keepdims", keepdims ? "1" : "0"}});
 }
+absl::StatusOr<Tensor> Prod(const Tensor& x, std::vector<int64_t> axes, bool keepdims) {
+  return Call(op_names::kProd, {x},
+              {{"axes", FormatIntTuple(axes)}, {"keepdims", keepdims ? "1" : "0"}});
+}
 absl::StatusOr<Tensor> Mean(const Tensor& x, std::vector<int64_t> axes, bool keepdims) {
   return Call(op_names::kMean, {x},
               {{"axes", FormatIntTuple(axes)}, {"keepdims", keepdims ? "1" : "0"}});

@@ -85,8 +85,12 @@ absl::StatusOr<Tensor> CumSum(const Tensor& x, int64_t axis, bool exclusive = fa
                               bool reverse = false);
 // y += x (same shape, or x broadcast to y), in place: one engine function.
 absl::Status AddTo(const Tensor& y, const Tensor& x);
-// Reductions over `axes` (empty: all).
+// Reductions over `axes` (empty: all). Sum and Prod take float32,
+// float64, int32 and int64 (integer products wrap on overflow on host
+// kernels); an empty extent gives 0 (sum) or 1 (prod). Prod's gradient is
+// the product of the other elements, exact where x holds zeros.
 absl::StatusOr<Tensor> Sum(const Tensor& x, std::vector<int64_t> axes = {}, bool keepdims = false);
+absl::StatusOr<Tensor> Prod(const Tensor& x, std::vector<int64_t> axes = {}, bool keepdims = false);
 absl::StatusOr<Tensor> Mean(const Tensor& x, std::vector<int64_t> axes = {}, bool keepdims = false);
 absl::StatusOr<Tensor> MatMul(const Tensor& a, const Tensor& b);
 

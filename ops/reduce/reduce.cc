@@ -1,4 +1,4 @@
-// The reduce ops: sum, mean, max, argmax, sum_to (the inverse of NumPy
+// The reduce ops: sum, prod, mean, max, argmax, sum_to (the inverse of NumPy
 // broadcasting), softmax and log_softmax with their backward ops, softmax
 // cross-entropy, and cumsum (ONNX CumSum). Definitions and gradients here;
 // kernels in reduce_host.cc, reduce_device.cc and reduce.cu.
@@ -278,6 +278,31 @@ absl::StatusOr<std::vector<Tensor>> SumGrad(const GradientContext& c) {
   return std::vector<Tensor>{g};
 }
 
+// d prod / dx_i is the product of the group's other elements, exact with
+// zeros: with nz = x where x != 0 else 1, P = prod(nz) and Z the group's
+// count of zeros, it is P / nz_i where the others hold no zero (Z equals
+// [x_i == 0]) and 0 elsewhere. Masked by where, so an overflowed P gives no
+// NaN where the gradient is 0.
+absl::StatusOr<std::vector<Tensor>> ProdGrad(const GradientContext& c) {
+  const Tensor& x = c.inputs[0];
+  ReduceParams kept = c.p<ReduceParams>();  // Reduced axes kept as size 1.
+  RILL_ASSIGN_OR_RETURN(auto mask, ReduceMask(x.shape(), kept));
+  kept.keepdims = true;
+  static const OpDef& prod = BuiltinOp(op_names::kProd);
+  static const OpDef& sum = BuiltinOp(op_names::kSum);
+  RILL_ASSIGN_OR_RETURN(Tensor z, One(op_names::kEqualScalar, {x}, {{"scalar", "0"}}));
+  RILL_ASSIGN_OR_RETURN(Tensor nz, One(op_names::kAdd, {x, z}));
+  RILL_ASSIGN_OR_RETURN(auto p, Invoke(prod, {nz}, MakeParams(kept)));
+  RILL_ASSIGN_OR_RETURN(auto zc, Invoke(sum, {z}, MakeParams(kept)));
+  RILL_ASSIGN_OR_RETURN(Tensor others, One(op_names::kDiv, {p[0], nz}));
+  RILL_ASSIGN_OR_RETURN(Tensor g, c.out_grads[0].Reshape(ReducedShape(x.shape(), mask, true)));
+  RILL_ASSIGN_OR_RETURN(Tensor gx, One(op_names::kMul, {g, others}));
+  RILL_ASSIGN_OR_RETURN(Tensor none_zero, One(op_names::kEqual, {zc[0], z}));
+  RILL_ASSIGN_OR_RETURN(Tensor zeros, One(op_names::kGreaterScalar, {z}, {{"scalar", "1"}}));
+  RILL_ASSIGN_OR_RETURN(Tensor dx, One(op_names::kWhere, {none_zero, gx, zeros}));
+  return std::vector<Tensor>{dx};
+}
+
 absl::StatusOr<std::vector<Tensor>> MeanGrad(const GradientContext& c) {
   const Tensor& x = c.inputs[0];
   RILL_ASSIGN_OR_RETURN(auto mask, ReduceMask(x.shape(), c.p<ReduceParams>()));
@@ -344,6 +369,11 @@ void RegisterReduceOps(OpRegistry& r) {
                          .set_infer_shape(ReduceShape)
                          .set_dtypes(kSumTypes)
                          .set_gradient(SumGrad)));
+  r.Check(r.Register(OpDef(op_names::kProd)
+                         .set_params(ReduceSchema())
+                         .set_infer_shape(ReduceShape)
+                         .set_dtypes(kSumTypes)
+                         .set_gradient(ProdGrad)));
   r.Check(r.Register(OpDef(op_names::kMean)
                          .set_params(ReduceSchema())
                          .set_infer_shape(ReduceShape)

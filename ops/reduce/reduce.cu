@@ -55,20 +55,20 @@ __device__ int64_t BaseOf(const ReducePlan& p, int64_t i) {
   return base;
 }
 
-// op: 0 sum, 1 mean, 2 max.
+// op (ReduceCode): 0 sum, 1 mean, 2 max, 3 prod.
 template <typename T>
 __device__ void Reduce(int op, const T* x, uint64_t x_off, T* out, uint64_t out_off, uint64_t n,
                        const ReducePlan& p, int add) {
   const uint64_t i = GlobalId();
   if (i >= n) return;
   const T* px = x + x_off + BaseOf(p, int64_t(i));
-  T acc = op == 2 ? Lowest<T>() : T(0);
+  T acc = op == 2 ? Lowest<T>() : op == 3 ? T(1) : T(0);
   int64_t idx[6] = {0, 0, 0, 0, 0, 0};
   for (int64_t r = 0; r < p.red_size; ++r) {
     int64_t off = 0;
     for (int d = 0; d < int(p.red_rank); ++d) off += idx[d] * p.red_strides[d];
     const T v = px[off];
-    acc = op == 2 ? MaxNan(acc, v) : T(acc + v);
+    acc = op == 2 ? MaxNan(acc, v) : op == 3 ? T(acc * v) : T(acc + v);
     for (int d = int(p.red_rank) - 1; d >= 0; --d) {
       if (++idx[d] < p.red_dims[d]) break;
       idx[d] = 0;

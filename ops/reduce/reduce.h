@@ -1,7 +1,7 @@
 #ifndef RILL_OPS_REDUCE_REDUCE_H_
 #define RILL_OPS_REDUCE_REDUCE_H_
 
-// Reductions (sum, mean, max, argmax, sum_to), softmax and log_softmax with
+// Reductions (sum, prod, mean, max, argmax, sum_to), softmax and log_softmax with
 // their backward ops, softmax cross-entropy, and cumsum. Definitions in reduce.cc;
 // kernels beside them (reduce_host.cc, reduce_device.cc with the OpenCL C
 // source and the CUDA launch path, reduce.cu), sharing the op codes and the
@@ -18,8 +18,9 @@ namespace rill::ops {
 
 class OpRegistry;
 
-// Op codes shared by every platform's kernels.
-enum class ReduceCode : int32_t { kSum, kMean, kMax };
+// Op codes shared by every platform's kernels (the device kernels' `op`
+// argument: 0 sum, 1 mean, 2 max, 3 prod).
+enum class ReduceCode : int32_t { kSum, kMean, kMax, kProd };
 
 struct ReduceParams {
   std::vector<int64_t> axes;  // Empty: every axis.
@@ -69,7 +70,7 @@ struct AxisSplit {
 };
 AxisSplit SplitAt(const Shape& shape, int axis);
 
-// Which input axes a reduction reduces: from ReduceParams (sum, mean, max),
+// Which input axes a reduction reduces: from ReduceParams (sum, prod, mean, max),
 // SumToParams (sum_to) or ArgmaxParams (argmax), checked.
 absl::StatusOr<std::vector<bool>> ReduceMask(const Shape& in, const ReduceParams& p);
 absl::StatusOr<std::vector<bool>> SumToMask(const Shape& in, const std::vector<int64_t>& target);

@@ -43,19 +43,20 @@ long base_of(ReducePlan* p, long i) {
   return base;
 }
 
-// op: 0 sum, 1 mean, 2 max (NaN propagates).
+// op (ReduceCode): 0 sum, 1 mean, 2 max (NaN propagates), 3 prod.
 __kernel void reduce(int op, __global const T* x, ulong x_off, __global T* out, ulong out_off, ulong n,
                      ReducePlan p, int add) {
   ulong i = get_global_id(0);
   if (i >= n) return;
   __global const T* px = x + x_off + base_of(&p, (long)i);
-  T acc = op == 2 ? LOWEST : (T)0;
+  T acc = op == 2 ? LOWEST : op == 3 ? (T)1 : (T)0;
   long idx[6] = {0, 0, 0, 0, 0, 0};
   for (long r = 0; r < p.red_size; ++r) {
     long off = 0;
     for (int d = 0; d < (int)p.red_rank; ++d) off += idx[d] * p.red_strides[d];
     T v = px[off];
     if (op == 2) acc = ((v > acc || v != v) && acc == acc) ? v : acc;
+    else if (op == 3) acc *= v;
     else acc += v;
     for (int d = (int)p.red_rank - 1; d >= 0; --d) {
       if (++idx[d] < p.red_dims[d]) break;
@@ -316,6 +317,7 @@ void RegisterDeviceKernels(OpRegistry& r, const KernelNeeds& p) {
   r.Check(r.RegisterKernel(op_names::kSumTo, p, {DeviceReduce<ReduceCode::kSum>, kReqs}));
   r.Check(r.RegisterKernel(op_names::kMean, p, {DeviceReduce<ReduceCode::kMean>, kReqs}));
   r.Check(r.RegisterKernel(op_names::kMax, p, {DeviceReduce<ReduceCode::kMax>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kProd, p, {DeviceReduce<ReduceCode::kProd>, kReqs}));
   r.Check(r.RegisterKernel(op_names::kArgmax, p, {DeviceArgmax, kReqs}));
   r.Check(r.RegisterKernel(op_names::kSoftmax, p, {DeviceSoftmax<false>, kReqs}));
   r.Check(r.RegisterKernel(op_names::kLogSoftmax, p, {DeviceSoftmax<true>, kReqs}));

@@ -24,7 +24,8 @@ decltype(auto) DispatchFloat(DType dtype, Fn&& fn) {
   return fn(float{});
 }
 
-// Accumulator type: double for float sums, the element type otherwise.
+// Accumulator type: double for float sums and products, the element type
+// otherwise.
 template <ReduceCode C, typename T>
 using Acc = std::conditional_t<std::is_same_v<T, float> && C != ReduceCode::kMax, double, T>;
 
@@ -32,6 +33,11 @@ template <ReduceCode C, typename A, typename T>
 inline A Combine(A a, T v) {
   if constexpr (C == ReduceCode::kMax) {
     return (v > a || v != v) && a == a ? static_cast<A>(v) : a;  // NaN propagates.
+  } else if constexpr (C == ReduceCode::kProd && std::is_integral_v<A>) {
+    using U = std::make_unsigned_t<A>;  // Integer products wrap on overflow.
+    return static_cast<A>(static_cast<U>(a) * static_cast<U>(static_cast<A>(v)));
+  } else if constexpr (C == ReduceCode::kProd) {
+    return a * static_cast<A>(v);
   } else {
     return a + static_cast<A>(v);
   }
@@ -42,6 +48,8 @@ inline A Init() {
   if constexpr (C == ReduceCode::kMax) {
     return std::numeric_limits<A>::has_infinity ? -std::numeric_limits<A>::infinity()
                                                 : std::numeric_limits<A>::lowest();
+  } else if constexpr (C == ReduceCode::kProd) {
+    return A(1);
   } else {
     return A(0);
   }
@@ -87,7 +95,7 @@ void ReduceLoop(const T* x, T* out, const ReducePlan& p, int64_t n_out, bool add
   const int orank = static_cast<int>(p.out_rank), rrank = static_cast<int>(p.red_rank);
   int64_t oidx[kMaxReduceRank] = {}, ridx[kMaxReduceRank] = {};
   if (p.inner_reduced) {
-    // Each output sums contiguous runs of n.
+    // Each output reduces contiguous runs of n.
     const int64_t n = p.red_dims[rrank - 1];
     const int64_t runs = p.red_size / n;
     for (int64_t o = 0; o < n_out; ++o) {
@@ -367,6 +375,8 @@ void RegisterReduceHostKernels(OpRegistry& r) {
                            {HostReduce<ReduceCode::kMean>, kReqs}));
   r.Check(r.RegisterKernel(op_names::kMax, KernelNeeds::HostMemory(),
                            {HostReduce<ReduceCode::kMax>, kReqs}));
+  r.Check(r.RegisterKernel(op_names::kProd, KernelNeeds::HostMemory(),
+                           {HostReduce<ReduceCode::kProd>, kReqs}));
   r.Check(r.RegisterKernel(op_names::kArgmax, KernelNeeds::HostMemory(), {HostArgmax, kReqs}));
   r.Check(
       r.RegisterKernel(op_names::kSoftmax, KernelNeeds::HostMemory(), {HostSoftmax<false>, kReqs}));

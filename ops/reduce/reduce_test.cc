@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <random>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -64,7 +65,7 @@ void CheckAllRequests(engine::Engine* eng, Context ctx, const std::string& op,
 }
 
 // Naive reduction: out[kept index] = f over the reduced elements.
-enum class Kind { kSum, kMean, kMax };
+enum class Kind { kSum, kMean, kMax, kProd };
 template <typename T>
 std::vector<T> NaiveReduce(const std::vector<T>& x, const Shape& s, const std::vector<bool>& mask,
                            Kind k) {
@@ -77,7 +78,7 @@ std::vector<T> NaiveReduce(const std::vector<T>& x, const Shape& s, const std::v
   for (int d = 0; d < s.rank(); ++d) {
     if (mask[d]) count *= s[d];
   }
-  std::vector<double> acc(n_out, k == Kind::kMax ? -INFINITY : 0.0);
+  std::vector<double> acc(n_out, k == Kind::kMax ? -INFINITY : k == Kind::kProd ? 1.0 : 0.0);
   for (int64_t i = 0; i < s.NumElements(); ++i) {
     int64_t rem = i, o = 0, mult = 1;
     for (int d = s.rank() - 1; d >= 0; --d) {
@@ -89,7 +90,7 @@ std::vector<T> NaiveReduce(const std::vector<T>& x, const Shape& s, const std::v
       }
     }
     const double v = static_cast<double>(x[i]);
-    acc[o] = k == Kind::kMax ? std::max(acc[o], v) : acc[o] + v;
+    acc[o] = k == Kind::kMax ? std::max(acc[o], v) : k == Kind::kProd ? acc[o] * v : acc[o] + v;
   }
   std::vector<T> out(n_out);
   for (int64_t o = 0; o < n_out; ++o)
@@ -114,10 +115,11 @@ std::vector<bool> MaskOf(const Shape& s, const std::vector<int64_t>& axes) {
   return m;
 }
 
+// `x`: the input data (empty: uniform in [-5, 5)).
 template <typename T>
 void CheckReduce(engine::Engine* eng, Context ctx, const std::string& op, Kind kind, const Shape& s,
-                 const std::vector<int64_t>& axes, bool keep) {
-  const auto x = RandomData<T>(s.NumElements(), 7, -5, 5);
+                 const std::vector<int64_t>& axes, bool keep, std::vector<T> x = {}) {
+  if (x.empty()) x = RandomData<T>(s.NumElements(), 7, -5, 5);
   auto t = *Tensor::FromHost<T>(x, s, ctx, eng);
   const auto mask = MaskOf(s, axes);
   const auto want = NaiveReduce<T>(x, s, mask, kind);
@@ -151,6 +153,54 @@ TEST_P(ReduceTest, SumMeanMaxMatchNaiveLoopsUnderEveryRequest) {
   }
 }
 
+// prod's data: both signs, magnitudes near 1 (floats in [0.5, 1.5), integers
+// 1 or 2 with a 2 in eight), so that long products neither overflow nor
+// vanish; with_zeros puts a zero at every fifth element.
+template <typename T>
+std::vector<T> ProdData(int64_t n, uint64_t seed, bool with_zeros) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::vector<T> v(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const double sign = u(rng) < 0.5 ? -1 : 1;
+    const double mag = std::is_integral_v<T> ? (u(rng) < 0.125 ? 2 : 1) : 0.5 + u(rng);
+    v[i] = with_zeros && i % 5 == 2 ? T(0) : static_cast<T>(sign * mag);
+  }
+  return v;
+}
+
+TEST_P(ReduceTest, ProdMatchesNaiveLoopsUnderEveryRequest) {
+  struct Case {
+    Shape s;
+    std::vector<int64_t> axes;
+  };
+  const Case cases[] = {{{2, 3, 4}, {}},      {{2, 3, 4}, {0}},    {{2, 3, 4}, {1}},
+                        {{2, 3, 4}, {-1}},    {{2, 3, 4}, {0, 2}}, {{2, 3, 4}, {-2, -1}},
+                        {{2, 3, 4}, {0, 1}},  {{5}, {0}},          {{}, {}},
+                        {{3, 1, 70, 5}, {2}}, {{4, 1, 3}, {1}},    {{2, 3, 2, 3, 2}, {0, 2, 4}}};
+  for (const Case& c : cases) {
+    const int64_t n = c.s.NumElements();
+    for (bool zeros : {false, true}) {
+      for (bool keep : {false, true}) {
+        auto* e = engine_.get();
+        CheckReduce<float>(e, ctx(), "prod", Kind::kProd, c.s, c.axes, keep,
+                           ProdData<float>(n, 31, zeros));
+        CheckReduce<double>(e, ctx(), "prod", Kind::kProd, c.s, c.axes, keep,
+                            ProdData<double>(n, 32, zeros));
+        CheckReduce<int32_t>(e, ctx(), "prod", Kind::kProd, c.s, c.axes, keep,
+                             ProdData<int32_t>(n, 33, zeros));
+        CheckReduce<int64_t>(e, ctx(), "prod", Kind::kProd, c.s, c.axes, keep,
+                             ProdData<int64_t>(n, 34, zeros));
+      }
+    }
+  }
+  // The typed wrapper.
+  auto y = ops::Prod(Make<int64_t>({1, -2, 3, 0, 5, 6}, {2, 3}), {-1}, /*keepdims=*/true);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), (Shape{2, 1}));
+  EXPECT_EQ(*y->ToHost<int64_t>(), (std::vector<int64_t>{-6, 0}));
+}
+
 TEST_P(ReduceTest, EmptyReductionsGiveIdentityOrError) {
   auto t = Make<float>({}, {0, 3});
   auto r = Invoke("sum", {t}, {{"axes", "(0,)"}});
@@ -159,6 +209,9 @@ TEST_P(ReduceTest, EmptyReductionsGiveIdentityOrError) {
   r = Invoke("sum", {t}, {{"axes", "(1,)"}});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ((*r)[0].shape(), Shape{0});
+  r = Invoke("prod", {t}, {{"axes", "(0,)"}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectNear(*(*r)[0].ToHost<float>(), {1, 1, 1}, 0, "prod of [0, 3] over axis 0");
   r = Invoke("max", {t}, {{"axes", "(0,)"}});
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
   EXPECT_NE(r.status().message().find("[0, 3]"), std::string::npos) << r.status();
@@ -419,6 +472,35 @@ TEST_P(ReduceTest, GradientsMatchFiniteDifferences) {
   GradCheck(engine_.get(), ctx(), "softmax_cross_entropy", {}, x, s, {labels});
 }
 
+TEST_P(ReduceTest, ProdGradientIsTheProductOfTheOthers) {
+  const Shape s{3, 4};
+  const auto x = RandomData<double>(12, 26, -2, 2);
+  GradCheck(engine_.get(), ctx(), "prod", {{"axes", "(1,)"}}, x, s);
+  GradCheck(engine_.get(), ctx(), "prod", {{"axes", "(0,)"}, {"keepdims", "true"}}, x, s);
+  GradCheck(engine_.get(), ctx(), "prod", {{"axes", "(-2, -1)"}}, x, s);
+  GradCheck(engine_.get(), ctx(), "prod", {}, x, s);
+  // Rows with no, one and two zeros: prod is linear in each element, so
+  // central differences are exact there too.
+  const std::vector<double> xz = {2, -3, 4, 0.5, 0, 5, -6, 1.5, 0, 0, 7, 2};
+  GradCheck(engine_.get(), ctx(), "prod", {{"axes", "(1,)"}}, xz, s);
+  GradCheck(engine_.get(), ctx(), "prod", {{"axes", "(0,)"}, {"keepdims", "1"}}, xz, s);
+  GradCheck(engine_.get(), ctx(), "prod", {}, xz, s);
+  // Closed form, dy = 1: each element gets the product of the others in its row.
+  const OpDef* def = *OpRegistry::Global().Find("prod");
+  const Attrs attrs = {{"axes", "(1,)"}};
+  auto params = def->params().Parse("prod", attrs);
+  ASSERT_TRUE(params.ok()) << params.status();
+  std::vector<Tensor> in{Make<double>(xz, s)};
+  auto out = Invoke("prod", in, attrs);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectNear(*(*out)[0].ToHost<double>(), {-12, 0, 0}, 0, "prod of rows");
+  std::vector<Tensor> dy{Make<double>({1, 1, 1}, {3})};
+  auto grads = def->gradient()(GradientContext{params->get(), in, *out, dy});
+  ASSERT_TRUE(grads.ok()) << grads.status();
+  ExpectNear(*(*grads)[0].ToHost<double>(), {-6, 4, -3, -24, -45, 0, 0, 0, 0, 0, 0, 0}, 1e-15,
+             "prod gradient with zeros on " + ctx().ToString());
+}
+
 // ONNX CumSum by the definition: y[o, k, i] sums x[o, j, i] over j <= k
 // (j < k exclusive; j >= k, or j > k, reversed).
 template <typename T>
@@ -516,6 +598,8 @@ TEST_P(ReduceTest, BadInputsGetClearErrors) {
   expect(Invoke("sum_to", {a}), absl::StatusCode::kInvalidArgument, "'shape'");
   auto u8 = Make<uint8_t>({1, 2}, {2});
   expect(Invoke("sum", {u8}), absl::StatusCode::kInvalidArgument, "uint8");
+  expect(Invoke("prod", {u8}), absl::StatusCode::kInvalidArgument, "uint8");
+  expect(Invoke("prod", {a}, {{"axes", "(0, 3)"}}), absl::StatusCode::kInvalidArgument, "3");
   auto i32 = Make<int32_t>({1, 2}, {2});
   expect(Invoke("mean", {i32}), absl::StatusCode::kInvalidArgument, "int32");
   expect(Invoke("softmax", {i32}), absl::StatusCode::kInvalidArgument, "int32");
