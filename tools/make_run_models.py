@@ -7,8 +7,8 @@ NumPy (not by any ONNX runtime):
   conv_gemm/test_data_set_0/        input_0.pb, output_0.pb (model-zoo layout)
   wrong/output_0.pb                 a reference that differs from y
   dyn_batch.onnx                    MatMul + Relu with input x['N', 4] -> y['N', 3]
-  unsupported.onnx                  Relu, Mod, CumSum and Det nodes (Det: an op type Rill
-                                    will not have soon; Mod, CumSum: none yet)
+  unsupported.onnx                  Relu, two Det, Add and NonZero nodes (op types Rill
+                                    lacks: Det, and NonZero, whose output shape depends on data)
 Exits 77 (ctest's skip) when onnx cannot be imported.
 """
 
@@ -90,15 +90,16 @@ def dyn_batch(out):
 
 
 def unsupported(out):
-    axis = numpy_helper.from_array(np.array(1, dtype=np.int64), "axis")
     graph = helper.make_graph(
         [helper.make_node("Relu", ["x"], ["r"]),
-         helper.make_node("Mod", ["r", "x"], ["m"], fmod=1),
-         helper.make_node("CumSum", ["m", "axis"], ["c"]),
-         helper.make_node("Det", ["c"], ["y"])],
+         helper.make_node("Det", ["r"], ["d1"]),
+         helper.make_node("Det", ["x"], ["d2"]),
+         helper.make_node("Add", ["d1", "d2"], ["y"]),
+         helper.make_node("NonZero", ["r"], ["z"])],
         "unsupported",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 3])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])], [axis])
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2]),
+         helper.make_tensor_value_info("z", TensorProto.INT64, [3, None])])
     save_model(os.path.join(out, "unsupported.onnx"), graph)
 
 

@@ -274,9 +274,15 @@ std::optional<Failure> Fail(int status, const std::string& what, const absl::Sta
 // --input), which fix the model's symbolic dimensions at import.
 absl::Status GivenShapes(const Options& o, const std::string& set,
                          absl::flat_hash_map<std::string, std::vector<int64_t>>* shapes) {
-  std::vector<std::pair<std::string, std::string>> files = o.inputs;
+  absl::StatusOr<std::vector<std::string>> read = GraphInputNames(o.model);
+  if (!read.ok()) return absl::OkStatus();  // The import says what is wrong with the file.
+  const std::vector<std::string>& names = *read;
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const auto& [name, file] : o.inputs) {
+    // A name that is no input is refused later, as a usage error.
+    if (std::find(names.begin(), names.end(), name) != names.end()) files.emplace_back(name, file);
+  }
   if (!set.empty()) {
-    RILL_ASSIGN_OR_RETURN(std::vector<std::string> names, GraphInputNames(o.model));
     const std::vector<std::string> numbered = NumberedFiles(set, "input_");
     for (size_t i = 0; i < numbered.size() && i < names.size(); ++i) {
       files.emplace_back(names[i], numbered[i]);

@@ -51,9 +51,9 @@ check "random inputs, no reference" 0 "x: float32 \[2, 3, 8, 8\] \(random\).*out
   "$m/model.onnx" --runs=1
 check "symbolic batch: --batch" 0 "batch 3.*input +x: float32 \[3, 4\].*output y: float32 \[3, 3\]" \
   "$dir/dyn_batch.onnx" --batch=3 --runs=1
-# Det: an op type Rill is not about to import (Mod and CumSum may come).
+# Det and NonZero: op types Rill lacks; every failing node is listed, by op type.
 check "unsupported op types" 1 \
-  "^rill-run: cannot import .*unsupported.onnx: .*cannot be imported.* Det .*op type not supported" \
+  "^rill-run: cannot import .*unsupported.onnx: 3 of 5 nodes \\(2 op types\\) cannot be imported.*Det x2.*op type not supported.*NonZero x1" \
   "$dir/unsupported.onnx"
 check "missing input file" 1 "^rill-run: inputs: cannot open tensor file '.*no_such.pb'" \
   "$m/model.onnx" --input=x="$dir/no_such.pb"

@@ -152,13 +152,20 @@ absl::StatusOr<ImportedCase> ImportCase(const fs::path& dir, engine::Context ctx
   absl::StatusOr<OnnxModel> m = ImportOnnxBytes(bytes, opt, dir.filename().string());
   if (options.fix_integer_inputs && !m.ok() && absl::IsUnimplemented(m.status()) &&
       absl::StrContains(m.status().message(), "must be an initializer or a Constant")) {
-    // Shapes or axes fed as inputs: fix the integer inputs at import, as an
-    // engine that needs static shapes fixes its shape tensors.
+    // Shapes, axes or other parameters fed as inputs: fix them at import, as
+    // an engine that needs static shapes fixes its shape tensors. Fixed are
+    // the integer inputs and the inputs no node reads as its data (input 0),
+    // such as Resize's scales or OneHot's depth.
+    std::set<std::string> data;
+    for (const auto& n : proto.graph().node()) {
+      if (n.input_size() > 0) data.insert(n.input(0));
+    }
     for (size_t i = 0; i < fed.size(); ++i) {
       absl::StatusOr<onnx::TensorProto> t = ReadData(dir, "input", i);
       if (!t.ok()) continue;
-      if (t->data_type() != onnx::TensorProto::INT64 && t->data_type() != onnx::TensorProto::INT32)
-        continue;
+      const bool integral =
+          t->data_type() == onnx::TensorProto::INT64 || t->data_type() == onnx::TensorProto::INT32;
+      if (!integral && data.contains(fed[i])) continue;
       absl::StatusOr<Tensor> x = TensorFromProto(*t, engine::Context::Host(), engine);
       if (x.ok()) opt.constant_inputs[fed[i]] = *x;
     }

@@ -62,7 +62,8 @@ struct CaseOptions {
   // (OnnxImportOptions::dim_params), as a caller binding real inputs does.
   bool dims_from_data = false;
   // When the import says a shape or axes input must be constant: fix the
-  // integer inputs at import to their test data (the node tests' rule).
+  // integer inputs, and the inputs no node reads as its data (input 0), at
+  // import to their test data (the node tests' rule).
   bool fix_integer_inputs = true;
   // Run by graph::testing::EvaluateImperatively instead of the Executor.
   bool imperative = false;

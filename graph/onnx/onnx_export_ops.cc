@@ -150,7 +150,10 @@ constexpr char kAdd[] = "Add", kSub[] = "Sub", kMul[] = "Mul", kDiv[] = "Div", k
                kMax[] = "Max", kMin[] = "Min", kNeg[] = "Neg", kAbs[] = "Abs", kExp[] = "Exp",
                kLog[] = "Log", kSqrt[] = "Sqrt", kRelu[] = "Relu", kSigmoid[] = "Sigmoid",
                kTanh[] = "Tanh", kIdentity[] = "Identity", kEqual[] = "Equal",
-               kGreater[] = "Greater", kErf[] = "Erf";
+               kGreater[] = "Greater", kErf[] = "Erf", kFloor[] = "Floor", kCeil[] = "Ceil",
+               kRound[] = "Round", kSin[] = "Sin", kCos[] = "Cos", kTan[] = "Tan", kAsin[] = "Asin",
+               kAcos[] = "Acos", kAtan[] = "Atan", kSinh[] = "Sinh", kCosh[] = "Cosh",
+               kAsinh[] = "Asinh", kAcosh[] = "Acosh", kAtanh[] = "Atanh", kIsNaN[] = "IsNaN";
 
 // Rill's condition may be any type (nonzero is true); ONNX's is bool.
 absl::Status Where(X& x) {
@@ -161,6 +164,35 @@ absl::Status Where(X& x) {
     AddIntAttr(n, "to", OnnxTypeOf(DType::kBool));
   }
   x.Emit("Where", {cond, x.In(1), x.In(2)}, {x.Out(0)});
+  return absl::OkStatus();
+}
+
+absl::Status IsInf(X& x) {
+  const auto& p = x.Params<ops::IsInfParams>();
+  onnx::NodeProto* n = x.Emit("IsInf", {x.In(0)}, {x.Out(0)});
+  AddIntAttr(n, "detect_positive", p.detect_positive);
+  AddIntAttr(n, "detect_negative", p.detect_negative);
+  return absl::OkStatus();
+}
+
+absl::Status Mod(X& x) {
+  AddIntAttr(x.Emit("Mod", {x.In(0), x.In(1)}, {x.Out(0)}), "fmod",
+             x.Params<ops::ModParams>().fmod);
+  return absl::OkStatus();
+}
+
+absl::Status CumSum(X& x) {
+  const auto& p = x.Params<ops::CumsumParams>();
+  onnx::NodeProto* n =
+      x.Emit("CumSum", {x.In(0), x.Scalar(static_cast<double>(p.axis), DType::kI64)}, {x.Out(0)});
+  AddIntAttr(n, "exclusive", p.exclusive);
+  AddIntAttr(n, "reverse", p.reverse);
+  return absl::OkStatus();
+}
+
+absl::Status GatherElements(X& x) {
+  AddIntAttr(x.Emit("GatherElements", {x.In(0), x.In(1)}, {x.Out(0)}), "axis",
+             x.Params<ops::GatherParams>().axis);
   return absl::OkStatus();
 }
 
@@ -412,14 +444,24 @@ absl::Status Slice(X& x) {
 const std::map<std::string, ExportFn, std::less<>>& Table() {
   static const auto* t = new std::map<std::string, ExportFn, std::less<>>{
       {op_names::kAbs, Same<kAbs>},
+      {op_names::kAcos, Same<kAcos>},
+      {op_names::kAcosh, Same<kAcosh>},
       {op_names::kActivation, Activation},
       {op_names::kAdd, Same<kAdd>},
       {op_names::kAddScalar, WithScalar<kAdd, false>},
       {op_names::kArgmax, Argmax},
+      {op_names::kAsin, Same<kAsin>},
+      {op_names::kAsinh, Same<kAsinh>},
+      {op_names::kAtan, Same<kAtan>},
+      {op_names::kAtanh, Same<kAtanh>},
       {op_names::kBatchNorm, BatchNorm},
       {op_names::kCast, Cast},
+      {op_names::kCeil, Same<kCeil>},
       {op_names::kConcat, Concat},
       {op_names::kConv2d, Conv},
+      {op_names::kCos, Same<kCos>},
+      {op_names::kCosh, Same<kCosh>},
+      {op_names::kCumsum, CumSum},
       {op_names::kDiv, Same<kDiv>},
       {op_names::kDivScalar, WithScalar<kDiv, false>},
       {op_names::kDropout, Dropout},
@@ -428,11 +470,15 @@ const std::map<std::string, ExportFn, std::less<>>& Table() {
       {op_names::kErf, Same<kErf>},
       {op_names::kExp, Same<kExp>},
       {op_names::kFlatten, Flatten},
+      {op_names::kFloor, Same<kFloor>},
       {op_names::kFullyConnected, FullyConnected},
       {op_names::kGather, Gather},
+      {op_names::kGatherElements, GatherElements},
       {op_names::kGreater, Compare<kGreater>},
       {op_names::kGreaterScalar, CompareScalar<kGreater>},
       {op_names::kIdentity, Same<kIdentity>},
+      {op_names::kIsInf, IsInf},
+      {op_names::kIsNan, Same<kIsNaN>},
       {op_names::kLog, Same<kLog>},
       {op_names::kLogSoftmax, Softmax<kLogSoftmax>},
       {op_names::kMatmul, Matmul},
@@ -442,6 +488,7 @@ const std::map<std::string, ExportFn, std::less<>>& Table() {
       {op_names::kMean, Reduce<kReduceMean>},
       {op_names::kMinimum, Same<kMin>},
       {op_names::kMinimumScalar, WithScalar<kMin, false>},
+      {op_names::kMod, Mod},
       {op_names::kMul, Same<kMul>},
       {op_names::kMulScalar, WithScalar<kMul, false>},
       {op_names::kNeg, Same<kNeg>},
@@ -451,9 +498,12 @@ const std::map<std::string, ExportFn, std::less<>>& Table() {
       {op_names::kRdivScalar, WithScalar<kDiv, true>},
       {op_names::kRelu, Same<kRelu>},
       {op_names::kReshape, Reshape},
+      {op_names::kRound, Same<kRound>},
       {op_names::kRpowScalar, WithScalar<kPow, true>},
       {op_names::kRsubScalar, WithScalar<kSub, true>},
       {op_names::kSigmoid, Same<kSigmoid>},
+      {op_names::kSin, Same<kSin>},
+      {op_names::kSinh, Same<kSinh>},
       {op_names::kSlice, Slice},
       {op_names::kSoftmax, Softmax<kSoftmax>},
       {op_names::kSqrt, Same<kSqrt>},
@@ -461,6 +511,7 @@ const std::map<std::string, ExportFn, std::less<>>& Table() {
       {op_names::kSub, Same<kSub>},
       {op_names::kSubScalar, WithScalar<kSub, false>},
       {op_names::kSum, Reduce<kReduceSum>},
+      {op_names::kTan, Same<kTan>},
       {op_names::kTanh, Same<kTanh>},
       {op_names::kTranspose, Transpose},
       {op_names::kWhere, Where},

@@ -171,6 +171,37 @@ absl::Status CheckValueTypes(
   return absl::OkStatus();
 }
 
+// Ops whose opset 1 or 6 form means what the converter implements (later
+// versions only added types); other ops changed (broadcasting before 7,
+// attributes that became inputs).
+bool StableSinceOpset1(std::string_view op_type) {
+  static const auto* const kStable =
+      new absl::flat_hash_set<std::string_view>{"Abs",
+                                                "Ceil",
+                                                "Constant",
+                                                "Elu",
+                                                "Exp",
+                                                "Floor",
+                                                "GlobalAveragePool",
+                                                "GlobalMaxPool",
+                                                "HardSigmoid",
+                                                "Identity",
+                                                "InstanceNormalization",
+                                                "LeakyRelu",
+                                                "Log",
+                                                "Neg",
+                                                "Not",
+                                                "Reciprocal",
+                                                "Relu",
+                                                "Selu",
+                                                "Sigmoid",
+                                                "Softplus",
+                                                "Softsign",
+                                                "Sqrt",
+                                                "Tanh"};
+  return kStable->contains(op_type);
+}
+
 absl::Status ImportNode(ImportState& s, const onnx::NodeProto& n, int64_t opset,
                         const absl::flat_hash_map<std::string, const onnx::TypeProto*>& types) {
   if (!n.domain().empty() && n.domain() != "ai.onnx") {
@@ -178,6 +209,11 @@ absl::Status ImportNode(ImportState& s, const onnx::NodeProto& n, int64_t opset,
   }
   const Converter* c = FindConverter(n.op_type());
   if (c == nullptr) return absl::UnimplementedError("op type not supported");
+  if (opset < 7 && !StableSinceOpset1(n.op_type())) {
+    return absl::UnimplementedError(
+        "before opset 7 Rill imports only the ops whose meaning has not changed since (the "
+        "activations, unary math, Not, Identity, Constant, global pooling, InstanceNormalization)");
+  }
   RILL_RETURN_IF_ERROR(CheckValueTypes(n, types));
   RILL_RETURN_IF_ERROR(CheckInputType(n, *c, s));
   if (CanFold(s, n)) {
@@ -371,9 +407,9 @@ absl::Status AddOutputs(const onnx::GraphProto& g, ImportState& s, OnnxModel& mo
 absl::StatusOr<OnnxModel> Import(onnx::ModelProto& m, const OnnxImportOptions& options) {
   RILL_ASSIGN_OR_RETURN(const int64_t opset, DefaultOpset(m));
   RILL_RETURN_IF_ERROR(BindDims(m, options));
-  if (opset < 7 || opset > 17) {
+  if (opset < 1 || opset > 17) {
     return absl::UnimplementedError(
-        absl::StrCat("opset ", opset, " is not supported (Rill imports 7 to 17)"));
+        absl::StrCat("opset ", opset, " is not supported (Rill imports 1 to 17)"));
   }
   const onnx::GraphProto& g = m.graph();
   RILL_ASSIGN_OR_RETURN(std::vector<int> order, SortNodes(g, opset));

@@ -1,7 +1,7 @@
 #ifndef RILL_GRAPH_ONNX_ONNX_IMPORT_H_
 #define RILL_GRAPH_ONNX_ONNX_IMPORT_H_
 
-// ONNX import: an ONNX model (default domain, opsets 7-17) becomes a
+// ONNX import: an ONNX model (default domain, opsets 1-17) becomes a
 // graph::Graph plus the tensors its variables are bound to.
 //
 //   OnnxImportOptions opt;

@@ -103,6 +103,64 @@ absl::StatusOr<std::vector<int64_t>> SplitPads(L& l, Entry& x, const std::vector
   return sym;
 }
 
+// A 1-D Conv, ConvTranspose or pooling (rank-3 input) as the 2-D one over
+// [N, C, 1, L]: the node is rewritten with a unit height (inputs 0 and, for
+// the convolutions, 1 reshaped; kernel_shape, strides, dilations,
+// output_padding, output_shape and pads widened), converted, and the result
+// reshaped back to [N, C', L'].
+absl::Status Via2D(L& l, ConvertFn fn, bool has_weight) {
+  onnx::NodeProto n = l.node();
+  ImportState& s = l.state();
+  for (int i = 0; i < (has_weight ? 2 : 1); ++i) {
+    if (!l.has_input(i)) continue;
+    RILL_ASSIGN_OR_RETURN(Entry x, l.In(i));
+    ValueState v;
+    v.entry = l.Op(op_names::kReshape, {x}, {{"shape", "(0, 0, 1, -1)"}});
+    if (auto d = l.Dims(i)) {
+      v.dims = *d;
+      v.dims->insert(v.dims->begin() + 2, 1);
+    }
+    v.dtype = l.InType(i);
+    const std::string name = s.UniqueName(absl::StrCat(n.input(i), "_2d"));
+    s.reserved.insert(name);
+    s.values[name] = std::move(v);
+    n.set_input(i, name);
+  }
+  for (onnx::AttributeProto& a : *n.mutable_attribute()) {
+    if (a.type() != onnx::AttributeProto::INTS) continue;
+    std::vector<int64_t> v(a.ints().begin(), a.ints().end());
+    const std::string& k = a.name();
+    if (k == "kernel_shape" || k == "strides" || k == "dilations" || k == "output_shape") {
+      v.insert(v.begin(), 1);
+    } else if (k == "output_padding") {
+      v.insert(v.begin(), 0);
+    } else if (k == "pads" && v.size() == 2) {
+      v = {0, v[0], 0, v[1]};
+    } else {
+      continue;
+    }
+    a.clear_ints();
+    for (int64_t x : v) a.add_ints(x);
+  }
+  std::vector<std::string> outs;
+  for (int i = 0; i < n.output_size(); ++i) {
+    if (n.output(i).empty()) continue;
+    const std::string name = s.UniqueName(absl::StrCat(n.output(i), "_2d"));
+    s.reserved.insert(name);
+    s.values[name] = ValueState{};
+    n.set_output(i, name);
+  }
+  NodeLowering l2(s, n, l.opset());
+  RILL_RETURN_IF_ERROR(fn(l2));
+  for (int i = 0; i < n.output_size(); ++i) {
+    if (n.output(i).empty()) continue;
+    const Entry y = s.values[n.output(i)].entry;
+    if (!y.valid()) continue;
+    l.SetOutput(i, l.Op(op_names::kReshape, {y}, {{"shape", "(0, 0, -1)"}}));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Conv(L& l) {
   std::vector<int64_t> kernel = l.Ints("kernel_shape");
   if (kernel.empty()) {
@@ -110,8 +168,9 @@ absl::Status Conv(L& l) {
     if (!wd || wd->size() < 2) return L::Unsupported("needs kernel_shape or the weight's rank");
     kernel.assign(wd->begin() + 2, wd->end());
   }
+  if (auto r = l.Rank(0); r && *r == 3) return Via2D(l, Conv, true);
   if (auto r = l.Rank(0); r && *r != 4)
-    return L::Unsupported(absl::StrCat("only 2-D convolution (input rank ", *r, ")"));
+    return L::Unsupported(absl::StrCat("only 1-D and 2-D convolution (input rank ", *r, ")"));
   RILL_ASSIGN_OR_RETURN(Window w, WindowOf(l, kernel));
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
   std::vector<int64_t> pad = w.pad_begin;
@@ -139,13 +198,14 @@ absl::Status Conv(L& l) {
 absl::Status ConvTranspose(L& l) {
   RILL_ASSIGN_OR_RETURN(std::vector<int64_t> xd, NeedDims(l, 0, "the output size"));
   RILL_ASSIGN_OR_RETURN(std::vector<int64_t> wd, NeedDims(l, 1, "the output size"));
+  if (xd.size() == 3 && wd.size() == 3) return Via2D(l, ConvTranspose, true);
   if (xd.size() != 4 || wd.size() != 4) {
     return L::Unsupported(absl::StrCat("only 2-D (input rank ", xd.size(), ")"));
   }
   const int64_t g = l.Int("group", 1);
   if (g <= 0 || xd[1] != wd[0] || xd[1] % g != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("input channels ", xd[1], ", weight ",
-                                                   Shape(wd).ToString(), ", group ", g));
+    return absl::InvalidArgumentError(
+        absl::StrCat("input channels ", xd[1], ", weight ", Shape(wd).ToString(), ", group ", g));
   }
   std::vector<int64_t> stride = l.Ints("strides"), dil = l.Ints("dilations"),
                        op = l.Ints("output_padding"), out_shape = l.Ints("output_shape");
@@ -162,8 +222,9 @@ absl::Status ConvTranspose(L& l) {
   std::vector<int64_t> full(2), begin(2), end(2);
   for (int i = 0; i < 2; ++i) {
     if (stride[i] <= 0 || dil[i] <= 0 || op[i] < 0 || op[i] >= std::max(stride[i], dil[i])) {
-      return absl::InvalidArgumentError("strides/dilations must be positive, output_padding "
-                                        "smaller than the stride");
+      return absl::InvalidArgumentError(
+          "strides/dilations must be positive, output_padding "
+          "smaller than the stride");
     }
     full[i] = (xd[2 + i] - 1) * stride[i] + (wd[2 + i] - 1) * dil[i] + 1 + op[i];
     int64_t total = -1;
@@ -185,8 +246,8 @@ absl::Status ConvTranspose(L& l) {
       end[i] = pads[2 + i];
     }
     if (begin[i] < 0 || end[i] < 0 || begin[i] + end[i] >= full[i]) {
-      return absl::InvalidArgumentError(absl::StrCat("pads (", begin[i], ", ", end[i],
-                                                     ") for an output of ", full[i]));
+      return absl::InvalidArgumentError(
+          absl::StrCat("pads (", begin[i], ", ", end[i], ") for an output of ", full[i]));
     }
   }
   const std::vector<int64_t> data = {xd[0], wd[1] * g, full[0], full[1]};
@@ -219,8 +280,9 @@ absl::Status ConvTranspose(L& l) {
 template <bool kMax>
 absl::Status Pool(L& l) {
   if (l.wants_output(1)) return L::Unsupported("the Indices output");
+  if (auto r = l.Rank(0); r && *r == 3) return Via2D(l, Pool<kMax>, false);
   if (auto r = l.Rank(0); r && *r != 4)
-    return L::Unsupported(absl::StrCat("only 2-D pooling (input rank ", *r, ")"));
+    return L::Unsupported(absl::StrCat("only 1-D and 2-D pooling (input rank ", *r, ")"));
   RILL_ASSIGN_OR_RETURN(Window w, WindowOf(l, l.Ints("kernel_shape")));
   if (w.dilation != std::vector<int64_t>{1, 1}) return L::Unsupported("dilations other than 1");
   const bool include_pad = !kMax && l.Int("count_include_pad", 0) != 0;

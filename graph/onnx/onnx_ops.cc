@@ -1,4 +1,4 @@
-// Converters from ONNX nodes (default domain, opsets 7-17) to Rill ops.
+// Converters from ONNX nodes (default domain, opsets 1-17) to Rill ops.
 // Each composes existing ops; values that must be known at import time
 // (shapes, axes, pads for auto_pad) come from constants or the model's
 // (inferred) shapes, otherwise the node is Unimplemented.
@@ -97,7 +97,10 @@ absl::Status Binary(L& l) {
 }
 using op_names::kAdd, op_names::kSub, op_names::kMul, op_names::kDiv, op_names::kNeg,
     op_names::kAbs, op_names::kExp, op_names::kLog, op_names::kSqrt, op_names::kRelu,
-    op_names::kSigmoid, op_names::kTanh, op_names::kErf;
+    op_names::kSigmoid, op_names::kTanh, op_names::kErf, op_names::kFloor, op_names::kCeil,
+    op_names::kRound, op_names::kSin, op_names::kCos, op_names::kTan, op_names::kAsin,
+    op_names::kAcos, op_names::kAtan, op_names::kSinh, op_names::kCosh, op_names::kAsinh,
+    op_names::kAcosh, op_names::kAtanh, op_names::kIsNan;
 
 // Integer bases are raised in float64 and cast back (exact below 2^53).
 absl::Status Pow(L& l) {
@@ -155,6 +158,19 @@ absl::Status Variadic(L& l) {
   return Out(l, acc);
 }
 using op_names::kMaximum, op_names::kMinimum;
+
+absl::Status IsInf(L& l) {
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  return Out(l, l.Op(op_names::kIsInf, {x},
+                     {{"detect_positive", absl::StrCat(l.Int("detect_positive", 1))},
+                      {"detect_negative", absl::StrCat(l.Int("detect_negative", 1))}}));
+}
+
+absl::Status Mod(L& l) {
+  RILL_ASSIGN_OR_RETURN(Entry a, l.In(0));
+  RILL_ASSIGN_OR_RETURN(Entry b, l.In(1));
+  return Out(l, l.Op(op_names::kMod, {a, b}, {{"fmod", absl::StrCat(l.Int("fmod", 0))}}));
+}
 
 absl::Status Reciprocal(L& l) {
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
@@ -523,13 +539,22 @@ const ConverterTable& Table() {
   static const ConverterTable* t = [] {
     auto* t = new ConverterTable{
         {"Abs", {Unary<kAbs>, kNumeric}},
+        {"Acos", {Unary<kAcos>, kFloat}},
+        {"Acosh", {Unary<kAcosh>, kFloat}},
         {"Add", {Binary<kAdd>, kNumeric}},
+        {"Asin", {Unary<kAsin>, kFloat}},
+        {"Asinh", {Unary<kAsinh>, kFloat}},
+        {"Atan", {Unary<kAtan>, kFloat}},
+        {"Atanh", {Unary<kAtanh>, kFloat}},
         {"Cast", {Cast, 0}},
+        {"Ceil", {Unary<kCeil>, kFloat}},
         {"Celu", {Celu, kFloat}},
         {"Clip", {Clip, kNumeric}},
         {"Concat", {Concat, 0}},
         {"Constant", {Constant, 0}},
         {"ConstantOfShape", {ConstantOfShape, 0}},
+        {"Cos", {Unary<kCos>, kFloat}},
+        {"Cosh", {Unary<kCosh>, kFloat}},
         {"Div", {Binary<kDiv>, kNumeric}},
         {"Dropout", {Dropout, 0}},
         {"Elu", {Elu, kFloat}},
@@ -538,28 +563,35 @@ const ConverterTable& Table() {
         {"Exp", {Unary<kExp>, kFloat}},
         {"Expand", {Expand, kNumeric}},
         {"Flatten", {Flatten, 0}},
+        {"Floor", {Unary<kFloor>, kFloat}},
         {"Greater", {Compare<kGreater, false>, kNumeric}},
         {"HardSigmoid", {HardSigmoid, kFloat}},
         {"HardSwish", {HardSwish, kFloat}},
         {"Identity", {Identity, 0}},
+        {"IsInf", {IsInf, kFloat}},
+        {"IsNaN", {Unary<kIsNan>, kFloat}},
         {"LeakyRelu", {LeakyRelu, kFloat}},
         {"Less", {Compare<kGreater, true>, kNumeric}},
         {"Log", {Unary<kLog>, kFloat}},
         {"Max", {Variadic<kMaximum, false>, kNumeric}},
         {"Mean", {Variadic<kAdd, true>, kFloat}},
         {"Min", {Variadic<kMinimum, false>, kNumeric}},
+        {"Mod", {Mod, kNumeric}},
         {"Mul", {Binary<kMul>, kNumeric}},
         {"Neg", {Unary<kNeg>, kNumeric}},
-        {"Pow", {Pow, kNumeric}},
         {"PRelu", {PRelu, kFloat}},
+        {"Pow", {Pow, kNumeric}},
         {"Reciprocal", {Reciprocal, kFloat}},
         {"Relu", {Unary<kRelu>, kNumeric}},
         {"Reshape", {Reshape, 0}},
+        {"Round", {Unary<kRound>, kFloat}},
         {"Selu", {Selu, kFloat}},
         {"Shape", {ShapeOp, 0}},
-        {"Sigmoid", {Unary<kSigmoid>, kFloat}},
         {"Shrink", {Shrink, kNumeric}},
+        {"Sigmoid", {Unary<kSigmoid>, kFloat}},
         {"Sign", {Sign, kNumeric}},
+        {"Sin", {Unary<kSin>, kFloat}},
+        {"Sinh", {Unary<kSinh>, kFloat}},
         {"Size", {Size, 0}},
         {"Slice", {Slice, 0}},
         {"Softplus", {Softplus, kFloat}},
@@ -568,6 +600,7 @@ const ConverterTable& Table() {
         {"Squeeze", {Squeeze, 0}},
         {"Sub", {Binary<kSub>, kNumeric}},
         {"Sum", {Variadic<kAdd, false>, kNumeric}},
+        {"Tan", {Unary<kTan>, kFloat}},
         {"Tanh", {Unary<kTanh>, kFloat}},
         {"ThresholdedRelu", {ThresholdedRelu, kFloat}},
         {"Transpose", {Transpose, 0}},

@@ -25,7 +25,9 @@ absl::StatusOr<double> SourceCoord(std::string_view mode, double x, double scale
   if (mode == "half_pixel") return (x + 0.5) / scale - 0.5;
   if (mode == "pytorch_half_pixel") return out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
   if (mode == "align_corners") {
-    return out == 1 ? 0.0 : x * static_cast<double>(in - 1) / static_cast<double>(out - 1);
+    // The resized length as ONNX defines it: in * scale, not rounded.
+    const double resized = static_cast<double>(in) * scale;
+    return out == 1 ? 0.0 : x * static_cast<double>(in - 1) / (resized - 1);
   }
   if (mode == "asymmetric") return x / scale;
   if (mode == "half_pixel_symmetric") {

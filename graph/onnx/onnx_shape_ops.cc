@@ -236,6 +236,23 @@ absl::Status Gather(L& l) {
   return Out(l, l.Op(op_names::kGather, {x, i}, {{"axis", absl::StrCat(l.Int("axis", 0))}}));
 }
 
+absl::Status GatherElements(L& l) {
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  RILL_ASSIGN_OR_RETURN(Entry i, l.In(1));
+  return Out(l,
+             l.Op(op_names::kGatherElements, {x, i}, {{"axis", absl::StrCat(l.Int("axis", 0))}}));
+}
+
+absl::Status CumSum(L& l) {
+  RILL_ASSIGN_OR_RETURN(std::vector<int64_t> axis, l.ConstInts(1, "axis"));
+  if (axis.size() != 1) return absl::InvalidArgumentError("CumSum axis must be one value");
+  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
+  return Out(l, l.Op(op_names::kCumsum, {x},
+                     {{"axis", absl::StrCat(axis[0])},
+                      {"exclusive", absl::StrCat(l.Int("exclusive", 0))},
+                      {"reverse", absl::StrCat(l.Int("reverse", 0))}}));
+}
+
 absl::Status Where(L& l) {
   RILL_ASSIGN_OR_RETURN(Entry c, l.In(0));
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(1));
@@ -425,10 +442,12 @@ void AddShapeConverters(ConverterTable& t) {
   t.insert({
       {"And", {Logical<0>, 0}},
       {"BlackmanWindow", {Window<2>, 0}},
+      {"CumSum", {CumSum, 0}},
       {"DepthToSpace", {DepthSpace<true>, 0}},
       {"EyeLike", {EyeLike, 0}},
       {"CastLike", {CastLike, 0}},
       {"Gather", {Gather, 0}},
+      {"GatherElements", {GatherElements, 0}},
       {"GreaterOrEqual", {OrEqual<false>, kNumeric}},
       {"HammingWindow", {Window<1>, 0}},
       {"HannWindow", {Window<0>, 0}},
