@@ -384,7 +384,8 @@ absl::Status Reduce(X& x) {
   AddIntAttr(n, "keepdims", p.keepdims ? 1 : 0);
   return absl::OkStatus();
 }
-constexpr char kReduceSum[] = "ReduceSum", kReduceMean[] = "ReduceMean", kReduceMax[] = "ReduceMax";
+constexpr char kReduceSum[] = "ReduceSum", kReduceMean[] = "ReduceMean", kReduceMax[] = "ReduceMax",
+               kReduceProd[] = "ReduceProd";
 
 absl::Status Argmax(X& x) {
   const auto& p = x.Params<ops::ArgmaxParams>();
@@ -494,6 +495,7 @@ const std::map<std::string, ExportFn, std::less<>>& Table() {
       {op_names::kNeg, Same<kNeg>},
       {op_names::kPooling, Pool},
       {op_names::kPow, Same<kPow>},
+      {op_names::kProd, Reduce<kReduceProd>},
       {op_names::kPowScalar, WithScalar<kPow, false>},
       {op_names::kRdivScalar, WithScalar<kDiv, true>},
       {op_names::kRelu, Same<kRelu>},

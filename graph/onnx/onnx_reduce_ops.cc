@@ -35,6 +35,7 @@ absl::Status Reduce(L& l, const char* pre, const char* op, const char* post) {
   if (post) y = l.Op(post, {y});
   return Out(l, y);
 }
+absl::Status ReduceProd(L& l) { return Reduce(l, nullptr, op_names::kProd, nullptr); }
 absl::Status ReduceSum(L& l) { return Reduce(l, nullptr, op_names::kSum, nullptr); }
 absl::Status ReduceMean(L& l) { return Reduce(l, nullptr, op_names::kMean, nullptr); }
 absl::Status ReduceMax(L& l) { return Reduce(l, nullptr, op_names::kMax, nullptr); }
@@ -138,6 +139,7 @@ void AddReduceConverters(ConverterTable& t) {
       {"ReduceMax", {ReduceMax, kFloat}},
       {"ReduceMean", {ReduceMean, kFloat}},
       {"ReduceMin", {ReduceMin, kFloat}},
+      {"ReduceProd", {ReduceProd, kSum}},
       {"ReduceSum", {ReduceSum, kSum}},
       {"ReduceSumSquare", {ReduceSumSquare, kSum}},
       {"Softmax", {Softmax<false>, kFloat}},
