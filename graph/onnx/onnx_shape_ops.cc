@@ -230,18 +230,14 @@ absl::Status Range(L& l) {
   return absl::OkStatus();
 }
 
-absl::Status Gather(L& l) {
+// Gather and GatherElements: the op of the same name with the axis.
+template <const char* kOp>
+absl::Status GatherOp(L& l) {
   RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
   RILL_ASSIGN_OR_RETURN(Entry i, l.In(1));
-  return Out(l, l.Op(op_names::kGather, {x, i}, {{"axis", absl::StrCat(l.Int("axis", 0))}}));
+  return Out(l, l.Op(kOp, {x, i}, {{"axis", absl::StrCat(l.Int("axis", 0))}}));
 }
-
-absl::Status GatherElements(L& l) {
-  RILL_ASSIGN_OR_RETURN(Entry x, l.In(0));
-  RILL_ASSIGN_OR_RETURN(Entry i, l.In(1));
-  return Out(l,
-             l.Op(op_names::kGatherElements, {x, i}, {{"axis", absl::StrCat(l.Int("axis", 0))}}));
-}
+using op_names::kGather, op_names::kGatherElements;
 
 absl::Status CumSum(L& l) {
   RILL_ASSIGN_OR_RETURN(std::vector<int64_t> axis, l.ConstInts(1, "axis"));
@@ -446,8 +442,8 @@ void AddShapeConverters(ConverterTable& t) {
       {"DepthToSpace", {DepthSpace<true>, 0}},
       {"EyeLike", {EyeLike, 0}},
       {"CastLike", {CastLike, 0}},
-      {"Gather", {Gather, 0}},
-      {"GatherElements", {GatherElements, 0}},
+      {"Gather", {GatherOp<kGather>, 0}},
+      {"GatherElements", {GatherOp<kGatherElements>, 0}},
       {"GreaterOrEqual", {OrEqual<false>, kNumeric}},
       {"HammingWindow", {Window<1>, 0}},
       {"HannWindow", {Window<0>, 0}},
