@@ -50,7 +50,8 @@ bool CanFold(const ImportState& s, const onnx::NodeProto& n) {
   return true;
 }
 
-absl::Status FoldNode(ImportState& s, const onnx::NodeProto& n, int64_t opset, const Converter& c) {
+absl::StatusOr<bool> FoldNode(ImportState& s, const onnx::NodeProto& n, int64_t opset,
+                              const Converter& c) {
   ImportState t;
   t.context = engine::Context::Cpu();
   t.engine = s.engine;
@@ -88,6 +89,17 @@ absl::Status FoldNode(ImportState& s, const onnx::NodeProto& n, int64_t opset, c
     computed.push_back(i);
   }
   RILL_RETURN_IF_ERROR(t.graph.status());
+  // Results of unbounded size (a Tile or Expand of a computed shape) are
+  // not made here: the node is converted as usual.
+  RILL_RETURN_IF_ERROR(t.InferNew());
+  for (int i = 0; i < t.graph.num_nodes(); ++i) {
+    for (int o = 0; o < t.graph.node(i).num_outputs(); ++o) {
+      const EntryType* et = t.TypeOf(Entry{i, o});
+      if (et == nullptr) return false;
+      const int64_t bytes = et->shape->NumElements() * DTypeSize(*et->dtype);
+      if (bytes < 0 || bytes > kMaxFoldBytes) return false;
+    }
+  }
   if (!computed.empty()) {
     BindOptions o;
     o.context = t.context;
@@ -113,7 +125,7 @@ absl::Status FoldNode(ImportState& s, const onnx::NodeProto& n, int64_t opset, c
     v.dtype = h->dtype;
     v.constant = std::move(h);
   }
-  return absl::OkStatus();
+  return true;
 }
 
 }  // namespace rill::graph

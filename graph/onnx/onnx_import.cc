@@ -216,9 +216,11 @@ absl::Status ImportNode(ImportState& s, const onnx::NodeProto& n, int64_t opset,
   }
   RILL_RETURN_IF_ERROR(CheckValueTypes(n, types));
   RILL_RETURN_IF_ERROR(CheckInputType(n, *c, s));
+  bool folded = false;
   if (CanFold(s, n)) {
-    RILL_RETURN_IF_ERROR(FoldNode(s, n, opset, *c));
-  } else {
+    RILL_ASSIGN_OR_RETURN(folded, FoldNode(s, n, opset, *c));
+  }
+  if (!folded) {
     NodeLowering l(s, n, opset);
     RILL_RETURN_IF_ERROR(c->fn(l));
     RILL_RETURN_IF_ERROR(s.graph.status());

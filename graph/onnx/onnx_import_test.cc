@@ -357,6 +357,43 @@ TEST_P(OnnxImportTest, SymbolicBatchBoundAtImportFoldsShapeArithmetic) {
 INSTANTIATE_TEST_SUITE_P(Contexts, OnnxImportTest, ::testing::ValuesIn(AllContexts()),
                          ops::testing::ContextName);
 
+// Folding is bounded: a Tile of a constant that would make 128 MiB stays an
+// op of the graph instead of being computed at import.
+TEST(OnnxImport, FoldingIsBounded) {
+  onnx::ModelProto m = NewModel();
+  AddValue(m.mutable_graph()->mutable_output(), "y", {16384, 1024}, onnx::TensorProto::INT64);
+  onnx::NodeProto* k = AddNode(m, "Constant", {}, {"k"}, "konst");
+  auto* a = k->add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  onnx::TensorProto* t = a->mutable_t();
+  t->set_data_type(onnx::TensorProto::INT64);
+  t->add_dims(2048);
+  t->add_dims(1024);
+  t->set_raw_data(std::string(2048 * 1024 * sizeof(int64_t), '\0'));
+  // The repeats come from a Concat, so ONNX's inference cannot size y: only
+  // the fold itself finds how large it would be.
+  auto* shape =
+      m.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
+  for (int i = 0; i < shape->dim_size(); ++i) shape->mutable_dim(i)->set_dim_param("n");
+  const std::vector<std::pair<std::string, int64_t>> parts = {{"r0", 8}, {"r1", 1}};
+  for (const auto& [name, v] : parts) {
+    onnx::NodeProto* c = AddNode(m, "Constant", {}, {name}, name + "_node");
+    auto* va = c->add_attribute();
+    va->set_name("value_ints");
+    va->set_type(onnx::AttributeProto::INTS);
+    va->add_ints(v);
+  }
+  IntAttr(AddNode(m, "Concat", {"r0", "r1"}, {"repeats"}, "concat"), "axis", 0);
+  AddNode(m, "Tile", {"k", "repeats"}, {"y"}, "tile");
+  absl::StatusOr<OnnxModel> im = ImportOnnxBytes(Bytes(m));
+  ASSERT_TRUE(im.ok()) << im.status();
+  int ops = 0;
+  for (int i = 0; i < im->graph.num_nodes(); ++i) ops += !im->graph.node(i).is_variable();
+  EXPECT_GE(ops, 1) << "the 128 MiB Tile was folded";
+  EXPECT_TRUE(im->initializers.contains("k"));
+}
+
 // --- Bad input: never a crash, the most specific code, a message naming
 // what is wrong.
 

@@ -155,9 +155,11 @@ void AddRnnConverters(ConverterTable& table);
 // Constant folding (onnx_fold.cc). CanFold: every input of `n` is known at
 // import time, none is a float initializer (weights stay parameters), and
 // the sizes are bounded. FoldNode: runs the converter on the CPU and makes
-// `n`'s outputs constants of `s`.
+// `n`'s outputs constants of `s`; false (nothing done) when a value it
+// would make is over the bound or of unknown size.
 bool CanFold(const ImportState& s, const onnx::NodeProto& n);
-absl::Status FoldNode(ImportState& s, const onnx::NodeProto& n, int64_t opset, const Converter& c);
+absl::StatusOr<bool> FoldNode(ImportState& s, const onnx::NodeProto& n, int64_t opset,
+                              const Converter& c);
 
 // Helpers shared by the converters (onnx_ops.cc).
 // Sets output 0.
