@@ -118,7 +118,7 @@ run_ctest() {
   # The ONNX backend node tests' counts per device (graph_onnx_node_test).
   local line
   while IFS= read -r line; do
-    SUMMARY+=("$(sed -E 's/^ONNX node tests on ([^:]*): ([0-9]+) cases.* ([0-9]+) pass .*/onnx node tests \1: \3 of \2 pass/' <<<"$line")")
+    SUMMARY+=("$(sed -E 's/^ONNX node tests on ([^ ]*): ([0-9]+) cases.* ([0-9]+) pass .*/onnx node tests \1: \3 of \2 pass/' <<<"$line")")
   done < <(grep -hE '^ONNX node tests on ' "$BUILD_DIR/Testing/Temporary/LastTest.log" 2>/dev/null || true)
   return $rc
 }
