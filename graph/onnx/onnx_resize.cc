@@ -159,8 +159,10 @@ absl::Status Resize(L& l) {
       return absl::InvalidArgumentError(absl::StrCat("output size ", out, " of axis ", a));
     }
     if (out == dims[a] && scale == 1.0) continue;
-    if (dims[a] > 16384 || out > 16384) {
-      return L::Unsupported(absl::StrCat("an axis over 16384 (", dims[a], " -> ", out, ")"));
+    // The interpolation matrix is in x out: at most 16 Mi elements.
+    if (dims[a] > 16384 || out > 16384 || dims[a] * out > (int64_t{1} << 24)) {
+      return L::Unsupported(absl::StrCat("an axis resized from ", dims[a], " to ", out,
+                                         " (the interpolation matrix would pass 16 Mi elements)"));
     }
     RILL_ASSIGN_OR_RETURN(OnnxHostTensor m, InterpolationMatrix(l, *t, dims[a], out, scale, mode));
     RILL_ASSIGN_OR_RETURN(Entry me, l.Const(std::move(m)));
