@@ -20,6 +20,7 @@ namespace rill::ops {
 namespace {
 
 using engine::Context;
+using testing::BroadcastIndex;
 using testing::ExpectNear;
 using testing::RandomData;
 
@@ -239,21 +240,6 @@ T NaiveMod(T a, T b, bool fmod) {
     if (!fmod && r != 0 && ((r < 0) != (b < 0))) r = static_cast<T>(r + b);
     return r;
   }
-}
-
-// Flat index into an input of shape `s` broadcast to `so`, for output element i.
-int64_t BroadcastIndex(int64_t i, const Shape& so, const Shape& s) {
-  int64_t rem = i, idx = 0, m = 1;
-  for (int d = so.rank() - 1; d >= 0; --d) {
-    const int64_t k = rem % so[d];
-    rem /= so[d];
-    const int ds = s.rank() - so.rank() + d;
-    if (ds >= 0) {
-      idx += (s[ds] == 1 ? 0 : k) * m;
-      m *= s[ds];
-    }
-  }
-  return idx;
 }
 
 template <typename T>

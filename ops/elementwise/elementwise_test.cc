@@ -18,6 +18,7 @@ namespace {
 
 using engine::Context;
 using testing::AllContexts;
+using testing::BroadcastIndex;
 using testing::ExpectNear;
 using testing::RandomData;
 
@@ -210,21 +211,6 @@ void CheckErf(engine::Engine* eng, Context ctx) {
 TEST_P(ElementwiseTest, ErfAndItsGradientMatchClosedForms) {
   CheckErf<float>(engine_.get(), ctx());
   CheckErf<double>(engine_.get(), ctx());
-}
-
-// Flat index into an input of shape `s` broadcast to `so`, for output element i.
-int64_t BroadcastIndex(int64_t i, const Shape& so, const Shape& s) {
-  int64_t rem = i, idx = 0, m = 1;
-  for (int d = so.rank() - 1; d >= 0; --d) {
-    const int64_t k = rem % so[d];
-    rem /= so[d];
-    const int ds = s.rank() - so.rank() + d;
-    if (ds >= 0) {
-      idx += (s[ds] == 1 ? 0 : k) * m;
-      m *= s[ds];
-    }
-  }
-  return idx;
 }
 
 // A condition of `dtype` with `n` elements, about half of them nonzero, and

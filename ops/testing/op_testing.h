@@ -85,6 +85,21 @@ inline std::unique_ptr<engine::Engine> MakeEngine() {
   return *engine::Engine::Create(o);
 }
 
+// Flat index into an input of shape `s` broadcast to `so`, for output element i.
+inline int64_t BroadcastIndex(int64_t i, const Shape& so, const Shape& s) {
+  int64_t rem = i, idx = 0, m = 1;
+  for (int d = so.rank() - 1; d >= 0; --d) {
+    const int64_t k = rem % so[d];
+    rem /= so[d];
+    const int ds = s.rank() - so.rank() + d;
+    if (ds >= 0) {
+      idx += (s[ds] == 1 ? 0 : k) * m;
+      m *= s[ds];
+    }
+  }
+  return idx;
+}
+
 // Uniform in [lo, hi), deterministic per seed.
 template <typename T>
 std::vector<T> RandomData(int64_t n, uint64_t seed, double lo = -1, double hi = 1) {
