@@ -77,6 +77,7 @@ inline constexpr char kFill[] = "fill";
 inline constexpr char kFlatten[] = "flatten";
 inline constexpr char kFloor[] = "floor";
 inline constexpr char kFullyConnected[] = "fully_connected";
+inline constexpr char kFusedConv2d[] = "fused_conv2d";
 inline constexpr char kGather[] = "gather";
 inline constexpr char kGatherElements[] = "gather_elements";
 inline constexpr char kGelu[] = "gelu";
@@ -201,6 +202,7 @@ inline constexpr const char* kAll[] = {
     kFlatten,
     kFloor,
     kFullyConnected,
+    kFusedConv2d,
     kGather,
     kGatherElements,
     kGelu,

@@ -10,6 +10,8 @@
 // model cannot be imported, bound or run, a data file cannot be read, or an
 // output differs from its reference; 2 for a usage error.
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -31,6 +33,7 @@
 #include "absl/time/time.h"
 #include "rill/base/status_macros.h"
 #include "rill/graph/executor.h"
+#include "rill/graph/optimize.h"
 #include "rill/graph/onnx/onnx_import.h"
 #include "rill/graph/onnx/onnx_tensor.h"
 #include "rill/platform/platform_manager.h"
@@ -48,6 +51,16 @@ ABSL_FLAG(int32_t, opt, 1,
           "graph optimization level: 1 = what Executor::Bind does by default (memory planning "
           "with in-place and reuse, nodes pushed in bulk segments); 0 = none of it (every entry "
           "its own buffer, one engine function per node)");
+ABSL_FLAG(std::string, optimize, "all",
+          "inference optimizer level (graph/optimize.h): none, basic (constant folding, identity "
+          "removal), extended (+ convolution fusions with bias, BatchNorm, residual add and "
+          "activation; GELU), all (+ constant filters kept in the DNN library's layout)");
+ABSL_FLAG(std::vector<std::string>, disable_rewrites, {},
+          "optimizer rewrites to turn off by name (fold_constants, remove_identity, "
+          "fold_conv_affine, fuse_conv_residual, fuse_conv_activation, fuse_gelu, "
+          "constant_filters)");
+ABSL_FLAG(std::string, dump_optimized, "",
+          "write the optimized graph (one line per node) and the optimizer's report to this file");
 ABSL_FLAG(std::vector<std::string>, input, {},
           "NAME=file.pb: feed graph input NAME from an ONNX TensorProto file (repeatable)");
 ABSL_FLAG(std::string, test_data, "",
@@ -73,7 +86,8 @@ constexpr char kUsage[] =
 time, the memory plan, latency percentiles and throughput; checks the outputs against
 references when given.
 Usage: rill-run model.onnx|DIR [--device=cpu|host:0|opencl:0|cuda:0] [--batch=N]
-         [--runs=N] [--warmup=N] [--opt=0|1] [--input=NAME=file.pb ...] [--test-data=DIR]
+         [--runs=N] [--warmup=N] [--opt=0|1] [--optimize=none|basic|extended|all]
+         [--disable-rewrites=a,b] [--dump-optimized=FILE] [--input=NAME=file.pb ...] [--test-data=DIR]
          [--compare=DIR_or_file] [--rtol=1e-3] [--atol=1e-4] [--json=out.json]
 DIR: a model-zoo directory holding model.onnx. Inputs come from --input, else the test
 data's input_<i>.pb (the i-th graph input that is not an initializer), else random values
@@ -135,6 +149,8 @@ struct Options {
   engine::Context context;
   int64_t batch = 0;
   int runs = 0, warmup = 0, opt = 1;
+  graph::OptimizeOptions optimize;
+  std::string dump_optimized;
   std::vector<std::pair<std::string, std::string>> inputs;  // NAME, file.
   std::string test_data, compare, json;
   double rtol = 0, atol = 0;
@@ -159,6 +175,11 @@ absl::StatusOr<Options> ReadOptions(const std::vector<char*>& positional) {
   o.runs = absl::GetFlag(FLAGS_runs);
   o.warmup = absl::GetFlag(FLAGS_warmup);
   o.opt = absl::GetFlag(FLAGS_opt);
+  absl::StatusOr<graph::OptLevel> level = graph::ParseOptLevel(absl::GetFlag(FLAGS_optimize));
+  if (!level.ok()) return absl::InvalidArgumentError(absl::StrCat("--optimize: ", level.status().message()));
+  o.optimize.level = *level;
+  o.optimize.disabled = absl::GetFlag(FLAGS_disable_rewrites);
+  o.dump_optimized = absl::GetFlag(FLAGS_dump_optimized);
   o.rtol = absl::GetFlag(FLAGS_rtol);
   o.atol = absl::GetFlag(FLAGS_atol);
   o.test_data = absl::GetFlag(FLAGS_test_data);
@@ -185,6 +206,7 @@ absl::StatusOr<Options> ReadOptions(const std::vector<char*>& positional) {
                         absl::StrCat("--device=", device, ": ", ctx.status().message()));
   }
   o.context = *ctx;
+  o.optimize.context = o.context;
   return o;
 }
 
@@ -343,10 +365,21 @@ std::optional<Failure> MakeArgs(const Options& o, const graph::OnnxModel& m, con
 }
 
 // --warmup then --runs passes, each waiting for every output.
+double CpuSeconds() {
+  struct rusage u;
+  if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
+  auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec * 1e-6; };
+  return s(u.ru_utime) + s(u.ru_stime);
+}
+
 std::optional<Failure> TimeRuns(const Options& o, graph::Executor& exec, RunReport& r) {
   absl::Time first = absl::Now();
+  double cpu_first = CpuSeconds();
   for (int i = 0; i < o.warmup + o.runs; ++i) {
-    if (i == o.warmup) first = absl::Now();
+    if (i == o.warmup) {
+      first = absl::Now();
+      cpu_first = CpuSeconds();
+    }
     const absl::Time start = absl::Now();
     absl::Status s = exec.Forward(/*is_train=*/false);
     for (const Tensor& y : exec.outputs()) {
@@ -357,6 +390,7 @@ std::optional<Failure> TimeRuns(const Options& o, graph::Executor& exec, RunRepo
     if (i >= o.warmup) r.latencies_ms.push_back(MsSince(start));
   }
   r.total_s = absl::ToDoubleSeconds(absl::Now() - first);
+  r.cpu_s = CpuSeconds() - cpu_first;
   return std::nullopt;
 }
 
@@ -386,6 +420,27 @@ std::optional<Failure> CheckOutputs(const Options& o, const graph::OnnxModel& m,
   return std::nullopt;
 }
 
+// The inference optimizer on the imported model, and its dump.
+std::optional<Failure> Optimize(const Options& o, graph::OnnxModel& m, RunReport& r) {
+  const absl::Time start = absl::Now();
+  absl::StatusOr<graph::OptimizeReport> done =
+      graph::OptimizeForInference(&m.graph, &m.initializers, o.optimize);
+  r.optimize_ms = MsSince(start);
+  if (!done.ok()) return Fail(kRunError, "cannot optimize: ", done.status());
+  r.optimize_level = graph::OptLevelName(o.optimize.level);
+  r.optimize = done->ToString();
+  if (!o.dump_optimized.empty()) {
+    std::ofstream f(o.dump_optimized, std::ios::binary | std::ios::trunc);
+    if (!(f << "# " << r.optimize << " (level " << r.optimize_level << ")\n"
+            << m.graph.ToString()) ||
+        !f.flush()) {
+      return Failure{kRunError, absl::StrCat("cannot write --dump-optimized file '",
+                                             o.dump_optimized, "'")};
+    }
+  }
+  return std::nullopt;
+}
+
 // Runs everything after the flags; the report is filled as far as it got.
 std::optional<Failure> Run(const Options& o, RunReport& r) {
   r.model = o.model;
@@ -404,6 +459,7 @@ std::optional<Failure> Run(const Options& o, RunReport& r) {
   }
   graph::OnnxModel m;
   if (auto f = Import(o, set, &m, r)) return f;
+  if (auto f = Optimize(o, m, r)) return f;
   absl::flat_hash_map<std::string, Tensor> args;
   if (auto f = MakeArgs(o, m, set, &args, r)) return f;
 

@@ -53,7 +53,10 @@ void PrintRunReport(const RunReport& r, std::FILE* out) {
   for (const RunReport::Input& in : r.inputs)
     absl::FPrintF(out, "input  %s: %s %s (%s)\n", in.name, DTypeName(in.dtype), in.shape.ToString(),
                   in.source);
-  absl::FPrintF(out, "import: %.2f ms\nbind: %.2f ms\n", r.import_ms, r.bind_ms);
+  absl::FPrintF(out, "import: %.2f ms\n", r.import_ms);
+  absl::FPrintF(out, "optimize (level %s): %.2f ms%s%s\n", r.optimize_level, r.optimize_ms,
+                r.optimize.empty() ? "" : ", ", r.optimize);
+  absl::FPrintF(out, "bind: %.2f ms\n", r.bind_ms);
   absl::FPrintF(out,
                 "memory plan: %s planned vs %s unshared (ratio %.3f; %d entries in %d blocks, %d "
                 "in place); %s bound (weights, inputs)\n",
@@ -66,6 +69,10 @@ void PrintRunReport(const RunReport& r, std::FILE* out) {
                 r.Percentile(0), r.Percentile(100));
   absl::FPrintF(out, "throughput: %.1f inferences/s (batch %d x %.2f runs/s)\n",
                 r.SamplesPerSecond(), r.batch, r.RunsPerSecond());
+  absl::FPrintF(out,
+                "cpu: %.2f cores busy on average (process CPU time %.3f s / wall %.3f s; spinning "
+                "threads count as busy)\n",
+                r.total_s > 0 ? r.cpu_s / r.total_s : 0, r.cpu_s, r.total_s);
   for (const RunReport::Output& o : r.outputs) {
     absl::FPrintF(out, "output %s: %s %s", o.name, DTypeName(o.dtype), o.shape.ToString());
     if (o.check) {
@@ -96,7 +103,11 @@ std::string RunReportJson(const RunReport& r) {
   j.Member("warmup", r.warmup);
   j.Member("runs", r.runs);
   j.Member("forward_nodes", r.forward_nodes);
+  j.Member("cpu_cores_busy", r.total_s > 0 ? r.cpu_s / r.total_s : 0);
   j.Member("import_ms", r.import_ms);
+  j.Member("optimize_level", r.optimize_level);
+  j.Member("optimize_ms", r.optimize_ms);
+  j.Member("optimize", r.optimize);
   j.Member("bind_ms", r.bind_ms);
   const graph::MemoryReport& m = r.memory;
   j.Key("memory");

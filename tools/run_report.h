@@ -49,10 +49,14 @@ struct RunReport {
   double rtol = 0, atol = 0;
   int forward_nodes = 0;
   double import_ms = 0;
+  double optimize_ms = 0;
+  std::string optimize_level = "none";
+  std::string optimize;  // OptimizeReport::ToString().
   double bind_ms = 0;
   graph::MemoryReport memory;
   std::vector<double> latencies_ms;  // One per timed run, in run order.
   double total_s = 0;                // Wall time of the timed runs.
+  double cpu_s = 0;                  // CPU time of the process (all threads) during them.
   std::vector<Input> inputs;
   std::vector<Output> outputs;
 

@@ -1,6 +1,7 @@
 // The nn ops: definitions, shape inference and gradients (see nn.h).
 
 #include "rill/ops/nn/nn.h"
+#include "rill/ops/nn/fused_conv.h"
 
 #include <string>
 #include <utility>
@@ -504,6 +505,7 @@ void RegisterNnOps(OpRegistry& r) {
                          .set_dtypes(kF32)
                          .set_infer_shape(ActivationShape)));
   RegisterNnLibraryKernels(r);
+  RegisterFusedConv(r);
   RegisterNnDeviceKernels(r);
 }
 

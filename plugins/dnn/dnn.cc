@@ -2,6 +2,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "rill/base/status_macros.h"
+#include "rill/executor/stream_executor.h"
+#include "rill/plugins/blas/blas.h"
 #include "rill/plugins/dnn/algorithm_selector.h"
 #include "rill/plugins/plugin_chain.h"
 #include "rill/plugins/plugin_check.h"
@@ -86,10 +88,11 @@ absl::Status CheckEpsilon(double epsilon) {
 
 absl::Status CheckConvolutionArgs(Stream* stream, ConvolutionKind kind, const ConvolutionArgs& a) {
   RILL_RETURN_IF_ERROR(CheckPluginStream(stream));
-  if (kind != ConvolutionKind::kForward && (!a.bias.is_null() || a.activation.has_value())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("a fused bias or activation is for forward convolutions only, not ",
-                     ConvolutionKindName(kind)));
+  if (kind != ConvolutionKind::kForward &&
+      (!a.bias.is_null() || a.activation.has_value() || !a.side_input.is_null())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a fused bias, side input or activation is for forward convolutions only, not ",
+        ConvolutionKindName(kind)));
   }
   if (a.activation.has_value()) RILL_RETURN_IF_ERROR(CheckActivation(*a.activation));
   RILL_RETURN_IF_ERROR(CheckConvolutionShape(a.shape));
@@ -101,6 +104,8 @@ absl::Status CheckConvolutionArgs(Stream* stream, ConvolutionKind kind, const Co
   RILL_RETURN_IF_ERROR(Buffer(stream, "input", a.input, a.shape.input));
   RILL_RETURN_IF_ERROR(CheckBuffer(stream, "filter", a.filter, a.shape.filter.Bytes()));
   RILL_RETURN_IF_ERROR(Buffer(stream, "output", a.output, a.shape.output));
+  if (!a.side_input.is_null())
+    RILL_RETURN_IF_ERROR(Buffer(stream, "side input", a.side_input, a.shape.output));
   if (!a.workspace.is_null())
     RILL_RETURN_IF_ERROR(CheckBuffer(stream, "workspace", a.workspace, 0));
   if (a.algorithm < 0 && a.algorithm != kDefaultAlgorithm && a.algorithm != kBestAlgorithm) {
@@ -114,9 +119,9 @@ absl::Status CheckConvolutionArgs(Stream* stream, ConvolutionKind kind, const Co
 }  // namespace
 
 absl::Status DnnSupport::Supports(const DnnOperation& op) const {
-  if (op.fused_bias || op.fused_activation.has_value()) {
-    return absl::UnimplementedError(
-        absl::StrCat(Name(), ": does not fuse a bias or activation into a convolution"));
+  if (op.fused_bias || op.fused_side_input || op.fused_activation.has_value()) {
+    return absl::UnimplementedError(absl::StrCat(
+        Name(), ": does not fuse a bias, side input or activation into a convolution"));
   }
   return absl::OkStatus();
 }
@@ -147,18 +152,20 @@ absl::Status DnnSupport::DispatchConvolution(Stream* stream, ConvolutionKind kin
     }
   }
   // The plugin: the first of the chain that runs the convolution (or the
-  // selector's), fused if it fuses the bias and activation.
+  // selector's), fused if it fuses the bias, side input and activation.
   DnnOperation op = DnnOperation::Of(kind, run);
-  const bool fused = op.fused_bias || op.fused_activation.has_value();
-  op.fused_bias = false;
+  const bool fused = op.fused_bias || op.fused_side_input || op.fused_activation.has_value();
+  op.fused_bias = op.fused_side_input = false;
   op.fused_activation.reset();
   if (dnn == nullptr) {
     RILL_ASSIGN_OR_RETURN(dnn, RouteCall(this, op));
   }
   if (!fused || dnn->Supports(DnnOperation::Of(kind, run)).ok())
     return dnn->Convolve(stream, kind, run);
-  // It does not fuse them: convolve, then add the bias and activate, each
-  // routed before anything runs, so that a missing step changes nothing.
+  // It does not fuse them: convolve, then add the bias and the side input
+  // and activate, each routed before anything runs, so that a missing step
+  // changes nothing. The side input is read before the convolution writes
+  // the output, which it may be: then it is copied aside first.
   const BiasAddArgs bias{args.shape.output, args.output, args.bias, args.output};
   const ActivationArgs activation{args.activation.value_or(ActivationDescriptor{}),
                                   args.shape.output, args.output, args.output};
@@ -172,8 +179,28 @@ absl::Status DnnSupport::DispatchConvolution(Stream* stream, ConvolutionKind kin
   }
   run.bias = DeviceMemoryBase();
   run.activation.reset();
+  run.side_input = DeviceMemoryBase();
+  DeviceMemoryBase side = args.side_input;
+  ScopedDeviceMemory<uint8_t> side_copy;
+  if (!side.is_null() && side.opaque() == args.output.opaque()) {
+    RILL_ASSIGN_OR_RETURN(side_copy,
+                          stream->parent()->AllocateOwnedArray<uint8_t>(args.shape.output.Bytes()));
+    DeviceMemoryBase to = *side_copy;
+    stream->ThenMemcpy(&to, side, args.shape.output.Bytes());
+    side = to;
+  }
   RILL_RETURN_IF_ERROR(dnn->Convolve(stream, kind, run));
   if (adder != nullptr) RILL_RETURN_IF_ERROR(adder->BiasAdd(stream, bias));
+  if (!side.is_null()) {
+    VectorArgs axpy;
+    axpy.type = args.shape.output.type;
+    axpy.n = args.shape.output.ElementCount();
+    axpy.alpha = 1;
+    axpy.x = side;
+    axpy.y = args.output;
+    stream->ThenBlasAxpy(axpy);  // side_copy's free waits for it.
+    if (!stream->ok()) return stream->status();
+  }
   if (activator != nullptr) RILL_RETURN_IF_ERROR(activator->Activate(stream, activation));
   return absl::OkStatus();
 }

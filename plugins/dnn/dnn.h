@@ -75,10 +75,21 @@ struct ConvolutionAlgorithm {
 // a failed allocation is ResourceExhausted). A non-null workspace that is
 // too small is InvalidArgument.
 //
-// Forward only, optionally fused: output = act(conv(input, filter) + bias)
-// with `bias` (output channels elements) and `activation`. Where the plugin
-// that runs the convolution does not fuse them (Supports() says), the call
-// is a convolution, a bias add and an activation on the same stream.
+// Forward only, optionally fused:
+//   output = act(conv(input, filter) + bias + side_input)
+// with `bias` (output channels elements), `side_input` (a tensor of the
+// output's shape and layout: a residual sum; it may be `output` itself) and
+// `activation`. Where the plugin that runs the convolution does not fuse
+// them (Supports() says), the call is a convolution, a bias add, an add of
+// the side input (the stream's BLAS axpy) and an activation on the same
+// stream.
+//
+// `filter_id`, when not 0, promises that every call with this id passes the
+// same filter bytes (a constant of a bound inference graph: see
+// ops/nn/fused_conv.h for where ids come from): a plugin may then keep the
+// filter in its own layout between calls (oneDNN's blocked weights) instead
+// of converting it each time. 0 (the default): the filter may change between
+// calls.
 struct ConvolutionArgs {
   ConvolutionShape shape;
   DeviceMemoryBase input, filter, output;
@@ -86,6 +97,8 @@ struct ConvolutionArgs {
   DeviceMemoryBase workspace = {};
   DeviceMemoryBase bias = {};                                     // Null: no bias.
   std::optional<ActivationDescriptor> activation = std::nullopt;  // Empty: none.
+  DeviceMemoryBase side_input = {};                               // Null: none.
+  uint64_t filter_id = 0;
 };
 
 // --- Other operations.
@@ -219,6 +232,7 @@ struct DnnOperation {
   ConvolutionDescriptor conv;             // Convolutions.
   int64_t algorithm = kDefaultAlgorithm;  // Convolutions.
   bool fused_bias = false;                // Forward convolution with bias.
+  bool fused_side_input = false;          // Forward convolution with a side input.
   std::optional<ActivationDescriptor> fused_activation;  // Forward convolution with activation.
   PoolingDescriptor pool;                                // Pooling.
   ActivationDescriptor activation;                       // Activations.

@@ -48,6 +48,7 @@ std::string DnnOperation::ToString() const {
       absl::StrAppend(&s, " filter ", filter.ToString(), " ", conv.ToString(), " -> ",
                       output.ToString());
       if (fused_bias) absl::StrAppend(&s, " + bias");
+      if (fused_side_input) absl::StrAppend(&s, " + side input");
       if (fused_activation.has_value()) absl::StrAppend(&s, " + ", fused_activation->ToString());
       break;
     case DnnOp::kPoolForward:
@@ -88,6 +89,7 @@ DnnOperation DnnOperation::Of(ConvolutionKind kind, const ConvolutionArgs& a) {
   o.algorithm = a.algorithm;
   if (kind == ConvolutionKind::kForward) {
     o.fused_bias = !a.bias.is_null();
+    o.fused_side_input = !a.side_input.is_null();
     o.fused_activation = a.activation;
   }
   return o;

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <exception>
 
@@ -274,5 +275,43 @@ void AppendKey(std::vector<int64_t>& key, const FilterDescriptor& f) {
   key.insert(key.end(), {f.output_channels, f.input_channels, f.height, f.width,
                          static_cast<int64_t>(f.layout), static_cast<int64_t>(f.type)});
 }
+
+namespace {
+std::atomic<uint64_t>& KeptBytes() {
+  static std::atomic<uint64_t> bytes{0};
+  return bytes;
+}
+}  // namespace
+
+ConstFilters::~ConstFilters() {
+  for (auto& [id, entry] : by_id_) {
+    std::free(entry.first);
+    KeptBytes().fetch_sub(entry.second, std::memory_order_relaxed);
+  }
+}
+
+const void* ConstFilters::Find(uint64_t id) {
+  MutexLock lock(&mu_);
+  auto it = by_id_.find(id);
+  return it == by_id_.end() ? nullptr : it->second.first;
+}
+
+const void* ConstFilters::Insert(uint64_t id, void* data, uint64_t bytes) {
+  MutexLock lock(&mu_);
+  auto it = by_id_.find(id);
+  if (it != by_id_.end()) {
+    std::free(data);
+    return it->second.first;
+  }
+  if (KeptBytes().fetch_add(bytes, std::memory_order_relaxed) + bytes > kBudgetBytes) {
+    KeptBytes().fetch_sub(bytes, std::memory_order_relaxed);
+    std::free(data);
+    return nullptr;
+  }
+  by_id_.emplace(id, std::make_pair(data, bytes));
+  return data;
+}
+
+uint64_t ConstFilters::BytesKept() { return KeptBytes().load(std::memory_order_relaxed); }
 
 }  // namespace rill::onednn

@@ -181,6 +181,13 @@ struct CachedPrimitive {
     uint64_t offset = 0;
   };
   std::vector<Staged> staged;
+  // Forward convolution with a side input and a staged output: the reorder
+  // of the side input from the caller's layout into the staged output,
+  // which the primitive's sum post-op reads.
+  Staged side_input;
+  // Forward convolution with a staged filter: the filters already converted
+  // to the staged layout, by ConvolutionArgs::filter_id.
+  std::shared_ptr<class ConstFilters> filters;
   // Convolution: the choice between this primitive (all threads) and its
   // one-thread twin; null when the thread count is fixed.
   std::shared_ptr<ThreadChoice> choice;
@@ -188,6 +195,29 @@ struct CachedPrimitive {
   // reorders (they run one after another from the workspace's start), then
   // the staged copies, each 64-byte aligned.
   uint64_t workspace_bytes = 0;
+};
+
+// Filters converted once to a primitive's layout, by the caller's filter
+// id (ConvolutionArgs::filter_id: the same id promises the same bytes).
+// The process keeps at most kBudgetBytes of them, over all primitives;
+// beyond that a filter is converted per call, as without an id. Entries live
+// as long as their primitive (the plugin's cache). Thread-safe.
+class ConstFilters {
+ public:
+  static constexpr uint64_t kBudgetBytes = uint64_t{1} << 30;
+  ~ConstFilters();
+  // The converted filter of `id`, or null.
+  const void* Find(uint64_t id);
+  // Keeps `bytes` bytes at `data` (from std::aligned_alloc; taken over) for
+  // `id`; returns the kept copy (an earlier one for `id` wins), or null when
+  // over the budget (then `data` is freed).
+  const void* Insert(uint64_t id, void* data, uint64_t bytes);
+  // Bytes kept now, all primitives.
+  static uint64_t BytesKept();
+
+ private:
+  Mutex mu_;
+  absl::flat_hash_map<uint64_t, std::pair<void*, uint64_t>> by_id_ ABSL_GUARDED_BY(mu_);
 };
 
 // The attributes every primitive is created with: user-managed scratchpad,

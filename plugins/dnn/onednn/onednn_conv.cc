@@ -1,9 +1,12 @@
 // OneDnn's convolutions: algorithms, primitive creation, workspace, timing.
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstring>
 #include <limits>
+#include <optional>
+#include <unordered_map>
 
 #include "absl/strings/str_cat.h"
 #include "rill/base/status_macros.h"
@@ -45,6 +48,51 @@ struct ConvMds {
   memory::dims strides, dilates, pad;
 };
 
+// What a forward convolution fuses: a bias, a sum with a side input (the
+// destination's prior content, oneDNN's sum post-op) and an activation
+// (an eltwise post-op after the sum).
+struct Fusion {
+  bool bias = false, sum = false;
+  std::optional<ActivationDescriptor> activation;
+  bool any() const { return bias || sum || activation.has_value(); }
+};
+
+Fusion FusionOf(const ConvolutionArgs& a) {
+  return {!a.bias.is_null(), !a.side_input.is_null(), a.activation};
+}
+
+dnnl::algorithm EltwiseOf(ActivationMode mode) {
+  switch (mode) {
+    case ActivationMode::kRelu:
+      return dnnl::algorithm::eltwise_relu;
+    case ActivationMode::kSigmoid:
+      return dnnl::algorithm::eltwise_logistic;
+    case ActivationMode::kTanh:
+      return dnnl::algorithm::eltwise_tanh;
+    case ActivationMode::kElu:
+      return dnnl::algorithm::eltwise_elu;
+    case ActivationMode::kClippedRelu:
+      return dnnl::algorithm::eltwise_clip;
+  }
+  return dnnl::algorithm::eltwise_relu;
+}
+
+// The user-scratchpad attributes with the fusion's post-ops.
+dnnl::primitive_attr FusedAttr(const Fusion& f) {
+  dnnl::primitive_attr attr = onednn::UserScratchpad();
+  dnnl::post_ops ops;
+  if (f.sum) ops.append_sum(1.f);
+  if (f.activation.has_value()) {
+    const ActivationDescriptor& a = *f.activation;
+    const float alpha = a.mode == ActivationMode::kElu ? static_cast<float>(a.coefficient) : 0.f;
+    const float beta = a.mode == ActivationMode::kClippedRelu ? static_cast<float>(a.coefficient)
+                                                              : 0.f;
+    ops.append_eltwise(1.f, EltwiseOf(a.mode), alpha, beta);
+  }
+  attr.set_post_ops(ops);
+  return attr;
+}
+
 // The caller's layouts (explicit strides).
 ConvMds Mds(const ConvolutionShape& s) {
   return {onednn::TensorMd(s.input),
@@ -67,7 +115,14 @@ ConvMds AnyMds(const ConvMds& m) {
 
 dnnl::convolution_forward::primitive_desc ForwardPd(const ConvMds& m, int64_t algorithm,
                                                     dnnl::prop_kind prop,
-                                                    const dnnl::primitive_attr& attr) {
+                                                    const dnnl::primitive_attr& attr,
+                                                    bool bias = false) {
+  if (bias) {
+    const memory::desc bias_md({m.dst.dims()[1]}, memory::data_type::f32, memory::format_tag::x);
+    dnnl::convolution_forward::desc d(prop, ToDnnl(algorithm), m.src, m.wei, bias_md, m.dst,
+                                      m.strides, m.dilates, m.pad, m.pad);
+    return dnnl::convolution_forward::primitive_desc(d, attr, **onednn::Engine());
+  }
   dnnl::convolution_forward::desc d(prop, ToDnnl(algorithm), m.src, m.wei, m.dst, m.strides,
                                     m.dilates, m.pad, m.pad);
   return dnnl::convolution_forward::primitive_desc(d, attr, **onednn::Engine());
@@ -109,6 +164,9 @@ CachedPrimitive Staged(const Pd& pd, dnnl::primitive primitive,
     }
     c.staged.push_back(std::move(st));
   }
+  if (c.staged.size() == 3 && c.staged[1].reorder) {
+    c.filters = std::make_shared<onednn::ConstFilters>();
+  }
   scratch = RoundUp64(scratch);
   for (CachedPrimitive::Staged& st : c.staged) st.offset += scratch;
   c.workspace_bytes = scratch + staged;
@@ -119,15 +177,34 @@ CachedPrimitive Staged(const Pd& pd, dnnl::primitive primitive,
 // format_tag::any), staged against the caller's `m`. Throws dnnl::error when
 // oneDNN has no implementation.
 CachedPrimitive MakeConvolutionWith(ConvolutionKind kind, const ConvMds& m, const ConvMds& io,
-                                    int64_t algorithm) {
+                                    int64_t algorithm, const Fusion& fusion) {
   const std::vector<memory::desc> user = {m.src, m.wei, m.dst};
   const dnnl::primitive_attr attr = onednn::UserScratchpad();
   const dnnl::engine& engine = **onednn::Engine();
   switch (kind) {
     case ConvolutionKind::kForward: {
-      auto pd = ForwardPd(io, algorithm, dnnl::prop_kind::forward_inference, attr);
-      return Staged(pd, dnnl::convolution_forward(pd), user,
-                    {pd.src_desc(), pd.weights_desc(), pd.dst_desc()}, {false, false, true});
+      auto pd = ForwardPd(io, algorithm, dnnl::prop_kind::forward_inference, FusedAttr(fusion),
+                          fusion.bias);
+      CachedPrimitive c =
+          Staged(pd, dnnl::convolution_forward(pd), user,
+                 {pd.src_desc(), pd.weights_desc(), pd.dst_desc()}, {false, false, true});
+      if (fusion.sum && c.staged[2].reorder) {
+        // The side input goes into the staged output before the primitive.
+        dnnl::reorder::primitive_desc r(engine, m.dst, engine, pd.dst_desc(),
+                                        onednn::UserScratchpad());
+        c.side_input.reorder = dnnl::reorder(r);
+        c.side_input.reorder_scratchpad_md = r.scratchpad_desc();
+        // Its scratchpad is the workspace's start, before the staged copies.
+        uint64_t region = c.workspace_bytes;
+        for (const CachedPrimitive::Staged& st : c.staged)
+          if (st.reorder) region = std::min(region, st.offset);
+        const uint64_t need = RoundUp64(r.scratchpad_desc().get_size());
+        if (need > region) {
+          for (CachedPrimitive::Staged& st : c.staged) st.offset += need - region;
+          c.workspace_bytes += need - region;
+        }
+      }
+      return c;
     }
     case ConvolutionKind::kBackwardData: {
       auto hint =
@@ -174,11 +251,11 @@ bool PadsChannels(const CachedPrimitive& c) {
 // (bench/dnn_bench conv1x1, 256 -> 64 channels at 56x56). Throws dnnl::error
 // when oneDNN has no implementation.
 CachedPrimitive MakeConvolution(ConvolutionKind kind, const ConvolutionShape& shape,
-                                int64_t algorithm) {
+                                int64_t algorithm, const Fusion& fusion) {
   const ConvMds m = Mds(shape);
   if (shape.filter.height == 1 && shape.filter.width == 1) {
     try {
-      CachedPrimitive plain = MakeConvolutionWith(kind, m, m, algorithm);
+      CachedPrimitive plain = MakeConvolutionWith(kind, m, m, algorithm, fusion);
       // oneDNN's reference kernels are its last resort (NHWC 1x1 forward
       // got "ref:any", 5000x slower than gemm): let it choose layouts then.
       if (plain.implementation.rfind("ref", 0) != 0) return plain;
@@ -186,10 +263,10 @@ CachedPrimitive MakeConvolution(ConvolutionKind kind, const ConvolutionShape& sh
       // No implementation on the caller's layouts: let oneDNN choose.
     }
   }
-  CachedPrimitive c = MakeConvolutionWith(kind, m, AnyMds(m), algorithm);
+  CachedPrimitive c = MakeConvolutionWith(kind, m, AnyMds(m), algorithm, fusion);
   if (!PadsChannels(c)) return c;
   try {
-    return MakeConvolutionWith(kind, m, m, algorithm);
+    return MakeConvolutionWith(kind, m, m, algorithm, fusion);
   } catch (const dnnl::error&) {
     return c;  // No implementation on the caller's layouts: keep the padded one.
   }
@@ -199,8 +276,14 @@ CachedPrimitive MakeConvolution(ConvolutionKind kind, const ConvolutionShape& sh
 // oneDNN fixes its team size then), cached by every shape parameter.
 absl::StatusOr<std::shared_ptr<const CachedPrimitive>> ConvolutionPrimitive(
     onednn::PrimitiveCache& cache, ConvolutionKind kind, const ConvolutionShape& shape,
-    int64_t algorithm, int threads, bool with_choice) {
+    int64_t algorithm, int threads, bool with_choice, const Fusion& fusion) {
   std::vector<int64_t> key = {kOpConvolution, static_cast<int64_t>(kind), algorithm, threads};
+  if (fusion.any()) {
+    const ActivationDescriptor act = fusion.activation.value_or(ActivationDescriptor{});
+    key.insert(key.end(), {fusion.bias, fusion.sum, fusion.activation.has_value(),
+                           static_cast<int64_t>(act.mode),
+                           static_cast<int64_t>(std::bit_cast<uint64_t>(act.coefficient))});
+  }
   onednn::AppendKey(key, shape.input);
   onednn::AppendKey(key, shape.filter);
   onednn::AppendKey(key, shape.output);
@@ -210,7 +293,7 @@ absl::StatusOr<std::shared_ptr<const CachedPrimitive>> ConvolutionPrimitive(
   absl::StatusOr<std::shared_ptr<const CachedPrimitive>> made =
       cache.GetOrCreate(key, "onednn convolution", [&] {
         onednn::ScopedThreads scope(threads);
-        CachedPrimitive made = MakeConvolution(kind, shape, algorithm);
+        CachedPrimitive made = MakeConvolution(kind, shape, algorithm, fusion);
         if (with_choice) made.choice = std::make_shared<onednn::ThreadChoice>();
         return made;
       });
@@ -232,15 +315,17 @@ struct ConvVariants {
 };
 
 absl::StatusOr<ConvVariants> Variants(onednn::PrimitiveCache& cache, ConvolutionKind kind,
-                                      const ConvolutionShape& shape, int64_t algorithm) {
+                                      const ConvolutionShape& shape, int64_t algorithm,
+                                      const Fusion& fusion = {}) {
   const int threads = onednn::PluginThreads();
   const bool adaptive = onednn::ThreadsAdjustable() && !onednn::ThreadsFixed() && threads > 1;
   ConvVariants v;
   RILL_ASSIGN_OR_RETURN(v.all,
-                        ConvolutionPrimitive(cache, kind, shape, algorithm, threads, adaptive));
+                        ConvolutionPrimitive(cache, kind, shape, algorithm, threads, adaptive, fusion));
   v.workspace_bytes = v.all->workspace_bytes;
   if (adaptive) {
-    RILL_ASSIGN_OR_RETURN(v.one, ConvolutionPrimitive(cache, kind, shape, algorithm, 1, false));
+    RILL_ASSIGN_OR_RETURN(v.one,
+                          ConvolutionPrimitive(cache, kind, shape, algorithm, 1, false, fusion));
     v.workspace_bytes = std::max(v.workspace_bytes, v.one->workspace_bytes);
   }
   return v;
@@ -253,47 +338,98 @@ absl::Status CheckAlgorithmId(int64_t id) {
                    " is not offered by onednn (it offers 0 auto, 1 direct, 2 winograd)"));
 }
 
+// The buffers of one call: the caller's tensors, the workspace (the
+// primitive's workspace_bytes) and, for a forward convolution, what it fuses.
+struct ConvCall {
+  void* input = nullptr;
+  void* filter = nullptr;
+  void* output = nullptr;
+  void* workspace = nullptr;
+  const void* bias = nullptr;        // Fusion::bias.
+  const void* side_input = nullptr;  // Fusion::sum; may be `output`.
+  uint64_t filter_id = 0;            // ConvolutionArgs::filter_id.
+};
+
+// The filter in the primitive's staged layout: the one kept for the call's
+// filter id, else converted now (into the workspace, or kept for the id).
+memory StagedFilter(const CachedPrimitive& p, const ConvCall& c, char* base) {
+  const CachedPrimitive::Staged& st = p.staged[1];
+  const memory user = onednn::Wrap(p.mds[1], c.filter);
+  if (c.filter_id != 0 && p.filters != nullptr) {
+    if (const void* kept = p.filters->Find(c.filter_id)) return onednn::Wrap(st.md, kept);
+    const uint64_t bytes = RoundUp64(st.md.get_size());
+    if (void* data = std::aligned_alloc(64, bytes)) {
+      onednn::Execute(st.reorder, {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, onednn::Wrap(st.md, data)}},
+                      st.reorder_scratchpad_md, c.workspace);
+      if (const void* kept = p.filters->Insert(c.filter_id, data, bytes)) {
+        return onednn::Wrap(st.md, kept);
+      }
+    }
+  }
+  memory m = onednn::Wrap(st.md, base + st.offset);
+  onednn::Execute(st.reorder, {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, m}}, st.reorder_scratchpad_md,
+                  c.workspace);
+  return m;
+}
+
 // Runs one convolution with the primitive's argument roles for `kind`:
-// inputs reordered into their staged copies, the convolution, outputs
-// reordered back. `workspace` holds p.workspace_bytes.
-void RunConvolution(const CachedPrimitive& p, ConvolutionKind kind, void* input, void* filter,
-                    void* output, void* workspace) {
-  void* const user[3] = {input, filter, output};
+// inputs reordered into their staged copies, the side input into the
+// output (staged or the caller's), the convolution, outputs reordered back.
+void RunConvolution(const CachedPrimitive& p, ConvolutionKind kind, const ConvCall& c) {
+  void* const user[3] = {c.input, c.filter, c.output};
   const int output_role = kind == ConvolutionKind::kForward        ? 2
                           : kind == ConvolutionKind::kBackwardData ? 0
                                                                    : 1;
-  char* const base = static_cast<char*>(workspace);
+  char* const base = static_cast<char*>(c.workspace);
   memory m[3];
   for (int i = 0; i < 3; ++i) {
     const CachedPrimitive::Staged& st = p.staged[i];
     if (!st.reorder) {
       m[i] = onednn::Wrap(p.mds[i], user[i]);
-      continue;
-    }
-    m[i] = onednn::Wrap(st.md, base + st.offset);
-    if (i != output_role) {
-      onednn::Execute(st.reorder,
-                      {{DNNL_ARG_FROM, onednn::Wrap(p.mds[i], user[i])}, {DNNL_ARG_TO, m[i]}},
-                      st.reorder_scratchpad_md, workspace);
+    } else if (i == 1 && kind == ConvolutionKind::kForward) {
+      m[i] = StagedFilter(p, c, base);
+    } else {
+      m[i] = onednn::Wrap(st.md, base + st.offset);
+      if (i != output_role) {
+        onednn::Execute(st.reorder,
+                        {{DNNL_ARG_FROM, onednn::Wrap(p.mds[i], user[i])}, {DNNL_ARG_TO, m[i]}},
+                        st.reorder_scratchpad_md, c.workspace);
+      }
     }
   }
   switch (kind) {
-    case ConvolutionKind::kForward:
-      onednn::Execute(p.primitive,
-                      {{DNNL_ARG_SRC, m[0]}, {DNNL_ARG_WEIGHTS, m[1]}, {DNNL_ARG_DST, m[2]}},
-                      p.scratchpad_md, workspace);
+    case ConvolutionKind::kForward: {
+      if (c.side_input != nullptr) {
+        if (p.side_input.reorder) {
+          onednn::Execute(p.side_input.reorder,
+                          {{DNNL_ARG_FROM, onednn::Wrap(p.mds[2], c.side_input)},
+                           {DNNL_ARG_TO, m[2]}},
+                          p.side_input.reorder_scratchpad_md, c.workspace);
+        } else if (c.side_input != c.output) {
+          std::memcpy(c.output, c.side_input, p.mds[2].get_size());
+        }
+      }
+      std::unordered_map<int, memory> args = {
+          {DNNL_ARG_SRC, m[0]}, {DNNL_ARG_WEIGHTS, m[1]}, {DNNL_ARG_DST, m[2]}};
+      if (c.bias != nullptr) {
+        args[DNNL_ARG_BIAS] = onednn::Wrap(
+            memory::desc({p.mds[2].dims()[1]}, memory::data_type::f32, memory::format_tag::x),
+            c.bias);
+      }
+      onednn::Execute(p.primitive, std::move(args), p.scratchpad_md, c.workspace);
       break;
+    }
     case ConvolutionKind::kBackwardData:
       onednn::Execute(
           p.primitive,
           {{DNNL_ARG_DIFF_SRC, m[0]}, {DNNL_ARG_WEIGHTS, m[1]}, {DNNL_ARG_DIFF_DST, m[2]}},
-          p.scratchpad_md, workspace);
+          p.scratchpad_md, c.workspace);
       break;
     case ConvolutionKind::kBackwardFilter:
       onednn::Execute(
           p.primitive,
           {{DNNL_ARG_SRC, m[0]}, {DNNL_ARG_DIFF_WEIGHTS, m[1]}, {DNNL_ARG_DIFF_DST, m[2]}},
-          p.scratchpad_md, workspace);
+          p.scratchpad_md, c.workspace);
       break;
   }
   const CachedPrimitive::Staged& out = p.staged[output_role];
@@ -301,7 +437,7 @@ void RunConvolution(const CachedPrimitive& p, ConvolutionKind kind, void* input,
     onednn::Execute(out.reorder,
                     {{DNNL_ARG_FROM, m[output_role]},
                      {DNNL_ARG_TO, onednn::Wrap(p.mds[output_role], user[output_role])}},
-                    out.reorder_scratchpad_md, workspace);
+                    out.reorder_scratchpad_md, c.workspace);
   }
 }
 
@@ -309,23 +445,22 @@ void RunConvolution(const CachedPrimitive& p, ConvolutionKind kind, void* input,
 // count, and records the time. While another host library call runs
 // (platform/host/host_thread_budget.h), the one-thread variant runs,
 // untimed: the cores are shared.
-void RunVariant(const ConvVariants& v, ConvolutionKind kind, void* input, void* filter,
-                void* output, void* workspace) {
+void RunVariant(const ConvVariants& v, ConvolutionKind kind, const ConvCall& c) {
   HostComputeScope budget;
   if (v.one == nullptr) {
     onednn::ScopedThreads scope(onednn::PluginThreads());
-    RunConvolution(*v.all, kind, input, filter, output, workspace);
+    RunConvolution(*v.all, kind, c);
     return;
   }
   if (budget.Share(onednn::PluginThreads()) == 1) {
     onednn::ScopedThreads scope(1);
-    RunConvolution(*v.one, kind, input, filter, output, workspace);
+    RunConvolution(*v.one, kind, c);
     return;
   }
   const int variant = v.all->choice->Pick();
   onednn::ScopedThreads scope(variant == 0 ? onednn::PluginThreads() : 1);
   const auto start = std::chrono::steady_clock::now();
-  RunConvolution(variant == 0 ? *v.all : *v.one, kind, input, filter, output, workspace);
+  RunConvolution(variant == 0 ? *v.all : *v.one, kind, c);
   v.all->choice->Record(
       variant, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
@@ -402,7 +537,8 @@ absl::StatusOr<ConvolutionAlgorithm> OneDnn::TimeAlgorithms(ConvolutionKind kind
     for (int run = 0; run < 3; ++run) {
       const auto start = std::chrono::steady_clock::now();
       RILL_RETURN_IF_ERROR(onednn::Guard("onednn: timing a convolution", [&] {
-        RunConvolution(*v.all, kind, input.data, filter.data, output.data, workspace.data);
+        RunConvolution(*v.all, kind,
+                       ConvCall{input.data, filter.data, output.data, workspace.data});
       }));
       if (run > 0)
         seconds = std::min(
@@ -432,7 +568,8 @@ absl::Status OneDnn::Convolve(Stream* stream, ConvolutionKind kind, const Convol
     algorithm = kAuto;
   }
   RILL_RETURN_IF_ERROR(CheckAlgorithmId(algorithm));
-  RILL_ASSIGN_OR_RETURN(ConvVariants v, Variants(*cache_, kind, a.shape, algorithm));
+  RILL_ASSIGN_OR_RETURN(ConvVariants v,
+                        Variants(*cache_, kind, a.shape, algorithm, FusionOf(a)));
   const uint64_t need = v.workspace_bytes;
   ScopedDeviceMemory<uint8_t> owned;
   void* workspace = nullptr;
@@ -448,11 +585,14 @@ absl::Status OneDnn::Convolve(Stream* stream, ConvolutionKind kind, const Convol
     RILL_ASSIGN_OR_RETURN(owned, executor_->AllocateOwnedArray<uint8_t>(need));
     workspace = HostPointer(*owned);
   }
-  return onednn::EnqueueDnn(
-      executor_, stream, "onednn convolution",
-      [v = std::move(v), kind, input = HostPointer(a.input), filter = HostPointer(a.filter),
-       output = HostPointer(a.output), workspace,
-       owned = std::move(owned)] { RunVariant(v, kind, input, filter, output, workspace); });
+  ConvCall call{HostPointer(a.input), HostPointer(a.filter), HostPointer(a.output), workspace};
+  if (!a.bias.is_null()) call.bias = HostPointer(a.bias);
+  if (!a.side_input.is_null()) call.side_input = HostPointer(a.side_input);
+  call.filter_id = a.filter_id;
+  return onednn::EnqueueDnn(executor_, stream, "onednn convolution",
+                            [v = std::move(v), kind, call, owned = std::move(owned)] {
+                              RunVariant(v, kind, call);
+                            });
 }
 
 }  // namespace rill

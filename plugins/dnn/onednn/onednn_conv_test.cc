@@ -9,6 +9,7 @@
 // which any reordering (gemm, winograd excepted) stays within. Winograd
 // transforms amplify rounding, so it gets 100x that.
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -261,6 +262,63 @@ TEST_P(OneDnnConvTest, RepeatedCallsAgreeOnEitherThreadCount) {
     ASSERT_TRUE(IsOk(stream_->BlockHostUntilDone()));
     ASSERT_TRUE(Matches("y", Download(y), want)) << "call " << call;
   }
+}
+
+// act(conv + bias[c] + side) for an NCHW output, from the plain reference.
+Reference Fused(const ConvolutionShape& shape, const Reference& conv, const std::vector<float>& bias,
+                const std::vector<float>& side, const ActivationDescriptor& act) {
+  Reference r = conv;
+  const int64_t hw = shape.output.h * shape.output.w;
+  for (size_t i = 0; i < r.value.size(); ++i) {
+    const double b = bias[(i / hw) % shape.output.c];
+    double v = r.value[i] + b + side[i];
+    r.scale[i] += std::fabs(b) + std::fabs(side[i]);
+    if (act.mode == ActivationMode::kRelu) v = std::max(v, 0.0);
+    if (act.mode == ActivationMode::kClippedRelu) v = std::min(std::max(v, 0.0), act.coefficient);
+    r.value[i] = v;
+  }
+  return r;
+}
+
+// Bias, side input (sum post-op) and activation fused into one primitive,
+// for blocked and plain layouts, the side input also in place in the
+// output; a filter id keeps the converted filter, and a new id with other
+// weights is not served the kept one.
+TEST_P(OneDnnConvTest, FusedBiasSideInputActivationAndConstantFilters) {
+  const std::vector<Case> cases = Cases();
+  for (size_t k = 0; k < cases.size(); ++k) {
+    const Case& c = cases[k];
+    const ConvolutionShape shape{c.input, c.filter, c.conv,
+                                 Must(ConvolutionOutput(c.input, c.filter, c.conv))};
+    SCOPED_TRACE(c.name);
+    const int64_t n = shape.output.ElementCount();
+    const std::vector<float> x = RandomFloats(shape.input.ElementCount(), 21);
+    const std::vector<float> w = RandomFloats(shape.filter.ElementCount(), 22);
+    const std::vector<float> w2 = RandomFloats(shape.filter.ElementCount(), 25);
+    const std::vector<float> b = RandomFloats(shape.output.c, 23);
+    const std::vector<float> side = RandomFloats(n, 24);
+    DeviceMemory<float> dx = Upload(x), dw = Upload(w), dw2 = Upload(w2), db = Upload(b);
+    const uint64_t id = 1000 + 2 * k;
+    for (ActivationDescriptor act : {ActivationDescriptor{ActivationMode::kRelu},
+                                     ActivationDescriptor{ActivationMode::kClippedRelu, 0.5}}) {
+      for (int call = 0; call < 3; ++call) {
+        const bool in_place = call == 1, other = call == 2;
+        DeviceMemory<float> ds = Upload(side);
+        DeviceMemory<float> y = in_place ? ds : Output(n);
+        ConvolutionArgs args{shape, dx, other ? dw2 : dw, y, kDefaultAlgorithm, {}};
+        args.bias = db;
+        args.side_input = ds;
+        args.activation = act;
+        args.filter_id = other ? id + 1 : id;
+        stream_->ThenConvolve(args);
+        ASSERT_TRUE(IsOk(stream_->BlockHostUntilDone()));
+        EXPECT_TRUE(Matches("y", Download(y),
+                            Fused(shape, Forward(shape, x, other ? w2 : w), b, side, act)))
+            << act.ToString() << " call " << call;
+      }
+    }
+  }
+  EXPECT_GT(onednn::ConstFilters::BytesKept(), 0u);
 }
 
 TEST(ThreadChoiceTest, TriesBothThenTheFasterAndRetriesTheSlower) {

@@ -123,6 +123,14 @@ absl::Status OneDnn::Supports(const DnnOperation& op) const {
   if (op.op == DnnOp::kLrn && op.lrn.size % 2 == 0) {
     return absl::UnimplementedError(absl::StrCat("onednn: lrn of even size ", op.lrn.size));
   }
+  if (op.op == DnnOp::kConvolveForward) {
+    // A bias, a side input (sum post-op) and every activation mode
+    // (eltwise post-op) fuse into the convolution primitive.
+    DnnOperation plain = op;
+    plain.fused_bias = plain.fused_side_input = false;
+    plain.fused_activation.reset();
+    return DnnSupport::Supports(plain);
+  }
   return DnnSupport::Supports(op);
 }
 

@@ -96,6 +96,7 @@ absl::Status SupportsConvolution(const DnnOperation& op) {
   RILL_RETURN_IF_ERROR(Fits32("filter height", op.filter.height));
   RILL_RETURN_IF_ERROR(Fits32("filter width", op.filter.width));
   if (op.fused_activation.has_value()) RILL_RETURN_IF_ERROR(SupportsFused(*op.fused_activation));
+  if (op.fused_side_input) return No("a fused side input (DnnSupport adds it after)");
   return absl::OkStatus();
 }
 
