@@ -16,6 +16,7 @@
 #include "rill/graph/onnx/onnx_tensor.h"
 #include "rill/ops/elementwise/elementwise.h"
 #include "rill/ops/init/init.h"
+#include "rill/ops/nn/fused_conv.h"
 #include "rill/ops/nn/nn.h"
 #include "rill/ops/op_names.h"
 #include "rill/ops/reduce/reduce.h"
@@ -272,6 +273,44 @@ absl::Status Conv(X& x) {
   return absl::OkStatus();
 }
 
+// fused_conv2d (the optimizer's): Conv with its bias, then the residual
+// Add and the activation as their own nodes.
+absl::Status FusedConv(X& x) {
+  const auto& p = x.Params<ops::FusedConvParams>();
+  const std::vector<int64_t> pad = Pair(p.pad, 0);
+  const Shape& w = *x.InType(1).shape;
+  const bool act = !p.act.empty();
+  if (act && p.act != "relu" && p.act != "clipped_relu" && p.act != "sigmoid" && p.act != "tanh")
+    return X::Unsupported(absl::StrCat("act '", p.act, "'"));
+  const std::vector<std::string> in = {x.In(0), x.In(1), x.In(2)};
+  onnx::NodeProto* n = nullptr;
+  std::string y;
+  if (!act && !p.residual) {
+    n = x.Emit("Conv", in, {x.Out(0)});
+  } else {
+    y = x.Tmp("Conv", in, &n);
+  }
+  AddIntsAttr(n, "kernel_shape", {w[2], w[3]});
+  AddIntsAttr(n, "strides", Pair(p.stride, 1));
+  AddIntsAttr(n, "pads", {pad[0], pad[1], pad[0], pad[1]});
+  AddIntsAttr(n, "dilations", Pair(p.dilation, 1));
+  AddIntAttr(n, "group", p.num_group);
+  if (p.residual) {
+    if (!act) {
+      x.Emit("Add", {y, x.In(3)}, {x.Out(0)});
+      return absl::OkStatus();
+    }
+    y = x.Tmp("Add", {y, x.In(3)});
+  }
+  if (!act) return absl::OkStatus();
+  if (p.act == "clipped_relu") {
+    x.Emit("Clip", {y, x.Scalar(0, DType::kF32), x.Scalar(p.clip, DType::kF32)}, {x.Out(0)});
+  } else {
+    x.Emit(p.act == "relu" ? "Relu" : p.act == "sigmoid" ? "Sigmoid" : "Tanh", {y}, {x.Out(0)});
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Pool(X& x) {
   const auto& p = x.Params<ops::PoolParams>();
   if (p.pool_type != "max" && p.pool_type != "avg") {
@@ -473,6 +512,7 @@ const std::map<std::string, ExportFn, std::less<>>& Table() {
       {op_names::kFlatten, Flatten},
       {op_names::kFloor, Same<kFloor>},
       {op_names::kFullyConnected, FullyConnected},
+      {op_names::kFusedConv2d, FusedConv},
       {op_names::kGather, Gather},
       {op_names::kGatherElements, GatherElements},
       {op_names::kGreater, Compare<kGreater>},
