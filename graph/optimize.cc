@@ -39,6 +39,9 @@ constexpr RewriteInfo kRewrites[] = {
     {"constant_filters", OptLevel::kAll,
      "convolutions with constant weights get a filter id: the DNN plugin converts the weight "
      "to its layout once"},
+    {"nhwc_layout", OptLevel::kAll,
+     "those convolutions compute in NHWC: consecutive ones hand each other their tensors "
+     "with no conversion; transposes only where another op reads"},
 };
 
 int CountOps(const Graph& g) {
@@ -316,6 +319,7 @@ absl::StatusOr<OptimizeReport> OptimizeForInference(
       {internal::FuseConvolutions,
        {"fold_conv_affine", "fuse_conv_residual", "fuse_conv_activation", "constant_filters"}},
       {internal::FuseGelu, {"fuse_gelu"}},
+      {internal::ToNhwc, {"nhwc_layout"}},
   };
   for (const auto& [pass, names] : passes) {
     bool any = false;

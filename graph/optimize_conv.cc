@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -261,8 +262,98 @@ class ConvFuser {
   absl::flat_hash_map<Entry, Pending> pending_;
 };
 
+// Every fused_conv2d with a constant filter that reads or feeds another in
+// NHWC (a lone one would only gain two transposes): an input not made by
+// one is transposed once (shared by its readers), an output read by
+// anything but one is transposed back once.
+class NhwcRewriter {
+ public:
+  NhwcRewriter(Rebuild& r, PassContext& pc) : r_(r), pc_(pc) {
+    for (int id : r_.order()) {
+      if (!Candidate(id)) continue;
+      const Node& node = r_.in().node(id);
+      for (size_t i = 0; i < node.inputs.size(); i += 3) {  // Data and residual.
+        if (Candidate(node.inputs[i].node)) {
+          chained_.insert(id);
+          chained_.insert(node.inputs[i].node);
+        }
+      }
+    }
+    r_.hook = [this](Entry old) -> std::optional<Entry> {
+      auto it = conv_out_.find(old);
+      if (it == conv_out_.end()) return std::nullopt;
+      auto made = nchw_.find(old);
+      if (made != nchw_.end()) return made->second;
+      const Entry e = Transpose(it->second, "(0, 3, 1, 2)", "/to_nchw", old);
+      nchw_[old] = e;
+      r_.Set(old, e);  // For Finish, after the hook is gone.
+      return e;
+    };
+  }
+  ~NhwcRewriter() { r_.hook = nullptr; }
+
+  absl::Status Run() {
+    for (int id : r_.order()) {
+      const Node& node = r_.in().node(id);
+      if (node.is_variable()) continue;
+      if (!Convert(id)) r_.Copy(id);
+    }
+    for (const Entry& e : r_.in().outputs()) r_.Map(e);
+    return absl::OkStatus();
+  }
+
+ private:
+  Entry Transpose(Entry now, const char* axes, const char* suffix, Entry old) {
+    const Node& n = r_.in().node(old.node);
+    return r_.out().Op1(n::kTranspose, {now}, {{"axes", axes}}, r_.UniqueName(n.name + suffix),
+                        n.group);
+  }
+
+  // The NHWC form of old entry `e`.
+  Entry Nhwc(Entry e) {
+    if (auto it = conv_out_.find(e); it != conv_out_.end()) return it->second;
+    if (auto it = nhwc_in_.find(e); it != nhwc_in_.end()) return it->second;
+    const Entry t = Transpose(r_.Map(e), "(0, 2, 3, 1)", "/to_nhwc", e);
+    nhwc_in_[e] = t;
+    return t;
+  }
+
+  bool Candidate(int id) const {
+    const Node& node = r_.in().node(id);
+    if (node.is_variable() || node.op->name() != n::kFusedConv2d) return false;
+    const auto& p = *static_cast<const ops::FusedConvParams*>(node.params.get());
+    return p.layout == "NCHW" && p.filter_id != 0;
+  }
+
+  bool Convert(int id) {
+    if (!chained_.contains(id)) return false;
+    const Node& node = r_.in().node(id);
+    const auto& p = *static_cast<const ops::FusedConvParams*>(node.params.get());
+    std::vector<Entry> inputs = {Nhwc(node.inputs[0]), r_.Map(node.inputs[1]),
+                                 r_.Map(node.inputs[2])};
+    if (p.residual) inputs.push_back(Nhwc(node.inputs[3]));
+    ops::Attrs attrs;
+    for (const auto& a : node.attrs)
+      if (a.first != "layout") attrs.push_back(a);
+    attrs.emplace_back("layout", "NHWC");
+    conv_out_[Entry{id, 0}] =
+        r_.out().Op1(n::kFusedConv2d, std::move(inputs), attrs, node.name, node.group);
+    pc_.Count("nhwc_layout");
+    return true;
+  }
+
+  Rebuild& r_;
+  PassContext& pc_;
+  absl::flat_hash_set<int> chained_;             // Old conv nodes to convert.
+  absl::flat_hash_map<Entry, Entry> conv_out_;  // Old conv output -> new NHWC entry.
+  absl::flat_hash_map<Entry, Entry> nhwc_in_;   // Old NCHW entry -> its transpose.
+  absl::flat_hash_map<Entry, Entry> nchw_;      // Old conv output -> transposed back.
+};
+
 }  // namespace
 
 absl::Status FuseConvolutions(Rebuild& r, PassContext& pc) { return ConvFuser(r, pc).Run(); }
+
+absl::Status ToNhwc(Rebuild& r, PassContext& pc) { return NhwcRewriter(r, pc).Run(); }
 
 }  // namespace rill::graph::internal

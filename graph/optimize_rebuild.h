@@ -88,6 +88,8 @@ absl::Status FoldAndClean(Rebuild& r, PassContext& pc);
 absl::Status FuseConvolutions(Rebuild& r, PassContext& pc);
 // fuse_gelu.
 absl::Status FuseGelu(Rebuild& r, PassContext& pc);
+// nhwc_layout.
+absl::Status ToNhwc(Rebuild& r, PassContext& pc);
 
 // The scalar value of old entry `e` when it is a constant of one element.
 std::optional<double> ScalarConst(const Rebuild& r, Entry e);

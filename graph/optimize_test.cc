@@ -105,7 +105,9 @@ TEST_P(OptimizeTest, ConvBiasBatchNormResidualReluBecomeOneFusedConvolution) {
                                                       Pair("fuse_conv_residual", 1),
                                                       Pair("fuse_conv_activation", 1)));
     }
-    if (l == OptLevel::kAll && Fuses()) EXPECT_THAT(rep.applied.back(), Pair("constant_filters", 1));
+    if (l == OptLevel::kAll && Fuses()) {
+      EXPECT_THAT(rep.applied.back(), Pair("constant_filters", 1));  // Alone: no NHWC.
+    }
     if (l == OptLevel::kNone) EXPECT_EQ(rep.nodes_after, rep.nodes_before);
   }
 }
@@ -148,6 +150,28 @@ TEST_P(OptimizeTest, NothingFusesIntoAConvolutionReadTwiceOrThroughNonChannelOps
   OptimizeReport rep = Check(g, {{"x", Random({1, 2, 3, 3}, 3)}, {"row", Random({1, 1, 1, 3}, 4)}},
                              consts, o);
   EXPECT_EQ(rep.nodes_after, rep.nodes_before) << rep.ToString();
+}
+
+// Convolutions in NHWC hand each other their tensors (conv1 -> conv2, also
+// as its residual); transposes only where another op reads: into conv1,
+// out of conv2 to the pooling, and conv1's output as a graph output. conv3,
+// alone after the pooling, stays NCHW.
+TEST_P(OptimizeTest, NhwcConvolutionsChainWithTransposesOnlyAtTheEdges) {
+  Graph g;
+  Entry x = g.Input("x", Shape{2, 3, 8, 8}, DType::kF32);
+  Entry c1 = g.Op1("relu", {g.Op1("conv2d", {x, g.Param("w1")}, {{"pad", "(1, 1)"}}, "conv1")});
+  Entry c2 = g.Op1("conv2d", {c1, g.Param("w2")}, {{"pad", "(1, 1)"}}, "conv2");
+  Entry y = g.Op1("relu", {g.Op1("add", {c2, c1})});
+  y = g.Op1("pooling", {y}, {{"kernel", "(2, 2)"}, {"stride", "(2, 2)"}});
+  g.AddOutput(g.Op1("conv2d", {y, g.Param("w3")}, {{"stride", "(2, 2)"}}, "conv3"));
+  g.AddOutput(c1, "c1");
+  const Values consts = {{"w1", Random({4, 3, 3, 3}, 1)},
+                         {"w2", Random({4, 4, 3, 3}, 2)},
+                         {"w3", Random({5, 4, 1, 1}, 3)}};
+  OptimizeReport rep = Check(g, {{"x", Random({2, 3, 8, 8}, 4)}}, consts, Level(OptLevel::kAll));
+  if (!Fuses()) return;
+  EXPECT_THAT(rep.applied, ::testing::Contains(Pair("nhwc_layout", 2)));
+  EXPECT_EQ(rep.nodes_after, 3 + 3 + 1) << rep.ToString();  // Convolutions, transposes, pooling.
 }
 
 TEST_P(OptimizeTest, SigmoidAndTanhActivationsFuse) {

@@ -279,6 +279,10 @@ absl::Status FusedConv(X& x) {
   const auto& p = x.Params<ops::FusedConvParams>();
   const std::vector<int64_t> pad = Pair(p.pad, 0);
   const Shape& w = *x.InType(1).shape;
+  if (p.layout != "NCHW") {
+    return X::Unsupported(absl::StrCat("fused_conv2d in layout ", p.layout,
+                                       " (export the graph before the optimizer's nhwc_layout)"));
+  }
   const bool act = !p.act.empty();
   if (act && p.act != "relu" && p.act != "clipped_relu" && p.act != "sigmoid" && p.act != "tanh")
     return X::Unsupported(absl::StrCat("act '", p.act, "'"));

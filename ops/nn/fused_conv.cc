@@ -31,6 +31,34 @@ absl::StatusOr<std::optional<ActivationDescriptor>> ActivationOf(const FusedConv
   return ActivationDescriptor{*mode};
 }
 
+absl::StatusOr<bool> IsNhwc(const FusedConvParams& p) {
+  if (p.layout == "NCHW") return false;
+  if (p.layout == "NHWC") return true;
+  return absl::InvalidArgumentError(
+      absl::StrCat("fused_conv2d layout must be 'NCHW' or 'NHWC', got '", p.layout, "'"));
+}
+
+// The geometry of a call: descriptors in the op's layout; `data` and
+// `weight` are the inputs' shapes.
+absl::StatusOr<ConvGeometry> Geometry(const FusedConvParams& p, const Shape& data,
+                                      const Shape& weight) {
+  RILL_ASSIGN_OR_RETURN(bool nhwc, IsNhwc(p));
+  if (!nhwc) return ConvGeom(p.conv(), data, weight);
+  if (data.rank() != 4) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("fused_conv2d NHWC data ", data.ToString(), " is not 4-D"));
+  }
+  RILL_ASSIGN_OR_RETURN(ConvGeometry g,
+                        ConvGeom(p.conv(), Shape{data[0], data[3], data[1], data[2]}, weight));
+  g.x.layout = g.y.layout = DataLayout::kNHWC;
+  return g;
+}
+
+Shape OutputShape(const ConvGeometry& g) {
+  return g.y.layout == DataLayout::kNHWC ? Shape{g.y.n, g.y.h, g.y.w, g.y.c}
+                                         : Shape{g.y.n, g.y.c, g.y.h, g.y.w};
+}
+
 absl::Status FusedConvShape(const InferContext& c, std::vector<Shape>* out) {
   const auto& p = c.p<FusedConvParams>();
   const size_t want = p.residual ? 4 : 3;
@@ -40,8 +68,8 @@ absl::Status FusedConvShape(const InferContext& c, std::vector<Shape>* out) {
         ") with residual=", p.residual ? "true" : "false", ", got ", c.in_shapes.size()));
   }
   RILL_RETURN_IF_ERROR(ActivationOf(p).status());
-  RILL_ASSIGN_OR_RETURN(ConvGeometry g, ConvGeom(p.conv(), c.in_shapes[0], c.in_shapes[1]));
-  const Shape y{g.y.n, g.y.c, g.y.h, g.y.w};
+  RILL_ASSIGN_OR_RETURN(ConvGeometry g, Geometry(p, c.in_shapes[0], c.in_shapes[1]));
+  const Shape y = OutputShape(g);
   if (c.in_shapes[2] != Shape{g.y.c}) {
     return absl::InvalidArgumentError(absl::StrCat("fused_conv2d bias ", c.in_shapes[2].ToString(),
                                                    " is not (", g.y.c, ") for output ",
@@ -58,7 +86,7 @@ absl::Status FusedConvShape(const InferContext& c, std::vector<Shape>* out) {
 
 absl::Status FusedConvKernel(OpContext& ctx) {
   const auto& p = ctx.params<FusedConvParams>();
-  RILL_ASSIGN_OR_RETURN(ConvGeometry g, ConvGeom(p.conv(), ctx.in(0).shape, ctx.in(1).shape));
+  RILL_ASSIGN_OR_RETURN(ConvGeometry g, Geometry(p, ctx.in(0).shape, ctx.in(1).shape));
   RILL_ASSIGN_OR_RETURN(std::optional<ActivationDescriptor> act, ActivationOf(p));
   RILL_ASSIGN_OR_RETURN(Stream * s, ctx.stream());
   ConvolutionArgs args{{g.x, g.w, g.conv, g.y}, ctx.in(0).view(), ctx.in(1).view(),
@@ -94,7 +122,9 @@ void RegisterFusedConv(OpRegistry& r) {
                   .Field("residual", &FusedConvParams::residual,
                          "a fourth input added before the activation")
                   .Field("filter_id", &FusedConvParams::filter_id,
-                         "not 0: the weight is a constant (NewConstantFilterId)"))
+                         "not 0: the weight is a constant (NewConstantFilterId)")
+                  .Field("layout", &FusedConvParams::layout,
+                         "'NCHW' or 'NHWC' (data, residual and output)"))
           .set_dtypes(DTypeBit(DType::kF32))
           .set_infer_shape(FusedConvShape)));
   // DNN calls overwrite their outputs: the framework adds for kAddTo.

@@ -13,6 +13,11 @@
 // of it, as post-ops; XNNPACK the bias and relu / clipped relu) and
 // DnnSupport runs the rest after the convolution on the same stream.
 //
+// layout "NHWC": data, residual and output are [N, H, W, C] tensors (the
+// weight stays OIHW), so consecutive convolutions hand each other their
+// tensors with no conversion (oneDNN's and cuDNN's kernels read NHWC
+// directly); the optimizer's nhwc_layout rewrite makes them.
+//
 // filter_id, when not 0, promises that the bound weight never changes (a
 // constant the optimizer made; NewConstantFilterId() gives ids): the
 // plugin may then keep the weight in its own layout between calls.
@@ -35,6 +40,7 @@ struct FusedConvParams {
   double clip = 6;   // clipped_relu's ceiling (> 0).
   bool residual = false;
   int64_t filter_id = 0;
+  std::string layout = "NCHW";  // Or "NHWC".
 
   ConvParams conv() const { return {stride, pad, dilation, num_group}; }
 };

@@ -259,6 +259,19 @@ bool PadsChannels(const CachedPrimitive& c) {
 CachedPrimitive MakeConvolution(ConvolutionKind kind, const ConvolutionShape& shape,
                                 int64_t algorithm, const Fusion& fusion) {
   const ConvMds m = Mds(shape);
+  if (fusion.constant_filter && shape.input.layout == DataLayout::kNHWC &&
+      shape.output.layout == DataLayout::kNHWC) {
+    // NHWC activations as they are (brgconv reads them directly), the
+    // filter in oneDNN's layout (converted once): no per-call reorder.
+    ConvMds io = m;
+    io.wei = AnyMds(m).wei;
+    try {
+      CachedPrimitive c = MakeConvolutionWith(kind, m, io, algorithm, fusion);
+      if (c.implementation.rfind("ref", 0) != 0) return c;
+    } catch (const dnnl::error&) {
+      // No implementation on NHWC: let oneDNN choose.
+    }
+  }
   if (shape.filter.height == 1 && shape.filter.width == 1 && !fusion.constant_filter) {
     try {
       CachedPrimitive plain = MakeConvolutionWith(kind, m, m, algorithm, fusion);
