@@ -7,9 +7,15 @@
 //    small ops, and the CNN's training step (batch 16), for bulk sizes 1, 4,
 //    15 and 64 (CnnStep64: the same step at batch 64, bulk 15);
 //  - graph against imperative execution of the same training step (the same
-//    ops through Invoke, gradients through the ops' gradient functions).
+//    ops through Invoke, gradients through the ops' gradient functions);
+//  - the per-node cost of a bound inference graph: 1,000 tiny nodes
+//    (mul_scalar and tanh on 1 or 16 floats) in one chain or in 8 chains,
+//    bulk 15 (and the chain as one segment), Forward(false) plus the wait
+//    for the outputs, on host:0 and cpu, against the same 1,000 prepared
+//    calls run directly on one thread.
 #include <benchmark/benchmark.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -21,6 +27,7 @@
 #include "rill/graph/executor.h"
 #include "rill/graph/passes.h"
 #include "rill/ops/invoke.h"
+#include "rill/ops/prepared.h"
 #include "rill/tensor/tensor.h"
 
 namespace rill {
@@ -269,6 +276,104 @@ void CnnStepImperative(benchmark::State& state) {
   }
 }
 
+// --- Per-node cost: 1,000 tiny nodes, bound for inference.
+
+constexpr int kTinyNodes = 1000;
+
+// 0: host:0 (host functions on its streams); 1: cpu (the engine's workers).
+engine::Context TinyContext(int64_t which) {
+  return which == 0 ? *engine::Context::Device("host", 0) : engine::Context::Host();
+}
+
+// `width` chains of kTinyNodes / width nodes from x, alternating mul_scalar
+// and tanh (values stay in (-1, 1)), each chain's end an output.
+Graph TinyGraph(int width) {
+  Graph g;
+  const Entry x = g.Input("x");
+  for (int c = 0; c < width; ++c) {
+    Entry h = x;
+    for (int i = 0; i < kTinyNodes / width; ++i) {
+      h = i % 2 ? g.Op1("tanh", {h}) : g.Op1("mul_scalar", {h}, {{"scalar", "0.9"}});
+    }
+    g.AddOutput(h);
+  }
+  return g;
+}
+
+// range(0): TinyContext; range(1): floats per tensor; range(2): chains;
+// range(3): bulk size.
+void TinyGraphForward(benchmark::State& state) {
+  const engine::Context ctx = TinyContext(state.range(0));
+  const int64_t elems = state.range(1);
+  const int width = static_cast<int>(state.range(2));
+  std::vector<float> xv(elems, 0.5f);
+  Tensor x = *Tensor::FromHost<float>(xv, {elems}, ctx, Engine());
+  graph::BindOptions o;
+  o.engine = Engine();
+  o.context = ctx;
+  o.bulk_size = static_cast<int>(state.range(3));
+  auto e = graph::Executor::Bind(TinyGraph(width), {{"x", x}}, {}, o);
+  if (!e.ok()) {
+    state.SkipWithError(e.status().ToString().c_str());
+    return;
+  }
+  for (auto _ : state) {
+    bool ok = (*e)->Forward(false).ok();
+    for (const Tensor& t : (*e)->outputs()) ok &= t.WaitToRead().ok();
+    if (!ok) state.SkipWithError("tiny graph failed");
+  }
+  state.counters["per_node"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * kTinyNodes,
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert, benchmark::Counter::kIs1000);
+}
+
+// The same kTinyNodes calls, prepared on cpu tensors and run one after the
+// other on this thread (PreparedOp::Run, as a segment's function does):
+// the kernels and OpRunner without the graph or the engine. range(0):
+// floats per tensor.
+void TinyDirect(benchmark::State& state) {
+  const int64_t elems = state.range(0);
+  std::vector<float> xv(elems, 0.5f);
+  std::vector<Tensor> t{*Tensor::FromHost<float>(xv, {elems}, engine::Context::Host(), Engine())};
+  for (int i = 0; i < 2; ++i)
+    t.push_back(*Tensor::Empty({elems}, DType::kF32, engine::Context::Host(), Engine()));
+  const ops::OpDef& tanh = ops::BuiltinOp("tanh");
+  const ops::OpDef& mul = ops::BuiltinOp("mul_scalar");
+  auto mul_params = *mul.params().Parse("mul_scalar", {{"scalar", "0.9"}});
+  std::vector<ops::PreparedOp> calls;
+  for (int i = 0; i < kTinyNodes; ++i) {
+    const Tensor& in = t[i == 0 ? 0 : 1 + (i + 1) % 2];
+    const Tensor& out = t[1 + i % 2];
+    calls.push_back(i % 2 ? *ops::PreparedOp::Prepare(tanh, {in}, nullptr, {out})
+                          : *ops::PreparedOp::Prepare(mul, {in}, mul_params, {out}));
+  }
+  for (const Tensor& x : t) (void)x.WaitToRead();
+  const engine::RunContext rc{engine::Context::Host(), nullptr};
+  for (auto _ : state) {
+    for (const ops::PreparedOp& p : calls) {
+      if (!p.Run(rc).ok()) state.SkipWithError("direct call failed");
+    }
+    benchmark::ClobberMemory();
+  }
+  state.counters["per_node"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * kTinyNodes,
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert, benchmark::Counter::kIs1000);
+}
+
+// The arithmetic alone: kTinyNodes loops over `elems` floats.
+void TinyLoop(benchmark::State& state) {
+  const int64_t elems = state.range(0);
+  std::vector<float> a(elems, 0.5f), b(elems);
+  for (auto _ : state) {
+    for (int i = 0; i < kTinyNodes; i += 2) {
+      for (int64_t k = 0; k < elems; ++k) b[k] = a[k] * 0.9f;
+      for (int64_t k = 0; k < elems; ++k) a[k] = std::tanh(b[k]);
+    }
+    benchmark::DoNotOptimize(a.data());
+    benchmark::ClobberMemory();
+  }
+}
+
 void Summarize(const bench::Results& r, bench::Report& report) {
   auto get = [&](const std::string& name, const char* counter) {
     auto it = r.find(name);
@@ -295,6 +400,25 @@ void Summarize(const bench::Results& r, bench::Report& report) {
   }
   report.Figure("graph.chain200.per_node_us", chain1 / 1e3);
   report.Figure("graph.cnn_step.per_node_ms", step1 / 1e6);
+  // Per node of the 1,000-node graphs (16 floats): host:0, cpu, direct.
+  const double direct = get("TinyDirect/16/real_time", nullptr) / kTinyNodes / 1e3;
+  const double loop = get("TinyLoop/16/real_time", nullptr) / kTinyNodes / 1e3;
+  report.Figure("graph.per_node_us.direct", direct);
+  report.Figure("graph.per_node_us.arithmetic", loop);
+  for (const auto& [ctx, which] : {std::pair{"host0", 0}, std::pair{"cpu", 1}}) {
+    for (const auto& [shape, width] : {std::pair{"chain", 1}, std::pair{"wide8", 8}}) {
+      const double us =
+          get(absl::StrCat("TinyGraphForward/", which, "/16/", width, "/15/real_time"), nullptr) /
+          kTinyNodes / 1e3;
+      const std::string suffix = width == 1 ? ctx : absl::StrCat(ctx, ".", shape);
+      report.Figure(absl::StrCat("graph.per_node_us.", suffix), us);
+      if (us > 0 && direct > 0)
+        report.Ratio(absl::StrCat("graph.per_node.direct_vs_", suffix), direct / us);
+    }
+    report.Figure(absl::StrCat("graph.per_node_us.", ctx, ".one_segment"),
+                  get(absl::StrCat("TinyGraphForward/", which, "/16/1/1000/real_time"), nullptr) /
+                      kTinyNodes / 1e3);
+  }
   const double imp = get("CnnStepImperative/real_time", nullptr);
   const double graph15 = get("CnnStep/15/real_time", nullptr);
   if (imp > 0 && graph15 > 0) report.Ratio("graph.cnn_step.vs_imperative", imp / graph15);
@@ -306,6 +430,19 @@ BENCHMARK(Chain)->Arg(1)->Arg(4)->Arg(15)->Arg(64)->UseRealTime()->Unit(benchmar
 BENCHMARK(CnnStep)->Arg(1)->Arg(4)->Arg(15)->Arg(64)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(CnnStep64)->Arg(15)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(CnnStepImperative)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(TinyGraphForward)
+    ->Args({0, 1, 1, 15})
+    ->Args({0, 16, 1, 15})
+    ->Args({0, 16, 8, 15})
+    ->Args({0, 16, 1, 1000})
+    ->Args({1, 1, 1, 15})
+    ->Args({1, 16, 1, 15})
+    ->Args({1, 16, 8, 15})
+    ->Args({1, 16, 1, 1000})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(TinyDirect)->Arg(1)->Arg(16)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(TinyLoop)->Arg(16)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace rill

@@ -84,8 +84,10 @@ absl::Status EngineBase::PushOne(BlockPtr op, absl::Span<const VarHandle> const_
         absl::StrCat("push of ", DescribeOp(op.get()), ": the engine is shut down"));
   }
   if (!op->ctx.is_host()) {
-    RILL_RETURN_IF_ERROR(
-        Annotate(CheckContext(op->ctx), absl::StrCat("push of ", DescribeOp(op.get()))));
+    // Annotated only on error: the text costs allocations on every device push.
+    if (absl::Status checked = CheckContext(op->ctx); !checked.ok()) {
+      return Annotate(checked, absl::StrCat("push of ", DescribeOp(op.get())));
+    }
   }
   WaitForRoom();
   bool ready;
@@ -174,7 +176,9 @@ EngineBase::BlockPtr EngineBase::NewOneShot(Context ctx, FnProperty prop, int pr
   // A fresh block's fields are already the defaults: writing them anyway
   // would take the line from the worker that reset the block.
   if (prop != FnProperty::kNormal) op->own.prop = prop;
-  if (!name.empty()) op->own.name = std::string(name);
+  // Into the recycled block's string (Reset clears it and keeps its
+  // capacity): a long name (a graph segment's) allocates only the first time.
+  if (!name.empty()) op->own.name.assign(name.data(), name.size());
   if (!(ctx == Context())) op->ctx = ctx;
   op->priority = EffectivePriority(priority, prop);
   return op;
@@ -272,8 +276,9 @@ absl::Status EngineBase::CheckContext(const Context& ctx) {
 absl::Status EngineBase::Push(OperatorHandle handle, Context ctx, int priority) {
   if (shutdown_.load()) return absl::FailedPreconditionError("Push: the engine is shut down");
   if (!ctx.is_host()) {
-    RILL_RETURN_IF_ERROR(
-        Annotate(CheckContext(ctx), absl::StrCat("Push of operator ", handle.id())));
+    if (absl::Status checked = CheckContext(ctx); !checked.ok()) {
+      return Annotate(checked, absl::StrCat("Push of operator ", handle.id()));
+    }
   }
   WaitForRoom();
   BlockPtr op(NewBlock());

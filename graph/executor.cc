@@ -66,7 +66,7 @@ std::vector<Step> Executor::Impl::MakeSteps(size_t begin, size_t end) const {
     if (copy || !chained || steps.empty() || steps.back().copy ||
         steps.back().context != node_ctx[id] ||
         static_cast<int>(steps.back().positions.size()) >= bulk) {
-      steps.push_back(Step{copy, node_ctx[id], {}, ""});
+      steps.push_back(Step{copy, node_ctx[id], {}, "", {}});
     }
     steps.back().positions.push_back(static_cast<int>(pos));
     prev = id;
@@ -170,30 +170,66 @@ absl::Status Executor::Impl::PushCopy(int pos) const {
   return absl::OkStatus();
 }
 
+absl::Status Executor::Impl::RunStep(const StepRun& r, const engine::RunContext& rc) const {
+  if (r.one_callback && rc.stream != nullptr) {
+    // Captures one pointer (kept inline by the callable); the plan outlives
+    // the work it pushed (~Impl waits for it).
+    rc.stream->ThenDoHostCallbackWithStatus([run = &r]() -> absl::Status {
+      const engine::RunContext here{run->impl->contexts[run->step->context], nullptr};
+      for (int pos : run->step->positions)
+        RILL_RETURN_IF_ERROR(run->impl->RunNode(pos, run->is_train, here));
+      return absl::OkStatus();
+    });
+    return rc.stream->ok() ? absl::OkStatus() : rc.stream->status();
+  }
+  for (int pos : r.step->positions) RILL_RETURN_IF_ERROR(RunNode(pos, r.is_train, rc));
+  return absl::OkStatus();
+}
+
+void Executor::Impl::PrepareSteps(std::vector<Step>& steps, bool is_train) const {
+  auto key = [](engine::VarHandle v) { return v.bits(); };
+  auto by_key = [&](engine::VarHandle a, engine::VarHandle b) { return key(a) < key(b); };
+  for (Step& s : steps) {
+    StepRun& r = s.run[is_train ? 1 : 0];
+    r = StepRun{this, &s, is_train, false, {}, {}};
+    if (s.copy) continue;
+    r.one_callback = runs_host_kernels[s.context];
+    for (int pos : s.positions) {
+      for (const ops::PreparedOp& p : prepared[is_train ? 1 : 0][order[pos]]) {
+        r.reads.insert(r.reads.end(), p.reads().begin(), p.reads().end());
+        r.writes.insert(r.writes.end(), p.writes().begin(), p.writes().end());
+      }
+      if (owner != nullptr) {
+        for (int b : plan.released_after[pos]) r.writes.push_back(blocks[b].var());
+      }
+    }
+    // What the engine's normalization would do at every push, done once: a
+    // segment's inner entries are written and read, and in-place nodes
+    // write one block over and over.
+    std::sort(r.writes.begin(), r.writes.end(), by_key);
+    r.writes.erase(std::unique(r.writes.begin(), r.writes.end()), r.writes.end());
+    std::sort(r.reads.begin(), r.reads.end(), by_key);
+    r.reads.erase(std::unique(r.reads.begin(), r.reads.end()), r.reads.end());
+    r.reads.erase(std::remove_if(r.reads.begin(), r.reads.end(),
+                                 [&](engine::VarHandle v) {
+                                   return std::binary_search(r.writes.begin(), r.writes.end(), v,
+                                                             by_key);
+                                 }),
+                  r.reads.end());
+    r.reads.shrink_to_fit();
+    r.writes.shrink_to_fit();
+  }
+}
+
 absl::Status Executor::Impl::Push(const std::vector<Step>& steps, bool is_train) {
   for (const Step& s : steps) {
     if (s.copy) {
       RILL_RETURN_IF_ERROR(PushCopy(s.positions[0]));
       continue;
     }
-    std::vector<engine::VarHandle> reads, writes;
-    for (int pos : s.positions) {
-      for (const ops::PreparedOp& p : prepared[is_train ? 1 : 0][order[pos]]) {
-        reads.insert(reads.end(), p.reads().begin(), p.reads().end());
-        writes.insert(writes.end(), p.writes().begin(), p.writes().end());
-      }
-      if (owner != nullptr) {
-        for (int b : plan.released_after[pos]) writes.push_back(blocks[b].var());
-      }
-    }
-    const Impl* self = this;
-    std::vector<int> positions = s.positions;
-    auto fn = [self, positions = std::move(positions),
-               is_train](engine::RunContext rc) -> absl::Status {
-      for (int pos : positions) RILL_RETURN_IF_ERROR(self->RunNode(pos, is_train, rc));
-      return absl::OkStatus();
-    };
-    RILL_RETURN_IF_ERROR(eng->PushSync(std::move(fn), contexts[s.context], reads, writes,
+    const StepRun* r = &s.run[is_train ? 1 : 0];
+    auto fn = [r](engine::RunContext rc) { return r->impl->RunStep(*r, rc); };
+    RILL_RETURN_IF_ERROR(eng->PushSync(std::move(fn), contexts[s.context], r->reads, r->writes,
                                        engine::FnProperty::kNormal, 0, s.name));
   }
   return absl::OkStatus();
@@ -223,7 +259,10 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Bind(
 
 absl::Status Executor::Forward(bool is_train) {
   Impl& m = *impl_;
-  if (!is_train && m.prepared[0].empty()) RILL_RETURN_IF_ERROR(m.Prepare(false));
+  if (!is_train && m.prepared[0].empty()) {
+    RILL_RETURN_IF_ERROR(m.Prepare(false));
+    m.PrepareSteps(m.forward_steps, false);
+  }
   RILL_RETURN_IF_ERROR(m.Push(m.forward_steps, is_train));
   m.trained_forward = is_train;
   return absl::OkStatus();

@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "rill/base/logging.h"
 #include "rill/base/status_macros.h"
+#include "rill/executor/stream_executor.h"
 #include "rill/graph/autodiff.h"
 #include "rill/graph/executor_impl.h"
 #include "rill/graph/memory_plan.h"
@@ -287,8 +288,19 @@ absl::Status Executor::Impl::Build(const Graph& fwd,
   }
   RILL_RETURN_IF_ERROR(Allocate());
   RILL_RETURN_IF_ERROR(Prepare(/*is_train=*/true));
+  // The devices whose kernels are the CPU context's (host:N): their
+  // segments run inline in one host callback each (Impl::RunStep).
+  absl::StatusOr<StreamExecutor*> cpu = ExecutorFor(engine::Context::Host(), eng);
+  runs_host_kernels.assign(contexts.size(), false);
+  for (size_t c = 0; c < contexts.size() && cpu.ok(); ++c) {
+    if (contexts[c].is_host()) continue;
+    absl::StatusOr<StreamExecutor*> exec = ExecutorFor(contexts[c], eng);
+    runs_host_kernels[c] = exec.ok() && (*exec)->platform() == (*cpu)->platform();
+  }
   forward_steps = MakeSteps(0, num_forward);
   backward_steps = MakeSteps(num_forward, order.size());
+  PrepareSteps(forward_steps, true);
+  PrepareSteps(backward_steps, true);
   return absl::OkStatus();
 }
 

@@ -24,12 +24,31 @@
 
 namespace rill::graph {
 
+struct Step;
+
+// A step's engine function, built once per pass kind (inference [0],
+// training [1]) so that a push copies nothing: the vars it reads and
+// writes, deduplicated as the engine would (a var both read and written is
+// a write), and what the function's body needs. The body captures only a
+// pointer to this (an AnyInvocable keeps that inline: no allocation).
+struct StepRun {
+  const Executor::Impl* impl = nullptr;
+  const Step* step = nullptr;
+  bool is_train = false;
+  // On a device of the CPU context's platform (host:0): the function
+  // enqueues one host callback that runs the nodes inline, as the CPU
+  // context does on a worker, instead of one stream operation per node.
+  bool one_callback = false;
+  std::vector<engine::VarHandle> reads, writes;
+};
+
 // One engine function: consecutive op nodes on one context, or one copy.
 struct Step {
   bool copy = false;
   int context = 0;
   std::vector<int> positions;  // Into Impl::order.
   std::string name;
+  StepRun run[2];  // Made by Impl::PrepareSteps; unused for a copy.
 };
 
 struct Executor::Impl {
@@ -41,6 +60,9 @@ struct Executor::Impl {
   engine::Engine* eng = nullptr;
   absl::flat_hash_map<std::string, Tensor> args, grads;
   std::vector<engine::Context> contexts;
+  // Per context: a device whose kernels are the CPU context's (the same
+  // executor's platform), so a segment may run inline on its stream thread.
+  std::vector<bool> runs_host_kernels;
   std::vector<int> node_ctx;
   EntryTypes types;
   std::vector<int> order;     // Forward nodes, then backward nodes.
@@ -89,8 +111,13 @@ struct Executor::Impl {
   absl::StatusOr<std::optional<int>> GradSumFallback(int c);
   absl::Status Prepare(bool is_train);
   std::vector<Step> MakeSteps(size_t begin, size_t end) const;
+  // Fills each step's run[is_train] from prepared[is_train] (after Prepare).
+  void PrepareSteps(std::vector<Step>& steps, bool is_train) const;
   absl::Status Push(const std::vector<Step>& steps, bool is_train);
   absl::Status RunNode(int pos, bool is_train, const engine::RunContext& rc) const;
+  // A step's function: its nodes in order, or (one_callback) one host
+  // callback on rc.stream running them inline.
+  absl::Status RunStep(const StepRun& r, const engine::RunContext& rc) const;
   absl::Status PushCopy(int pos) const;
   // Canary mode: the blocks a node reads still hold its inputs; after it,
   // its outputs own their blocks and the blocks it released are filled.
