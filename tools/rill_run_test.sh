@@ -62,6 +62,15 @@ check "missing test data" 1 "^rill-run: --test-data: .*does not exist" \
 check "unknown input name" 2 "^rill-run: --input: the model has no input 'q' \(its inputs: x\)" \
   "$m/model.onnx" --input=q="$set0/input_0.pb"
 check "malformed --input" 2 "^rill-run: --input=x: expected NAME=file.pb" "$m/model.onnx" --input=x
+check "optimize all: conv+bias+relu fused, dump" 0 \
+  "optimize \(level all\): .*fold_conv_affine x1, fuse_conv_activation x1, constant_filters x1.*PASS: every output" \
+  "$m" --test-data="$m" --runs=2 --dump-optimized="$dir/dump.txt"
+grep -q "fused_conv2d(x, w, .*act=relu" "$dir/dump.txt" || { echo "FAIL dump: no fused_conv2d"; cat "$dir/dump.txt"; failed=1; }
+check "optimize none" 0 "optimize \(level none\): .*optimized [0-9]+ -> [0-9]+ op nodes$" \
+  "$m" --test-data="$m" --runs=1 --optimize=none
+check "bad --optimize" 2 "^rill-run: --optimize: optimization level 'max'" "$m/model.onnx" --optimize=max
+check "unknown rewrite" 2 "^rill-run: --disable-rewrites: no rewrite 'fuse_all'" \
+  "$m/model.onnx" --disable-rewrites=fuse_all
 check "bad --opt" 2 "^rill-run: --opt=2: the levels are 0 and 1" "$m/model.onnx" --opt=2
 check "bad --device" 2 "^rill-run: --device=gpu: " "$m/model.onnx" --device=gpu
 check "absent device" 1 "^rill-run: no device host:7" "$m/model.onnx" --device=host:7
