@@ -140,8 +140,7 @@ absl::Status FoldAndClean(Rebuild& r, PassContext& pc) {
     }
     bool constant = !n.inputs.empty();
     for (const Entry& e : n.inputs) constant = constant && r.ConstOf(e).has_value();
-    for (int k = 0; constant && k < n.num_outputs(); ++k)
-      constant = !IsOutput(r, Entry{id, k});
+    for (int k = 0; constant && k < n.num_outputs(); ++k) constant = !IsOutput(r, Entry{id, k});
     if (constant && pc.On("fold_constants")) {
       if (std::optional<std::vector<Tensor>> v = Evaluate(r, id, pc.max_fold_bytes)) {
         for (int k = 0; k < n.num_outputs(); ++k) {
@@ -271,8 +270,9 @@ absl::StatusOr<OptLevel> ParseOptLevel(std::string_view s) {
   for (OptLevel l : {OptLevel::kNone, OptLevel::kBasic, OptLevel::kExtended, OptLevel::kAll}) {
     if (s == OptLevelName(l) || s == absl::StrCat(static_cast<int>(l))) return l;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "optimization level '", std::string(s), "': the levels are none, basic, extended, all (or 0-3)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("optimization level '", std::string(s),
+                   "': the levels are none, basic, extended, all (or 0-3)"));
 }
 
 absl::Span<const RewriteInfo> Rewrites() { return kRewrites; }
@@ -295,8 +295,8 @@ absl::StatusOr<OptimizeReport> OptimizeForInference(
     if (!known) {
       std::vector<std::string> names;
       for (const RewriteInfo& w : kRewrites) names.push_back(w.name);
-      return absl::InvalidArgumentError(absl::StrCat("no rewrite '", name, "' to disable (they are ",
-                                                     absl::StrJoin(names, ", "), ")"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "no rewrite '", name, "' to disable (they are ", absl::StrJoin(names, ", "), ")"));
     }
   }
   for (const RewriteInfo& w : kRewrites) {
@@ -307,7 +307,8 @@ absl::StatusOr<OptimizeReport> OptimizeForInference(
     pc.on[w.name] = 0;
   }
   RILL_RETURN_IF_ERROR(graph->status());
-  if (absl::StatusOr<StreamExecutor*> exec = ExecutorFor(options.context, options.engine); exec.ok()) {
+  if (absl::StatusOr<StreamExecutor*> exec = ExecutorFor(options.context, options.engine);
+      exec.ok()) {
     absl::StatusOr<const ops::OpDef*> def = ops::OpRegistry::Global().Find(op_names::kFusedConv2d);
     pc.fused_conv_runs = def.ok() && ops::OpRegistry::Choose(**def, *exec).ok();
   }

@@ -88,9 +88,9 @@ struct OptimizeReport {
 // optimized graph reads (new ones for folded values, on the context of the
 // values they came from). Errors: InvalidArgument for a graph that does not
 // check (its status, a cycle, failed type inference) or a bad option.
-absl::StatusOr<OptimizeReport> OptimizeForInference(Graph* graph,
-                                                    absl::flat_hash_map<std::string, Tensor>* constants,
-                                                    const OptimizeOptions& options = {});
+absl::StatusOr<OptimizeReport> OptimizeForInference(
+    Graph* graph, absl::flat_hash_map<std::string, Tensor>* constants,
+    const OptimizeOptions& options = {});
 
 }  // namespace rill::graph
 

@@ -22,20 +22,22 @@ namespace {
 
 namespace n = op_names;
 
-std::string Ints(const std::vector<int64_t>& v) { return absl::StrCat("(", absl::StrJoin(v, ", "), ")"); }
+std::string Ints(const std::vector<int64_t>& v) {
+  return absl::StrCat("(", absl::StrJoin(v, ", "), ")");
+}
 
 // A convolution held back, standing for the old entry it is keyed by.
 struct Pending {
-  int conv = -1;                    // The old conv node.
-  Entry x, weight_old;              // New data entry; old weight entry.
-  std::optional<Tensor> weight;     // The constant weight (its old value), when constant.
-  std::optional<Tensor> home;       // A constant folded in: new constants go to its engine.
-  std::vector<float> w;             // Folded weight values; empty: unchanged.
-  std::vector<float> bias;          // Output channels values.
+  int conv = -1;                 // The old conv node.
+  Entry x, weight_old;           // New data entry; old weight entry.
+  std::optional<Tensor> weight;  // The constant weight (its old value), when constant.
+  std::optional<Tensor> home;    // A constant folded in: new constants go to its engine.
+  std::vector<float> w;          // Folded weight values; empty: unchanged.
+  std::vector<float> bias;       // Output channels values.
   bool has_bias = false;
   ops::FusedConvParams p;
-  std::optional<Entry> residual;    // New entry.
-  int fused = 0;                    // Rewrites folded into it.
+  std::optional<Entry> residual;  // New entry.
+  int fused = 0;                  // Rewrites folded into it.
   int64_t out_channels = 0;
 };
 
@@ -183,8 +185,8 @@ class ConvFuser {
   // conv + k, k + conv, conv - k, conv * k, k * conv, conv / k with k a
   // constant of one value or one per output channel ([C, 1, 1], [1, C, 1, 1]).
   bool FoldAffine(const std::string& op, int side, Entry other, Pending& p) {
-    const bool add = op == n::kAdd, sub = op == n::kSub && side == 0,
-               mul = op == n::kMul, div = op == n::kDiv && side == 0;
+    const bool add = op == n::kAdd, sub = op == n::kSub && side == 0, mul = op == n::kMul,
+               div = op == n::kDiv && side == 0;
     if (!add && !sub && !mul && !div) return false;
     std::optional<Tensor> c = r_.ConstOf(other);
     if (!c || c->dtype() != DType::kF32) return false;
@@ -344,7 +346,7 @@ class NhwcRewriter {
 
   Rebuild& r_;
   PassContext& pc_;
-  absl::flat_hash_set<int> chained_;             // Old conv nodes to convert.
+  absl::flat_hash_set<int> chained_;            // Old conv nodes to convert.
   absl::flat_hash_map<Entry, Entry> conv_out_;  // Old conv output -> new NHWC entry.
   absl::flat_hash_map<Entry, Entry> nhwc_in_;   // Old NCHW entry -> its transpose.
   absl::flat_hash_map<Entry, Entry> nchw_;      // Old conv output -> transposed back.

@@ -58,8 +58,8 @@ Entry Rebuild::Map(Entry old) {
   }
   // A node not copied yet: the passes visit in topological order, so this
   // is a pass bug; the graph reports it.
-  out_.Fail(absl::InternalError(absl::StrCat("optimizer: ", in_.Describe(old.node),
-                                             " used before it was rebuilt")));
+  out_.Fail(absl::InternalError(
+      absl::StrCat("optimizer: ", in_.Describe(old.node), " used before it was rebuilt")));
   return Entry{};
 }
 

@@ -75,7 +75,7 @@ class Rebuild {
 // What a pass knows of the run: the options, the rewrites on, the counts.
 struct PassContext {
   int64_t max_fold_bytes = 0;
-  bool fused_conv_runs = false;  // fused_conv2d has a kernel where the graph runs.
+  bool fused_conv_runs = false;              // fused_conv2d has a kernel where the graph runs.
   absl::flat_hash_map<std::string, int> on;  // Enabled rewrite -> times applied.
   bool On(const std::string& rewrite) const { return on.contains(rewrite); }
   void Count(const std::string& rewrite, int n = 1) { on[rewrite] += n; }

@@ -81,7 +81,8 @@ class OptimizeTest : public OpTest {
 // add of per-channel constants -> + residual -> relu: one fused_conv2d.
 TEST_P(OptimizeTest, ConvBiasBatchNormResidualReluBecomeOneFusedConvolution) {
   Graph g;
-  Entry x = g.Input("x", Shape{2, 3, 5, 5}, DType::kF32), r = g.Input("r", Shape{2, 6, 5, 5}, DType::kF32);
+  Entry x = g.Input("x", Shape{2, 3, 5, 5}, DType::kF32),
+        r = g.Input("r", Shape{2, 6, 5, 5}, DType::kF32);
   Entry y = g.Op1("conv2d", {x, g.Param("w")}, {{"pad", "(1, 1)"}}, "conv");
   y = g.Op1("add", {y, g.Op1("reshape", {g.Param("b")}, {{"shape", "(1, -1, 1, 1)"}})});
   y = g.Op1("sub", {y, g.Param("mean")});
@@ -89,8 +90,10 @@ TEST_P(OptimizeTest, ConvBiasBatchNormResidualReluBecomeOneFusedConvolution) {
   y = g.Op1("add", {y, g.Param("beta")});
   y = g.Op1("add", {r, y});
   g.AddOutput(g.Op1("relu", {y}));
-  const Values consts = {{"w", Random({6, 3, 3, 3}, 1)},   {"b", Random({6}, 2)},
-                         {"mean", Random({6, 1, 1}, 3)},   {"k", Random({1, 6, 1, 1}, 4, 0.5, 2)},
+  const Values consts = {{"w", Random({6, 3, 3, 3}, 1)},
+                         {"b", Random({6}, 2)},
+                         {"mean", Random({6, 1, 1}, 3)},
+                         {"k", Random({1, 6, 1, 1}, 4, 0.5, 2)},
                          {"beta", Random({6, 1, 1}, 5)}};
   const Values in = {{"x", Random({2, 3, 5, 5}, 6)}, {"r", Random({2, 6, 5, 5}, 7)}};
   for (OptLevel l : {OptLevel::kNone, OptLevel::kBasic, OptLevel::kExtended, OptLevel::kAll}) {
@@ -100,10 +103,9 @@ TEST_P(OptimizeTest, ConvBiasBatchNormResidualReluBecomeOneFusedConvolution) {
       EXPECT_THAT(rep.applied, ::testing::ElementsAre(Pair("fold_constants", 1)));  // No fusions.
     } else if (l == OptLevel::kExtended) {
       EXPECT_EQ(rep.nodes_after, 1) << rep.ToString();
-      EXPECT_THAT(rep.applied, ::testing::ElementsAre(Pair("fold_constants", 1),
-                                                      Pair("fold_conv_affine", 4),
-                                                      Pair("fuse_conv_residual", 1),
-                                                      Pair("fuse_conv_activation", 1)));
+      EXPECT_THAT(rep.applied, ::testing::ElementsAre(
+                                   Pair("fold_constants", 1), Pair("fold_conv_affine", 4),
+                                   Pair("fuse_conv_residual", 1), Pair("fuse_conv_activation", 1)));
     }
     if (l == OptLevel::kAll && Fuses()) {
       EXPECT_THAT(rep.applied.back(), Pair("constant_filters", 1));  // Alone: no NHWC.
@@ -147,8 +149,8 @@ TEST_P(OptimizeTest, NothingFusesIntoAConvolutionReadTwiceOrThroughNonChannelOps
   g.AddOutput(g.Op1("sub", {g.Param("k"), c3}));
   const Values consts = {{"w", Random({2, 2, 1, 1}, 1)}, {"k", Random({2, 1, 1}, 2)}};
   OptimizeOptions o = Level(OptLevel::kExtended);
-  OptimizeReport rep = Check(g, {{"x", Random({1, 2, 3, 3}, 3)}, {"row", Random({1, 1, 1, 3}, 4)}},
-                             consts, o);
+  OptimizeReport rep =
+      Check(g, {{"x", Random({1, 2, 3, 3}, 3)}, {"row", Random({1, 1, 1, 3}, 4)}}, consts, o);
   EXPECT_EQ(rep.nodes_after, rep.nodes_before) << rep.ToString();
 }
 
@@ -193,10 +195,10 @@ TEST_P(OptimizeTest, IdentitiesGoAndConstantsFold) {
   y = g.Op1("reshape", {y}, {{"shape", "(2, 3)"}});
   Entry k = g.Op1("exp", {g.Op1("mul_scalar", {g.Param("c")}, {{"scalar", "2"}})});
   g.AddOutput(g.Op1("mul", {y, k}));
-  OptimizeReport rep = Check(g, {{"x", Random({2, 3}, 1)}}, {{"c", Random({3}, 2)}},
-                             Level(OptLevel::kBasic));
-  EXPECT_THAT(rep.applied, ::testing::ElementsAre(Pair("fold_constants", 2),
-                                                  Pair("remove_identity", 3)));
+  OptimizeReport rep =
+      Check(g, {{"x", Random({2, 3}, 1)}}, {{"c", Random({3}, 2)}}, Level(OptLevel::kBasic));
+  EXPECT_THAT(rep.applied,
+              ::testing::ElementsAre(Pair("fold_constants", 2), Pair("remove_identity", 3)));
   EXPECT_EQ(rep.nodes_after, 1);
 }
 

@@ -33,9 +33,9 @@
 #include "absl/time/time.h"
 #include "rill/base/status_macros.h"
 #include "rill/graph/executor.h"
-#include "rill/graph/optimize.h"
 #include "rill/graph/onnx/onnx_import.h"
 #include "rill/graph/onnx/onnx_tensor.h"
+#include "rill/graph/optimize.h"
 #include "rill/platform/platform_manager.h"
 #include "tools/run_inputs.h"
 #include "tools/run_report.h"
@@ -176,7 +176,8 @@ absl::StatusOr<Options> ReadOptions(const std::vector<char*>& positional) {
   o.warmup = absl::GetFlag(FLAGS_warmup);
   o.opt = absl::GetFlag(FLAGS_opt);
   absl::StatusOr<graph::OptLevel> level = graph::ParseOptLevel(absl::GetFlag(FLAGS_optimize));
-  if (!level.ok()) return absl::InvalidArgumentError(absl::StrCat("--optimize: ", level.status().message()));
+  if (!level.ok())
+    return absl::InvalidArgumentError(absl::StrCat("--optimize: ", level.status().message()));
   o.optimize.level = *level;
   o.optimize.disabled = absl::GetFlag(FLAGS_disable_rewrites);
   for (const std::string& name : o.optimize.disabled) {
@@ -447,8 +448,8 @@ std::optional<Failure> Optimize(const Options& o, graph::OnnxModel& m, RunReport
     if (!(f << "# " << r.optimize << " (level " << r.optimize_level << ")\n"
             << m.graph.ToString()) ||
         !f.flush()) {
-      return Failure{kRunError, absl::StrCat("cannot write --dump-optimized file '",
-                                             o.dump_optimized, "'")};
+      return Failure{kRunError,
+                     absl::StrCat("cannot write --dump-optimized file '", o.dump_optimized, "'")};
     }
   }
   return std::nullopt;

@@ -89,8 +89,8 @@ absl::Status FusedConvKernel(OpContext& ctx) {
   RILL_ASSIGN_OR_RETURN(ConvGeometry g, Geometry(p, ctx.in(0).shape, ctx.in(1).shape));
   RILL_ASSIGN_OR_RETURN(std::optional<ActivationDescriptor> act, ActivationOf(p));
   RILL_ASSIGN_OR_RETURN(Stream * s, ctx.stream());
-  ConvolutionArgs args{{g.x, g.w, g.conv, g.y}, ctx.in(0).view(), ctx.in(1).view(),
-                       ctx.out(0).view()};
+  ConvolutionArgs args{
+      {g.x, g.w, g.conv, g.y}, ctx.in(0).view(), ctx.in(1).view(), ctx.out(0).view()};
   args.bias = ctx.in(2).view();
   args.activation = act;
   if (p.residual) args.side_input = ctx.in(3).view();
@@ -128,8 +128,7 @@ void RegisterFusedConv(OpRegistry& r) {
           .set_dtypes(DTypeBit(DType::kF32))
           .set_infer_shape(FusedConvShape)));
   // DNN calls overwrite their outputs: the framework adds for kAddTo.
-  r.Check(r.RegisterKernel(op_names::kFusedConv2d,
-                           KernelNeeds::Libraries({PluginKind::kDnn}),
+  r.Check(r.RegisterKernel(op_names::kFusedConv2d, KernelNeeds::Libraries({PluginKind::kDnn}),
                            {FusedConvKernel, kWriteReqs}));
 }
 

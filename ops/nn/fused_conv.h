@@ -36,8 +36,8 @@ struct FusedConvParams {
   std::vector<int64_t> pad;       // Default (0, 0).
   std::vector<int64_t> dilation;  // Default (1, 1).
   int64_t num_group = 1;
-  std::string act;   // "", "relu", "clipped_relu", "sigmoid", "tanh".
-  double clip = 6;   // clipped_relu's ceiling (> 0).
+  std::string act;  // "", "relu", "clipped_relu", "sigmoid", "tanh".
+  double clip = 6;  // clipped_relu's ceiling (> 0).
   bool residual = false;
   int64_t filter_id = 0;
   std::string layout = "NCHW";  // Or "NHWC".

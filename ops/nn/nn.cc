@@ -1,7 +1,6 @@
 // The nn ops: definitions, shape inference and gradients (see nn.h).
 
 #include "rill/ops/nn/nn.h"
-#include "rill/ops/nn/fused_conv.h"
 
 #include <string>
 #include <utility>
@@ -11,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "rill/base/status_macros.h"
 #include "rill/ops/invoke.h"
+#include "rill/ops/nn/fused_conv.h"
 #include "rill/ops/op_names.h"
 #include "rill/ops/op_registry.h"
 

@@ -91,8 +91,8 @@ dnnl::primitive_attr FusedAttr(const Fusion& f) {
   if (f.activation.has_value()) {
     const ActivationDescriptor& a = *f.activation;
     const float alpha = a.mode == ActivationMode::kElu ? static_cast<float>(a.coefficient) : 0.f;
-    const float beta = a.mode == ActivationMode::kClippedRelu ? static_cast<float>(a.coefficient)
-                                                              : 0.f;
+    const float beta =
+        a.mode == ActivationMode::kClippedRelu ? static_cast<float>(a.coefficient) : 0.f;
     ops.append_eltwise(1.f, EltwiseOf(a.mode), alpha, beta);
   }
   attr.set_post_ops(ops);
@@ -300,8 +300,7 @@ absl::StatusOr<std::shared_ptr<const CachedPrimitive>> ConvolutionPrimitive(
   if (fusion.any()) {
     const ActivationDescriptor act = fusion.activation.value_or(ActivationDescriptor{});
     key.insert(key.end(), {fusion.bias, fusion.sum, fusion.constant_filter,
-                           fusion.activation.has_value(),
-                           static_cast<int64_t>(act.mode),
+                           fusion.activation.has_value(), static_cast<int64_t>(act.mode),
                            static_cast<int64_t>(std::bit_cast<uint64_t>(act.coefficient))});
   }
   onednn::AppendKey(key, shape.input);
@@ -340,8 +339,8 @@ absl::StatusOr<ConvVariants> Variants(onednn::PrimitiveCache& cache, Convolution
   const int threads = onednn::PluginThreads();
   const bool adaptive = onednn::ThreadsAdjustable() && !onednn::ThreadsFixed() && threads > 1;
   ConvVariants v;
-  RILL_ASSIGN_OR_RETURN(v.all,
-                        ConvolutionPrimitive(cache, kind, shape, algorithm, threads, adaptive, fusion));
+  RILL_ASSIGN_OR_RETURN(
+      v.all, ConvolutionPrimitive(cache, kind, shape, algorithm, threads, adaptive, fusion));
   v.workspace_bytes = v.all->workspace_bytes;
   if (adaptive) {
     RILL_ASSIGN_OR_RETURN(v.one,
@@ -421,10 +420,10 @@ void RunConvolution(const CachedPrimitive& p, ConvolutionKind kind, const ConvCa
     case ConvolutionKind::kForward: {
       if (c.side_input != nullptr) {
         if (p.side_input.reorder) {
-          onednn::Execute(p.side_input.reorder,
-                          {{DNNL_ARG_FROM, onednn::Wrap(p.mds[2], c.side_input)},
-                           {DNNL_ARG_TO, m[2]}},
-                          p.side_input.reorder_scratchpad_md, c.workspace);
+          onednn::Execute(
+              p.side_input.reorder,
+              {{DNNL_ARG_FROM, onednn::Wrap(p.mds[2], c.side_input)}, {DNNL_ARG_TO, m[2]}},
+              p.side_input.reorder_scratchpad_md, c.workspace);
         } else if (c.side_input != c.output) {
           std::memcpy(c.output, c.side_input, p.mds[2].get_size());
         }
@@ -588,8 +587,7 @@ absl::Status OneDnn::Convolve(Stream* stream, ConvolutionKind kind, const Convol
     algorithm = kAuto;
   }
   RILL_RETURN_IF_ERROR(CheckAlgorithmId(algorithm));
-  RILL_ASSIGN_OR_RETURN(ConvVariants v,
-                        Variants(*cache_, kind, a.shape, algorithm, FusionOf(a)));
+  RILL_ASSIGN_OR_RETURN(ConvVariants v, Variants(*cache_, kind, a.shape, algorithm, FusionOf(a)));
   const uint64_t need = v.workspace_bytes;
   ScopedDeviceMemory<uint8_t> owned;
   void* workspace = nullptr;
@@ -609,10 +607,9 @@ absl::Status OneDnn::Convolve(Stream* stream, ConvolutionKind kind, const Convol
   if (!a.bias.is_null()) call.bias = HostPointer(a.bias);
   if (!a.side_input.is_null()) call.side_input = HostPointer(a.side_input);
   call.filter_id = a.filter_id;
-  return onednn::EnqueueDnn(executor_, stream, "onednn convolution",
-                            [v = std::move(v), kind, call, owned = std::move(owned)] {
-                              RunVariant(v, kind, call);
-                            });
+  return onednn::EnqueueDnn(
+      executor_, stream, "onednn convolution",
+      [v = std::move(v), kind, call, owned = std::move(owned)] { RunVariant(v, kind, call); });
 }
 
 }  // namespace rill

@@ -265,8 +265,9 @@ TEST_P(OneDnnConvTest, RepeatedCallsAgreeOnEitherThreadCount) {
 }
 
 // act(conv + bias[c] + side) for an NCHW output, from the plain reference.
-Reference Fused(const ConvolutionShape& shape, const Reference& conv, const std::vector<float>& bias,
-                const std::vector<float>& side, const ActivationDescriptor& act) {
+Reference Fused(const ConvolutionShape& shape, const Reference& conv,
+                const std::vector<float>& bias, const std::vector<float>& side,
+                const ActivationDescriptor& act) {
   Reference r = conv;
   const int64_t hw = shape.output.h * shape.output.w;
   for (size_t i = 0; i < r.value.size(); ++i) {
