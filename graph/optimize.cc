@@ -36,6 +36,8 @@ constexpr RewriteInfo kRewrites[] = {
     {"fuse_conv_activation", OptLevel::kExtended,
      "relu, clip to [0, c], sigmoid or tanh after a convolution becomes its activation"},
     {"fuse_gelu", OptLevel::kExtended, "x * 0.5 * (1 + erf(x / sqrt(2))) becomes gelu(x)"},
+    {"fuse_layer_norm", OptLevel::kExtended,
+     "the mean/sub/pow/mean/add/sqrt/div/mul/add chain of a LayerNorm becomes layer_norm"},
     {"constant_filters", OptLevel::kAll,
      "convolutions with constant weights get a filter id: the DNN plugin converts the weight "
      "to its layout once"},
@@ -231,10 +233,20 @@ std::optional<Entry> GeluInput(const Rebuild& r, Entry e) {
 
 }  // namespace
 
-absl::Status FuseGelu(Rebuild& r, PassContext& pc) {
+absl::Status FusePatterns(Rebuild& r, PassContext& pc) {
   for (int id : r.order()) {
     const Node& n = r.in().node(id);
     if (n.is_variable()) continue;
+    if (pc.On("fuse_layer_norm")) {
+      if (std::optional<LayerNormMatch> m = LayerNormOf(r, Entry{id, 0})) {
+        r.Set(Entry{id, 0},
+              r.out().Op1(op_names::kLayerNorm, {r.Map(m->x), r.Map(m->gamma), r.Map(m->beta)},
+                          {{"axis", absl::StrCat(m->axis)}, {"eps", absl::StrCat(m->eps)}}, n.name,
+                          n.group));
+        pc.Count("fuse_layer_norm");
+        continue;
+      }
+    }
     if (pc.On("fuse_gelu")) {
       if (std::optional<Entry> x = GeluInput(r, Entry{id, 0})) {
         const EntryType& t = r.type(*x);
@@ -319,7 +331,7 @@ absl::StatusOr<OptimizeReport> OptimizeForInference(
       {internal::FoldAndClean, {"fold_constants", "remove_identity"}},
       {internal::FuseConvolutions,
        {"fold_conv_affine", "fuse_conv_residual", "fuse_conv_activation", "constant_filters"}},
-      {internal::FuseGelu, {"fuse_gelu"}},
+      {internal::FusePatterns, {"fuse_gelu", "fuse_layer_norm"}},
       {internal::ToNhwc, {"nhwc_layout"}},
   };
   for (const auto& [pass, names] : passes) {

@@ -17,11 +17,13 @@
 //             convolution's residual input; fuse_conv_activation: relu, a
 //             clip to [0, c] (ReLU6), sigmoid or tanh after it becomes its
 //             activation (ops/nn/fused_conv.h: one library call, oneDNN
-//             post-ops); fuse_gelu: the erf form of GELU becomes one gelu.
+//             post-ops); fuse_gelu: the erf form of GELU becomes one gelu;
+//             fuse_layer_norm: a LayerNorm's chain of ops becomes layer_norm.
 //   all       constant_filters: every convolution with a constant weight
 //             runs as fused_conv2d with a filter id, so the DNN plugin
 //             converts the weight to its own (blocked) layout once and keeps
-//             it, not on every call.
+//             it, not on every call; nhwc_layout: chained ones compute in
+//             NHWC, with transposes only where another op reads.
 //
 // Each rewrite can be turned off by name (OptimizeOptions::disabled). The
 // optimized graph is an inference graph: its constants are snapshots of

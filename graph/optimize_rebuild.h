@@ -86,8 +86,17 @@ struct PassContext {
 absl::Status FoldAndClean(Rebuild& r, PassContext& pc);
 // fold_conv_affine, fuse_conv_residual, fuse_conv_activation, constant_filters.
 absl::Status FuseConvolutions(Rebuild& r, PassContext& pc);
-// fuse_gelu.
-absl::Status FuseGelu(Rebuild& r, PassContext& pc);
+// fuse_gelu, fuse_layer_norm.
+absl::Status FusePatterns(Rebuild& r, PassContext& pc);
+
+// A LayerNorm found by LayerNormOf (optimize_norm.cc): old entries.
+struct LayerNormMatch {
+  Entry x, gamma, beta;
+  int64_t axis = -1;
+  double eps = 0;
+};
+// The LayerNorm whose last node makes old entry `z`, if it is one.
+std::optional<LayerNormMatch> LayerNormOf(const Rebuild& r, Entry z);
 // nhwc_layout.
 absl::Status ToNhwc(Rebuild& r, PassContext& pc);
 

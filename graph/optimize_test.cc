@@ -218,6 +218,32 @@ TEST_P(OptimizeTest, GeluSubgraphBecomesGelu) {
   EXPECT_EQ(rep.nodes_after, 2);
 }
 
+// LayerNorm as torch.onnx writes it at opset 13 (pow, div) and as Rill
+// lowers LayerNormalization (square, 1 / sqrt): one layer_norm each.
+TEST_P(OptimizeTest, LayerNormChainsBecomeLayerNorm) {
+  for (bool torch_form : {true, false}) {
+    Graph g;
+    Entry x = g.Input("x", Shape{2, 3, 8}, DType::kF32);
+    const ops::Attrs last = {{"axes", "(-1)"}, {"keepdims", "true"}};
+    Entry d = g.Op1("sub", {x, g.Op1("mean", {x}, last)});
+    Entry sq = torch_form ? g.Op1("pow", {d, g.Param("two")}) : g.Op1("square", {d});
+    Entry v = g.Op1("mean", {sq}, {{"axes", "(2)"}, {"keepdims", "true"}});
+    Entry s = torch_form ? g.Op1("sqrt", {g.Op1("add", {v, g.Param("eps")})})
+                         : g.Op1("sqrt", {g.Op1("add_scalar", {v}, {{"scalar", "0.001"}})});
+    Entry n = torch_form ? g.Op1("div", {d, s})
+                         : g.Op1("mul", {g.Op1("rdiv_scalar", {s}, {{"scalar", "1"}}), d});
+    g.AddOutput(g.Op1("add", {g.Param("beta"), g.Op1("mul", {n, g.Param("gamma")})}));
+    const Values consts = {{"two", Make<float>({2.f}, Shape{})},
+                           {"eps", Make<float>({1e-3f}, Shape{1})},
+                           {"gamma", Random({8}, 2)},
+                           {"beta", Random({8}, 3)}};
+    OptimizeReport rep =
+        Check(g, {{"x", Random({2, 3, 8}, 1, -2, 4)}}, consts, Level(OptLevel::kExtended));
+    EXPECT_THAT(rep.applied, ::testing::ElementsAre(Pair("fuse_layer_norm", 1)));
+    EXPECT_EQ(rep.nodes_after, 1) << rep.ToString();
+  }
+}
+
 TEST_P(OptimizeTest, DisabledRewritesStayOff) {
   Graph g;
   Entry y = g.Op1("conv2d", {g.Input("x", Shape{1, 1, 3, 3}, DType::kF32), g.Param("w")});

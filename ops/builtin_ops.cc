@@ -12,6 +12,7 @@ void RegisterNnOps(OpRegistry& registry);
 void RegisterShapeOps(OpRegistry& registry);
 void RegisterInitOps(OpRegistry& registry);
 void RegisterOptimizerOps(OpRegistry& registry);
+void RegisterNormOps(OpRegistry& registry);
 
 void RegisterBuiltinOps(OpRegistry& registry) {
   RegisterElementwiseOps(registry);
@@ -20,6 +21,7 @@ void RegisterBuiltinOps(OpRegistry& registry) {
   RegisterShapeOps(registry);
   RegisterInitOps(registry);
   RegisterOptimizerOps(registry);
+  RegisterNormOps(registry);
 }
 
 }  // namespace rill::ops

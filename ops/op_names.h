@@ -81,6 +81,7 @@ inline constexpr char kFusedConv2d[] = "fused_conv2d";
 inline constexpr char kGather[] = "gather";
 inline constexpr char kGatherElements[] = "gather_elements";
 inline constexpr char kGelu[] = "gelu";
+inline constexpr char kLayerNorm[] = "layer_norm";
 inline constexpr char kGreater[] = "greater";
 inline constexpr char kGreaterScalar[] = "greater_scalar";
 inline constexpr char kIdentity[] = "identity";
@@ -206,6 +207,7 @@ inline constexpr const char* kAll[] = {
     kGather,
     kGatherElements,
     kGelu,
+    kLayerNorm,
     kGreater,
     kGreaterScalar,
     kIdentity,

@@ -54,11 +54,12 @@ ABSL_FLAG(int32_t, opt, 1,
 ABSL_FLAG(std::string, optimize, "all",
           "inference optimizer level (graph/optimize.h): none, basic (constant folding, identity "
           "removal), extended (+ convolution fusions with bias, BatchNorm, residual add and "
-          "activation; GELU), all (+ constant filters kept in the DNN library's layout)");
+          "activation; GELU; LayerNorm), all (+ constant filters kept in the DNN library's "
+          "layout, chained convolutions in NHWC)");
 ABSL_FLAG(std::vector<std::string>, disable_rewrites, {},
           "optimizer rewrites to turn off by name (fold_constants, remove_identity, "
           "fold_conv_affine, fuse_conv_residual, fuse_conv_activation, fuse_gelu, "
-          "constant_filters)");
+          "fuse_layer_norm, constant_filters, nhwc_layout)");
 ABSL_FLAG(std::string, dump_optimized, "",
           "write the optimized graph (one line per node) and the optimizer's report to this file");
 ABSL_FLAG(std::vector<std::string>, input, {},

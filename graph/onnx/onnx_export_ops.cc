@@ -18,6 +18,7 @@
 #include "rill/ops/init/init.h"
 #include "rill/ops/nn/fused_conv.h"
 #include "rill/ops/nn/nn.h"
+#include "rill/ops/norm/norm.h"
 #include "rill/ops/op_names.h"
 #include "rill/ops/reduce/reduce.h"
 #include "rill/ops/shape/shape.h"
@@ -416,6 +417,28 @@ constexpr char kSoftmax[] = "Softmax", kLogSoftmax[] = "LogSoftmax";
 
 // Rill: empty axes reduce all, keepdims defaults to false. ReduceSum takes
 // its axes as an input since opset 13, the others as an attribute until 18.
+// layer_norm (the optimizer's): the ReduceMean chain opset 13 has.
+absl::Status LayerNorm(X& x) {
+  const auto& p = x.Params<ops::LayerNormParams>();
+  const int r = x.InRank(0);
+  const int64_t axis = p.axis < 0 ? p.axis + r : p.axis;
+  std::vector<int64_t> axes;
+  for (int64_t a = axis; a < r; ++a) axes.push_back(a);
+  auto reduce_mean = [&](const std::string& v) {
+    onnx::NodeProto* n = nullptr;
+    std::string out = x.Tmp("ReduceMean", {v}, &n);
+    AddIntsAttr(n, "axes", axes);
+    AddIntAttr(n, "keepdims", 1);
+    return out;
+  };
+  const std::string d = x.Tmp("Sub", {x.In(0), reduce_mean(x.In(0))});
+  const std::string var = reduce_mean(x.Tmp("Mul", {d, d}));
+  const std::string sd = x.Tmp("Sqrt", {x.Tmp("Add", {var, x.Scalar(p.eps, x.InDType(0))})});
+  const std::string y = x.Tmp("Mul", {x.Tmp("Div", {d, sd}), x.In(1)});
+  x.Emit("Add", {y, x.In(2)}, {x.Out(0)});
+  return absl::OkStatus();
+}
+
 template <const char* kOnnx>
 absl::Status Reduce(X& x) {
   const auto& p = x.Params<ops::ReduceParams>();
@@ -517,6 +540,7 @@ const std::map<std::string, ExportFn, std::less<>>& Table() {
       {op_names::kFloor, Same<kFloor>},
       {op_names::kFullyConnected, FullyConnected},
       {op_names::kFusedConv2d, FusedConv},
+      {op_names::kLayerNorm, LayerNorm},
       {op_names::kGather, Gather},
       {op_names::kGatherElements, GatherElements},
       {op_names::kGreater, Compare<kGreater>},
