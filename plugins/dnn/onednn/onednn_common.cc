@@ -276,6 +276,23 @@ void AppendKey(std::vector<int64_t>& key, const FilterDescriptor& f) {
                          static_cast<int64_t>(f.layout), static_cast<int64_t>(f.type)});
 }
 
+Eltwise ToEltwise(const ActivationDescriptor& a) {
+  const float coef = static_cast<float>(a.coefficient);
+  switch (a.mode) {
+    case ActivationMode::kRelu:
+      return {dnnl::algorithm::eltwise_relu, 0, 0};
+    case ActivationMode::kSigmoid:
+      return {dnnl::algorithm::eltwise_logistic, 0, 0};
+    case ActivationMode::kTanh:
+      return {dnnl::algorithm::eltwise_tanh, 0, 0};
+    case ActivationMode::kElu:
+      return {dnnl::algorithm::eltwise_elu, coef, 0};
+    case ActivationMode::kClippedRelu:
+      return {dnnl::algorithm::eltwise_clip_v2, 0, coef};
+  }
+  return {dnnl::algorithm::eltwise_relu, 0, 0};
+}
+
 namespace {
 std::atomic<uint64_t>& KeptBytes() {
   static std::atomic<uint64_t> bytes{0};

@@ -68,6 +68,15 @@ dnnl::memory Wrap(const dnnl::memory::desc& md, const DeviceMemoryBase& memory);
 // slot 0 is the primitives' scratchpad; the others hold temporaries.
 void* ThreadScratch(int slot, uint64_t bytes);
 
+// The eltwise algorithm and its alpha, beta for an activation (clipped
+// relu is clip_v2 to [0, coefficient]; elu's alpha is the coefficient), for
+// eltwise primitives and convolution post-ops.
+struct Eltwise {
+  dnnl::algorithm algorithm;
+  float alpha, beta;
+};
+Eltwise ToEltwise(const ActivationDescriptor& a);
+
 // --- Threads.
 
 // Whether oneDNN runs on OpenMP (Debian's build does): only then can the

@@ -67,33 +67,14 @@ Fusion FusionOf(const ConvolutionArgs& a) {
   return {!a.bias.is_null(), !a.side_input.is_null(), a.activation, a.filter_id != 0};
 }
 
-dnnl::algorithm EltwiseOf(ActivationMode mode) {
-  switch (mode) {
-    case ActivationMode::kRelu:
-      return dnnl::algorithm::eltwise_relu;
-    case ActivationMode::kSigmoid:
-      return dnnl::algorithm::eltwise_logistic;
-    case ActivationMode::kTanh:
-      return dnnl::algorithm::eltwise_tanh;
-    case ActivationMode::kElu:
-      return dnnl::algorithm::eltwise_elu;
-    case ActivationMode::kClippedRelu:
-      return dnnl::algorithm::eltwise_clip;
-  }
-  return dnnl::algorithm::eltwise_relu;
-}
-
 // The user-scratchpad attributes with the fusion's post-ops.
 dnnl::primitive_attr FusedAttr(const Fusion& f) {
   dnnl::primitive_attr attr = onednn::UserScratchpad();
   dnnl::post_ops ops;
   if (f.sum) ops.append_sum(1.f);
   if (f.activation.has_value()) {
-    const ActivationDescriptor& a = *f.activation;
-    const float alpha = a.mode == ActivationMode::kElu ? static_cast<float>(a.coefficient) : 0.f;
-    const float beta =
-        a.mode == ActivationMode::kClippedRelu ? static_cast<float>(a.coefficient) : 0.f;
-    ops.append_eltwise(1.f, EltwiseOf(a.mode), alpha, beta);
+    const onednn::Eltwise e = onednn::ToEltwise(*f.activation);
+    ops.append_eltwise(1.f, e.algorithm, e.alpha, e.beta);
   }
   attr.set_post_ops(ops);
   return attr;

@@ -47,29 +47,8 @@ CachedPrimitive Cached(const Pd& pd, dnnl::primitive primitive, std::vector<memo
   return c;
 }
 
-struct Eltwise {
-  dnnl::algorithm algorithm;
-  float alpha, beta;
-};
-
-Eltwise ToEltwise(const ActivationDescriptor& a) {
-  const float coef = static_cast<float>(a.coefficient);
-  switch (a.mode) {
-    case ActivationMode::kRelu:
-      return {dnnl::algorithm::eltwise_relu, 0, 0};
-    case ActivationMode::kSigmoid:
-      return {dnnl::algorithm::eltwise_logistic, 0, 0};
-    case ActivationMode::kTanh:
-      return {dnnl::algorithm::eltwise_tanh, 0, 0};
-    case ActivationMode::kElu:
-      return {dnnl::algorithm::eltwise_elu, coef, 0};
-    case ActivationMode::kClippedRelu:
-      return {dnnl::algorithm::eltwise_clip_v2, 0, coef};
-  }
-  return {dnnl::algorithm::eltwise_relu, 0, 0};
-}
-
-dnnl::eltwise_forward::primitive_desc EltwiseForwardPd(const Eltwise& e, const memory::desc& md) {
+dnnl::eltwise_forward::primitive_desc EltwiseForwardPd(const onednn::Eltwise& e,
+                                                       const memory::desc& md) {
   dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_training, e.algorithm, md, e.alpha,
                                 e.beta);
   return dnnl::eltwise_forward::primitive_desc(d, onednn::UserScratchpad(), **onednn::Engine());
@@ -159,7 +138,7 @@ absl::Status OneDnn::BiasAdd(Stream* stream, const BiasAddArgs& a) {
 
 absl::Status OneDnn::Activate(Stream* stream, const ActivationArgs& a) {
   RILL_RETURN_IF_ERROR(onednn::RequireFloat("activation", a.desc.type));
-  const Eltwise e = ToEltwise(a.activation);
+  const onednn::Eltwise e = onednn::ToEltwise(a.activation);
   const std::vector<int64_t> key =
       Key(kOpActivation, a.desc,
           {static_cast<int64_t>(a.activation.mode), Bits(a.activation.coefficient)});
@@ -179,7 +158,7 @@ absl::Status OneDnn::Activate(Stream* stream, const ActivationArgs& a) {
 
 absl::Status OneDnn::ActivateBackward(Stream* stream, const ActivationBackwardArgs& a) {
   RILL_RETURN_IF_ERROR(onednn::RequireFloat("activation backward", a.desc.type));
-  const Eltwise e = ToEltwise(a.activation);
+  const onednn::Eltwise e = onednn::ToEltwise(a.activation);
   const std::vector<int64_t> key =
       Key(kOpActivationBackward, a.desc,
           {static_cast<int64_t>(a.activation.mode), Bits(a.activation.coefficient)});
