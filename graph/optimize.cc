@@ -7,11 +7,11 @@
 #include <algorithm>
 #include <cmath>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "rill/base/status_macros.h"
 #include "rill/graph/optimize_rebuild.h"
+#include "rill/ops/elementwise/elementwise.h"
 #include "rill/ops/invoke.h"
 #include "rill/ops/op_names.h"
 #include "rill/ops/op_registry.h"
@@ -117,6 +117,24 @@ const std::string& OpOf(const Rebuild& r, Entry e) {
   return n.is_variable() ? kNone : n.op->name();
 }
 
+std::optional<std::pair<Entry, Entry>> Binary(const Rebuild& r, Entry e, const char* op) {
+  const Node& node = r.in().node(e.node);
+  if (node.is_variable() || e.index != 0 || node.op->name() != op || node.inputs.size() != 2)
+    return std::nullopt;
+  return std::make_pair(node.inputs[0], node.inputs[1]);
+}
+
+std::optional<Entry> Unary(const Rebuild& r, Entry e, const char* op) {
+  const Node& node = r.in().node(e.node);
+  if (node.is_variable() || e.index != 0 || node.op->name() != op || node.inputs.size() != 1)
+    return std::nullopt;
+  return node.inputs[0];
+}
+
+double ScalarOperand(const Node& node) {
+  return static_cast<const ops::ScalarParams*>(node.params.get())->scalar;
+}
+
 std::optional<double> ScalarConst(const Rebuild& r, Entry e) {
   std::optional<Tensor> c = r.ConstOf(e);
   if (!c || c->shape().NumElements() != 1) return std::nullopt;
@@ -163,37 +181,25 @@ namespace {
 // `value` (or op_scalar(x) with that scalar), for op mul/add/div; sets *x.
 bool IsScalarOp(const Rebuild& r, Entry e, const char* op, const char* op_scalar, double value,
                 bool commutes, Entry* x) {
-  const Node& n = r.in().node(e.node);
-  if (n.is_variable() || e.index != 0) return false;
   auto near = [value](std::optional<double> v) {
     return v && std::abs(*v - value) <= 1e-4 * std::abs(value);
   };
-  if (n.op->name() == op_scalar) {
-    auto it = std::find_if(n.attrs.begin(), n.attrs.end(),
-                           [](const auto& a) { return a.first == "scalar"; });
-    double v = 0;
-    if (it == n.attrs.end() || !absl::SimpleAtod(it->second, &v) || !near(v)) return false;
-    *x = n.inputs[0];
+  if (std::optional<Entry> in = Unary(r, e, op_scalar)) {
+    if (!near(ScalarOperand(r.in().node(e.node)))) return false;
+    *x = *in;
     return true;
   }
-  if (n.op->name() != op || n.inputs.size() != 2) return false;
-  for (int side : {1, 0}) {
-    if (side == 0 && !commutes) break;
-    if (near(ScalarConst(r, n.inputs[side]))) {
-      *x = n.inputs[1 - side];
-      return true;
-    }
+  std::optional<std::pair<Entry, Entry>> in = Binary(r, e, op);
+  if (!in) return false;
+  if (near(ScalarConst(r, in->second))) {
+    *x = in->first;
+    return true;
+  }
+  if (commutes && near(ScalarConst(r, in->first))) {
+    *x = in->second;
+    return true;
   }
   return false;
-}
-
-// Whether `e` is mul(x, y) (either order); sets *a, *b.
-bool IsMul(const Rebuild& r, Entry e, Entry* a, Entry* b) {
-  const Node& n = r.in().node(e.node);
-  if (n.is_variable() || n.op->name() != op_names::kMul || n.inputs.size() != 2) return false;
-  *a = n.inputs[0];
-  *b = n.inputs[1];
-  return true;
 }
 
 // GELU's erf form, from its last node: returns x when `e` is
@@ -213,14 +219,16 @@ std::optional<Entry> GeluInput(const Rebuild& r, Entry e) {
   };
   Entry inner;
   if (IsScalarOp(r, e, n::kMul, n::kMulScalar, 0.5, true, &inner) && once(inner)) {
-    Entry a, b, x;
-    if (!IsMul(r, inner, &a, &b)) return std::nullopt;
-    if (erf_part(b, &x) && x == a) return x;
-    if (erf_part(a, &x) && x == b) return x;
+    std::optional<std::pair<Entry, Entry>> m = Binary(r, inner, n::kMul);
+    if (!m) return std::nullopt;
+    Entry x;
+    if (erf_part(m->second, &x) && x == m->first) return x;
+    if (erf_part(m->first, &x) && x == m->second) return x;
     return std::nullopt;
   }
-  Entry a, b;
-  if (!IsMul(r, e, &a, &b)) return std::nullopt;
+  std::optional<std::pair<Entry, Entry>> m = Binary(r, e, n::kMul);
+  if (!m) return std::nullopt;
+  auto [a, b] = *m;
   for (int swap = 0; swap < 2; ++swap) {
     Entry half_x, x;
     if (once(a) && IsScalarOp(r, a, n::kMul, n::kMulScalar, 0.5, true, &half_x) &&
@@ -289,6 +297,19 @@ absl::StatusOr<OptLevel> ParseOptLevel(std::string_view s) {
 
 absl::Span<const RewriteInfo> Rewrites() { return kRewrites; }
 
+absl::Status CheckRewriteNames(const std::vector<std::string>& names) {
+  for (const std::string& name : names) {
+    bool known = false;
+    for (const RewriteInfo& w : kRewrites) known = known || name == w.name;
+    if (known) continue;
+    std::vector<std::string> all;
+    for (const RewriteInfo& w : kRewrites) all.push_back(w.name);
+    return absl::InvalidArgumentError(absl::StrCat("no rewrite '", name, "' to disable (they are ",
+                                                   absl::StrJoin(all, ", "), ")"));
+  }
+  return absl::OkStatus();
+}
+
 std::string OptimizeReport::ToString() const {
   std::vector<std::string> parts;
   for (const auto& [name, n] : applied) parts.push_back(absl::StrCat(name, " x", n));
@@ -301,16 +322,7 @@ absl::StatusOr<OptimizeReport> OptimizeForInference(
     const OptimizeOptions& options) {
   PassContext pc;
   pc.max_fold_bytes = options.max_fold_bytes;
-  for (const std::string& name : options.disabled) {
-    bool known = false;
-    for (const RewriteInfo& w : kRewrites) known = known || name == w.name;
-    if (!known) {
-      std::vector<std::string> names;
-      for (const RewriteInfo& w : kRewrites) names.push_back(w.name);
-      return absl::InvalidArgumentError(absl::StrCat(
-          "no rewrite '", name, "' to disable (they are ", absl::StrJoin(names, ", "), ")"));
-    }
-  }
+  RILL_RETURN_IF_ERROR(CheckRewriteNames(options.disabled));
   for (const RewriteInfo& w : kRewrites) {
     if (static_cast<int>(w.level) > static_cast<int>(options.level)) continue;
     if (std::find(options.disabled.begin(), options.disabled.end(), w.name) !=

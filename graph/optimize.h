@@ -62,6 +62,9 @@ struct RewriteInfo {
   const char* what;
 };
 absl::Span<const RewriteInfo> Rewrites();
+// InvalidArgument naming the first of `names` that is no rewrite, and the
+// rewrites there are.
+absl::Status CheckRewriteNames(const std::vector<std::string>& names);
 
 struct OptimizeOptions {
   OptLevel level = OptLevel::kAll;

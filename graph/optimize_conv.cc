@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "rill/base/status_macros.h"
@@ -159,7 +158,7 @@ class ConvFuser {
     } else if (op == n::kActivation) {
       act = static_cast<const ops::ActivationParams*>(node.params.get())->act_type;
     } else if (op == n::kMaximumScalar || op == n::kMinimumScalar) {
-      const double s = ScalarParam(node);
+      const double s = ScalarOperand(node);
       if (op == n::kMaximumScalar && s == 0) act = "relu";
       if (op == n::kMinimumScalar && p.p.act == "relu" && s > 0) {
         act = "clipped_relu";
@@ -172,14 +171,6 @@ class ConvFuser {
     p.p.clip = act == "clipped_relu" ? clip : 6;
     pc_.Count("fuse_conv_activation");
     return true;
-  }
-
-  static double ScalarParam(const Node& node) {
-    for (const auto& [k, v] : node.attrs) {
-      double d = 0;
-      if (k == "scalar" && absl::SimpleAtod(v, &d)) return d;
-    }
-    return std::nan("");
   }
 
   // conv + k, k + conv, conv - k, conv * k, k * conv, conv / k with k a
@@ -284,11 +275,8 @@ class NhwcRewriter {
     r_.hook = [this](Entry old) -> std::optional<Entry> {
       auto it = conv_out_.find(old);
       if (it == conv_out_.end()) return std::nullopt;
-      auto made = nchw_.find(old);
-      if (made != nchw_.end()) return made->second;
       const Entry e = Transpose(it->second, "(0, 3, 1, 2)", "/to_nchw", old);
-      nchw_[old] = e;
-      r_.Set(old, e);  // For Finish, after the hook is gone.
+      r_.Set(old, e);  // Made once: Map finds it from now on.
       return e;
     };
   }
@@ -349,7 +337,6 @@ class NhwcRewriter {
   absl::flat_hash_set<int> chained_;            // Old conv nodes to convert.
   absl::flat_hash_map<Entry, Entry> conv_out_;  // Old conv output -> new NHWC entry.
   absl::flat_hash_map<Entry, Entry> nhwc_in_;   // Old NCHW entry -> its transpose.
-  absl::flat_hash_map<Entry, Entry> nchw_;      // Old conv output -> transposed back.
 };
 
 }  // namespace

@@ -10,9 +10,9 @@
 // LayerNormalization (opset 17) the second. Every inner entry must be read
 // only inside the pattern.
 
+#include <algorithm>
 #include <optional>
 
-#include "absl/strings/numbers.h"
 #include "rill/graph/optimize_rebuild.h"
 #include "rill/ops/op_names.h"
 #include "rill/ops/reduce/reduce.h"
@@ -21,30 +21,6 @@ namespace rill::graph::internal {
 namespace {
 
 namespace n = op_names;
-
-// The inputs of `e`'s node when it is `op` with two inputs.
-std::optional<std::pair<Entry, Entry>> Binary(const Rebuild& r, Entry e, const char* op) {
-  const Node& node = r.in().node(e.node);
-  if (node.is_variable() || e.index != 0 || node.op->name() != op || node.inputs.size() != 2)
-    return std::nullopt;
-  return std::make_pair(node.inputs[0], node.inputs[1]);
-}
-
-// The input of `e`'s node when it is `op` with one input.
-std::optional<Entry> Unary(const Rebuild& r, Entry e, const char* op) {
-  const Node& node = r.in().node(e.node);
-  if (node.is_variable() || e.index != 0 || node.op->name() != op || node.inputs.size() != 1)
-    return std::nullopt;
-  return node.inputs[0];
-}
-
-std::optional<double> ScalarAttr(const Rebuild& r, Entry e) {
-  for (const auto& [k, v] : r.in().node(e.node).attrs) {
-    double d = 0;
-    if (k == "scalar" && absl::SimpleAtod(v, &d)) return d;
-  }
-  return std::nullopt;
-}
 
 // mean(x) over trailing axes with keepdims: x and the first axis.
 std::optional<std::pair<Entry, int64_t>> TrailingMean(const Rebuild& r, Entry e) {
@@ -86,7 +62,7 @@ std::optional<LayerNormMatch> LayerNormOf(const Rebuild& r, Entry z) {
         std::optional<Entry> inv;
         for (Entry c : {m2->first, m2->second}) {
           std::optional<Entry> in = Unary(r, c, n::kRdivScalar);
-          if (in && once(c) && ScalarAttr(r, c) == 1.0) {
+          if (in && once(c) && ScalarOperand(r.in().node(c.node)) == 1.0) {
             inv = in;
             d = c == m2->first ? m2->second : m2->first;
           }
@@ -109,7 +85,7 @@ std::optional<LayerNormMatch> LayerNormOf(const Rebuild& r, Entry z) {
           }
         }
       } else if (auto a1 = Unary(r, *e, n::kAddScalar)) {
-        eps = ScalarAttr(r, *e);
+        eps = ScalarOperand(r.in().node(e->node));
         v = *a1;
       }
       if (!eps || !(*eps > 0) || !once(v)) continue;
@@ -121,7 +97,8 @@ std::optional<LayerNormMatch> LayerNormOf(const Rebuild& r, Entry z) {
       std::optional<Entry> sq;
       if (auto pw = Binary(r, p, n::kPow); pw && ScalarConst(r, pw->second) == 2.0) {
         sq = pw->first;
-      } else if (auto ps = Unary(r, p, n::kPowScalar); ps && ScalarAttr(r, p) == 2.0) {
+      } else if (auto ps = Unary(r, p, n::kPowScalar);
+                 ps && ScalarOperand(r.in().node(p.node)) == 2.0) {
         sq = ps;
       } else if (auto q = Unary(r, p, n::kSquare)) {
         sq = q;

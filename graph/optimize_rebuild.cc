@@ -38,11 +38,11 @@ int Rebuild::consumers(Entry old) const {
 }
 
 Entry Rebuild::Map(Entry old) {
+  auto it = map_.find(old);
+  if (it != map_.end()) return it->second;
   if (hook) {
     if (std::optional<Entry> e = hook(old)) return *e;
   }
-  auto it = map_.find(old);
-  if (it != map_.end()) return it->second;
   if (auto m = made_.find(old); m != made_.end()) {
     Entry e = AddConst(made_names_[old], m->second);
     map_[old] = e;

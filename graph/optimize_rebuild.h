@@ -32,8 +32,9 @@ class Rebuild {
   // Readers of each old entry, graph outputs counted.
   int consumers(Entry old) const;
 
-  // Called by Map before anything else; returns the new entry for `old`
-  // when the pass holds one back (a pending fused convolution).
+  // Called by Map for an entry not mapped yet; returns the new entry for
+  // `old` when the pass holds one back (a pending fused convolution), after
+  // Set(old, it).
   std::function<std::optional<Entry>(Entry)> hook;
 
   // The new graph's entry holding old entry `old`'s value.
@@ -104,6 +105,12 @@ absl::Status ToNhwc(Rebuild& r, PassContext& pc);
 std::optional<double> ScalarConst(const Rebuild& r, Entry e);
 // The op name of old entry `e`'s node ("" for a variable).
 const std::string& OpOf(const Rebuild& r, Entry e);
+// The inputs of old entry `e`'s node when it is `op` with two inputs.
+std::optional<std::pair<Entry, Entry>> Binary(const Rebuild& r, Entry e, const char* op);
+// The input of old entry `e`'s node when it is `op` with one input.
+std::optional<Entry> Unary(const Rebuild& r, Entry e, const char* op);
+// The scalar of a *_scalar op's node (its ScalarParams).
+double ScalarOperand(const Node& node);
 
 }  // namespace rill::graph::internal
 

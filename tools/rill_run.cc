@@ -181,18 +181,8 @@ absl::StatusOr<Options> ReadOptions(const std::vector<char*>& positional) {
     return absl::InvalidArgumentError(absl::StrCat("--optimize: ", level.status().message()));
   o.optimize.level = *level;
   o.optimize.disabled = absl::GetFlag(FLAGS_disable_rewrites);
-  for (const std::string& name : o.optimize.disabled) {
-    bool known = false;
-    std::vector<std::string> names;
-    for (const graph::RewriteInfo& w : graph::Rewrites()) {
-      known = known || name == w.name;
-      names.push_back(w.name);
-    }
-    if (!known) {
-      return absl::InvalidArgumentError(absl::StrCat("--disable-rewrites: no rewrite '", name,
-                                                     "' (they are ", absl::StrJoin(names, ", "),
-                                                     ")"));
-    }
+  if (absl::Status s = graph::CheckRewriteNames(o.optimize.disabled); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--disable-rewrites: ", s.message()));
   }
   o.dump_optimized = absl::GetFlag(FLAGS_dump_optimized);
   o.rtol = absl::GetFlag(FLAGS_rtol);
