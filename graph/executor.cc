@@ -187,8 +187,7 @@ absl::Status Executor::Impl::RunStep(const StepRun& r, const engine::RunContext&
 }
 
 void Executor::Impl::PrepareSteps(std::vector<Step>& steps, bool is_train) const {
-  auto key = [](engine::VarHandle v) { return v.bits(); };
-  auto by_key = [&](engine::VarHandle a, engine::VarHandle b) { return key(a) < key(b); };
+  auto by_key = [](engine::VarHandle a, engine::VarHandle b) { return a.bits() < b.bits(); };
   for (Step& s : steps) {
     StepRun& r = s.run[is_train ? 1 : 0];
     r = StepRun{this, &s, is_train, false, {}, {}};
