@@ -33,7 +33,7 @@ install(EXPORT RillTargets NAMESPACE rill:: DESTINATION ${RILL_INSTALL_CMAKEDIR}
 # block pool, a backend's stream class, a plugin's helpers). A layer's
 # headers come with its library (rill_<folder>). An installed header that
 # includes an internal one stops the configure step.
-set(_rill_header_dirs base executor stream platform plugins)
+set(_rill_header_dirs base executor stream platform plugins abi)
 foreach(_dir engine tensor ops graph io kvstore train)
   if(TARGET rill_${_dir})
     list(APPEND _rill_header_dirs ${_dir})
@@ -68,6 +68,7 @@ foreach(_h IN LISTS _rill_public_headers)
   endforeach()
 endforeach()
 install(FILES rill.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rill)
+install(FILES abi/rill_plugin.map DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rill/abi)
 # The test helpers and the conformance suite, for outside backends' tests.
 if(TARGET rill_conformance)
   install(FILES testing/status_testing.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rill/testing)

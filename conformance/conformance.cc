@@ -9,13 +9,14 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "rill/base/mutex.h"
+#include "rill/base/status_macros.h"
 #include "rill/conformance/suite_kernels.h"
 
 namespace rill::conformance {
 namespace {
 
-std::vector<std::string> Names(const char* list) {
-  return absl::StrSplit(list, ',', absl::SkipWhitespace());
+std::vector<std::string> Names(const char* list, char separator = ',') {
+  return absl::StrSplit(list, separator, absl::SkipWhitespace());
 }
 
 // The platforms under test, required ones first, as named.
@@ -120,6 +121,13 @@ absl::StatusOr<KernelSpec> WithBackendVariants(KernelSpec spec) {
 }
 
 namespace internal {
+
+absl::Status LoadPlugins() {
+  for (const std::string& path : Names(kPlugins, ':')) {
+    RILL_RETURN_IF_ERROR(PlatformManager::Default().LoadPlugin(path));
+  }
+  return absl::OkStatus();
+}
 
 absl::Status CheckPlatforms() {
   std::vector<std::string> required = Names(kRequiredPlatforms);

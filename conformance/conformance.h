@@ -89,6 +89,10 @@ namespace internal {
 // with at least one device; optional ones are tested where they have one.
 extern const char* const kRequiredPlatforms;
 extern const char* const kOptionalPlatforms;
+// The run-time plugin files to load first, ':'-separated (PLUGINS).
+extern const char* const kPlugins;
+// Loads kPlugins into PlatformManager::Default(); the first failure.
+absl::Status LoadPlugins();
 // OK when every required platform is registered and has a device;
 // otherwise FailedPrecondition saying what to link or set.
 absl::Status CheckPlatforms();

@@ -98,11 +98,18 @@ std::chrono::seconds CaseTimeout() {
 }  // namespace rill::conformance
 
 int main(int argc, char** argv) {
+  // Before the suites are instantiated: their devices come from the
+  // platforms registered then (an op suite's device list included).
+  const absl::Status loaded = rill::conformance::internal::LoadPlugins();
   ::testing::InitGoogleTest(&argc, argv);
   // Not when gtest_discover_tests lists the cases at build time: a build
   // machine need not have the device (Conformance.PlatformsUnderTest makes
   // the same check when the cases run).
   const bool listing = ::testing::GTEST_FLAG(list_tests);
+  if (!loaded.ok() && !listing) {
+    std::fprintf(stderr, "conformance: %s\n", std::string(loaded.message()).c_str());
+    return 1;
+  }
   if (absl::Status s = rill::conformance::internal::CheckPlatforms(); !s.ok() && !listing) {
     std::fprintf(stderr, "conformance: %s\n", std::string(s.message()).c_str());
     return 1;

@@ -1,10 +1,16 @@
 #include "rill/platform/platform_manager.h"
 
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <system_error>
 #include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "rill/abi/loaded_plugin.h"
 #include "rill/base/logging.h"
 #include "rill/base/status_macros.h"
 
@@ -19,8 +25,102 @@ PlatformManager::~PlatformManager() {
 }
 
 PlatformManager& PlatformManager::Default() {
-  static PlatformManager* manager = new PlatformManager();  // Never destroyed.
+  static PlatformManager* manager = [] {
+    auto* m = new PlatformManager();  // Never destroyed.
+    m->discover_ = true;
+    return m;
+  }();
   return *manager;
+}
+
+void PlatformManager::DiscoverPlugins() const {
+  if (!discover_) return;
+  absl::call_once(discover_once_, [this] {
+    auto* self = const_cast<PlatformManager*>(this);
+    if (const char* path = std::getenv("RILL_PLUGIN_PATH"); path && *path) {
+      self->LoadPluginsFrom(path);
+    }
+#ifdef RILL_DEFAULT_PLUGIN_DIR
+    std::error_code ec;
+    if (std::filesystem::is_directory(RILL_DEFAULT_PLUGIN_DIR, ec)) {
+      self->LoadPluginsFrom(RILL_DEFAULT_PLUGIN_DIR);
+    }
+#endif
+  });
+}
+
+absl::Status PlatformManager::LoadPlugin(std::string_view path_view) {
+  const std::string path(path_view);
+  PluginInfo info;
+  info.path = path;
+  std::error_code ec;
+  const std::string canonical = std::filesystem::weakly_canonical(path, ec).string();
+  absl::Status status = [&]() -> absl::Status {
+    {
+      MutexLock lock(&mu_);
+      for (const auto& loaded : loaded_) {
+        if (std::filesystem::weakly_canonical(loaded->path(), ec).string() == canonical) {
+          return absl::AlreadyExistsError(
+              absl::StrCat("plugin ", path, " is loaded already (as ", loaded->path(), ")"));
+        }
+      }
+    }
+    RILL_ASSIGN_OR_RETURN(std::shared_ptr<abi::LoadedPlugin> plugin, abi::LoadedPlugin::Open(path));
+    info.name = plugin->name();
+    info.version = plugin->version();
+    info.abi_major = plugin->abi_major();
+    info.abi_minor = plugin->abi_minor();
+    info.provides = plugin->Provides();
+    if (plugin->has_platform()) {
+      {
+        MutexLock lock(&mu_);
+        for (const auto& p : platforms_) {
+          if (absl::EqualsIgnoreCase(AsAbsl(p->Name()), plugin->platform_name())) {
+            return absl::AlreadyExistsError(
+                absl::StrCat("plugin ", path, ": its platform name \"", plugin->platform_name(),
+                             "\" is taken by a platform registered before"));
+          }
+        }
+      }
+      RILL_ASSIGN_OR_RETURN(std::unique_ptr<Platform> platform, abi::MakePluginPlatform(plugin));
+      RILL_RETURN_IF_ERROR(
+          Annotate(RegisterPlatform(std::move(platform)), absl::StrCat("plugin ", path)));
+    }
+    RILL_RETURN_IF_ERROR(abi::RegisterPluginLibraries(plugin));
+    MutexLock lock(&mu_);
+    loaded_.push_back(std::move(plugin));
+    return absl::OkStatus();
+  }();
+  info.status = status;
+  if (!status.ok()) RILL_LOG(WARNING) << "skipped " << status.ToString();
+  MutexLock lock(&mu_);
+  plugins_.push_back(std::move(info));
+  return status;
+}
+
+int PlatformManager::LoadPluginsFrom(std::string_view search_path) {
+  int loaded = 0;
+  for (const std::string& entry :
+       std::vector<std::string>(absl::StrSplit(AsAbsl(search_path), ':', absl::SkipEmpty()))) {
+    std::error_code ec;
+    std::vector<std::string> files;
+    if (std::filesystem::is_directory(entry, ec)) {
+      for (const auto& f : std::filesystem::directory_iterator(entry, ec)) {
+        if (f.path().extension() == ".so") files.push_back(f.path().string());
+      }
+      std::sort(files.begin(), files.end());
+    } else {
+      files.push_back(entry);
+    }
+    for (const std::string& file : files) loaded += LoadPlugin(file).ok() ? 1 : 0;
+  }
+  return loaded;
+}
+
+std::vector<PlatformManager::PluginInfo> PlatformManager::Plugins() const {
+  DiscoverPlugins();
+  MutexLock lock(&mu_);
+  return plugins_;
 }
 
 absl::Status PlatformManager::RegisterPlatform(std::unique_ptr<Platform> platform) {
@@ -56,6 +156,7 @@ std::string PlatformManager::DescribeLocked() const {
 }
 
 absl::StatusOr<Platform*> PlatformManager::PlatformWithName(std::string_view name) const {
+  DiscoverPlugins();
   MutexLock lock(&mu_);
   for (const auto& p : platforms_) {
     if (absl::EqualsIgnoreCase(AsAbsl(p->Name()), AsAbsl(name))) return p.get();
@@ -65,6 +166,7 @@ absl::StatusOr<Platform*> PlatformManager::PlatformWithName(std::string_view nam
 }
 
 absl::StatusOr<Platform*> PlatformManager::PlatformWithId(PlatformId id) const {
+  DiscoverPlugins();
   MutexLock lock(&mu_);
   for (const auto& p : platforms_) {
     if (p->id() == id) return p.get();
@@ -74,6 +176,7 @@ absl::StatusOr<Platform*> PlatformManager::PlatformWithId(PlatformId id) const {
 }
 
 std::vector<Platform*> PlatformManager::AllPlatforms() const {
+  DiscoverPlugins();
   MutexLock lock(&mu_);
   std::vector<Platform*> out;
   for (const auto& p : platforms_) out.push_back(p.get());
@@ -128,6 +231,20 @@ absl::Status PlatformManager::RegisterLinkedPlatforms() {
   for (const internal::LinkedPlatform& p : linked) {
     RILL_RETURN_IF_ERROR(
         Annotate(p.register_fn(*this), absl::StrCat("registering platform ", p.tag)));
+  }
+  // And the platforms of the plugins the default manager loaded.
+  PlatformManager& global = Default();
+  global.DiscoverPlugins();
+  std::vector<std::shared_ptr<abi::LoadedPlugin>> plugins;
+  if (&global != this) {
+    MutexLock lock(&global.mu_);
+    plugins = global.loaded_;
+  }
+  for (const auto& plugin : plugins) {
+    if (!plugin->has_platform()) continue;
+    RILL_ASSIGN_OR_RETURN(std::unique_ptr<Platform> platform, abi::MakePluginPlatform(plugin));
+    RILL_RETURN_IF_ERROR(
+        Annotate(RegisterPlatform(std::move(platform)), absl::StrCat("plugin ", plugin->path())));
   }
   return absl::OkStatus();
 }

@@ -1,11 +1,13 @@
 #ifndef RILL_PLATFORM_PLATFORM_MANAGER_H_
 #define RILL_PLATFORM_PLATFORM_MANAGER_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/base/call_once.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "rill/base/mutex.h"
@@ -13,6 +15,10 @@
 #include "rill/platform/platform_id.h"
 
 namespace rill {
+
+namespace abi {
+class LoadedPlugin;
+}  // namespace abi
 
 // The registry of platforms. The process default (Default()) is created on
 // first use and never destroyed, so nothing depends on static destruction
@@ -26,6 +32,13 @@ namespace rill {
 // under a taken name is AlreadyExists. Names match case-insensitively.
 //
 //   RILL_ASSIGN_OR_RETURN(Platform* p, PlatformManager::Default().PlatformWithName("host"));
+//
+// Backends and libraries also arrive at run time as plugins through the C
+// ABI (rill/abi/rill_plugin.h): LoadPlugin(path), and for Default(), on its
+// first query, every plugin in the directories of RILL_PLUGIN_PATH
+// (':'-separated; a file there is loaded as is) and then in the install's
+// lib/rill/plugins. A plugin that fails is skipped with its reason, which
+// Plugins() (and rill-info) report.
 //
 // Thread-safe.
 class PlatformManager {
@@ -55,11 +68,50 @@ class PlatformManager {
   // The registered platforms with at least one device.
   std::vector<Platform*> AvailablePlatforms() const;
 
+  // A run-time plugin as loaded, or refused.
+  struct PluginInfo {
+    std::string path;
+    std::string name, version;              // The plugin's own, once its entry ran.
+    uint32_t abi_major = 0, abi_minor = 0;  // The ABI it was built for (0.0: unknown).
+    std::vector<std::string> provides;      // "platform cbackend", "blas c_blas".
+    absl::Status status;                    // OK when loaded; else why it was skipped.
+  };
+
+  // Loads the plugin shared object at `path`: opens it (dlopen, local
+  // symbols), runs its entry, checks its ABI version and tables, registers
+  // its platform here and its BLAS and DNN libraries with
+  // PluginRegistry::Default() (a host-memory library for every host-memory
+  // platform; its platform too gets the host libraries when its memory is
+  // host memory). The attempt is recorded (Plugins()) either way.
+  // Errors name the file: NotFound (no file, no entry symbol),
+  // FailedPrecondition (not a shared object, entry returned NULL, another
+  // ABI major, missing mandatory entries -- all named), AlreadyExists (the
+  // file was loaded here already, its platform or library name is taken).
+  // The plugin stays loaded while anything made from it lives: its
+  // platform until this manager is destroyed, a host-memory library for
+  // the process's life.
+  absl::Status LoadPlugin(std::string_view path);
+  // Loads every plugin of `search_path` (':'-separated directories, each
+  // one's *.so files in name order, or files), recording and skipping
+  // failures. Returns how many loaded.
+  int LoadPluginsFrom(std::string_view search_path);
+  // Every load attempt, in order.
+  std::vector<PluginInfo> Plugins() const;
+
  private:
+  // Default(): loads the plugins of RILL_PLUGIN_PATH and the default
+  // directory, once, before the first query.
+  void DiscoverPlugins() const;
+
   std::string DescribeLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   mutable Mutex mu_;
   std::vector<std::unique_ptr<Platform>> platforms_ ABSL_GUARDED_BY(mu_);
+  std::vector<PluginInfo> plugins_ ABSL_GUARDED_BY(mu_);
+  // The loaded plugins, for RegisterLinkedPlatforms.
+  std::vector<std::shared_ptr<abi::LoadedPlugin>> loaded_ ABSL_GUARDED_BY(mu_);
+  bool discover_ = false;  // Set for Default() only.
+  mutable absl::once_flag discover_once_;
 };
 
 // StreamExecutor's name for the registry.

@@ -238,6 +238,13 @@ outside_backends() {
   ctest --test-dir "$tbuild" --output-on-failure --no-tests=error >"$log" 2>&1 || { cat "$log"; return 1; }
   grep -E 'toy_(demo|mlp|train)' "$log" || true
   SUMMARY+=("toy backend (outside): $(grep -E '^[0-9]+% tests passed' "$log")")
+  # examples/c_backend: a C11 plugin compiled against the installed header
+  # alone, loaded at run time by the installed conformance and op suites.
+  local cbuild="$LOG_DIR/c-backend-build"
+  configure_consumer examples/c_backend "$cbuild" c-backend
+  cmake --build "$cbuild" -j "$JOBS"
+  ctest --test-dir "$cbuild" --output-on-failure --no-tests=error >"$log" 2>&1 || { cat "$log"; return 1; }
+  SUMMARY+=("C backend plugin (outside): $(grep -E '^[0-9]+% tests passed' "$log")")
 }
 
 # The libFuzzer target (tests/fuzz/README.md): a clang build of the
@@ -287,8 +294,10 @@ run_fuzz() {
 # examples/mlp on every context it must run on here.
 run_mlp() {
   local ctx
-  for ctx in cpu host:0 opencl:0; do
-    POCL_CACHE_DIR="$BUILD_DIR/pocl-cache" "$BUILD_DIR/examples/mlp/mlp" --ctx="$ctx" --check
+  for ctx in cpu host:0 opencl:0 cbackend:0; do
+    # cbackend: examples/c_backend, a C plugin loaded at run time.
+    RILL_PLUGIN_PATH="$BUILD_DIR/lib/rill/plugins" POCL_CACHE_DIR="$BUILD_DIR/pocl-cache" \
+      "$BUILD_DIR/examples/mlp/mlp" --ctx="$ctx" --check
   done
 }
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "rill/abi/rill_plugin.h"
 #include "rill/executor/stream_executor.h"
 #include "rill/plugins/plugin_registry.h"
 #include "tools/tool_flags.h"
@@ -183,6 +184,10 @@ std::string HumanBytes(int64_t bytes) {
 InfoReport CollectInfo(PlatformManager& manager) {
   InfoReport report;
   report.rill_version = RillVersion();
+  report.plugin_abi =
+      absl::StrCat(RILL_PLUGIN_ABI_MAJOR, ".", RILL_PLUGIN_ABI_MINOR, " (loads ",
+                   RILL_PLUGIN_ABI_MAJOR, ".", RILL_PLUGIN_ABI_MIN_MINOR, " and later minors)");
+  report.runtime_plugins = manager.Plugins();
   for (Platform* platform : manager.AllPlatforms()) {
     InfoReport::Platform p;
     p.name = platform->Name();

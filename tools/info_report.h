@@ -57,7 +57,10 @@ struct InfoReport {
   };
 
   std::string rill_version;
+  std::string plugin_abi;  // "1.1 (loads 1.0 and later minors)"
   std::vector<Platform> platforms;
+  // Run-time plugins (rill/abi/rill_plugin.h), loaded or skipped.
+  std::vector<PlatformManager::PluginInfo> runtime_plugins;
   std::vector<Library> libraries;
   std::vector<SharedHardware> shared;
 };

@@ -134,6 +134,18 @@ void PrintText(const InfoReport& r) {
         dnn.deterministic ? "on" : "off", absl::FormatDuration(dnn.budget).c_str());
   }
 
+  std::printf("\n== run-time plugins (ABI %s; RILL_PLUGIN_PATH)\n", r.plugin_abi.c_str());
+  if (r.runtime_plugins.empty()) std::printf("  none\n");
+  for (const PlatformManager::PluginInfo& p : r.runtime_plugins) {
+    if (p.status.ok()) {
+      std::printf("  %s: %s %s, ABI %u.%u, provides %s\n", p.path.c_str(), p.name.c_str(),
+                  p.version.c_str(), p.abi_major, p.abi_minor,
+                  absl::StrJoin(p.provides, ", ").c_str());
+    } else {
+      std::printf("  %s: skipped: %s\n", p.path.c_str(), std::string(p.status.message()).c_str());
+    }
+  }
+
   std::printf("\n== libraries\n");
   for (const InfoReport::Library& l : r.libraries) {
     std::printf("  %-16s %s (%s)\n", l.name.c_str(), l.version.c_str(), l.where.c_str());
@@ -254,6 +266,24 @@ void PrintJson(const InfoReport& r) {
     j.Member("budget_ms", static_cast<int64_t>(absl::ToInt64Milliseconds(dnn.budget)));
     j.EndObject();
   }
+  j.Member("plugin_abi", r.plugin_abi);
+  j.Key("runtime_plugins");
+  j.BeginArray();
+  for (const PlatformManager::PluginInfo& p : r.runtime_plugins) {
+    j.BeginObject();
+    j.Member("path", p.path);
+    j.Member("loaded", p.status.ok());
+    if (!p.status.ok()) j.Member("reason", std::string(p.status.message()));
+    j.Member("name", p.name);
+    j.Member("version", p.version);
+    j.Member("abi", absl::StrCat(p.abi_major, ".", p.abi_minor));
+    j.Key("provides");
+    j.BeginArray();
+    for (const std::string& what : p.provides) j.String(what);
+    j.EndArray();
+    j.EndObject();
+  }
+  j.EndArray();
   j.Key("libraries");
   j.BeginArray();
   for (const InfoReport::Library& l : r.libraries) {
