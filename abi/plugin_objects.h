@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
@@ -14,6 +15,7 @@
 #include "rill/abi/loaded_plugin.h"
 #include "rill/abi/rill_plugin.h"
 #include "rill/base/mutex.h"
+#include "rill/base/spin_lock.h"
 #include "rill/executor/stream_executor_interface.h"
 #include "rill/platform/platform.h"
 #include "rill/stream/kernel_spec.h"
@@ -123,12 +125,18 @@ class PluginStream : public StreamInterface {
  private:
   struct Callback;
   static void RunCallback(void* user_data);
-  absl::Status Enqueue(std::unique_ptr<Callback> callback);
+  // A Callback from the pool (or new), and back: an enqueue then rarely
+  // allocates (the host streams' queues keep their slots too).
+  Callback* TakeCallback();
+  void Recycle(Callback* callback);
+  absl::Status Enqueue(Callback* callback);
 
   std::shared_ptr<LoadedPlugin> plugin_;
   const RillStreamFns& fns_;
   RillStream* handle_;
   StreamStatus* status_;
+  SpinLock pool_mu_;
+  std::vector<Callback*> pool_ ABSL_GUARDED_BY(pool_mu_);
 };
 
 // One event of a plugin (EventInterface over RillEventFns).

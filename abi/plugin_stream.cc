@@ -20,13 +20,17 @@ thread_local const PluginStream* current_stream = nullptr;
 }  // namespace
 
 // A host callback in flight: owned by the plugin's queue from a successful
-// host_callback call until RunCallback runs it (exactly once).
+// host_callback call until RunCallback runs it (exactly once), which gives
+// it back to its stream's pool.
 struct PluginStream::Callback {
-  const PluginStream* stream;
-  StreamStatus* status;
+  PluginStream* stream = nullptr;
   absl::AnyInvocable<absl::Status() &&> work;  // DoHostCallback: skipped after a failure.
   absl::AnyInvocable<void() &&> notify;        // Notify: runs whatever happened.
 };
+
+namespace {
+constexpr size_t kKeepCallbacks = 1024;
+}  // namespace
 
 PluginStream::PluginStream(std::shared_ptr<LoadedPlugin> plugin, RillStream* handle,
                            StreamStatus* status)
@@ -36,34 +40,64 @@ PluginStream::~PluginStream() {
   absl::Status drained = TakeError(fns_.block_until_done(handle_));
   (void)drained;  // The front reported the stream's errors already.
   plugin_->executor().stream_destroy(handle_);
+  SpinLockHolder lock(&pool_mu_);
+  for (Callback* callback : pool_) delete callback;
+}
+
+PluginStream::Callback* PluginStream::TakeCallback() {
+  {
+    SpinLockHolder lock(&pool_mu_);
+    if (!pool_.empty()) {
+      Callback* callback = pool_.back();
+      pool_.pop_back();
+      return callback;
+    }
+  }
+  auto* callback = new Callback;
+  callback->stream = this;
+  return callback;
+}
+
+void PluginStream::Recycle(Callback* callback) {
+  callback->work = nullptr;  // Their captures go now, outside the lock.
+  callback->notify = nullptr;
+  {
+    SpinLockHolder lock(&pool_mu_);
+    if (pool_.size() < kKeepCallbacks) {
+      pool_.push_back(callback);
+      return;
+    }
+  }
+  delete callback;
 }
 
 void PluginStream::RunCallback(void* user_data) {
-  std::unique_ptr<Callback> callback(static_cast<Callback*>(user_data));
+  auto* callback = static_cast<Callback*>(user_data);
+  PluginStream* stream = callback->stream;
   const PluginStream* outer = current_stream;
-  current_stream = callback->stream;
+  current_stream = stream;
   if (callback->notify) {
     try {
       std::move(callback->notify)();
     } catch (...) {
-      callback->status->Update(CurrentExceptionStatus("stream notification"));
+      stream->status_->Update(CurrentExceptionStatus("stream notification"));
     }
-  } else if (callback->status->queue_ok()) {
+  } else if (stream->status_->queue_ok()) {
     absl::Status status;
     try {
       status = std::move(callback->work)();
     } catch (...) {
       status = CurrentExceptionStatus("host callback");
     }
-    callback->status->Update(status);
+    stream->status_->Update(status);
   }
   current_stream = outer;
+  stream->Recycle(callback);
 }
 
-absl::Status PluginStream::Enqueue(std::unique_ptr<Callback> callback) {
-  Callback* raw = callback.release();
-  absl::Status status = TakeError(fns_.host_callback(handle_, &RunCallback, raw));
-  if (!status.ok()) delete raw;  // Not enqueued: still ours.
+absl::Status PluginStream::Enqueue(Callback* callback) {
+  absl::Status status = TakeError(fns_.host_callback(handle_, &RunCallback, callback));
+  if (!status.ok()) Recycle(callback);  // Not enqueued: still ours.
   return status;
 }
 
@@ -98,11 +132,15 @@ absl::Status PluginStream::WaitForEvent(EventInterface* event) {
 }
 
 absl::Status PluginStream::DoHostCallback(absl::AnyInvocable<absl::Status() &&> callback) {
-  return Enqueue(std::make_unique<Callback>(Callback{this, status_, std::move(callback), {}}));
+  Callback* c = TakeCallback();
+  c->work = std::move(callback);
+  return Enqueue(c);
 }
 
 absl::Status PluginStream::Notify(absl::AnyInvocable<void() &&> callback) {
-  return Enqueue(std::make_unique<Callback>(Callback{this, status_, {}, std::move(callback)}));
+  Callback* c = TakeCallback();
+  c->notify = std::move(callback);
+  return Enqueue(c);
 }
 
 absl::Status PluginStream::Launch(const ThreadDim& threads, const BlockDim& blocks,

@@ -8,12 +8,10 @@
 //    time is the enqueue loop alone (manual time); the BlockHostUntilDone
 //    that drains the batch follows outside it.
 //  - round_trip: one no-op callback + BlockHostUntilDone, the same two
-//    streams: the hand-off to the stream's thread and back. This compares
-//    the two backends' wake-up designs as much as the ABI: the host stream
-//    (platform/utils/stream_worker.h) spins up to 50 us on both sides before
-//    sleeping, while cbackend's worker and block_until_done sleep on
-//    condition variables at once, so each round trip pays two futex
-//    wake-ups (about 0.9 us against 42 us on a 2-core VM when written).
+//    streams: the hand-off to the stream's thread and back. Both backends
+//    spin up to 50 us before sleeping (cbackend's queue is lock-free, the
+//    host stream's takes a mutex), so this compares the two designs as
+//    much as the ABI.
 //  - sgemm_pipelined_32: kPipelined 32x32x32 sgemms enqueued on one host:0
 //    stream, then one BlockHostUntilDone, with the executor's BLAS
 //    "openblas" (in tree) vs "c_blas" (examples/c_library: C calling the

@@ -52,7 +52,7 @@ case "$MODE" in
   tsan)
     BUILD_DIR="${RILL_BUILD_DIR:-build-tsan}"
     CMAKE_ARGS+=(-DRILL_SANITIZER=thread -DRILL_BUILD_BENCHMARKS=OFF)
-    TSAN_LABELS=(base stream conformance engine tensor graph io kvstore)
+    TSAN_LABELS=(base stream conformance engine tensor graph io kvstore abi)
     CTEST_ARGS+=(-L "$(IFS='|'; echo "${TSAN_LABELS[*]}")")
     # Only the test binaries those labels run (and what they link).
     BUILD_TARGETS=("${TSAN_LABELS[@]/#/tests_}")
@@ -75,7 +75,8 @@ esac
 # The clang build of --fuzz (and of --asan's fuzz stage), and what it builds.
 FUZZ_BUILD_DIR="${RILL_FUZZ_BUILD_DIR:-build-fuzz}"
 [[ "$MODE" == fuzz ]] && FUZZ_BUILD_DIR="$BUILD_DIR"
-FUZZ_TESTS=(executor_bad_input_test stream_bad_input_test plugin_bad_input_test engine_bad_input_test)
+FUZZ_TESTS=(executor_bad_input_test stream_bad_input_test plugin_bad_input_test engine_bad_input_test
+  plugin_loading_test)
 
 # --- Summary, printed however the script ends.
 SUMMARY=()

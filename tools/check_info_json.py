@@ -25,6 +25,9 @@ def main():
     versions = [p for p in host["plugins"] if p["version"]]
     assert versions, f"no host plugin with a version: {host['plugins']}"
     assert any(l["name"] == "abseil" for l in doc["libraries"]), doc["libraries"]
+    assert doc["plugin_abi"], "no plugin_abi"
+    for p in doc["runtime_plugins"]:  # RILL_PLUGIN_PATH's: each loaded, or skipped with a reason
+        assert p["path"] and (p["loaded"] or p["reason"]), p
     ids = [f"host:{i}" for i in range(host_devices)]
     if host_devices > 1:
         assert any(s["devices"] == ids and s["memory_bytes"] > 0 for s in doc["shared_hardware"]), doc["shared_hardware"]

@@ -142,7 +142,9 @@ void PrintText(const InfoReport& r) {
                   p.version.c_str(), p.abi_major, p.abi_minor,
                   absl::StrJoin(p.provides, ", ").c_str());
     } else {
-      std::printf("  %s: skipped: %s\n", p.path.c_str(), std::string(p.status.message()).c_str());
+      // The reason without the "plugin <path>: " it starts with.
+      const std::string why(absl::StripPrefix(p.status.message(), "plugin " + p.path + ": "));
+      std::printf("  %s: skipped: %s\n", p.path.c_str(), why.c_str());
     }
   }
 

@@ -30,7 +30,8 @@ typedef enum CbKind {
 } CbKind;
 
 struct CbItem {
-  CbItem* next;
+  _Atomic(CbItem*) next; /* the stream's queue */
+  CbItem* link;          /* the recycling lists */
   CbKind kind;
   union {
     struct {
@@ -65,18 +66,32 @@ struct RillStream {
   pthread_mutex_t mu;
   pthread_cond_t work_cv; /* an item arrived, or stop */
   pthread_cond_t idle_cv; /* every item enqueued so far has run */
-  /* Guarded by mu: */
+  /* The queue: a lock-free intrusive multi-producer, single-consumer list
+   * (D. Vyukov's): producers swap themselves in at `tail`; the worker
+   * alone reads from `head`, which starts at `stub`. */
+  _Atomic(CbItem*) tail;
   CbItem* head;
-  CbItem* tail;
-  bool sleeping; /* the worker waits on work_cv: an enqueue signals it */
-  bool stop;     /* exit once the queue is empty */
+  CbItem* stub;
+  CbItem stub_item;
+  _Atomic bool sleeping; /* the worker waits (or is about to) on work_cv */
+  _Atomic bool stop;     /* exit once the queue is empty */
   /* Items ever enqueued and ever run: the worker spins on the first, and
    * block_until_done on the second, for a while before they sleep (a wake
    * up through a condition variable costs tens of microseconds). */
   _Atomic uint64_t enqueued;
   _Atomic uint64_t completed;
   _Atomic int drain_waiters; /* threads asleep (or about to be) in block_until_done */
+  /* Recycled work items, so that an enqueue rarely calls malloc: the worker
+   * returns run items to `returned` (guarded by mu, at most
+   * CB_KEEP_ITEMS), and the enqueuing side takes them all into `spare`
+   * (its own: one stream's entries are never called concurrently) when
+   * it has none left. */
+  CbItem* returned;
+  int returned_count;
+  CbItem* spare;
 };
+
+#define CB_KEEP_ITEMS 4096
 
 /* How long the worker and block_until_done spin before they sleep, as
  * Rill's own host streams do. */
@@ -108,24 +123,83 @@ static bool cb_spin_until(_Atomic uint64_t* counter, uint64_t target) {
 /* ------------------------------------------------------------------------
  * The queue and its worker */
 
-static void cb_enqueue(RillStream* stream, CbItem* item) {
-  item->next = NULL;
-  pthread_mutex_lock(&stream->mu);
-  if (stream->tail != NULL) {
-    stream->tail->next = item;
-  } else {
-    stream->head = item;
-  }
-  stream->tail = item;
-  atomic_fetch_add(&stream->enqueued, 1);
-  if (stream->sleeping) pthread_cond_signal(&stream->work_cv);
-  pthread_mutex_unlock(&stream->mu);
+/* Puts the stub back at the tail (the worker only; not counted as work). */
+static void cb_enqueue_stub(RillStream* stream) {
+  CbItem* stub = stream->stub;
+  atomic_store(&stub->next, NULL);
+  CbItem* prev = atomic_exchange(&stream->tail, stub);
+  atomic_store(&prev->next, stub);
 }
 
-static CbItem* cb_item_new(CbKind kind) {
-  CbItem* item = calloc(1, sizeof(*item));
-  if (item != NULL) item->kind = kind;
+static void cb_enqueue(RillStream* stream, CbItem* item) {
+  atomic_store(&item->next, NULL);
+  CbItem* prev = atomic_exchange(&stream->tail, item);
+  atomic_store(&prev->next, item);
+  atomic_fetch_add(&stream->enqueued, 1);
+  /* Sequentially consistent with the worker's store of `sleeping` and its
+   * look at the queue: either it sees this item, or this sees it asleep. */
+  if (atomic_load(&stream->sleeping)) {
+    pthread_mutex_lock(&stream->mu);
+    pthread_cond_signal(&stream->work_cv);
+    pthread_mutex_unlock(&stream->mu);
+  }
+}
+
+/* The worker's next item, or NULL when the queue is empty (or a producer
+ * is half-way through its push: the caller tries again). */
+static CbItem* cb_dequeue(RillStream* stream) {
+  CbItem* head = stream->head;
+  CbItem* next = atomic_load(&head->next);
+  if (head == stream->stub) {
+    if (next == NULL) return NULL;
+    stream->head = head = next;
+    next = atomic_load(&head->next);
+  }
+  if (next != NULL) {
+    stream->head = next;
+    return head;
+  }
+  if (head != atomic_load(&stream->tail)) return NULL; /* a push in progress */
+  cb_enqueue_stub(stream);
+  next = atomic_load(&head->next);
+  if (next == NULL) return NULL;
+  stream->head = next;
+  return head;
+}
+
+/* Whether the queue holds an item (or a push is in progress). */
+static bool cb_queue_nonempty(RillStream* stream) {
+  return stream->head != atomic_load(&stream->tail) || atomic_load(&stream->head->next) != NULL;
+}
+
+/* A work item for an entry of `stream` (not for markers, which come from
+ * another thread). */
+static CbItem* cb_item_new(RillStream* stream, CbKind kind) {
+  if (stream->spare == NULL) {
+    pthread_mutex_lock(&stream->mu);
+    stream->spare = stream->returned;
+    stream->returned = NULL;
+    stream->returned_count = 0;
+    pthread_mutex_unlock(&stream->mu);
+  }
+  CbItem* item = stream->spare;
+  if (item != NULL) {
+    stream->spare = item->link;
+    memset(item, 0, sizeof(*item));
+  } else {
+    item = calloc(1, sizeof(*item));
+    if (item == NULL) return NULL;
+  }
+  item->kind = kind;
   return item;
+}
+
+static void cb_free_items(CbItem* list) {
+  while (list != NULL) {
+    CbItem* next = list->link;
+    free(list);
+    list = next;
+  }
 }
 
 static RillError* cb_out_of_memory(const char* what) {
@@ -212,41 +286,71 @@ static void cb_run(RillStream* stream, CbItem* item) {
       cb_run_marker(item->u.group);
       return; /* the item is part of its group */
   }
-  free(item);
+}
+
+/* Gives run items back for cb_item_new (at most CB_KEEP_ITEMS kept). */
+static void cb_return_items(RillStream* stream, CbItem* done, CbItem* last, int count) {
+  pthread_mutex_lock(&stream->mu);
+  if (stream->returned_count + count <= CB_KEEP_ITEMS) {
+    last->link = stream->returned;
+    stream->returned = done;
+    stream->returned_count += count;
+    done = NULL;
+  }
+  pthread_mutex_unlock(&stream->mu);
+  cb_free_items(done);
 }
 
 static void* cb_worker(void* arg) {
   RillStream* stream = arg;
   uint64_t taken = 0;
-  pthread_mutex_lock(&stream->mu);
+  CbItem* done = NULL; /* run items, to recycle */
+  CbItem* last = NULL;
+  int done_count = 0;
   for (;;) {
-    if (stream->head == NULL && !stream->stop) {
-      /* Spin a while for the next item before sleeping. */
-      pthread_mutex_unlock(&stream->mu);
-      cb_spin_until(&stream->enqueued, taken + 1);
-      pthread_mutex_lock(&stream->mu);
-    }
-    while (stream->head == NULL) {
-      if (stream->stop) {
-        pthread_mutex_unlock(&stream->mu);
-        return NULL;
+    CbItem* item = cb_dequeue(stream);
+    if (item == NULL) {
+      if (done != NULL) {
+        cb_return_items(stream, done, last, done_count);
+        done = last = NULL;
+        done_count = 0;
       }
-      stream->sleeping = true;
-      pthread_cond_wait(&stream->work_cv, &stream->mu);
-      stream->sleeping = false;
+      /* Spin a while for the next item, then sleep. */
+      if (cb_spin_until(&stream->enqueued, taken + 1)) continue;
+      pthread_mutex_lock(&stream->mu);
+      atomic_store(&stream->sleeping, true);
+      while (!cb_queue_nonempty(stream) && !atomic_load(&stream->stop)) {
+        pthread_cond_wait(&stream->work_cv, &stream->mu);
+      }
+      atomic_store(&stream->sleeping, false);
+      const bool stop = atomic_load(&stream->stop) && !cb_queue_nonempty(stream);
+      pthread_mutex_unlock(&stream->mu);
+      if (stop) return NULL;
+      continue;
     }
-    CbItem* item = stream->head;
-    stream->head = item->next;
-    if (stream->head == NULL) stream->tail = NULL;
     ++taken;
-    pthread_mutex_unlock(&stream->mu);
+    const bool marker = item->kind == CB_MARKER;
     cb_run(stream, item);
+    if (!marker) {
+      item->link = done;
+      if (done == NULL) last = item;
+      done = item;
+      ++done_count;
+    }
     /* Sequentially consistent with block_until_done's drain_waiters and
      * completed accesses: either it sees this item done, or this sees it
      * waiting and wakes it (under mu, so the wake cannot come too early). */
     atomic_fetch_add(&stream->completed, 1);
-    pthread_mutex_lock(&stream->mu);
-    if (atomic_load(&stream->drain_waiters) > 0) pthread_cond_broadcast(&stream->idle_cv);
+    if (atomic_load(&stream->drain_waiters) > 0) {
+      pthread_mutex_lock(&stream->mu);
+      pthread_cond_broadcast(&stream->idle_cv);
+      pthread_mutex_unlock(&stream->mu);
+    }
+    if (done_count >= 256) {
+      cb_return_items(stream, done, last, done_count);
+      done = last = NULL;
+      done_count = 0;
+    }
   }
 }
 
@@ -283,6 +387,9 @@ RillError* cb_stream_create(RillExecutor* executor, int32_t priority, RillStream
   if (stream == NULL) return cb_error(RILL_CODE_RESOURCE_EXHAUSTED, "stream_create: out of memory");
   stream->executor = executor;
   stream->status = status;
+  stream->stub = &stream->stub_item;
+  stream->head = stream->stub;
+  atomic_init(&stream->tail, stream->stub);
   pthread_mutex_init(&stream->mu, NULL);
   pthread_cond_init(&stream->work_cv, NULL);
   pthread_cond_init(&stream->idle_cv, NULL);
@@ -340,6 +447,8 @@ void cb_stream_destroy(RillStream* stream) {
   pthread_mutex_unlock(&stream->mu);
   pthread_join(stream->thread, NULL);
 
+  cb_free_items(stream->returned);
+  cb_free_items(stream->spare);
   pthread_cond_destroy(&stream->idle_cv);
   pthread_cond_destroy(&stream->work_cv);
   pthread_mutex_destroy(&stream->mu);
@@ -348,7 +457,7 @@ void cb_stream_destroy(RillStream* stream) {
 
 static RillError* cb_enqueue_copy(RillStream* stream, const char* what, void* dst, const void* src,
                                   uint64_t size) {
-  CbItem* item = cb_item_new(CB_COPY);
+  CbItem* item = cb_item_new(stream, CB_COPY);
   if (item == NULL) return cb_out_of_memory(what);
   item->u.copy.dst = dst;
   item->u.copy.src = src;
@@ -404,7 +513,7 @@ static RillError* cb_memset32(RillStream* stream, RillBuffer dst, uint32_t patte
   if (!cb_buffer_covers(dst, size, why, sizeof(why))) {
     return cb_error(RILL_CODE_INVALID_ARGUMENT, "memset32 of %" PRIu64 " bytes: %s", size, why);
   }
-  CbItem* item = cb_item_new(CB_MEMSET);
+  CbItem* item = cb_item_new(stream, CB_MEMSET);
   if (item == NULL) return cb_out_of_memory("memset32");
   item->u.memset.dst = cb_address(dst);
   item->u.memset.pattern = pattern;
@@ -420,7 +529,7 @@ static RillError* cb_record_event(RillStream* stream, RillEvent* event) {
                     "record_event: the event belongs to device %" PRId32 ", the stream to %" PRId32,
                     cb_event_executor(event)->ordinal, stream->executor->ordinal);
   }
-  CbItem* item = cb_item_new(CB_RECORD);
+  CbItem* item = cb_item_new(stream, CB_RECORD);
   if (item == NULL) return cb_out_of_memory("record_event");
   CbRecord* record = cb_event_begin_record(event);
   if (record == NULL) {
@@ -438,7 +547,7 @@ static RillError* cb_record_event(RillStream* stream, RillEvent* event) {
  * platform. */
 static RillError* cb_wait_event(RillStream* stream, RillEvent* event) {
   if (event == NULL) return cb_error(RILL_CODE_INVALID_ARGUMENT, "wait_event: null event");
-  CbItem* item = cb_item_new(CB_WAIT);
+  CbItem* item = cb_item_new(stream, CB_WAIT);
   if (item == NULL) return cb_out_of_memory("wait_event");
   CbRecord* record = cb_event_hold_latest(event);
   if (record == NULL) {
@@ -453,7 +562,7 @@ static RillError* cb_wait_event(RillStream* stream, RillEvent* event) {
 
 static RillError* cb_host_callback(RillStream* stream, RillHostFn fn, void* user_data) {
   if (fn == NULL) return cb_error(RILL_CODE_INVALID_ARGUMENT, "host_callback: null function");
-  CbItem* item = cb_item_new(CB_CALLBACK);
+  CbItem* item = cb_item_new(stream, CB_CALLBACK);
   if (item == NULL) return cb_out_of_memory("host_callback");
   item->u.callback.fn = fn;
   item->u.callback.user_data = user_data;
@@ -467,7 +576,7 @@ static RillError* cb_launch(RillStream* stream, const RillDim3* threads, const R
   RillError* error =
       cb_launch_prepare(stream->executor, threads, blocks, kernel, args, num_args, &launch);
   if (error != NULL) return error;
-  CbItem* item = cb_item_new(CB_LAUNCH);
+  CbItem* item = cb_item_new(stream, CB_LAUNCH);
   if (item == NULL) {
     cb_launch_free(launch);
     return cb_out_of_memory("launch");
