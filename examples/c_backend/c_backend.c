@@ -482,7 +482,7 @@ static const RillPlugin cb_plugin = {
     .executor = &cb_executor_fns,
     .stream = &cb_stream_fns,
     .event = &cb_event_fns,
-    .blas = NULL,
+    .blas = &cb_blas_fns,
     .dnn = NULL,
     .shutdown = cb_shutdown,
 };

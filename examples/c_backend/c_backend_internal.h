@@ -108,6 +108,11 @@ RillError* cb_stream_create(RillExecutor* executor, int32_t priority, RillStream
                             RillStream** out);
 void cb_stream_destroy(RillStream* stream);
 extern const RillStreamFns cb_stream_fns;
+/* The error state Rill gave the stream. */
+RillStreamStatus* cb_stream_status(const RillStream* stream);
+
+/* The device's own BLAS library (c_blas.c). */
+extern const RillBlasFns cb_blas_fns;
 
 /* ------------------------------------------------------------------------
  * Events (c_event.c) */

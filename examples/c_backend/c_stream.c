@@ -560,6 +560,8 @@ static RillError* cb_wait_event(RillStream* stream, RillEvent* event) {
   return NULL;
 }
 
+RillStreamStatus* cb_stream_status(const RillStream* stream) { return stream->status; }
+
 static RillError* cb_host_callback(RillStream* stream, RillHostFn fn, void* user_data) {
   if (fn == NULL) return cb_error(RILL_CODE_INVALID_ARGUMENT, "host_callback: null function");
   CbItem* item = cb_item_new(stream, CB_CALLBACK);

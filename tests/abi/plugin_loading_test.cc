@@ -67,7 +67,8 @@ TEST(PluginLoading, LoadsTheCBackendAndRecordsIt) {
   EXPECT_TRUE(plugins[0].status.ok());
   EXPECT_EQ(plugins[0].abi_major, RILL_PLUGIN_ABI_MAJOR);
   EXPECT_EQ(plugins[0].abi_minor, RILL_PLUGIN_ABI_MINOR);
-  EXPECT_EQ(plugins[0].provides, std::vector<std::string>{"platform cbackend"});
+  EXPECT_EQ(plugins[0].provides,
+            (std::vector<std::string>{"platform cbackend", "blas cbackend_blas"}));
   Platform* p = Must(manager.PlatformWithName("cbackend"));
   EXPECT_EQ(p->MoreDevicesHint(), "set CBACKEND_DEVICES=2");  // A minor-1 field.
   StreamExecutor* executor = Must(p->ExecutorForDevice(0));
@@ -214,6 +215,62 @@ TEST(PluginLoading, KernelsOfThePluginsFormatAndHostFunctionsRun) {
   other.AddVariant(p->id(), {"spirv", {1, 2, 3}});
   EXPECT_TRUE(
       HasError(executor->LoadKernel(other).status(), absl::StatusCode::kUnimplemented, {"spirv"}));
+}
+
+// A BLAS library of the plugin's own platform (RILL_LIBRARY_OWN_PLATFORM)
+// gets the plugin's stream and enqueues there: a strided-batched,
+// transposed sgemm against a naive loop; a double gemm it refuses
+// (gemm_supports) fails at the end of a one-plugin chain.
+TEST(PluginLoading, AnOwnPlatformLibraryRunsOnThePluginsStreams) {
+  PlatformManager manager;
+  ASSERT_TRUE(IsOk(manager.LoadPlugin(Plugin("librill_c_backend.so"))));
+  StreamExecutor* executor = Must(Must(manager.PlatformWithName("cbackend"))->ExecutorForDevice(0));
+  ASSERT_TRUE(IsOk(executor->SetPlugin(PluginKind::kBlas, "cbackend_blas")));
+  constexpr int64_t m = 5, n = 4, k = 3, batch = 2;
+  const int64_t lda = k, ldb = k, ldc = m;  // A is k x m (transposed), B k x n.
+  const int64_t sa = lda * m + 2, sb = ldb * n + 1, sc = ldc * n + 3;
+  std::vector<float> a(sa * batch), b(sb * batch), c(sc * batch, 0.5f), out(c.size());
+  for (size_t i = 0; i < a.size(); ++i) a[i] = 0.25f * static_cast<float>(i % 7) - 0.5f;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = 0.125f * static_cast<float>(i % 5) + 0.25f;
+  DeviceMemory<float> da = Must(executor->AllocateArray<float>(a.size()));
+  DeviceMemory<float> db = Must(executor->AllocateArray<float>(b.size()));
+  DeviceMemory<float> dc = Must(executor->AllocateArray<float>(c.size()));
+  GemmArgs g;
+  g.trans_a = Transpose::kTranspose;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.alpha = 1.5;
+  g.beta = -0.5;
+  g.a = da;
+  g.lda = lda;
+  g.b = db;
+  g.ldb = ldb;
+  g.c = dc;
+  g.ldc = ldc;
+  g.batch_count = batch;
+  g.stride_a = sa;
+  g.stride_b = sb;
+  g.stride_c = sc;
+  auto stream = Must(executor->CreateStream());
+  stream->ThenMemcpyH2D<float>(a, &da).ThenMemcpyH2D<float>(b, &db).ThenMemcpyH2D<float>(c, &dc);
+  stream->ThenBlasGemm(g).ThenMemcpyD2H<float>(dc, absl::MakeSpan(out));
+  ASSERT_TRUE(IsOk(stream->BlockHostUntilDone()));
+  for (int64_t p = 0; p < batch; ++p) {
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t i = 0; i < m; ++i) {
+        double sum = 0;
+        for (int64_t q = 0; q < k; ++q) sum += a[p * sa + q + i * lda] * b[p * sb + q + j * ldb];
+        const double want = 1.5 * sum - 0.5 * c[p * sc + i + j * ldc];
+        ASSERT_NEAR(out[p * sc + i + j * ldc], want, 1e-5) << p << " " << i << " " << j;
+      }
+    }
+  }
+  BlasSupport* blas = executor->AsBlas();
+  ASSERT_NE(blas, nullptr);
+  EXPECT_TRUE(HasError(blas->Supports({"gemm", DataType::kDouble, m, n, k}),
+                       absl::StatusCode::kUnimplemented, {"float32 gemm only"}));
+  for (DeviceMemory<float>* mem : {&da, &db, &dc}) ASSERT_TRUE(IsOk(executor->Deallocate(mem)));
 }
 
 // A library plugin written in C++ (rill_plugin_cpp.h): its exceptions
