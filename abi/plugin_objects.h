@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -84,6 +85,12 @@ class PluginExecutor : public StreamExecutorInterface {
   const std::shared_ptr<LoadedPlugin>& plugin() const { return plugin_; }
 
  private:
+  struct KernelForm {
+    std::string format;
+    const uint8_t* data;
+    size_t size;
+  };
+  std::optional<KernelForm> FormOf(const KernelSpec& spec) const;
   std::string Who() const;  // "plugin cbackend:0"
 
   std::shared_ptr<LoadedPlugin> plugin_;

@@ -2,11 +2,13 @@
 
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "rill/abi/plugin_objects.h"
 #include "rill/base/status_macros.h"
 #include "rill/platform/utils/host_function_kernel.h"
@@ -322,15 +324,39 @@ absl::StatusOr<std::unique_ptr<EventInterface>> PluginExecutor::CreateEvent() {
   return std::make_unique<PluginEvent>(plugin_, event);
 }
 
+// The form of `spec` this device loads: its variant for the platform, else
+// a standard format the plugin lists in kernel_formats; null for none.
+std::optional<PluginExecutor::KernelForm> PluginExecutor::FormOf(const KernelSpec& spec) const {
+  if (fns_.kernel_load == nullptr) return std::nullopt;
+  if (const KernelVariant* variant = spec.variant(id_)) {
+    return KernelForm{variant->format, variant->data.data(), variant->data.size()};
+  }
+  const std::vector<std::string> formats =
+      absl::StrSplit(fns_.kernel_formats ? fns_.kernel_formats : "", ',', absl::SkipEmpty());
+  for (const std::string& f : formats) {
+    if (f == "cuda.fatbin" && !spec.cuda_fatbin().empty()) {
+      return KernelForm{f, spec.cuda_fatbin().data(), spec.cuda_fatbin().size()};
+    }
+    if (f == "cuda.ptx" && !spec.cuda_ptx().empty()) {
+      return KernelForm{f, reinterpret_cast<const uint8_t*>(spec.cuda_ptx().data()),
+                        spec.cuda_ptx().size()};
+    }
+    if (f == "opencl.c" && !spec.opencl_source().empty()) {
+      return KernelForm{f, reinterpret_cast<const uint8_t*>(spec.opencl_source().data()),
+                        spec.opencl_source().size()};
+    }
+  }
+  return std::nullopt;
+}
+
 absl::StatusOr<std::unique_ptr<KernelInterface>> PluginExecutor::LoadKernel(
     const KernelSpec& spec) {
-  const KernelVariant* variant = spec.variant(id_);
-  if (variant != nullptr && fns_.kernel_load != nullptr) {
+  if (std::optional<KernelForm> form = FormOf(spec)) {
     RillKernel* kernel = nullptr;
     RILL_RETURN_IF_ERROR(Annotate(
-        TakeError(fns_.kernel_load(handle_, variant->format.c_str(), variant->data.data(),
-                                   variant->data.size(), spec.name().c_str(), &kernel)),
-        absl::StrCat(Who(), ": loading kernel ", spec.name(), " (format ", variant->format, ")")));
+        TakeError(fns_.kernel_load(handle_, form->format.c_str(), form->data, form->size,
+                                   spec.name().c_str(), &kernel)),
+        absl::StrCat(Who(), ": loading kernel ", spec.name(), " (format ", form->format, ")")));
     if (kernel == nullptr) {
       return absl::InternalError(absl::StrCat(Who(), ": kernel_load returned no kernel"));
     }
@@ -339,15 +365,16 @@ absl::StatusOr<std::unique_ptr<KernelInterface>> PluginExecutor::LoadKernel(
   if (spec.has_host_function() && host_addressable()) {
     return std::make_unique<PluginKernel>(spec.host_function());
   }
-  return absl::UnimplementedError(
-      absl::StrCat(Who(), ": kernel ", spec.name(), " has no form this device loads: ",
-                   fns_.kernel_load ? "a KernelSpec::AddVariant of this platform, or " : "",
-                   host_addressable() ? "a host function" : "(its memory is not host memory)"));
+  return absl::UnimplementedError(absl::StrCat(
+      Who(), ": kernel ", spec.name(), " has no form this device loads: ",
+      fns_.kernel_load ? "a KernelSpec::AddVariant of this platform, a format of kernel_formats, "
+                         "or "
+                       : "",
+      host_addressable() ? "a host function" : "(its memory is not host memory)"));
 }
 
 bool PluginExecutor::CanLoad(const KernelSpec& spec) const {
-  return (spec.variant(id_) != nullptr && fns_.kernel_load != nullptr) ||
-         (spec.has_host_function() && host_addressable());
+  return FormOf(spec).has_value() || (spec.has_host_function() && host_addressable());
 }
 
 }  // namespace rill::abi

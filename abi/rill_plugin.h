@@ -49,10 +49,11 @@
 extern "C" {
 #endif
 
-/* Version 1.1. Minor 1 appended RillPlatformFns.more_devices_hint and
- * RillPlatformFns.op_fallback, and RillExecutorFns.memory_limit. */
+/* Version 1.2. Minor 1 appended RillPlatformFns.more_devices_hint and
+ * RillPlatformFns.op_fallback, and RillExecutorFns.memory_limit; minor 2
+ * RillExecutorFns.kernel_formats. */
 #define RILL_PLUGIN_ABI_MAJOR 1
-#define RILL_PLUGIN_ABI_MINOR 1
+#define RILL_PLUGIN_ABI_MINOR 2
 /* The oldest minor of this major that Rill still loads. */
 #define RILL_PLUGIN_ABI_MIN_MINOR 0
 
@@ -276,6 +277,12 @@ typedef struct RillExecutorFns {
   /* Optional: bytes allocate may hand out in all. Fallback:
    * RillDeviceDescription.memory_bytes. */
   int64_t (*memory_limit)(RillExecutor* executor);
+  /* --- minor 2 --- */
+  /* Optional: the standard kernel formats kernel_load reads besides its
+   * own, comma-separated: "cuda.fatbin", "cuda.ptx", "opencl.c". Rill then
+   * loads a KernelSpec's CUDA fatbin or PTX, or OpenCL C, on the device (the
+   * op layer's device kernels included). NULL or "": none. */
+  const char* kernel_formats;
 } RillExecutorFns;
 
 /* A function of Rill's that a stream runs in its order (a host callback).

@@ -1,6 +1,7 @@
 #include "rill/platform/platform_manager.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <system_error>
@@ -33,19 +34,43 @@ PlatformManager& PlatformManager::Default() {
   return *manager;
 }
 
+namespace {
+std::atomic<bool> plugin_discovery{true};
+}  // namespace
+
+void internal::SetPluginDiscovery(bool on) { plugin_discovery.store(on); }
+
 void PlatformManager::DiscoverPlugins() const {
-  if (!discover_) return;
+  if (!discover_ || !plugin_discovery.load()) return;
   absl::call_once(discover_once_, [this] {
     auto* self = const_cast<PlatformManager*>(this);
     if (const char* path = std::getenv("RILL_PLUGIN_PATH"); path && *path) {
       self->LoadPluginsFrom(path);
     }
+    // Then the install's plugin folder, and the one beside the program
+    // (<bin>/../lib/rill/plugins: an installed program's, or a tool's in
+    // the build tree), each once.
+    std::vector<std::string> folders;
 #ifdef RILL_DEFAULT_PLUGIN_DIR
-    std::error_code ec;
-    if (std::filesystem::is_directory(RILL_DEFAULT_PLUGIN_DIR, ec)) {
-      self->LoadPluginsFrom(RILL_DEFAULT_PLUGIN_DIR);
-    }
+    folders.push_back(RILL_DEFAULT_PLUGIN_DIR);
 #endif
+    std::error_code ec;
+    const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (!ec) {
+      folders.push_back((exe.parent_path() / ".." / "lib" / "rill" / "plugins").string());
+#ifdef RILL_PLUGIN_LIBDIR
+      folders.push_back(
+          (exe.parent_path() / ".." / RILL_PLUGIN_LIBDIR / "rill" / "plugins").string());
+#endif
+    }
+    std::vector<std::string> seen;
+    for (const std::string& folder : folders) {
+      if (!std::filesystem::is_directory(folder, ec)) continue;
+      const std::string canonical = std::filesystem::canonical(folder, ec).string();
+      if (ec || std::find(seen.begin(), seen.end(), canonical) != seen.end()) continue;
+      seen.push_back(canonical);
+      self->LoadPluginsFrom(canonical);
+    }
   });
 }
 
@@ -92,7 +117,11 @@ absl::Status PlatformManager::LoadPlugin(std::string_view path_view) {
     return absl::OkStatus();
   }();
   info.status = status;
-  if (!status.ok()) RILL_LOG(WARNING) << "skipped " << status.ToString();
+  if (absl::IsAlreadyExists(status)) {
+    RILL_LOG(INFO) << "skipped " << status.ToString();  // Loaded, or linked in, already.
+  } else if (!status.ok()) {
+    RILL_LOG(WARNING) << "skipped " << status.ToString();
+  }
   MutexLock lock(&mu_);
   plugins_.push_back(std::move(info));
   return status;

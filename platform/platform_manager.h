@@ -36,8 +36,9 @@ class LoadedPlugin;
 // Backends and libraries also arrive at run time as plugins through the C
 // ABI (rill/abi/rill_plugin.h): LoadPlugin(path), and for Default(), on its
 // first query, every plugin in the directories of RILL_PLUGIN_PATH
-// (':'-separated; a file there is loaded as is) and then in the install's
-// lib/rill/plugins. A plugin that fails is skipped with its reason, which
+// (':'-separated; a file there is loaded as is), then in the install's
+// lib/rill/plugins and in <program's folder>/../lib/rill/plugins (a tool
+// in the build tree finds the build's plugins there). A plugin that fails is skipped with its reason, which
 // Plugins() (and rill-info) report.
 //
 // Thread-safe.
@@ -131,6 +132,10 @@ using MultiPlatformManager = PlatformManager;
 
 namespace rill::internal {
 bool RegisterAtLoad(const char* tag, absl::Status (*register_fn)(PlatformManager&));
+// Whether PlatformManager::Default() discovers run-time plugins (on by
+// default). A module that carries its own copy of Rill
+// (rill/abi/export_platform.h) turns it off, so that it loads nothing.
+void SetPluginDiscovery(bool on);
 }  // namespace rill::internal
 
 #endif  // RILL_PLATFORM_PLATFORM_MANAGER_H_

@@ -25,7 +25,7 @@ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$BUILD_DIR" -j "$JOBS"
 
 rm -rf "$OUT"
-mkdir -p "$OUT/bin" "$OUT/lib"
+mkdir -p "$OUT/bin" "$OUT/lib" "$OUT/plugins"
 
 # Every test binary that links the CUDA runtime, the CUDA benchmark, the
 # tools, and the host benchmarks for comparison figures.
@@ -33,10 +33,18 @@ mapfile -t BINARIES < <(
   find "$BUILD_DIR" -type f -perm -u+x \( -name '*_test' -o -name 'cuda_bench' -o -name 'rill-info' \
        -o -name 'rill-demo' \) -not -path '*/CMakeFiles/*' | sort)
 for bin in "${BINARIES[@]}"; do
-  if [[ "$bin" == *_test ]] && ! ldd "$bin" 2>/dev/null | grep -q libcudart; then continue; fi
+  if [[ "$bin" == *_test && "$bin" != */plugin_loading_test ]] \
+     && ! ldd "$bin" 2>/dev/null | grep -q libcudart; then continue; fi
   cp "$bin" "$OUT/bin/"
   strip --strip-unneeded "$OUT/bin/$(basename "$bin")"
 done
+# The CUDA backend as a run-time module (plugin_loading_test loads it into a
+# program that links no CUDA).
+module="$(find "$BUILD_DIR/lib/rill" -name librill_cuda.so 2>/dev/null | head -1)"
+if [[ -n "$module" ]]; then
+  cp "$module" "$OUT/plugins/"
+  strip --strip-unneeded "$OUT/plugins/librill_cuda.so"
+fi
 
 # Shared libraries: what ldd resolves outside CUDA's folder and the C
 # library itself. (BLIS, which Rill loads with dlopen from its Debian
@@ -48,8 +56,8 @@ is_system() {
   esac
   return 1
 }
-for bin in "$OUT"/bin/*; do
-  ldd "$bin" | awk '/=> \// {print $3}'
+for bin in "$OUT"/bin/* "$OUT"/plugins/*; do
+  if [[ -f "$bin" ]]; then ldd "$bin" | awk '/=> \// {print $3}'; fi
 done | sort -u | while read -r lib; do
   [[ "$lib" == /usr/local/cuda* ]] && continue
   is_system "$lib" && continue
@@ -71,6 +79,11 @@ rc=0
 if [[ "$what" == tests || "$what" == all ]]; then
   for t in "$HERE"/bin/*_test; do
     echo "=== $(basename "$t")"
+    if [[ "$t" == */plugin_loading_test ]]; then  # only its case of the CUDA module
+      RILL_CUDA_MODULE_PATH="$HERE/plugins/librill_cuda.so" "$t" --gtest_brief=1 \
+        --gtest_filter='*CudaModule*' || rc=1
+      continue
+    fi
     "$t" --gtest_brief=1 || rc=1
   done
   "$HERE/bin/rill-demo" || rc=1

@@ -297,7 +297,7 @@ run_mlp() {
   local ctx
   for ctx in cpu host:0 opencl:0 cbackend:0; do
     # cbackend: examples/c_backend, a C plugin loaded at run time.
-    RILL_PLUGIN_PATH="$BUILD_DIR/lib/rill/plugins" POCL_CACHE_DIR="$BUILD_DIR/pocl-cache" \
+    RILL_PLUGIN_PATH="$BUILD_DIR/examples/plugins" POCL_CACHE_DIR="$BUILD_DIR/pocl-cache" \
       "$BUILD_DIR/examples/mlp/mlp" --ctx="$ctx" --check
   done
 }

@@ -75,6 +75,7 @@ int main(void) {
   F(RillExecutorFns, host_memory_allocate);
   F(RillExecutorFns, host_memory_deallocate);
   F(RillExecutorFns, memory_limit);
+  F(RillExecutorFns, kernel_formats);
   S(RillExecutorFns);
   F(RillKernelArg, is_memory);
   F(RillKernelArg, memory);

@@ -4,6 +4,7 @@
 // own PlatformManager, so that destroying it unloads the plugin.
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -145,13 +146,13 @@ TEST(PluginLoading, LoadPluginsFromSkipsFailuresAndGoesOn) {
                                                           RILL_ABI_TEST_PLUGIN_DIR, ":",
                                                           Plugin("librill_c_backend.so")));
   // In the test folder: minor0 and failing load; major2, missing, null,
-  // no_entry and not_a_plugin (twice) do not.
+  // needs_gone, no_entry and not_a_plugin (twice) do not.
   EXPECT_EQ(loaded, 3);
   EXPECT_TRUE(manager.PlatformWithName("cbackend").ok());
   EXPECT_TRUE(manager.PlatformWithName("cbackend_minor0").ok());
   int refused = 0;
   for (const auto& info : manager.Plugins()) refused += info.status.ok() ? 0 : 1;
-  EXPECT_EQ(refused, 6);
+  EXPECT_EQ(refused, 7);
 }
 
 TEST(PluginLoading, ErrorsOfThePluginsWorkReachTheStream) {
@@ -302,6 +303,49 @@ TEST(PluginLoading, ExceptionsOfACppPluginBecomeStreamErrors) {
   EXPECT_TRUE(HasError(stream2->BlockHostUntilDone(), absl::StatusCode::kResourceExhausted,
                        {"throwing_blas gemv", "out of memory"}));
   ASSERT_TRUE(IsOk(executor->Deallocate(&a)));
+}
+
+// The CUDA backend as a module (lib/rill/plugins/librill_cuda.so), in a
+// program that links no CUDA: where the CUDA libraries are, it loads and
+// registers "cuda" -- with its devices, or with none and the reason; a
+// module whose libraries are missing is skipped saying which.
+TEST(PluginLoading, TheCudaModuleLoadsAndSaysWhyItHasNoDevice) {
+#ifndef RILL_CUDA_MODULE
+  GTEST_SKIP() << "built without the CUDA toolkit: no CUDA module";
+#else
+  PlatformManager manager;
+  const char* moved = std::getenv("RILL_CUDA_MODULE_PATH");  // scripts/gpu-bundle.sh's copy
+  absl::Status loaded = manager.LoadPlugin(moved ? moved : RILL_CUDA_MODULE);
+  ASSERT_TRUE(loaded.ok()) << loaded;
+  Platform* cuda = Must(manager.PlatformWithName("cuda"));
+  if (cuda->VisibleDeviceCount() == 0) {
+    EXPECT_TRUE(HasError(cuda->Availability(), absl::StatusCode::kUnavailable, {"CUDA"}));
+    GTEST_SKIP() << "no CUDA device here: " << cuda->Availability();
+  }
+  StreamExecutor* executor = Must(cuda->ExecutorForDevice(0));
+  constexpr int kN = 4096;
+  std::vector<uint32_t> in(kN), out(kN, 0);
+  for (int i = 0; i < kN; ++i) in[i] = 7u * i;
+  DeviceMemoryBase mem = Must(executor->Allocate(kN * 4));
+  DeviceMemoryBase half = Must(mem.GetByteSlice(kN * 2, kN * 2));
+  auto stream = Must(executor->CreateStream());
+  bool ran = false;
+  stream->ThenMemcpy(&mem, in.data(), kN * 4)
+      .ThenMemset32(&half, 0x5a5a5a5au, kN * 2)
+      .ThenDoHostCallback([&] { ran = true; })
+      .ThenMemcpy(out.data(), mem, kN * 4);
+  ASSERT_TRUE(IsOk(stream->BlockHostUntilDone()));
+  EXPECT_TRUE(ran);
+  for (int i = 0; i < kN; ++i) ASSERT_EQ(out[i], i < kN / 2 ? in[i] : 0x5a5a5a5au) << i;
+  ASSERT_TRUE(IsOk(executor->Deallocate(&mem)));
+#endif
+}
+
+TEST(PluginLoading, AModuleWhoseLibraryIsMissingIsSkippedNamingIt) {
+  PlatformManager manager;
+  EXPECT_TRUE(HasError(manager.LoadPlugin(TestPlugin("librill_abi_test_needs_gone.so")),
+                       absl::StatusCode::kFailedPrecondition,
+                       {"librill_abi_test_gone.so", "cannot open shared object file"}));
 }
 
 // Load, use, unload, again: under AddressSanitizer (scripts/test.sh
