@@ -222,6 +222,8 @@ absl::Status LoadedPlugin::Validate(const RillPlugin& table) {
   auto need = [&missing](const void* field, const char* name) {
     if (field == nullptr) missing.push_back(name);
   };
+  // A mandatory entry of a copied table: NEED(stream_, RillStreamFns, memset32).
+#define NEED(table, type, field) need(reinterpret_cast<const void*>(table.field), #type "." #field)
   const bool any_backend_table = table.platform || table.executor || table.stream || table.event;
   if (any_backend_table) {
     need(table.platform, "RillPlugin.platform");
@@ -242,25 +244,19 @@ absl::Status LoadedPlugin::Validate(const RillPlugin& table) {
     if (problems.empty()) {
       platform_name_ = Str(platform_.name);
       if (platform_name_.empty()) missing.push_back("RillPlatformFns.name");
-      need(reinterpret_cast<const void*>(platform_.device_count), "RillPlatformFns.device_count");
-      need(reinterpret_cast<const void*>(platform_.describe), "RillPlatformFns.describe");
-      need(reinterpret_cast<const void*>(platform_.executor_create),
-           "RillPlatformFns.executor_create");
-      need(reinterpret_cast<const void*>(platform_.executor_destroy),
-           "RillPlatformFns.executor_destroy");
-      need(reinterpret_cast<const void*>(executor_.allocate), "RillExecutorFns.allocate");
-      need(reinterpret_cast<const void*>(executor_.deallocate), "RillExecutorFns.deallocate");
-      need(reinterpret_cast<const void*>(executor_.memcpy_host_to_device),
-           "RillExecutorFns.memcpy_host_to_device");
-      need(reinterpret_cast<const void*>(executor_.memcpy_device_to_host),
-           "RillExecutorFns.memcpy_device_to_host");
-      need(reinterpret_cast<const void*>(executor_.synchronize_all),
-           "RillExecutorFns.synchronize_all");
-      need(reinterpret_cast<const void*>(executor_.stream_create), "RillExecutorFns.stream_create");
-      need(reinterpret_cast<const void*>(executor_.stream_destroy),
-           "RillExecutorFns.stream_destroy");
-      need(reinterpret_cast<const void*>(executor_.event_create), "RillExecutorFns.event_create");
-      need(reinterpret_cast<const void*>(executor_.event_destroy), "RillExecutorFns.event_destroy");
+      NEED(platform_, RillPlatformFns, device_count);
+      NEED(platform_, RillPlatformFns, describe);
+      NEED(platform_, RillPlatformFns, executor_create);
+      NEED(platform_, RillPlatformFns, executor_destroy);
+      NEED(executor_, RillExecutorFns, allocate);
+      NEED(executor_, RillExecutorFns, deallocate);
+      NEED(executor_, RillExecutorFns, memcpy_host_to_device);
+      NEED(executor_, RillExecutorFns, memcpy_device_to_host);
+      NEED(executor_, RillExecutorFns, synchronize_all);
+      NEED(executor_, RillExecutorFns, stream_create);
+      NEED(executor_, RillExecutorFns, stream_destroy);
+      NEED(executor_, RillExecutorFns, event_create);
+      NEED(executor_, RillExecutorFns, event_destroy);
       if ((executor_.kernel_load == nullptr) != (executor_.kernel_destroy == nullptr)) {
         missing.push_back("RillExecutorFns.kernel_load and kernel_destroy (both or neither)");
       }
@@ -269,18 +265,15 @@ absl::Status LoadedPlugin::Validate(const RillPlugin& table) {
         missing.push_back(
             "RillExecutorFns.host_memory_allocate and host_memory_deallocate (both or neither)");
       }
-      need(reinterpret_cast<const void*>(stream_.memcpy_host_to_device),
-           "RillStreamFns.memcpy_host_to_device");
-      need(reinterpret_cast<const void*>(stream_.memcpy_device_to_host),
-           "RillStreamFns.memcpy_device_to_host");
-      need(reinterpret_cast<const void*>(stream_.memset32), "RillStreamFns.memset32");
-      need(reinterpret_cast<const void*>(stream_.record_event), "RillStreamFns.record_event");
-      need(reinterpret_cast<const void*>(stream_.wait_event), "RillStreamFns.wait_event");
-      need(reinterpret_cast<const void*>(stream_.host_callback), "RillStreamFns.host_callback");
-      need(reinterpret_cast<const void*>(stream_.block_until_done),
-           "RillStreamFns.block_until_done");
-      need(reinterpret_cast<const void*>(event_.poll), "RillEventFns.poll");
-      need(reinterpret_cast<const void*>(event_.synchronize), "RillEventFns.synchronize");
+      NEED(stream_, RillStreamFns, memcpy_host_to_device);
+      NEED(stream_, RillStreamFns, memcpy_device_to_host);
+      NEED(stream_, RillStreamFns, memset32);
+      NEED(stream_, RillStreamFns, record_event);
+      NEED(stream_, RillStreamFns, wait_event);
+      NEED(stream_, RillStreamFns, host_callback);
+      NEED(stream_, RillStreamFns, block_until_done);
+      NEED(event_, RillEventFns, poll);
+      NEED(event_, RillEventFns, synchronize);
     }
   }
   if (table.blas) {
@@ -289,7 +282,7 @@ absl::Status LoadedPlugin::Validate(const RillPlugin& table) {
     blas_name_ = Str(blas_.name);
     if (problems.empty()) {
       if (blas_name_.empty()) missing.push_back("RillBlasFns.name");
-      need(reinterpret_cast<const void*>(blas_.gemm), "RillBlasFns.gemm");
+      NEED(blas_, RillBlasFns, gemm);
     }
   }
   if (table.dnn) {
@@ -299,7 +292,7 @@ absl::Status LoadedPlugin::Validate(const RillPlugin& table) {
     dnn_name_ = Str(dnn_.name);
     if (problems.empty()) {
       if (dnn_name_.empty()) missing.push_back("RillDnnFns.name");
-      need(reinterpret_cast<const void*>(dnn_.conv_forward), "RillDnnFns.conv_forward");
+      NEED(dnn_, RillDnnFns, conv_forward);
     }
   }
   for (const auto* lib : {has_blas_ ? &blas_.target : nullptr, has_dnn_ ? &dnn_.target : nullptr}) {
@@ -311,6 +304,7 @@ absl::Status LoadedPlugin::Validate(const RillPlugin& table) {
       problems.push_back(absl::StrCat("a library has the unknown target ", static_cast<int>(*lib)));
     }
   }
+#undef NEED
   if (!missing.empty()) {
     problems.insert(problems.begin(),
                     absl::StrCat("missing mandatory entries: ", absl::StrJoin(missing, ", ")));
