@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -110,12 +111,14 @@ RillError* Describe(int32_t ordinal, RillDeviceDescription* out) {
   if (!d.ok()) return Err(d.status());
   absl::StatusOr<StreamExecutor*> e = X().platform->ExecutorForDevice(ordinal);
   if (!e.ok()) return Err(e.status());
-  // Strings must outlive the call: keep one copy per device.
+  // Strings must outlive the call: one copy per device, kept (a later
+  // description of the device replaces only what changed: the first stays).
   static Mutex mu;
-  static auto* kept = new std::vector<std::unique_ptr<DeviceDescription>>;
+  static auto* kept = new std::map<int32_t, std::unique_ptr<DeviceDescription>>;
   MutexLock lock(&mu);
-  kept->push_back(std::make_unique<DeviceDescription>(*std::move(d)));
-  const DeviceDescription& k = *kept->back();
+  std::unique_ptr<DeviceDescription>& slot = (*kept)[ordinal];
+  if (slot == nullptr) slot = std::make_unique<DeviceDescription>(*std::move(d));
+  const DeviceDescription& k = *slot;
   out->name = k.name.c_str();
   out->vendor = k.vendor.c_str();
   out->platform_version = k.platform_version.c_str();

@@ -27,10 +27,24 @@ struct RillError {
 namespace rill::abi {
 namespace {
 
-RillError* ErrorNew(RillCode code, const char* message) {
-  return new (std::nothrow) RillError{code, message ? message : ""};
+// What error_new returns when there is no memory for the error itself (the
+// ABI promises an error, never NULL); never destroyed.
+RillError* OutOfMemoryError() {
+  static RillError* error =
+      new RillError{RILL_CODE_RESOURCE_EXHAUSTED, "out of memory (making a plugin's error)"};
+  return error;
 }
-void ErrorDestroy(RillError* error) { delete error; }
+
+RillError* ErrorNew(RillCode code, const char* message) {
+  try {
+    return new RillError{code, message ? message : ""};
+  } catch (const std::bad_alloc&) {
+    return OutOfMemoryError();
+  }
+}
+void ErrorDestroy(RillError* error) {
+  if (error != OutOfMemoryError()) delete error;
+}
 RillCode ErrorCode(const RillError* error) { return error ? error->code : RILL_CODE_OK; }
 const char* ErrorMessage(const RillError* error) { return error ? error->message.c_str() : ""; }
 
@@ -122,8 +136,8 @@ const RillHostApi* HostApi() { return &kHostApi; }
 absl::Status TakeError(RillError* error) {
   if (error == nullptr) return absl::OkStatus();
   int code = error->code;
-  std::string message = std::move(error->message);
-  delete error;
+  std::string message = error->message;
+  ErrorDestroy(error);
   if (code <= 0 || code > 16) {
     return absl::UnknownError(absl::StrCat(message, " (plugin error code ", code, ")"));
   }
@@ -132,7 +146,7 @@ absl::Status TakeError(RillError* error) {
 
 RillError* NewError(const absl::Status& status) {
   if (status.ok()) return nullptr;
-  return new RillError{static_cast<RillCode>(status.code()), std::string(status.message())};
+  return ErrorNew(static_cast<RillCode>(status.code()), std::string(status.message()).c_str());
 }
 
 PlatformId PluginPlatformId(const std::string& name) {
@@ -148,13 +162,38 @@ PlatformId PluginPlatformId(const std::string& name) {
   return slot.get();
 }
 
+namespace {
+// The plugins open in this process, by dlopen handle: a shared object is
+// initialized once, whichever path or manager asks for it again.
+Mutex& OpenMutex() {
+  static Mutex* mu = new Mutex;
+  return *mu;
+}
+std::map<void*, std::weak_ptr<LoadedPlugin>>& OpenPlugins()
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(OpenMutex()) {
+  static auto* open = new std::map<void*, std::weak_ptr<LoadedPlugin>>;
+  return *open;
+}
+}  // namespace
+
 absl::StatusOr<std::shared_ptr<LoadedPlugin>> LoadedPlugin::Open(const std::string& path) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
+  // Absolute, so that dlopen opens this file and does not search the
+  // library path for a name without a slash.
+  const std::string file = std::filesystem::absolute(path, ec).string();
+  if (ec || !std::filesystem::is_regular_file(file, ec)) {
     return absl::NotFoundError(absl::StrCat("plugin ", path, ": no such file"));
   }
+  MutexLock lock(&OpenMutex());
+  if (void* open = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) {
+    dlclose(open);  // The count RTLD_NOLOAD took.
+    auto it = OpenPlugins().find(open);
+    if (it != OpenPlugins().end()) {
+      if (std::shared_ptr<LoadedPlugin> live = it->second.lock()) return live;
+    }
+  }
   dlerror();
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* why = dlerror();
     return absl::FailedPreconditionError(absl::StrCat(
@@ -186,12 +225,15 @@ absl::StatusOr<std::shared_ptr<LoadedPlugin>> LoadedPlugin::Open(const std::stri
   }
   absl::Status valid = plugin->Validate(*table);
   if (!valid.ok()) {
-    // Initialized: let it clean up before the file is closed.
-    if (table->struct_size >= RILL_STRUCT_SIZE(RillPlugin, shutdown)) {
+    // Initialized: let it clean up before the file is closed (when its
+    // table is laid out as this Rill's).
+    if (plugin->abi_major_ == RILL_PLUGIN_ABI_MAJOR &&
+        table->struct_size >= RILL_STRUCT_SIZE(RillPlugin, shutdown)) {
       plugin->shutdown_ = table->shutdown;
     }
     return valid;
   }
+  OpenPlugins()[handle] = plugin;
   return plugin;
 }
 
@@ -205,16 +247,17 @@ absl::Status LoadedPlugin::Validate(const RillPlugin& table) {
   }
   abi_major_ = table.abi_major;
   abi_minor_ = table.abi_minor;
-  name_ = Str(table.name);
-  version_ = Str(table.version);
   if (abi_major_ != RILL_PLUGIN_ABI_MAJOR || MinorTooOld(abi_minor_)) {
+    // Only the sizes and versions are laid out alike across majors.
     return absl::FailedPreconditionError(absl::StrCat(
-        who, " (", name_.empty() ? "unnamed" : name_, ") was built for Rill plugin ABI ",
-        abi_major_, ".", abi_minor_, "; this Rill speaks ABI ", RILL_PLUGIN_ABI_MAJOR, ".",
-        RILL_PLUGIN_ABI_MINOR, " and loads ", RILL_PLUGIN_ABI_MAJOR, ".", RILL_PLUGIN_ABI_MIN_MINOR,
+        who, " was built for Rill plugin ABI ", abi_major_, ".", abi_minor_,
+        "; this Rill speaks ABI ", RILL_PLUGIN_ABI_MAJOR, ".", RILL_PLUGIN_ABI_MINOR, " and loads ",
+        RILL_PLUGIN_ABI_MAJOR, ".", RILL_PLUGIN_ABI_MIN_MINOR,
         " and later minors of it: rebuild the plugin against this ",
         "Rill's rill/abi/rill_plugin.h, or run it with a Rill of ABI major ", abi_major_));
   }
+  name_ = Str(table.name);
+  version_ = Str(table.version);
   shutdown_ =
       table.struct_size >= RILL_STRUCT_SIZE(RillPlugin, shutdown) ? table.shutdown : nullptr;
   std::vector<std::string> problems;

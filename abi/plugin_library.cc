@@ -292,12 +292,21 @@ absl::Status RegisterLibrary(const std::shared_ptr<LoadedPlugin>& plugin, Plugin
     // does not keep it loaded, and a later load registers harmlessly again.
     return PluginRegistry::Default().Register(
         PluginPlatformId(plugin->platform_name()), kind, name,
-        [](StreamExecutor* executor) -> absl::StatusOr<std::unique_ptr<PluginInterface>> {
+        [kind](StreamExecutor* executor) -> absl::StatusOr<std::unique_ptr<PluginInterface>> {
           auto* device = dynamic_cast<PluginExecutor*>(executor->implementation());
           if (device == nullptr) {
             return absl::FailedPreconditionError("not a device of a run-time plugin");
           }
-          return std::unique_ptr<PluginInterface>(new Library(device->plugin(), executor));
+          // Another plugin of the same platform name (loaded into another
+          // manager) may lack the library.
+          const std::shared_ptr<LoadedPlugin>& owner = device->plugin();
+          const bool has =
+              kind == PluginKind::kBlas ? owner->blas() != nullptr : owner->dnn() != nullptr;
+          if (!has) {
+            return absl::NotFoundError(absl::StrCat("plugin ", owner->path(), " has no ",
+                                                    PluginKindName(kind), " library"));
+          }
+          return std::unique_ptr<PluginInterface>(new Library(owner, executor));
         },
         make_default);
   }

@@ -97,6 +97,10 @@ class PluginExecutor : public StreamExecutorInterface {
   const RillExecutorFns& fns_;
   PlatformId id_;
   RillExecutor* handle_;
+  // The plugin's executor_destroy runs when the last of this executor and
+  // its streams, events and kernels goes (a stream the front detached may
+  // outlive the executor).
+  std::shared_ptr<RillExecutor> device_;
   DeviceDescription description_;
   uint32_t features_;
   int64_t limit_;
@@ -110,7 +114,8 @@ class PluginExecutor : public StreamExecutorInterface {
 // is what an own-platform library receives.
 class PluginStream : public StreamInterface {
  public:
-  PluginStream(std::shared_ptr<LoadedPlugin> plugin, RillStream* handle, StreamStatus* status);
+  PluginStream(std::shared_ptr<LoadedPlugin> plugin, std::shared_ptr<RillExecutor> device,
+               RillStream* handle, StreamStatus* status);
   ~PluginStream() override;
 
   absl::Status MemcpyHostToDevice(DeviceMemoryBase dst, const void* src, uint64_t size) override;
@@ -139,6 +144,7 @@ class PluginStream : public StreamInterface {
   absl::Status Enqueue(Callback* callback);
 
   std::shared_ptr<LoadedPlugin> plugin_;
+  std::shared_ptr<RillExecutor> device_;
   const RillStreamFns& fns_;
   RillStream* handle_;
   StreamStatus* status_;
@@ -149,7 +155,8 @@ class PluginStream : public StreamInterface {
 // One event of a plugin (EventInterface over RillEventFns).
 class PluginEvent : public EventInterface {
  public:
-  PluginEvent(std::shared_ptr<LoadedPlugin> plugin, RillEvent* handle);
+  PluginEvent(std::shared_ptr<LoadedPlugin> plugin, std::shared_ptr<RillExecutor> device,
+              RillEvent* handle);
   ~PluginEvent() override;
   State Poll() override;
   absl::Status Synchronize() override;
@@ -158,6 +165,7 @@ class PluginEvent : public EventInterface {
 
  private:
   std::shared_ptr<LoadedPlugin> plugin_;
+  std::shared_ptr<RillExecutor> device_;
   RillEvent* handle_;
 };
 
@@ -166,8 +174,9 @@ class PluginEvent : public EventInterface {
 // a host-addressable device.
 class PluginKernel : public KernelInterface {
  public:
-  PluginKernel(std::shared_ptr<LoadedPlugin> plugin, RillKernel* handle)
-      : plugin_(std::move(plugin)), handle_(handle) {}
+  PluginKernel(std::shared_ptr<LoadedPlugin> plugin, std::shared_ptr<RillExecutor> device,
+               RillKernel* handle)
+      : plugin_(std::move(plugin)), device_(std::move(device)), handle_(handle) {}
   explicit PluginKernel(HostBlockFn fn)
       : host_fn_(std::make_shared<const HostBlockFn>(std::move(fn))) {}
   ~PluginKernel() override {
@@ -178,6 +187,7 @@ class PluginKernel : public KernelInterface {
 
  private:
   std::shared_ptr<LoadedPlugin> plugin_;
+  std::shared_ptr<RillExecutor> device_;
   RillKernel* handle_ = nullptr;
   std::shared_ptr<const HostBlockFn> host_fn_;
 };

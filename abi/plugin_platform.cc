@@ -117,6 +117,8 @@ PluginExecutor::PluginExecutor(std::shared_ptr<LoadedPlugin> plugin, PlatformId 
       fns_(plugin_->executor()),
       id_(id),
       handle_(handle),
+      device_(handle,
+              [plugin = plugin_](RillExecutor* h) { plugin->platform().executor_destroy(h); }),
       description_(std::move(description)),
       features_(features) {
   limit_ = fns_.memory_limit ? fns_.memory_limit(handle_) : description_.memory_bytes;
@@ -141,7 +143,7 @@ PluginExecutor::~PluginExecutor() {
       std::free(ptr);
     }
   }
-  plugin_->platform().executor_destroy(handle_);
+  device_.reset();  // executor_destroy, unless a detached stream still holds the device.
 }
 
 std::string PluginExecutor::Who() const {
@@ -181,6 +183,8 @@ absl::Status PluginExecutor::Supports(Feature feature) const {
 
 absl::StatusOr<DeviceMemoryBase> PluginExecutor::Allocate(uint64_t size) {
   {
+    // Reserved here, so that allocations racing each other cannot pass
+    // the limit together; given back if the plugin fails.
     MutexLock lock(&mu_);
     if (limit_ > 0 &&
         (size > static_cast<uint64_t>(limit_) ||
@@ -189,16 +193,20 @@ absl::StatusOr<DeviceMemoryBase> PluginExecutor::Allocate(uint64_t size) {
           absl::StrCat(Who(), ": allocating ", size, " bytes would pass the device's limit of ",
                        limit_, " bytes (", stats_.bytes_in_use, " in use)"));
     }
+    stats_.bytes_in_use += static_cast<int64_t>(size);
   }
   RillBuffer out{};
-  RILL_RETURN_IF_ERROR(Annotate(TakeError(fns_.allocate(handle_, size, &out)),
-                                absl::StrCat(Who(), ": allocating ", size, " bytes")));
-  if (out.opaque == nullptr) {
-    return absl::InternalError(absl::StrCat(Who(), ": allocate returned a null buffer"));
+  absl::Status status = Annotate(TakeError(fns_.allocate(handle_, size, &out)),
+                                 absl::StrCat(Who(), ": allocating ", size, " bytes"));
+  if (status.ok() && out.opaque == nullptr) {
+    status = absl::InternalError(absl::StrCat(Who(), ": allocate returned a null buffer"));
   }
   MutexLock lock(&mu_);
+  if (!status.ok()) {
+    stats_.bytes_in_use -= static_cast<int64_t>(size);
+    return status;
+  }
   allocations_[out.opaque] = size;
-  stats_.bytes_in_use += static_cast<int64_t>(size);
   stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
   ++stats_.num_allocs;
   return DeviceMemoryBase(out.opaque, size);
@@ -311,7 +319,7 @@ absl::StatusOr<std::unique_ptr<StreamInterface>> PluginExecutor::CreateStream(
   if (stream == nullptr) {
     return absl::InternalError(absl::StrCat(Who(), ": stream_create returned no stream"));
   }
-  return std::make_unique<PluginStream>(plugin_, stream, status);
+  return std::make_unique<PluginStream>(plugin_, device_, stream, status);
 }
 
 absl::StatusOr<std::unique_ptr<EventInterface>> PluginExecutor::CreateEvent() {
@@ -321,7 +329,7 @@ absl::StatusOr<std::unique_ptr<EventInterface>> PluginExecutor::CreateEvent() {
   if (event == nullptr) {
     return absl::InternalError(absl::StrCat(Who(), ": event_create returned no event"));
   }
-  return std::make_unique<PluginEvent>(plugin_, event);
+  return std::make_unique<PluginEvent>(plugin_, device_, event);
 }
 
 // The form of `spec` this device loads: its variant for the platform, else
@@ -360,7 +368,7 @@ absl::StatusOr<std::unique_ptr<KernelInterface>> PluginExecutor::LoadKernel(
     if (kernel == nullptr) {
       return absl::InternalError(absl::StrCat(Who(), ": kernel_load returned no kernel"));
     }
-    return std::make_unique<PluginKernel>(plugin_, kernel);
+    return std::make_unique<PluginKernel>(plugin_, device_, kernel);
   }
   if (spec.has_host_function() && host_addressable()) {
     return std::make_unique<PluginKernel>(spec.host_function());

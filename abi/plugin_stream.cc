@@ -32,9 +32,14 @@ namespace {
 constexpr size_t kKeepCallbacks = 1024;
 }  // namespace
 
-PluginStream::PluginStream(std::shared_ptr<LoadedPlugin> plugin, RillStream* handle,
+PluginStream::PluginStream(std::shared_ptr<LoadedPlugin> plugin,
+                           std::shared_ptr<RillExecutor> device, RillStream* handle,
                            StreamStatus* status)
-    : plugin_(std::move(plugin)), fns_(plugin_->stream()), handle_(handle), status_(status) {}
+    : plugin_(std::move(plugin)),
+      device_(std::move(device)),
+      fns_(plugin_->stream()),
+      handle_(handle),
+      status_(status) {}
 
 PluginStream::~PluginStream() {
   absl::Status drained = TakeError(fns_.block_until_done(handle_));
@@ -183,8 +188,9 @@ void* PluginStream::native_handle() {
 
 // --- PluginEvent
 
-PluginEvent::PluginEvent(std::shared_ptr<LoadedPlugin> plugin, RillEvent* handle)
-    : plugin_(std::move(plugin)), handle_(handle) {}
+PluginEvent::PluginEvent(std::shared_ptr<LoadedPlugin> plugin, std::shared_ptr<RillExecutor> device,
+                         RillEvent* handle)
+    : plugin_(std::move(plugin)), device_(std::move(device)), handle_(handle) {}
 
 PluginEvent::~PluginEvent() { plugin_->executor().event_destroy(handle_); }
 

@@ -220,8 +220,10 @@ typedef struct RillPlatformFns {
   /* Mandatory. Fills `out` for device `ordinal` (0 <= ordinal < count). */
   RillError* (*describe)(int32_t ordinal, RillDeviceDescription* out);
   /* Mandatory. Opens device `ordinal`. Rill calls it once per device and
-   * destroys the executor with executor_destroy after every stream, event
-   * and kernel of it is destroyed and all its memory freed. */
+   * Rill platform (a program with two PlatformManagers that both load the
+   * plugin opens each device twice), and destroys the executor with
+   * executor_destroy after every stream, event and kernel of it is
+   * destroyed and all its memory freed. */
   RillError* (*executor_create)(int32_t ordinal, RillExecutor** out);
   void (*executor_destroy)(RillExecutor* executor); /* mandatory */
   /* --- minor 1 --- */
@@ -259,14 +261,16 @@ typedef struct RillExecutorFns {
   RillError* (*stream_create)(RillExecutor* executor, int32_t priority, RillStreamStatus* status,
                               RillStream** out);
   void (*stream_destroy)(RillStream* stream);
-  /* Mandatory. */
+  /* Mandatory. event_destroy may come while records of and waits for the
+   * event are still queued: keep what they need until they ran. */
   RillError* (*event_create)(RillExecutor* executor, RillEvent** out);
   void (*event_destroy)(RillEvent* event);
   /* Optional, with kernel_destroy and RillStreamFns.launch: loads a kernel
    * in the plugin's own `format` (KernelSpec::AddVariant(platform id,
    * {format, data})); `name` is the kernel's name. RILL_CODE_UNIMPLEMENTED
    * for a format it does not read. Fallback: only KernelSpec host
-   * functions load, on a host-addressable device. */
+   * functions load, on a host-addressable device. kernel_destroy may come
+   * while launches of the kernel are still queued. */
   RillError* (*kernel_load)(RillExecutor* executor, const char* format, const uint8_t* data,
                             size_t size, const char* name, RillKernel** out);
   void (*kernel_destroy)(RillKernel* kernel);

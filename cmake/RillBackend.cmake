@@ -203,5 +203,8 @@ extern \"C\" RILL_PLUGIN_EXPORT const RillPlugin* RillPluginInit(const RillPlugi
   else()  # <prefix>/lib/cmake/Rill/RillBackend.cmake
     set(_map ${_RILL_BACKEND_CMAKE_DIR}/../../../include/rill/abi/rill_plugin.map)
   endif()
-  target_link_options(${target} PRIVATE -Wl,--version-script=${_map} -Wl,--exclude-libs,ALL)
+  # -z nodelete: the module's copy of Rill keeps threads and driver state
+  # (streams' workers, a CUDA context) that must not lose their code.
+  target_link_options(${target} PRIVATE -Wl,--version-script=${_map} -Wl,--exclude-libs,ALL
+    -Wl,-z,nodelete)
 endfunction()

@@ -78,27 +78,25 @@ absl::Status PlatformManager::LoadPlugin(std::string_view path_view) {
   const std::string path(path_view);
   PluginInfo info;
   info.path = path;
-  std::error_code ec;
-  const std::string canonical = std::filesystem::weakly_canonical(path, ec).string();
+  MutexLock load(&load_mu_);
   absl::Status status = [&]() -> absl::Status {
-    {
-      MutexLock lock(&mu_);
-      for (const auto& loaded : loaded_) {
-        if (std::filesystem::weakly_canonical(loaded->path(), ec).string() == canonical) {
-          return absl::AlreadyExistsError(
-              absl::StrCat("plugin ", path, " is loaded already (as ", loaded->path(), ")"));
-        }
-      }
-    }
+    // The process opens and initializes a shared object once: a second
+    // path to it, or a second manager, gets the same plugin.
     RILL_ASSIGN_OR_RETURN(std::shared_ptr<abi::LoadedPlugin> plugin, abi::LoadedPlugin::Open(path));
     info.name = plugin->name();
     info.version = plugin->version();
     info.abi_major = plugin->abi_major();
     info.abi_minor = plugin->abi_minor();
     info.provides = plugin->Provides();
-    if (plugin->has_platform()) {
-      {
-        MutexLock lock(&mu_);
+    {
+      MutexLock lock(&mu_);
+      for (const auto& loaded : loaded_) {
+        if (loaded == plugin) {
+          return absl::AlreadyExistsError(
+              absl::StrCat("plugin ", path, " is loaded already (as ", loaded->path(), ")"));
+        }
+      }
+      if (plugin->has_platform()) {
         for (const auto& p : platforms_) {
           if (absl::EqualsIgnoreCase(AsAbsl(p->Name()), plugin->platform_name())) {
             return absl::AlreadyExistsError(
@@ -107,11 +105,14 @@ absl::Status PlatformManager::LoadPlugin(std::string_view path_view) {
           }
         }
       }
+    }
+    // Libraries first: a failure there leaves nothing of the plugin here.
+    RILL_RETURN_IF_ERROR(abi::RegisterPluginLibraries(plugin));
+    if (plugin->has_platform()) {
       RILL_ASSIGN_OR_RETURN(std::unique_ptr<Platform> platform, abi::MakePluginPlatform(plugin));
       RILL_RETURN_IF_ERROR(
           Annotate(RegisterPlatform(std::move(platform)), absl::StrCat("plugin ", path)));
     }
-    RILL_RETURN_IF_ERROR(abi::RegisterPluginLibraries(plugin));
     MutexLock lock(&mu_);
     loaded_.push_back(std::move(plugin));
     return absl::OkStatus();
@@ -134,8 +135,12 @@ int PlatformManager::LoadPluginsFrom(std::string_view search_path) {
     std::error_code ec;
     std::vector<std::string> files;
     if (std::filesystem::is_directory(entry, ec)) {
-      for (const auto& f : std::filesystem::directory_iterator(entry, ec)) {
-        if (f.path().extension() == ".so") files.push_back(f.path().string());
+      try {
+        for (const auto& f : std::filesystem::directory_iterator(entry, ec)) {
+          if (f.path().extension() == ".so") files.push_back(f.path().string());
+        }
+      } catch (const std::filesystem::filesystem_error& e) {
+        RILL_LOG(WARNING) << "plugin folder " << entry << ": " << e.what();
       }
       std::sort(files.begin(), files.end());
     } else {

@@ -38,8 +38,8 @@ class LoadedPlugin;
 // first query, every plugin in the directories of RILL_PLUGIN_PATH
 // (':'-separated; a file there is loaded as is), then in the install's
 // lib/rill/plugins and in <program's folder>/../lib/rill/plugins (a tool
-// in the build tree finds the build's plugins there). A plugin that fails is skipped with its reason, which
-// Plugins() (and rill-info) report.
+// in the build tree finds the build's plugins there). A plugin that fails is skipped with its
+// reason, which Plugins() (and rill-info) report.
 //
 // Thread-safe.
 class PlatformManager {
@@ -107,6 +107,7 @@ class PlatformManager {
   std::string DescribeLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   mutable Mutex mu_;
+  Mutex load_mu_;  // One LoadPlugin at a time: its checks and registrations.
   std::vector<std::unique_ptr<Platform>> platforms_ ABSL_GUARDED_BY(mu_);
   std::vector<PluginInfo> plugins_ ABSL_GUARDED_BY(mu_);
   // The loaded plugins, for RegisterLinkedPlatforms.

@@ -133,9 +133,12 @@ static void cb_enqueue_stub(RillStream* stream) {
 
 static void cb_enqueue(RillStream* stream, CbItem* item) {
   atomic_store(&item->next, NULL);
+  /* Counted before it is linked: a block_until_done that counts this item
+   * then counts every item ahead of it in the queue too (a marker another
+   * thread is linking meanwhile included). */
+  atomic_fetch_add(&stream->enqueued, 1);
   CbItem* prev = atomic_exchange(&stream->tail, item);
   atomic_store(&prev->next, item);
-  atomic_fetch_add(&stream->enqueued, 1);
   /* Sequentially consistent with the worker's store of `sleeping` and its
    * look at the queue: either it sees this item, or this sees it asleep. */
   if (atomic_load(&stream->sleeping)) {

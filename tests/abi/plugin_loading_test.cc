@@ -140,6 +140,19 @@ TEST(PluginLoading, DuplicatesAreRefused) {
   std::filesystem::remove(copy);
 }
 
+// A shared object is initialized once per process: a second manager that
+// loads it shares the plugin, and the first one going does not shut it
+// down under the second.
+TEST(PluginLoading, TwoManagersShareOnePluginInstance) {
+  auto first = std::make_unique<PlatformManager>();
+  ASSERT_TRUE(IsOk(first->LoadPlugin(Plugin("librill_c_backend.so"))));
+  RoundTrip(*first, "cbackend");
+  PlatformManager second;
+  ASSERT_TRUE(IsOk(second.LoadPlugin(Plugin("librill_c_backend.so"))));
+  first.reset();
+  RoundTrip(second, "cbackend");
+}
+
 TEST(PluginLoading, LoadPluginsFromSkipsFailuresAndGoesOn) {
   PlatformManager manager;
   const int loaded = manager.LoadPluginsFrom(absl::StrCat(TestPlugin("not_a_plugin.so"), ":",
