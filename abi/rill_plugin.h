@@ -436,7 +436,10 @@ typedef struct RillBlasFns {
   /* Optional: NULL hands gemv to the chain's next plugin. */
   RillError* (*gemv)(RillStream* stream, const RillBlasGemvArgs* args);
   /* Optional: NULL, or RILL_CODE_UNIMPLEMENTED with the reason, for a gemm
-   * this library does not run (say, float64); the chain's next runs it. */
+   * this library does not run (say, float64); the chain's next runs it.
+   * The query carries the type, m, n and k only (the rest is zero): it is
+   * asked before the call's other arguments are known. A gemm it accepts
+   * may still fail in `gemm` with the reason. */
   RillError* (*gemm_supports)(const RillBlasGemmArgs* args);
 } RillBlasFns;
 
@@ -466,7 +469,8 @@ typedef struct RillDnnFns {
   bool make_default;
   /* Mandatory. */
   RillError* (*conv_forward)(RillStream* stream, const RillConvArgs* args);
-  /* Optional, as RillBlasFns.gemm_supports. */
+  /* Optional, as RillBlasFns.gemm_supports; the query carries the shapes,
+   * pads, strides, dilations, groups, type, alpha and beta (no buffers). */
   RillError* (*conv_forward_supports)(const RillConvArgs* args);
 } RillDnnFns;
 
