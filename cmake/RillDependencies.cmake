@@ -23,6 +23,7 @@
 #   ONNX         onnx, protobuf::libprotobuf    (libonnx-dev, libprotobuf-dev)
 #   ZLIB         ZLIB::ZLIB                     (zlib1g-dev)
 #   cairo        PkgConfig::RILL_CAIRO          (libcairo2-dev)
+#   MPI          MPI::MPI_CXX                   (libopenmpi-dev; C++ bindings skipped)
 # and sets RILL_DEP_<dep>_FOUND (TRUE or FALSE), RILL_DEP_<dep>_INFO (what
 # was found, for the configure summary) and RILL_DEP_<dep>_HINT (what to
 # install when it was not). Finds are QUIET; the caller decides whether a
@@ -207,6 +208,12 @@ macro(rill_find_dependency dep)
                           INCLUDES "${RILL_XNNPACK_INCLUDE_DIR};${RILL_PTHREADPOOL_INCLUDE_DIR}")
     endif()
     _rill_dep_result(XNNPACK ${_rill_dep_found} "XNNPACK (${RILL_XNNPACK_LIBRARY})" "libxnnpack-dev libpthreadpool-dev")
+  elseif("${dep}" STREQUAL "MPI")
+    # The C API from C++: without MPI_CXX_SKIP_MPICXX, mpi.h drags in the
+    # deprecated C++ bindings (TOOLCHAIN.md 10).
+    set(MPI_CXX_SKIP_MPICXX ON)
+    find_package(MPI QUIET COMPONENTS CXX)
+    _rill_dep_result(MPI "${MPI_CXX_FOUND}" "MPI ${MPI_CXX_VERSION} (${MPIEXEC_EXECUTABLE})" "libopenmpi-dev openmpi-bin")
   else()
     message(FATAL_ERROR "rill_find_dependency: unknown dependency '${dep}'")
   endif()
@@ -231,3 +238,4 @@ set(RILL_DEP_TARGETS_clFFT "^clFFT$")
 set(RILL_DEP_TARGETS_ONNX "^(onnx|onnx_proto|protobuf::.*)$")
 set(RILL_DEP_TARGETS_ZLIB "^ZLIB::")
 set(RILL_DEP_TARGETS_cairo "^PkgConfig::RILL_CAIRO$")
+set(RILL_DEP_TARGETS_MPI "^MPI::")

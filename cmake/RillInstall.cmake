@@ -34,7 +34,7 @@ install(EXPORT RillTargets NAMESPACE rill:: DESTINATION ${RILL_INSTALL_CMAKEDIR}
 # headers come with its library (rill_<folder>). An installed header that
 # includes an internal one stops the configure step.
 set(_rill_header_dirs base executor stream platform plugins abi)
-foreach(_dir engine tensor ops graph io kvstore train)
+foreach(_dir engine tensor ops graph io dist kvstore train)
   if(TARGET rill_${_dir})
     list(APPEND _rill_header_dirs ${_dir})
   endif()
@@ -83,7 +83,7 @@ endif()
 # walk also refuses what would break an outside project: a link item that
 # is an absolute path, or an imported target that RillDependencies.cmake
 # does not know how to find again.
-set(_rill_dep_names Threads absl GTest OpenCL CUDAToolkit cuDNN OpenBLAS FFTW dnnl XNNPACK CLBlast clFFT ONNX ZLIB cairo)
+set(_rill_dep_names Threads absl GTest OpenCL CUDAToolkit cuDNN OpenBLAS FFTW dnnl XNNPACK CLBlast clFFT ONNX ZLIB cairo MPI)
 set(_rill_components)
 foreach(_target IN LISTS _rill_targets)
   get_target_property(_name ${_target} EXPORT_NAME)

@@ -12,6 +12,7 @@
 #include "rill/base/status_macros.h"
 #include "rill/platform/platform.h"
 #include "rill/plugins/blas/blas.h"
+#include "rill/plugins/collectives/collectives.h"
 #include "rill/plugins/dnn/dnn.h"
 #include "rill/plugins/fft/fft.h"
 #include "rill/plugins/plugin_registry.h"
@@ -305,6 +306,10 @@ DnnSupport* StreamExecutor::AsDnn() {
 
 FftSupport* StreamExecutor::AsFft() {
   return static_cast<FftSupport*>(GetPlugin(PluginKind::kFft).value_or(nullptr));
+}
+
+CollectivesSupport* StreamExecutor::AsCollectives() {
+  return static_cast<CollectivesSupport*>(GetPlugin(PluginKind::kCollectives).value_or(nullptr));
 }
 
 RngSupport* StreamExecutor::AsRng() {

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -28,6 +29,7 @@ class DnnSupport;
 class FftSupport;
 class Platform;
 class RngSupport;
+class CollectivesSupport;
 
 // The handle users hold for one device: allocates its memory, creates its
 // streams and events, loads kernels. Owns the backend's
@@ -133,6 +135,7 @@ class StreamExecutor {
   DnnSupport* AsDnn();
   RngSupport* AsRng();
   FftSupport* AsFft();
+  CollectivesSupport* AsCollectives();
   // As above with the reason when there is none: Unimplemented "no BLAS
   // plugin for platform host", or the factory's error.
   absl::StatusOr<PluginInterface*> GetPlugin(PluginKind kind);
@@ -189,7 +192,7 @@ class StreamExecutor {
                                                   std::string_view name)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(plugin_mu_);
   Mutex plugin_mu_;
-  PluginSlot plugins_[4] ABSL_GUARDED_BY(plugin_mu_);  // Indexed by PluginKind.
+  PluginSlot plugins_[std::size(kAllPluginKinds)] ABSL_GUARDED_BY(plugin_mu_);  // By PluginKind.
 };
 
 // ---------------------------------------------------------------------------

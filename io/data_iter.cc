@@ -50,6 +50,17 @@ absl::Status CheckOptions(const DataIterOptions& o) {
   if (!std::isfinite(o.scale) || !std::isfinite(o.mean)) {
     return bad(absl::StrCat("scale ", o.scale, " and mean ", o.mean, " must be finite"));
   }
+  if (o.shard_count < 1) {
+    return bad(absl::StrCat("shard_count ", o.shard_count, " must be at least 1"));
+  }
+  if (o.shard_index < 0 || o.shard_index >= o.shard_count) {
+    return bad(absl::StrCat("shard_index ", o.shard_index, " is not in [0, shard_count ",
+                            o.shard_count, ")"));
+  }
+  if (!(CheckedInt<int64_t>(o.batch_size) * o.shard_count).ok()) {
+    return OverflowError(absl::StrCat("DataIter: the global batch (batch_size ", o.batch_size,
+                                      " * shard_count ", o.shard_count, ")"));
+  }
   return absl::OkStatus();
 }
 
@@ -117,9 +128,11 @@ DataIter::DataIter(const Dataset* data, DataIterOptions options, engine::Engine*
       options_(std::move(options)),
       engine_(engine),
       pixels_(data->rows * data->cols),
-      rows_per_slot_(std::min(options_.batch_size, data->size)) {
-  const int64_t full = data->size / options_.batch_size;
-  num_batches_ = full + (!options_.drop_last && data->size % options_.batch_size != 0 ? 1 : 0);
+      rows_per_slot_(std::min(options_.batch_size, data->size)),
+      global_batch_(options_.batch_size * options_.shard_count) {
+  num_full_ = data->size / global_batch_;
+  const int64_t rest = data->size % global_batch_;
+  num_batches_ = num_full_ + (!options_.drop_last && rest >= options_.shard_count ? 1 : 0);
   for (int v = 0; v < 256; ++v) {
     // Two statements, as the formula reads: no fused multiply-add.
     const float scaled = static_cast<float>(v) * options_.scale;
@@ -168,26 +181,53 @@ DataIter::~DataIter() {
 }
 
 int64_t DataIter::num_examples() const {
-  return options_.drop_last ? num_batches_ * options_.batch_size : data_->size;
+  if (num_batches_ == 0) return 0;
+  return (num_batches_ - 1) * options_.batch_size + BatchSize(num_batches_ - 1);
+}
+
+// Batches [0, num_full_) are full; batch num_full_ (when it exists) shares
+// the remaining `rest` examples: shard r takes rest / N, plus one for the
+// first rest % N shards, in shard order.
+int64_t DataIter::BatchBegin(int64_t b) const {
+  const int64_t r = options_.shard_index;
+  if (b < num_full_) return b * global_batch_ + r * options_.batch_size;
+  const int64_t rest = data_->size - num_full_ * global_batch_, n = options_.shard_count;
+  return num_full_ * global_batch_ + r * (rest / n) + std::min<int64_t>(r, rest % n);
 }
 
 int64_t DataIter::BatchSize(int64_t batch) const {
-  return std::min(options_.batch_size, data_->size - batch * options_.batch_size);
+  if (batch < num_full_) return options_.batch_size;
+  const int64_t rest = data_->size - num_full_ * global_batch_, n = options_.shard_count;
+  return rest / n + (options_.shard_index < rest % n ? 1 : 0);
 }
 
-absl::Status DataIter::Reset(int epoch) {
+absl::Status DataIter::Reset(int epoch, int64_t first_batch) {
   if (epoch < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("DataIter::Reset: epoch ", epoch, " is negative"));
   }
-  if (started_ && epoch == epoch_ && next_ == 0) return absl::OkStatus();
+  if (first_batch < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("DataIter::Reset: first_batch ", first_batch, " is negative"));
+  }
+  if (first_batch > num_batches_) {
+    return absl::OutOfRangeError(absl::StrCat("DataIter::Reset: first_batch ", first_batch,
+                                              " is past the epoch's ", num_batches_, " batches"));
+  }
+  if (started_ && epoch == epoch_ && next_ == first_ && first_batch == first_) {
+    return absl::OkStatus();
+  }
   // The slots of batches already returned keep their place in the ring;
-  // those of prefetched batches not returned are reused first.
-  base_ += static_cast<uint64_t>(next_);
+  // those of prefetched batches not returned are reused first: batch
+  // first_batch takes the slot after the last one returned.
+  const uint64_t n = slots_.size();
+  const uint64_t next_slot = (base_ + static_cast<uint64_t>(next_)) % n;
+  base_ = (next_slot + n - static_cast<uint64_t>(first_batch) % n) % n;
   epoch_ = epoch;
   started_ = true;
-  next_ = 0;
-  pushed_ = 0;
+  first_ = first_batch;
+  next_ = first_batch;
+  pushed_ = first_batch;
   if (options_.shuffle) {
     order_ = std::make_shared<const std::vector<int64_t>>(
         ShuffleOrder(data_->size, options_.seed, epoch));
@@ -196,7 +236,7 @@ absl::Status DataIter::Reset(int epoch) {
     std::iota(identity->begin(), identity->end(), int64_t{0});
     order_ = std::move(identity);
   }
-  while (pushed_ < std::min<int64_t>(num_batches_, options_.prefetch)) {
+  while (pushed_ < std::min<int64_t>(num_batches_, first_batch + options_.prefetch)) {
     RILL_RETURN_IF_ERROR(PushFill(pushed_));
     ++pushed_;
   }
@@ -212,7 +252,7 @@ absl::Status DataIter::PushFill(int64_t batch) {
               data_->labels.data(),
               pixels_,
               order_,
-              batch * options_.batch_size,
+              BatchBegin(batch),
               n,
               reinterpret_cast<float*>(data),
               reinterpret_cast<int32_t*>(label),

@@ -23,7 +23,22 @@ struct DataIterOptions {
   // The order of epoch e is a function of (seed, e) only: ShuffleOrder.
   uint64_t seed = 0;
   // false: the last partial batch is delivered (smaller); true: dropped.
+  // With shards this applies to the last partial global batch (below).
   bool drop_last = false;
+  // Data-parallel sharding: shard `shard_index` of `shard_count` (e.g. MPI
+  // rank of size) takes its part of each global batch. Every shard shuffles
+  // the same way (same seed and epoch), and the order is cut into global
+  // batches of G = batch_size * shard_count examples: shard r's batch i holds
+  // order()[i * G + r * batch_size, i * G + (r + 1) * batch_size). So
+  // batch_size is the per-shard batch, and shard 0..N-1's batches i, joined
+  // in order, are batch i of one shard with batch_size * N. A last partial
+  // global batch of m examples (drop_last false) is split as evenly as
+  // possible in shard order (the first m % N shards take one more) when
+  // m >= shard_count, and dropped when m < shard_count, so that no shard
+  // gets an empty batch. Requires shard_count >= 1, shard_index in
+  // [0, shard_count). With shard_count 1 nothing changes.
+  int shard_count = 1;
+  int shard_index = 0;
   // Normalization: x = (pixel * scale - mean) / stddev, in float.
   float scale = 1.0f / 255.0f;
   float mean = 0.0f, stddev = 1.0f;
@@ -41,8 +56,9 @@ struct Batch {
   Tensor data;        // float32 [n, 1, rows, cols] on options.context
   Tensor label;       // int32 [n] on options.context
   int64_t size = 0;   // n: batch_size, except maybe the last batch (and
-                      // the dataset size when that is smaller)
-  int64_t index = 0;  // batch number within the epoch
+                      // the dataset size when that is smaller); with
+                      // shards, sizes of the last batch differ by at most 1
+  int64_t index = 0;  // batch number within the epoch (the same on every shard)
 };
 
 // The permutation of [0, n) for `epoch` under `seed`: Fisher-Yates from the
@@ -73,7 +89,8 @@ std::vector<int64_t> ShuffleOrder(int64_t n, uint64_t seed, int epoch);
 // the ops that read a batch before then, or copy it (CopyTo) to keep it
 // longer. Reading it afterwards (even ToHost) sees a later batch.
 //
-// Errors: Create and Reset return InvalidArgument for bad options; Next
+// Errors: Create and Reset return InvalidArgument for bad options (Reset,
+// OutOfRange for a first batch past the epoch's end); Next
 // returns an engine push's error. A failure inside a fill poisons that
 // batch's tensors (reading them returns the error), as for any engine
 // function.
@@ -98,8 +115,9 @@ class DataIter {
   // Starts epoch 0 (as Reset(0)). `data` is borrowed: it must outlive the
   // iterator and stay unchanged. InvalidArgument for a null or empty
   // dataset, a dataset whose vectors do not match its sizes, batch_size <= 0,
-  // prefetch outside [0, kMaxPrefetch], stddev <= 0, or a non-finite scale,
-  // mean or stddev; NotFound / Unavailable for a context that is not here.
+  // prefetch outside [0, kMaxPrefetch], stddev <= 0, a non-finite scale,
+  // mean or stddev, shard_count < 1, shard_index outside [0, shard_count), or
+  // batch_size * shard_count overflowing; NotFound / Unavailable for a context that is not here.
   static absl::StatusOr<std::unique_ptr<DataIter>> Create(const Dataset* data,
                                                           DataIterOptions options);
 
@@ -111,20 +129,37 @@ class DataIter {
   // batch, with its shuffle order; batches prefetched for the old epoch are
   // dropped. Pushes the fills of the first `prefetch` batches. Resetting to
   // the current epoch before any of its batches was taken does nothing.
-  absl::Status Reset(int epoch);
+  absl::Status Reset(int epoch) { return Reset(epoch, 0); }
+
+  // Starts epoch `epoch` at batch `first_batch` (to resume a run mid-epoch):
+  // the next Next() returns batch first_batch, exactly as Reset(epoch)
+  // followed by first_batch Next() calls would, but the batches before it
+  // are neither loaded nor pushed. first_batch == num_batches() starts the
+  // epoch at its end. InvalidArgument for epoch < 0 or first_batch < 0,
+  // OutOfRange for first_batch > num_batches(); the iterator is unchanged on
+  // error. Resetting to the current epoch and first batch before any batch
+  // was taken does nothing.
+  absl::Status Reset(int epoch, int64_t first_batch);
 
   // The next batch of the epoch, or std::nullopt at its end (every call,
   // until Reset).
   absl::StatusOr<std::optional<Batch>> Next();
 
-  // Batches per epoch: ceil(size / batch_size), or floor with drop_last.
+  // Batches per epoch (global batches, the same on every shard):
+  // ceil(size / batch_size), or floor with drop_last; with shards, of
+  // G = batch_size * shard_count: floor(size / G), plus one when drop_last is
+  // false and size % G >= shard_count.
   int64_t num_batches() const { return num_batches_; }
-  // Examples the batches of one epoch hold: the dataset size, or
-  // num_batches() * batch_size with drop_last.
+  // Examples this shard's batches hold in one epoch: the dataset size, or
+  // num_batches() * batch_size with drop_last (without shards).
   int64_t num_examples() const;
-  // This epoch's permutation of the dataset (identity without shuffle);
-  // batch b holds examples order()[b * batch_size, ...).
+  // This epoch's permutation of the dataset (identity without shuffle), the
+  // same on every shard; batch b of this shard holds examples
+  // order()[BatchBegin(b), BatchBegin(b) + size) (b * batch_size without
+  // shards).
   const std::vector<int64_t>& order() const { return *order_; }
+  // Where this shard's batch b (in [0, num_batches())) starts in order().
+  int64_t BatchBegin(int64_t b) const;
   int epoch() const { return epoch_; }
   int num_slots() const { return static_cast<int>(slots_.size()); }
   const DataIterOptions& options() const { return options_; }
@@ -150,6 +185,8 @@ class DataIter {
   engine::Engine* const engine_;
   const int64_t pixels_;         // rows * cols
   const int64_t rows_per_slot_;  // min(batch_size, size)
+  const int64_t global_batch_;   // batch_size * shard_count (checked in Create)
+  int64_t num_full_ = 0;         // full global batches
   int64_t num_batches_ = 0;
   std::array<float, 256> lut_{};  // the normalized value of each pixel byte
   std::vector<Slot> slots_;
@@ -157,9 +194,10 @@ class DataIter {
   std::shared_ptr<const std::vector<int64_t>> order_;  // shared with pending fills
   int epoch_ = 0;
   bool started_ = false;
+  int64_t first_ = 0;   // the batch this epoch started at (Reset)
   int64_t next_ = 0;    // the batch Next() returns next
-  int64_t pushed_ = 0;  // batches of this epoch whose fill is pushed: [0, pushed_)
-  uint64_t base_ = 0;   // ring position of this epoch's batch 0
+  int64_t pushed_ = 0;  // batches of this epoch whose fill is pushed: [first_, pushed_)
+  uint64_t base_ = 0;   // ring position of this epoch's batch 0, in [0, num_slots())
 };
 
 }  // namespace rill::io

@@ -290,6 +290,141 @@ TEST_P(DataIterTest, ResetMidEpochDropsPrefetchedBatches) {
   EXPECT_EQ(count, 10);
 }
 
+// The example index a batch row holds, read back from pixels 0 and 1
+// (needs scale 1, mean 0, stddev 1).
+std::vector<int64_t> ExampleIds(const HostBatch& h, int64_t pixels) {
+  std::vector<int64_t> ids;
+  for (size_t k = 0; k * pixels < h.data.size(); ++k) {
+    ids.push_back(static_cast<int64_t>(h.data[k * pixels]) +
+                  256 * static_cast<int64_t>(h.data[k * pixels + 1]));
+  }
+  return ids;
+}
+
+// Shards 0..N-1's batches i, joined in shard order, are batch i of the
+// unsharded iterator with batch_size * N (an independent reference: it reads
+// the same shuffle with plain batching), and no example is in two shards.
+TEST_P(DataIterTest, ShardsJoinToTheUnshardedGlobalBatch) {
+  struct Case {
+    int64_t size, batch_size;
+    int shards;
+    bool drop_last;
+    int64_t want_batches;
+    std::vector<int64_t> want_last_sizes;  // per shard, of the last batch
+  };
+  const std::vector<Case> cases = {
+      {37, 4, 2, false, 5, {3, 2}},     // G 8: 4 full, 5 left split 3 + 2
+      {37, 4, 2, true, 4, {4, 4}},      // the 5 left dropped
+      {37, 4, 3, false, 3, {4, 4, 4}},  // G 12: 1 left < 3 shards: dropped
+      {40, 4, 3, false, 4, {2, 1, 1}},  // 4 left split 2 + 1 + 1
+      {40, 4, 3, true, 3, {4, 4, 4}},  {40, 4, 2, false, 5, {4, 4}},  // G 8 divides 40
+      {5, 4, 2, false, 1, {3, 2}},  // G 8 > size: one partial global batch
+  };
+  for (const Case& c : cases) {
+    const std::string what = absl::StrCat("size ", c.size, " batch ", c.batch_size, " shards ",
+                                          c.shards, " drop_last ", c.drop_last);
+    const Dataset d = MakeDataset(c.size);
+    DataIterOptions ro = Options(c.batch_size * c.shards, 1);
+    ro.scale = 1.0f;  // Pixels come back as exact floats: example ids.
+    ro.drop_last = c.drop_last;
+    std::unique_ptr<DataIter> ref = Make(d, ro);
+    ASSERT_NE(ref, nullptr) << what;
+    std::vector<std::unique_ptr<DataIter>> shards;
+    int64_t shard_examples = 0;
+    for (int r = 0; r < c.shards; ++r) {
+      DataIterOptions o = Options(c.batch_size, 2);
+      o.scale = 1.0f;
+      o.drop_last = c.drop_last;
+      o.shard_count = c.shards;
+      o.shard_index = r;
+      shards.push_back(Make(d, o));
+      ASSERT_NE(shards.back(), nullptr) << what;
+      EXPECT_EQ(shards.back()->num_batches(), c.want_batches) << what;
+      shard_examples += shards.back()->num_examples();
+    }
+    for (int epoch : {0, 1}) {
+      ASSERT_TRUE(ref->Reset(epoch).ok());
+      for (auto& it : shards) ASSERT_TRUE(it->Reset(epoch).ok());
+      std::set<int64_t> seen;
+      int64_t delivered = 0;
+      for (int64_t i = 0; i < c.want_batches; ++i) {
+        const std::string at = absl::StrCat(what, " epoch ", epoch, " batch ", i);
+        std::optional<Batch> want = NextOrDie(*ref);
+        ASSERT_TRUE(want.has_value()) << at;
+        HostBatch joined;
+        for (int r = 0; r < c.shards; ++r) {
+          std::optional<Batch> b = NextOrDie(*shards[r]);
+          ASSERT_TRUE(b.has_value()) << at << " shard " << r;
+          EXPECT_EQ(b->index, i) << at;
+          const int64_t want_size = i + 1 == c.want_batches ? c.want_last_sizes[r] : c.batch_size;
+          EXPECT_EQ(b->size, want_size) << at << " shard " << r;
+          EXPECT_EQ(b->data.shape(), (Shape{b->size, 1, 3, 4})) << at;
+          const HostBatch h = ToHost(*b);
+          for (int64_t id : ExampleIds(h, 12)) {
+            EXPECT_TRUE(seen.insert(id).second)
+                << at << " shard " << r << ": example " << id << " was already delivered";
+          }
+          delivered += b->size;
+          joined.data.insert(joined.data.end(), h.data.begin(), h.data.end());
+          joined.label.insert(joined.label.end(), h.label.begin(), h.label.end());
+        }
+        ExpectBatch(joined, ToHost(*want), at);
+      }
+      for (int r = 0; r < c.shards; ++r) {
+        EXPECT_FALSE(NextOrDie(*shards[r]).has_value()) << what << " shard " << r << " ends";
+      }
+      EXPECT_EQ(delivered, shard_examples) << what << ": the shards' num_examples()";
+    }
+  }
+}
+
+// Reset(epoch, k) delivers what Reset(epoch) and k Next() calls would, on
+// one iterator that keeps running (so the ring is re-based mid-epoch).
+TEST_P(DataIterTest, ResetAtBatchMatchesSkipping) {
+  const Dataset d = MakeDataset(37);
+  for (int prefetch : {0, 2}) {
+    for (int shards : {1, 3}) {
+      DataIterOptions o = Options(4, prefetch);
+      o.shard_count = shards;
+      o.shard_index = shards - 1;
+      std::unique_ptr<DataIter> skip = Make(d, o);
+      std::unique_ptr<DataIter> jump = Make(d, o);
+      ASSERT_NE(skip, nullptr);
+      ASSERT_NE(jump, nullptr);
+      const int64_t nb = skip->num_batches();
+      ASSERT_EQ(nb, shards == 1 ? 10 : 3);
+      for (int64_t k = 0; k <= nb; ++k) {
+        const std::string what =
+            absl::StrCat("prefetch ", prefetch, " shards ", shards, " first batch ", k);
+        // `jump` holds a batch of the previous epoch across the Reset.
+        std::optional<Batch> kept = NextOrDie(*jump);
+        HostBatch kept_want;
+        if (kept) kept_want = ToHost(*kept);
+        ASSERT_TRUE(skip->Reset(1).ok());
+        for (int64_t i = 0; i < k; ++i) ASSERT_TRUE(NextOrDie(*skip).has_value()) << what;
+        ASSERT_TRUE(jump->Reset(1, k).ok()) << what;
+        EXPECT_EQ(jump->order(), skip->order()) << what;
+        int64_t count = 0;
+        while (true) {
+          std::optional<Batch> want = NextOrDie(*skip);
+          std::optional<Batch> got = NextOrDie(*jump);
+          ASSERT_EQ(got.has_value(), want.has_value()) << what;
+          if (!want) break;
+          EXPECT_EQ(got->index, want->index) << what;
+          EXPECT_EQ(got->size, want->size) << what;
+          ExpectBatch(ToHost(*got), ToHost(*want), absl::StrCat(what, " batch ", got->index));
+          if (kept && count == 0 && prefetch > 0) {
+            ExpectBatch(ToHost(*kept), kept_want, what + ": the batch kept across Reset");
+          }
+          ++count;
+        }
+        EXPECT_EQ(count, nb - k) << what;
+        ASSERT_TRUE(jump->Reset(0).ok());
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllContexts, DataIterTest, ::testing::ValuesIn(AllContexts()),
                          ContextName);
 
@@ -424,10 +559,66 @@ TEST_F(DataIterHostTest, BadOptions) {
   broken = MakeDataset(8);
   broken.rows = 5;
   expect_bad(&broken, o, "want 160");
+  o = Options();
+  o.shard_count = 0;
+  expect_bad(&d, o, "shard_count 0 must be at least 1");
+  o.shard_count = -2;
+  expect_bad(&d, o, "shard_count -2");
+  o = Options();
+  o.shard_index = -1;
+  expect_bad(&d, o, "shard_index -1 is not in [0, shard_count 1)");
+  o.shard_count = 3;
+  o.shard_index = 3;
+  expect_bad(&d, o, "shard_index 3 is not in [0, shard_count 3)");
+  o = Options();
+  o.batch_size = std::numeric_limits<int64_t>::max() / 2 + 1;
+  o.shard_count = 2;
+  expect_bad(&d, o, "batch_size 4611686018427387904 * shard_count 2) overflows");
+  o = Options();
   auto it = *DataIter::Create(&d, o);
   absl::Status s = it->Reset(-1);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   EXPECT_THAT(std::string(s.message()), HasSubstr("epoch -1"));
+}
+
+TEST_F(DataIterHostTest, ResetAtBatchLoadsOnlyFromThere) {
+  const Dataset d = MakeDataset(40);  // 10 batches of 4.
+  DataIterOptions o = Options();
+  o.prefetch = 3;
+  auto it = *DataIter::Create(&d, o);
+  for (int64_t k : {0, 5, 8, 10}) {
+    const int64_t pushed = engine_->Stats().pushed;
+    ASSERT_TRUE(it->Reset(1, k).ok());
+    // One fill per batch loaded ahead; the skipped ones are not loaded.
+    EXPECT_EQ(engine_->Stats().pushed - pushed, std::min<int64_t>(3, 10 - k)) << "from " << k;
+    std::optional<Batch> b = NextOrDie(*it);
+    ASSERT_EQ(b.has_value(), k < 10) << "from " << k;
+    if (b) {
+      EXPECT_EQ(b->index, k);
+    }
+  }
+  const int64_t pushed = engine_->Stats().pushed;
+  ASSERT_TRUE(it->Reset(2, 4).ok());
+  ASSERT_TRUE(it->Reset(2, 4).ok());  // Nothing taken yet: does nothing.
+  EXPECT_EQ(engine_->Stats().pushed - pushed, 3);
+}
+
+TEST_F(DataIterHostTest, ResetAtBadBatchIsAnErrorAndChangesNothing) {
+  const Dataset d = MakeDataset(40);  // 10 batches of 4.
+  auto it = *DataIter::Create(&d, Options());
+  ASSERT_TRUE(it->Reset(2, 3).ok());
+  absl::Status s = it->Reset(1, 11);
+  EXPECT_EQ(s.code(), absl::StatusCode::kOutOfRange) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("first_batch 11 is past the epoch's 10 batches"));
+  s = it->Reset(1, -1);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("first_batch -1"));
+  s = it->Reset(-1, 0);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_EQ(it->epoch(), 2);
+  std::optional<Batch> b = NextOrDie(*it);
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(b->index, 3);
 }
 
 TEST_F(DataIterHostTest, MissingDeviceIsAnError) {

@@ -11,11 +11,12 @@
 namespace rill {
 
 // The kinds of library plugin an executor can carry.
-enum class PluginKind { kBlas, kDnn, kRng, kFft };
+enum class PluginKind { kBlas, kDnn, kRng, kFft, kCollectives };
 inline constexpr PluginKind kAllPluginKinds[] = {PluginKind::kBlas, PluginKind::kDnn,
-                                                 PluginKind::kRng, PluginKind::kFft};
+                                                 PluginKind::kRng, PluginKind::kFft,
+                                                 PluginKind::kCollectives};
 
-// "blas", "dnn", "rng", "fft".
+// "blas", "dnn", "rng", "fft", "collectives".
 const char* PluginKindName(PluginKind kind);
 // OK for a declared PluginKind; InvalidArgument naming the value for any
 // other (an integer cast to the enum).

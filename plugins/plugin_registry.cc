@@ -25,6 +25,8 @@ const char* PluginKindName(PluginKind kind) {
       return "rng";
     case PluginKind::kFft:
       return "fft";
+    case PluginKind::kCollectives:
+      return "collectives";
   }
   return "unknown";
 }
@@ -34,7 +36,7 @@ absl::Status CheckPluginKind(PluginKind kind) {
     if (k == kind) return absl::OkStatus();
   }
   return absl::InvalidArgumentError(absl::StrCat("plugin kind ", static_cast<int>(kind),
-                                                 " is not a PluginKind (blas, dnn, rng, fft)"));
+                                                 " is not a PluginKind (blas, dnn, rng, fft, collectives)"));
 }
 
 const char* DataTypeName(DataType type) { return type == DataType::kFloat ? "float" : "double"; }

@@ -12,6 +12,7 @@
 #include "absl/types/span.h"
 #include "rill/executor/device_memory.h"
 #include "rill/plugins/blas/blas.h"
+#include "rill/plugins/collectives/collectives.h"
 #include "rill/plugins/dnn/dnn.h"
 #include "rill/plugins/fft/fft.h"
 #include "rill/plugins/plugin.h"
@@ -250,6 +251,45 @@ class Stream {
                   DeviceMemory<float>* out);
   Stream& ThenFft(FftPlan* plan, const DeviceMemory<std::complex<double>>& in,
                   DeviceMemory<double>* out);
+
+  // --- Collectives (plugins/collectives/collectives.h), from the executor's
+  // CollectivesSupport, among the ranks of `comm`: each call is `comm`'s
+  // next collective (every rank must make the same calls in the same
+  // order). Later work on this stream runs after it; a failure (a peer
+  // missing past the timeout, a mismatch across ranks) fails the stream.
+  Stream& ThenCollective(Communicator* comm, const CollectiveArgs& args);
+  template <typename T>
+  Stream& ThenAllReduce(Communicator* comm, const DeviceMemory<T>& send, DeviceMemory<T>* recv,
+                        int64_t count, ReduceOp op = ReduceOp::kSum) {
+    return ThenCollective(comm, {CollectiveKind::kAllReduce, DataTypeOf<T>(), op, send,
+                                 recv ? *recv : DeviceMemoryBase(), count, 0, ""});
+  }
+  // The root's `buf` into every rank's `buf`.
+  template <typename T>
+  Stream& ThenBroadcast(Communicator* comm, DeviceMemory<T>* buf, int64_t count, int root) {
+    DeviceMemoryBase b = buf ? *buf : DeviceMemoryBase();
+    return ThenCollective(
+        comm, {CollectiveKind::kBroadcast, DataTypeOf<T>(), ReduceOp::kSum, b, b, count, root, ""});
+  }
+  // `recv` holds count * comm->size() elements, rank r's `send` at r * count.
+  template <typename T>
+  Stream& ThenAllGather(Communicator* comm, const DeviceMemory<T>& send, DeviceMemory<T>* recv,
+                        int64_t count) {
+    return ThenCollective(comm, {CollectiveKind::kAllGather, DataTypeOf<T>(), ReduceOp::kSum, send,
+                                 recv ? *recv : DeviceMemoryBase(), count, 0, ""});
+  }
+  // `send` holds count * comm->size() elements; `recv` gets this rank's
+  // block of their reduction.
+  template <typename T>
+  Stream& ThenReduceScatter(Communicator* comm, const DeviceMemory<T>& send, DeviceMemory<T>* recv,
+                            int64_t count, ReduceOp op = ReduceOp::kSum) {
+    return ThenCollective(comm, {CollectiveKind::kReduceScatter, DataTypeOf<T>(), op, send,
+                                 recv ? *recv : DeviceMemoryBase(), count, 0, ""});
+  }
+  Stream& ThenBarrier(Communicator* comm) {
+    return ThenCollective(
+        comm, {CollectiveKind::kBarrier, DataType::kFloat, ReduceOp::kSum, {}, {}, 0, 0, ""});
+  }
 
   // --- State.
   // Waits until all enqueued work has run; returns status(). Called from a

@@ -1,0 +1,571 @@
+#include "rill/plugins/collectives/mpi/mpi_communicator.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "rill/base/logging.h"
+#include "rill/executor/device_memory.h"
+
+namespace rill::mpi_collectives {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kOrderTag = 0x52;  // On the order communicator only.
+// MPI counts are int: longer transfers go in pieces of this many elements.
+constexpr int64_t kChunk = int64_t{1} << 30;
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// What a rank says it issues as collective number `seq`; compared field by
+// field across ranks before the data moves.
+struct Descriptor {
+  uint64_t seq = 0;
+  int64_t count = 0;
+  int32_t kind = 0, type = 0, op = 0, root = 0;
+  int32_t valid = 0;  // 0: this rank's arguments were refused.
+  char name[44] = {};
+};
+static_assert(std::is_trivially_copyable_v<Descriptor>);
+
+Descriptor Describe(uint64_t seq, const CollectiveArgs& a, bool valid) {
+  Descriptor d;
+  d.seq = seq;
+  d.count = a.count;
+  d.kind = static_cast<int32_t>(a.kind);
+  d.type = static_cast<int32_t>(a.type);
+  d.op = static_cast<int32_t>(a.op);
+  d.root = a.root;
+  d.valid = valid ? 1 : 0;
+  std::memcpy(d.name, a.name.data(), std::min(a.name.size(), sizeof d.name - 1));
+  return d;
+}
+
+bool Same(const Descriptor& a, const Descriptor& b) {
+  return a.seq == b.seq && a.count == b.count && a.kind == b.kind && a.type == b.type &&
+         a.op == b.op && a.root == b.root && a.valid == b.valid &&
+         std::strncmp(a.name, b.name, sizeof a.name) == 0;
+}
+
+std::string ToString(const Descriptor& d) {
+  if (d.valid == 0) return "a collective whose arguments it refused";
+  CollectiveArgs a;
+  a.kind = static_cast<CollectiveKind>(d.kind);
+  a.type = static_cast<DataType>(d.type);
+  a.op = static_cast<ReduceOp>(d.op);
+  a.count = d.count;
+  a.root = d.root;
+  a.name.assign(d.name, strnlen(d.name, sizeof d.name));
+  return a.ToString();
+}
+
+absl::Status MpiError(const std::string& call, int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(code, text, &len) != MPI_SUCCESS) len = 0;
+  return absl::InternalError(absl::StrCat("MPI: ", call,
+                                          " failed: ", len > 0 ? std::string(text, len) : "error ",
+                                          len > 0 ? "" : std::to_string(code)));
+}
+
+std::string RankList(const std::vector<int>& ranks) {
+  return absl::StrCat(ranks.size() == 1 ? "rank " : "ranks ", absl::StrJoin(ranks, ", "));
+}
+
+template <typename T>
+void Scale(void* data, int64_t count, double factor) {
+  T* p = static_cast<T*>(data);
+  for (int64_t i = 0; i < count; ++i) p[i] = static_cast<T>(p[i] * factor);
+}
+
+}  // namespace
+
+bool LaunchedByMpi() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"}) {
+    if (std::getenv(v) != nullptr) return true;
+  }
+  return false;
+}
+
+struct MpiCommunicator::Impl {
+  struct Op {
+    uint64_t seq = 0;
+    CollectiveArgs args;
+    absl::Status refused;  // This rank's argument error, sent as an invalid descriptor.
+    CollectiveDone done;
+  };
+
+  int rank = 0, size = 1;
+  CommunicatorOptions options;
+  MPI_Comm data = MPI_COMM_NULL, order = MPI_COMM_NULL;
+  // The order check's buffers: owned here, not on a stack, because a check
+  // abandoned at its timeout leaves receives that MPI may still complete.
+  Descriptor mine;
+  std::vector<Descriptor> theirs;
+  std::vector<MPI_Request> requests;
+
+  std::mutex mu;
+  std::condition_variable cv;  // Work or stop, for the worker.
+  std::map<uint64_t, Op> pending;
+  uint64_t next_run = 0;
+  bool stop = false;
+  absl::Status health;
+  CommunicatorStats stats;
+  // The transfer in flight, watched by the monitor.
+  bool in_transfer = false;
+  Clock::time_point transfer_start;
+  CollectiveDone* transfer_done = nullptr;
+  std::string transfer_what;
+  // The worker was left inside MPI (a transfer past its timeout) or a check
+  // left requests behind: MPI may still touch this object, so it is never
+  // freed and MPI is not finalized.
+  bool abandoned = false;
+  std::condition_variable monitor_cv;
+  std::thread worker, monitor;
+
+  void Fail(const absl::Status& s) {
+    if (health.ok()) health = s;
+  }
+  void WorkerLoop();
+  void MonitorLoop();
+  // Runs `op`; false when the monitor took it over (the worker must leave).
+  bool RunOne(Op& op);
+  absl::Status Check(const Op& op);
+  absl::Status Transfer(const CollectiveArgs& a);
+  void Shutdown();
+};
+
+namespace {
+
+// The process's MPI: initialized by the first communicator, finalized at
+// exit after every live communicator's thread has stopped, unless one was
+// abandoned inside MPI (then finalizing would hang; the launcher sees the
+// failed rank instead).
+struct Runtime {
+  std::mutex mu;
+  bool initialized_here = false;
+  std::vector<MpiCommunicator::Impl*> live;
+
+  static Runtime& Get() {
+    static Runtime* r = new Runtime();  // Never destroyed: used at exit.
+    return *r;
+  }
+
+  absl::Status Init() {
+    std::lock_guard<std::mutex> l(mu);
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) return absl::FailedPreconditionError("MPI: already finalized in this process");
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    int provided = MPI_THREAD_SINGLE;
+    if (!initialized) {
+      const int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+      if (rc != MPI_SUCCESS) return MpiError("MPI_Init_thread", rc);
+      initialized_here = true;
+      std::atexit([] { Get().AtExit(); });
+    } else {
+      MPI_Query_thread(&provided);
+    }
+    if (provided < MPI_THREAD_SERIALIZED) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "MPI: thread level ", provided,
+          " (MPI_THREAD_SERIALIZED or MULTIPLE is needed: MPI was initialized elsewhere with a "
+          "lower level)"));
+    }
+    return absl::OkStatus();
+  }
+
+  void AtExit() {
+    std::vector<MpiCommunicator::Impl*> comms;
+    {
+      std::lock_guard<std::mutex> l(mu);
+      comms = live;
+    }
+    bool abandoned = false;
+    for (MpiCommunicator::Impl* c : comms) {
+      c->Shutdown();
+      std::lock_guard<std::mutex> l(c->mu);
+      abandoned |= c->abandoned;
+    }
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (initialized_here && !abandoned && !finalized) MPI_Finalize();
+  }
+};
+
+}  // namespace
+
+void MpiCommunicator::Impl::WorkerLoop() {
+  std::unique_lock<std::mutex> l(mu);
+  while (true) {
+    cv.wait(l, [&] { return stop || pending.count(next_run) > 0; });
+    auto it = pending.find(next_run);
+    if (it == pending.end()) return;  // Stopped.
+    Op op = std::move(it->second);
+    pending.erase(it);
+    ++next_run;
+    const absl::Status h = health;
+    l.unlock();
+    if (!h.ok()) {
+      std::move(op.done)(h);
+    } else if (!RunOne(op)) {
+      return;  // Abandoned by the monitor; touches nothing more.
+    }
+    l.lock();
+  }
+}
+
+bool MpiCommunicator::Impl::RunOne(Op& op) {
+  const Clock::time_point t0 = Clock::now();
+  absl::Status s = op.refused;
+  if (size > 1 && options.check_order) {
+    absl::Status c = Check(op);
+    if (s.ok()) s = c;
+  }
+  const Clock::time_point t1 = Clock::now();
+  if (s.ok()) {
+    {
+      std::lock_guard<std::mutex> l(mu);
+      in_transfer = true;
+      transfer_start = t1;
+      transfer_done = &op.done;
+    }
+    absl::Status t = Transfer(op.args);
+    std::lock_guard<std::mutex> l(mu);
+    if (!in_transfer) return false;  // The monitor failed it past the timeout.
+    in_transfer = false;
+    transfer_done = nullptr;
+    s = t;
+  }
+  const Clock::time_point t2 = Clock::now();
+  {
+    std::lock_guard<std::mutex> l(mu);
+    ++stats.collectives;
+    stats.bytes += op.args.bytes();
+    stats.wait_seconds += Seconds(t1 - t0);
+    stats.transfer_seconds += Seconds(t2 - t1);
+    if (!s.ok()) Fail(s);
+  }
+  std::move(op.done)(s);
+  return true;
+}
+
+absl::Status MpiCommunicator::Impl::Check(const Op& op) {
+  mine = Describe(op.seq, op.args, op.refused.ok());
+  theirs.assign(size, Descriptor{});
+  requests.assign(2 * (size - 1), MPI_REQUEST_NULL);
+  std::vector<int> peer;  // Of each receive request.
+  int n = 0;
+  for (int p = 0; p < size; ++p) {
+    if (p == rank) continue;
+    peer.push_back(p);
+    int rc =
+        MPI_Irecv(&theirs[p], sizeof(Descriptor), MPI_BYTE, p, kOrderTag, order, &requests[n++]);
+    if (rc != MPI_SUCCESS) return MpiError("MPI_Irecv (order check)", rc);
+  }
+  for (int p = 0; p < size; ++p) {
+    if (p == rank) continue;
+    int rc = MPI_Isend(&mine, sizeof(Descriptor), MPI_BYTE, p, kOrderTag, order, &requests[n++]);
+    if (rc != MPI_SUCCESS) return MpiError("MPI_Isend (order check)", rc);
+  }
+  const std::string what = absl::StrCat("collective #", op.seq, " ", op.args.ToString());
+  const Clock::time_point start = Clock::now();
+  auto missing = [&] {
+    std::vector<int> out;
+    for (size_t i = 0; i < peer.size(); ++i) {
+      int done = 0;
+      MPI_Request_get_status(requests[i], &done, MPI_STATUS_IGNORE);
+      if (!done) out.push_back(peer[i]);
+    }
+    return out;
+  };
+  bool warned = false;
+  for (int spins = 0;; ++spins) {
+    int done = 0;
+    int rc = MPI_Testall(n, requests.data(), &done, MPI_STATUSES_IGNORE);
+    if (rc != MPI_SUCCESS)
+      return MpiError(absl::StrCat("MPI_Testall (order check of ", what, ")"), rc);
+    if (done) break;
+    const Clock::duration waited = Clock::now() - start;
+    if (!warned && waited >= options.stall_warning) {
+      warned = true;
+      RILL_LOG(WARNING) << "collectives (mpi): rank " << rank << " has waited "
+                        << absl::StrFormat("%.1f", Seconds(waited)) << " s in " << what << " for "
+                        << RankList(missing()) << " to join (timeout after "
+                        << options.timeout.count() / 1000.0 << " s)";
+    }
+    if (waited >= options.timeout) {
+      const std::vector<int> lost = missing();
+      for (size_t i = 0; i < peer.size(); ++i) {
+        if (requests[i] != MPI_REQUEST_NULL) MPI_Cancel(&requests[i]);
+      }
+      std::lock_guard<std::mutex> l(mu);
+      abandoned = true;  // Sends and receives may still complete into this object.
+      return absl::DeadlineExceededError(absl::StrCat(
+          "collectives (mpi): rank ", rank, " of ", size, ": ", RankList(lost), " did not join ",
+          what, " within ", options.timeout.count() / 1000.0,
+          " s (the rank was lost -- it died or was killed -- or is stuck before this collective)"));
+    }
+    if (spins > 2000) {
+      // Past the first moments, poll gently: the peers may be computing.
+      std::this_thread::sleep_for(waited < std::chrono::milliseconds(2)
+                                      ? std::chrono::microseconds(0)
+                                      : std::chrono::microseconds(50));
+    }
+  }
+  for (int p = 0; p < size; ++p) {
+    if (p == rank || Same(mine, theirs[p])) continue;
+    return absl::FailedPreconditionError(absl::StrCat(
+        "collectives (mpi): the ranks issued different collectives as #", op.seq, ": rank ", rank,
+        " issued ", ToString(mine), ", rank ", p, " issued ", ToString(theirs[p]),
+        theirs[p].seq != mine.seq ? absl::StrCat(" (as its #", theirs[p].seq, ")") : "",
+        ". Every rank must issue the same collectives in the same order (same model, same "
+        "parameters, same shapes)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MpiCommunicator::Impl::Transfer(const CollectiveArgs& a) {
+  const MPI_Datatype type = a.type == DataType::kFloat ? MPI_FLOAT : MPI_DOUBLE;
+  const int64_t elem = SizeOf(a.type);
+  MPI_Op mop = MPI_SUM;
+  if (a.op == ReduceOp::kMax) mop = MPI_MAX;
+  if (a.op == ReduceOp::kMin) mop = MPI_MIN;
+  char* send = static_cast<char*>(a.send.is_null() ? nullptr : HostPointer(a.send));
+  char* recv = static_cast<char*>(a.recv.is_null() ? nullptr : HostPointer(a.recv));
+  auto average = [&](void* p, int64_t n) {
+    if (a.op != ReduceOp::kAverage) return;
+    if (a.type == DataType::kFloat)
+      Scale<float>(p, n, 1.0 / size);
+    else
+      Scale<double>(p, n, 1.0 / size);
+  };
+  auto one_piece = [&](const char* call) -> absl::Status {
+    if (a.count <= INT_MAX) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat("collectives (mpi): ", call, " of ", a.count,
+                                                   " elements: MPI counts are int (at most ",
+                                                   INT_MAX, " per rank)"));
+  };
+  int rc = MPI_SUCCESS;
+  switch (a.kind) {
+    case CollectiveKind::kAllReduce:
+      for (int64_t off = 0; off < a.count || (off == 0 && a.count == 0); off += kChunk) {
+        const int n = static_cast<int>(std::min(kChunk, a.count - off));
+        char* r = recv == nullptr ? nullptr : recv + off * elem;
+        const void* s = send == recv ? MPI_IN_PLACE : send + off * elem;
+        rc = MPI_Allreduce(s, r, n, type, mop, data);
+        if (rc != MPI_SUCCESS)
+          return MpiError(absl::StrCat("MPI_Allreduce (", a.ToString(), ")"), rc);
+        if (a.count == 0) break;
+      }
+      average(recv, a.count);
+      return absl::OkStatus();
+    case CollectiveKind::kBroadcast:
+      if (rank == a.root && send != nullptr && send != recv && a.count > 0)
+        std::memcpy(recv, send, static_cast<size_t>(a.count * elem));
+      for (int64_t off = 0; off < a.count; off += kChunk) {
+        const int n = static_cast<int>(std::min(kChunk, a.count - off));
+        rc = MPI_Bcast(recv + off * elem, n, type, a.root, data);
+        if (rc != MPI_SUCCESS) return MpiError(absl::StrCat("MPI_Bcast (", a.ToString(), ")"), rc);
+      }
+      return absl::OkStatus();
+    case CollectiveKind::kAllGather: {
+      absl::Status s = one_piece("allgather");
+      if (!s.ok()) return s;
+      const void* in = send == recv + rank * a.count * elem ? MPI_IN_PLACE : send;
+      rc = MPI_Allgather(in, static_cast<int>(a.count), type, recv, static_cast<int>(a.count), type,
+                         data);
+      if (rc != MPI_SUCCESS)
+        return MpiError(absl::StrCat("MPI_Allgather (", a.ToString(), ")"), rc);
+      return absl::OkStatus();
+    }
+    case CollectiveKind::kReduceScatter: {
+      absl::Status s = one_piece("reducescatter");
+      if (!s.ok()) return s;
+      rc = MPI_Reduce_scatter_block(send, recv, static_cast<int>(a.count), type, mop, data);
+      if (rc != MPI_SUCCESS)
+        return MpiError(absl::StrCat("MPI_Reduce_scatter_block (", a.ToString(), ")"), rc);
+      average(recv, a.count);
+      return absl::OkStatus();
+    }
+    case CollectiveKind::kBarrier:
+      rc = MPI_Barrier(data);
+      if (rc != MPI_SUCCESS) return MpiError("MPI_Barrier", rc);
+      return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError("collectives (mpi): unknown collective kind");
+}
+
+void MpiCommunicator::Impl::MonitorLoop() {
+  // Wakes a few times per timeout (at most every second) instead of being
+  // told of each transfer: the hot path stays free of notifications.
+  const auto period = std::min<std::chrono::milliseconds>(
+      std::chrono::seconds(1),
+      std::max<std::chrono::milliseconds>(std::chrono::milliseconds(10), options.timeout / 4));
+  std::unique_lock<std::mutex> l(mu);
+  while (!stop) {
+    if (in_transfer && Clock::now() - transfer_start >= options.timeout) {
+      CollectiveDone done = std::move(*transfer_done);
+      in_transfer = false;
+      transfer_done = nullptr;
+      abandoned = true;
+      const absl::Status s = absl::DeadlineExceededError(
+          absl::StrCat("collectives (mpi): rank ", rank, " of ", size,
+                       ": a transfer did not finish within ", options.timeout.count() / 1000.0,
+                       " s after every rank had joined it (a rank was lost during it)"));
+      Fail(s);
+      l.unlock();
+      std::move(done)(s);
+      l.lock();
+      continue;
+    }
+    monitor_cv.wait_for(l, period);
+  }
+}
+
+void MpiCommunicator::Impl::Shutdown() {
+  std::map<uint64_t, Op> left;
+  bool leave_worker;
+  {
+    std::lock_guard<std::mutex> l(mu);
+    if (stop) return;
+    stop = true;
+    leave_worker = abandoned;
+  }
+  cv.notify_all();
+  monitor_cv.notify_all();
+  if (monitor.joinable()) monitor.join();
+  if (worker.joinable()) {
+    // A worker stuck inside MPI may never return.
+    if (leave_worker)
+      worker.detach();
+    else
+      worker.join();
+  }
+  {
+    std::lock_guard<std::mutex> l(mu);
+    left.swap(pending);
+  }
+  for (auto& [seq, op] : left) {
+    std::move(op.done)(absl::CancelledError(absl::StrCat(
+        "collectives (mpi): communicator shut down before collective #", seq, " ran")));
+  }
+}
+
+MpiCommunicator::MpiCommunicator(int rank, int size, std::unique_ptr<Impl> impl)
+    : Communicator(rank, size), options_(impl->options), impl_(std::move(impl)) {}
+
+absl::StatusOr<std::shared_ptr<MpiCommunicator>> MpiCommunicator::Create(
+    CommunicatorOptions options) {
+  absl::StatusOr<CommunicatorOptions> resolved = ResolveCommunicatorOptions(options);
+  if (!resolved.ok()) return resolved.status();
+  absl::Status s = Runtime::Get().Init();
+  if (!s.ok()) return s;
+  auto impl = std::make_unique<Impl>();
+  impl->options = *resolved;
+  for (MPI_Comm* c : {&impl->data, &impl->order}) {
+    int rc = MPI_Comm_dup(MPI_COMM_WORLD, c);
+    if (rc != MPI_SUCCESS) return MpiError("MPI_Comm_dup", rc);
+    MPI_Comm_set_errhandler(*c, MPI_ERRORS_RETURN);
+  }
+  MPI_Comm_rank(impl->data, &impl->rank);
+  MPI_Comm_size(impl->data, &impl->size);
+  Impl* raw = impl.get();
+  raw->worker = std::thread([raw] { raw->WorkerLoop(); });
+  raw->monitor = std::thread([raw] { raw->MonitorLoop(); });
+  {
+    Runtime& rt = Runtime::Get();
+    std::lock_guard<std::mutex> l(rt.mu);
+    rt.live.push_back(raw);
+  }
+  const int rank = raw->rank, size = raw->size;
+  return std::shared_ptr<MpiCommunicator>(new MpiCommunicator(rank, size, std::move(impl)));
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  impl_->Shutdown();
+  {
+    Runtime& rt = Runtime::Get();
+    std::lock_guard<std::mutex> l(rt.mu);
+    rt.live.erase(std::remove(rt.live.begin(), rt.live.end(), impl_.get()), rt.live.end());
+  }
+  bool abandoned;
+  {
+    std::lock_guard<std::mutex> l(impl_->mu);
+    abandoned = impl_->abandoned;
+  }
+  if (abandoned) {
+    (void)impl_.release();  // MPI or the stuck worker may still touch it.
+    return;
+  }
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) {
+    MPI_Comm_free(&impl_->data);
+    MPI_Comm_free(&impl_->order);
+  }
+}
+
+std::string LibraryVersion() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  if (MPI_Get_library_version(text, &len) != MPI_SUCCESS) return "MPI";
+  std::string v(text, len);
+  return v.substr(0, v.find_first_of(",\n"));
+}
+
+std::string MpiCommunicator::Version() const { return LibraryVersion(); }
+
+std::string MpiCommunicator::Algorithm() const {
+  return absl::StrCat("MPI blocking collectives, order check ",
+                      options_.check_order ? "on" : "off");
+}
+
+absl::Status MpiCommunicator::health() const {
+  std::lock_guard<std::mutex> l(impl_->mu);
+  return impl_->health;
+}
+
+CommunicatorStats MpiCommunicator::stats() const {
+  std::lock_guard<std::mutex> l(impl_->mu);
+  return impl_->stats;
+}
+
+void MpiCommunicator::Issue(uint64_t seq, CollectiveArgs args, Stream* stream,
+                            CollectiveDone done) {
+  (void)stream;  // Host memory: the worker thread runs it.
+  Impl::Op op;
+  op.seq = seq;
+  op.refused = CheckCollectiveArgs(args, size());
+  op.args = std::move(args);
+  op.done = std::move(done);
+  absl::Status refused;
+  {
+    std::lock_guard<std::mutex> l(impl_->mu);
+    if (impl_->stop || seq < impl_->next_run || impl_->pending.count(seq) > 0) {
+      refused = absl::FailedPreconditionError(absl::StrCat(
+          "collectives (mpi): collective #", seq,
+          impl_->stop ? " issued after the communicator shut down" : " was issued twice"));
+    } else {
+      impl_->pending.emplace(seq, std::move(op));
+    }
+  }
+  if (!refused.ok()) {
+    std::move(op.done)(refused);
+    return;
+  }
+  impl_->cv.notify_one();
+}
+
+}  // namespace rill::mpi_collectives
