@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "rill/engine/engine.h"
+#include "rill/plugins/collectives/collectives.h"
 #include "rill/tensor/tensor.h"
 
 namespace rill::kvstore {
@@ -28,6 +29,13 @@ using Updater = std::function<absl::Status(const std::string& key, const Tensor&
 struct KVStoreOptions {
   engine::Context reduce_context = engine::Context::Host();  // Where sums and updates run.
   engine::Engine* engine = nullptr;                          // Null: Engine::Default().
+  // Distributed stores ("dist_sync"): the communicator across processes
+  // (null: dist::World(), the ranks of the MPI launch), and the gradient
+  // fusion buckets' sizes -- the first bucket small, so that its reduction
+  // starts early in the backward pass (PyTorch DDP's 1 MB and 25 MB).
+  std::shared_ptr<Communicator> communicator;
+  uint64_t first_bucket_bytes = uint64_t{1} << 20;
+  uint64_t bucket_bytes = uint64_t{25} << 20;
 };
 
 // Counters since the store was made. The times are host time spent inside
@@ -46,8 +54,9 @@ struct KVStoreStats {
 // then every device Pulls the new value.
 //
 // "local" (LocalKVStore) keeps every value on one reduce context of this
-// process. A distributed store (MPI, NCCL, several processes: rank() and
-// num_workers() say where it stands) implements the same interface later.
+// process. "dist_sync" (DistKVStore, also "dist_device_sync") keeps a copy
+// on every process of an MPI launch and sums the gradients of all of them
+// with collectives; rank() and num_workers() say where this one stands.
 //
 // Everything is asynchronous and ordered through the engine by the tensors'
 // vars: Push and Pull check their arguments, push copies and ops, and
@@ -67,9 +76,9 @@ struct KVStoreStats {
 // they push runs concurrently and in order).
 class KVStore {
  public:
-  // "local"; "dist" and "dist_*": Unimplemented (distributed stores are not
-  // built yet); anything else: InvalidArgument naming the type and listing
-  // the known ones. The reduce context must exist (NotFound/Unavailable).
+  // "local", "dist_sync" (or "dist_device_sync", the same store);
+  // anything else: InvalidArgument naming the type and listing the known
+  // ones. The reduce context must exist (NotFound/Unavailable).
   static absl::StatusOr<std::unique_ptr<KVStore>> Create(const std::string& type,
                                                          const KVStoreOptions& options = {});
   virtual ~KVStore();
@@ -118,6 +127,12 @@ class KVStore {
   // forms). The defaults accept everything.
   virtual absl::Status CheckPush(const std::string& key, absl::Span<const Tensor> values) const;
   virtual absl::Status CheckPull(const std::string& key, absl::Span<const Tensor> outs) const;
+  // Push's values (`push`) or Pull's outputs against `stored`, the value of
+  // `key` (null: not initialized, NotFound): non-empty, usable, the stored
+  // shape and dtype, of `engine`.
+  static absl::Status CheckAgainstStored(const std::string& key, const Tensor* stored,
+                                         absl::Span<const Tensor> tensors, bool push,
+                                         engine::Engine* engine);
 };
 
 }  // namespace rill::kvstore

@@ -67,32 +67,8 @@ absl::Status LocalKVStore::Init(const std::string& key, const Tensor& value) {
 
 absl::Status LocalKVStore::CheckTensors(const std::string& key, const Entry* entry,
                                         absl::Span<const Tensor> tensors, bool push) const {
-  const char* what = push ? "Push" : "Pull";
-  const char* noun = push ? "value" : "output";
-  if (entry == nullptr) {
-    return absl::NotFoundError(absl::StrCat("kvstore: ", what, " of key '", key,
-                                            "', which was not initialized (Init it first)"));
-  }
-  if (tensors.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("kvstore: ", what, " of key '", key, "' with no ", noun, "s"));
-  }
-  const Tensor& stored = entry->stored;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const Tensor& t = tensors[i];
-    const std::string where =
-        absl::StrCat("kvstore: ", what, " of key '", key, "', ", noun, " ", i);
-    RILL_RETURN_IF_ERROR(Annotate(t.CheckUsable(), where));
-    if (t.shape() != stored.shape() || t.dtype() != stored.dtype()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, " is ", t.ToString(), ", but the stored value is ", stored.ToString()));
-    }
-    if (t.engine() != engine_) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": ", t.ToString(), " belongs to another engine than the store's"));
-    }
-  }
-  return absl::OkStatus();
+  return CheckAgainstStored(key, entry != nullptr ? &entry->stored : nullptr, tensors, push,
+                            engine_);
 }
 
 absl::Status LocalKVStore::CheckPush(const std::string& key,
