@@ -35,10 +35,16 @@ std::string ProgressLine::Format(const Progress& p) const {
   const double eta = p.batch > 0 ? p.seconds * static_cast<double>(p.batches - p.batch) /
                                        static_cast<double>(p.batch)
                                  : 0;
-  return absl::StrFormat("epoch %d/%d [%s%s] %d/%d batches %6.0f img/s  loss %.4f  %s %s",
-                         p.epoch + 1, epochs_, std::string(filled, '#'),
-                         std::string(kWidth - filled, '.'), p.batch, p.batches, rate, p.loss,
-                         p.done ? "time" : "ETA", Clock(p.done ? p.seconds : eta));
+  std::string line = absl::StrFormat(
+      "epoch %d/%d [%s%s] %d/%d batches %6.0f img/s  loss %.4f  %s %s", p.epoch + 1, epochs_,
+      std::string(filled, '#'), std::string(kWidth - filled, '.'), p.batch, p.batches, rate, p.loss,
+      p.done ? "time" : "ETA", Clock(p.done ? p.seconds : eta));
+  if (p.world > 1) {
+    // Images/s above are over every rank; communication is this rank's.
+    absl::StrAppendFormat(&line, "  %d ranks, comm %.1f s (%.0f%%)", p.world, p.comm_seconds,
+                          p.seconds > 0 ? 100 * p.comm_seconds / p.seconds : 0.0);
+  }
+  return line;
 }
 
 void ProgressLine::Update(const Progress& p) {

@@ -6,6 +6,9 @@
 // most every `plain_seconds`, and always the last one:
 //
 //   epoch 1/3 [#######.............] 312/937 batches  1830 img/s  loss 0.6412  ETA 0:22
+//
+// With several ranks (MPI) it adds the world size and this rank's time in
+// collectives: "  2 ranks, comm 1.3 s (9%)".
 
 #include <cstdio>
 #include <string>

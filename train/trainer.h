@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,8 @@
 #include "rill/kvstore/kvstore.h"
 #include "rill/tensor/tensor.h"
 #include "rill/train/convnet.h"
+#include "rill/train/report.h"
+#include "rill/train/train_state.h"
 
 namespace rill::train {
 
@@ -61,6 +64,33 @@ struct TrainOptions {
   int bulk_size = 15;                // graph::BindOptions::bulk_size
   engine::Engine* engine = nullptr;  // null: engine::Engine::Default()
 
+  // Data-parallel over processes (MPI ranks): with a communicator, each rank
+  // trains on its shard of every global batch of `batch_size` (split again
+  // over its `devices`), starts from rank 0's parameters and sums the
+  // gradients of every rank through a "dist_sync" KVStore, so that a step on
+  // N ranks is the step one process takes on the whole batch. Every rank
+  // must make the same Trainer calls in the same order.
+  std::shared_ptr<Communicator> communicator;
+  uint64_t first_bucket_bytes = uint64_t{1} << 20;  // KVStoreOptions
+  uint64_t bucket_bytes = uint64_t{25} << 20;
+  // Push gradients while the backward pass runs (the default); false waits
+  // for the whole backward pass first (to measure what overlap saves).
+  bool overlap = true;
+  // The mean training loss of every `curve_every` steps goes to
+  // EpochResult::steps (0: none).
+  int64_t curve_every = 20;
+  // Stop after this many steps in all (0: no limit), as if stopped.
+  int64_t max_steps = 0;
+  // Every `state_every` steps, rank 0 writes the training state (parameters,
+  // Adam's state, position) to `state_path`, which Create's `resume` reads
+  // back (0: only when SaveState is called).
+  int64_t state_every = 0;
+  std::string state_path;
+  // Continue from this state (ReadTrainState): parameters, Adam's state and
+  // step, and the epoch and batch to go on from; it must be of this model
+  // and seed (InvalidArgument naming the difference).
+  std::optional<TrainState> resume;
+
   std::string ToString() const;
 };
 
@@ -76,7 +106,11 @@ struct EpochResult {
   int64_t batches = 0;
   double seconds = 0;  // wall time of the epoch, loading included
   double images_per_second = 0;
-  bool stopped = false;  // the stop flag ended it early
+  bool stopped = false;     // the stop flag or max_steps ended it early
+  int64_t first_batch = 0;  // where it started (a resumed epoch starts later)
+  // The mean training loss of every curve_every steps (this rank's share).
+  std::vector<StepRecord> steps;
+  double comm_seconds = 0;  // in collectives (waiting for peers included)
 };
 
 // What a progress display gets, at most every `progress_seconds` and once at
@@ -88,6 +122,8 @@ struct Progress {
   double seconds = 0;
   double loss = 0;  // running mean over the epoch so far
   bool done = false;
+  int world = 1;            // ranks training together
+  double comm_seconds = 0;  // in collectives this epoch, waiting for peers included
 };
 using ProgressFn = std::function<void(const Progress&)>;
 
@@ -99,7 +135,9 @@ class Trainer {
   ~Trainer();
 
   // One pass over `data`, shuffled with (seed, epoch); a last partial batch
-  // is dropped. `stop` (may be null) ends the epoch after the current batch.
+  // is dropped. `stop` (may be null; ignored with several ranks, which must
+  // stop together: see max_steps) ends the epoch after the current batch;
+  // called again for the same epoch, TrainEpoch then goes on from there.
   // The trainer keeps its iterator (and prefetched batches) over `data`
   // between epochs: `data` must outlive the trainer, or the next TrainEpoch
   // on another dataset.
@@ -116,6 +154,20 @@ class Trainer {
 
   // Writes the inference graph (logits) and the weights as an ONNX model.
   absl::Status SaveCheckpoint(const std::string& path) const;
+
+  // Writes the training state to `path` (ReadTrainState reads it back):
+  // waits for the last step. `epoch` and `next_batch` say where a resumed
+  // run goes on. Rank 0 writes; other ranks return at once.
+  absl::Status SaveState(const std::string& path, int epoch, int64_t next_batch) const;
+  // Where training stands: the epoch and batch the next TrainEpoch starts
+  // from (after Create with `resume`, the saved position), and the steps
+  // taken.
+  int resume_epoch() const;
+  int64_t steps() const;
+  // Changes TrainOptions::max_steps (0: no limit).
+  void SetMaxSteps(int64_t max_steps);
+  int rank() const;
+  int world_size() const;
 
   // KVStore counters (zero with one device).
   kvstore::KVStoreStats kvstore_stats() const;

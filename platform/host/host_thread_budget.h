@@ -17,15 +17,27 @@
 //
 // Thread-safe.
 
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <thread>
 
 namespace rill {
 
-// The hardware's cores as the C++ runtime counts them (at least 1).
+// The cores this process may use (at least 1): RILL_HOST_CORES if set, else
+// the CPUs of its affinity mask (an MPI launcher binds each rank to its
+// own), else the hardware's.
 inline int HostCores() {
-  static const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  static const int cores = [] {
+    if (const char* v = std::getenv("RILL_HOST_CORES"); v != nullptr && std::atoi(v) > 0)
+      return std::atoi(v);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+    return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  }();
   return cores;
 }
 

@@ -294,8 +294,14 @@ absl::Status MpiCommunicator::Impl::Check(const Op& op) {
   for (int spins = 0;; ++spins) {
     int done = 0;
     int rc = MPI_Testall(n, requests.data(), &done, MPI_STATUSES_IGNORE);
-    if (rc != MPI_SUCCESS)
-      return MpiError(absl::StrCat("MPI_Testall (order check of ", what, ")"), rc);
+    if (rc != MPI_SUCCESS) {
+      // A peer's connection broke (TCP): name who had not joined.
+      std::lock_guard<std::mutex> l(mu);
+      abandoned = true;
+      return MpiError(absl::StrCat("MPI_Testall (order check of ", what, "; ",
+                                   RankList(missing()), " had not joined: lost?)"),
+                      rc);
+    }
     if (done) break;
     const Clock::duration waited = Clock::now() - start;
     if (!warned && waited >= options.stall_warning) {
