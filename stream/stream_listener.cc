@@ -65,6 +65,26 @@ void ReportAllocation(AllocationEvent event) {
   for (const auto& l : StreamListeners()) l->OnAllocation(event);
 }
 
+namespace {
+
+// RILL_TRACE under an MPI launcher: one file per rank. "%r" in the path
+// becomes the rank; without it ".rank<r>" goes before the extension
+// (trace.json -> trace.rank1.json). tools/merge_traces.py joins them.
+std::string PerRankPath(std::string path) {
+  const char* rank = nullptr;
+  for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}) {
+    if ((rank = std::getenv(v)) != nullptr) break;
+  }
+  if (rank == nullptr) return path;
+  if (size_t at = path.find("%r"); at != std::string::npos) return path.replace(at, 2, rank);
+  const size_t slash = path.rfind('/');
+  size_t dot = path.rfind('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) dot = path.size();
+  return path.insert(dot, absl::StrCat(".rank", rank));
+}
+
+}  // namespace
+
 void InstallEnvironmentListeners() {
   static absl::once_flag once;
   absl::call_once(once, [] {
@@ -73,7 +93,7 @@ void InstallEnvironmentListeners() {
       if (!status.ok()) RILL_LOG(WARNING) << "RILL_VERBOSE ignored: " << status.message();
     }
     if (const char* path = std::getenv("RILL_TRACE"); path != nullptr && *path != '\0') {
-      absl::Status status = StartTracing(path);
+      absl::Status status = StartTracing(PerRankPath(path));
       if (!status.ok()) RILL_LOG(WARNING) << "RILL_TRACE ignored: " << status.message();
     }
   });

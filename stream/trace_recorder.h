@@ -62,6 +62,8 @@ class TraceRecorder {
 // The process-wide trace: every stream operation (through a
 // StreamListener) and every engine function, in one file. Started by
 // RILL_TRACE=<path> or StartTracing; written at StopTracing, or at exit.
+// Under an MPI launcher RILL_TRACE names one file per rank ("%r" in the
+// path is the rank, else ".rank<r>" goes before the extension).
 // FailedPrecondition if tracing is on already.
 absl::Status StartTracing(const std::string& path);
 // Stops recording and writes the file (what Write returns).

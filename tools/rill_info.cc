@@ -122,7 +122,7 @@ void PrintText(const InfoReport& r) {
         if (it != d.plugins.end())
           absl::StrAppend(&line, "; device ", d.ordinal, " uses ", it->second);
       }
-      std::printf("  %-8s %-5s %s\n", p.name.c_str(), PluginKindName(kind), line.c_str());
+      std::printf("  %-8s %-11s %s\n", p.name.c_str(), PluginKindName(kind), line.c_str());
     }
   }
 
