@@ -19,6 +19,8 @@ PACKAGES=(
   # The main job: the Fashion-MNIST dataset, gzip (zlib) for its IDX files,
   # cairo for the training curve.
   dataset-fashion-mnist zlib1g-dev libcairo2-dev
+  # Scaling out: collectives on MPI (mpirun -np N rill-demo train).
+  libopenmpi-dev openmpi-bin
 )
 
 missing=()

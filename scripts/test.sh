@@ -52,7 +52,7 @@ case "$MODE" in
   tsan)
     BUILD_DIR="${RILL_BUILD_DIR:-build-tsan}"
     CMAKE_ARGS+=(-DRILL_SANITIZER=thread -DRILL_BUILD_BENCHMARKS=OFF)
-    TSAN_LABELS=(base stream conformance engine tensor graph io kvstore abi)
+    TSAN_LABELS=(base stream conformance engine tensor graph io kvstore abi dist)
     CTEST_ARGS+=(-L "$(IFS='|'; echo "${TSAN_LABELS[*]}")")
     # Only the test binaries those labels run (and what they link).
     BUILD_TARGETS=("${TSAN_LABELS[@]/#/tests_}")
