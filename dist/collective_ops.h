@@ -48,7 +48,7 @@ struct CollectiveOptions {
   ReduceOp op = ReduceOp::kSum;  // AllReduce, ReduceScatter.
   int root = 0;                  // Broadcast.
   int priority = 0;              // The engine priority (higher runs first).
-  std::string name;              // For messages, the trace and the order check.
+  std::string name = "";         // For messages, the trace and the order check.
 };
 
 // `out` = reduction over the ranks of `in` (same shape and dtype; `out` may

@@ -159,7 +159,7 @@ TEST(Collectives, StreamCalls) {
   stream->ThenAllReduce(world.get(), buf, &buf, 6);
   EXPECT_TRUE(HasError(stream->status(), absl::StatusCode::kInvalidArgument,
                        {"buffer holds 20 bytes, 24 needed"}));
-  exec->Deallocate(&buf);
+  EXPECT_TRUE(IsOk(exec->Deallocate(&buf)));
 }
 
 TEST(Collectives, BadArgumentsPushNothing) {
