@@ -132,11 +132,13 @@ struct MpiCommunicator::Impl {
   bool stop = false;
   absl::Status health;
   CommunicatorStats stats;
-  // The transfer in flight, watched by the monitor.
-  bool in_transfer = false;
-  Clock::time_point transfer_start;
-  CollectiveDone* transfer_done = nullptr;
-  std::string transfer_what;
+  // The collective the worker runs, watched by the monitor: its order check
+  // ends itself at the timeout (naming the missing ranks), so the monitor
+  // takes over only a check stuck inside MPI past the timeout and a grace
+  // period, or a transfer past the timeout.
+  bool in_op = false, checking = false;
+  Clock::time_point op_start;
+  CollectiveDone* op_done = nullptr;
   // The worker was left inside MPI (a transfer past its timeout) or a check
   // left requests behind: MPI may still touch this object, so it is never
   // freed and MPI is not finalized.
@@ -257,29 +259,31 @@ void MpiCommunicator::Impl::WorkerLoop() {
 
 bool MpiCommunicator::Impl::RunOne(Op& op) {
   const Clock::time_point t0 = Clock::now();
+  {
+    std::lock_guard<std::mutex> l(mu);
+    in_op = checking = true;
+    op_start = t0;
+    op_done = &op.done;
+  }
   absl::Status s = op.refused;
   if (size > 1 && options.check_order) {
     absl::Status c = Check(op);
     if (s.ok()) s = c;
   }
   const Clock::time_point t1 = Clock::now();
-  if (s.ok()) {
-    {
-      std::lock_guard<std::mutex> l(mu);
-      in_transfer = true;
-      transfer_start = t1;
-      transfer_done = &op.done;
-    }
-    absl::Status t = Transfer(op.args);
+  {
     std::lock_guard<std::mutex> l(mu);
-    if (!in_transfer) return false;  // The monitor failed it past the timeout.
-    in_transfer = false;
-    transfer_done = nullptr;
-    s = t;
+    if (!in_op) return false;  // The monitor failed it.
+    checking = false;
+    op_start = t1;
   }
+  if (s.ok()) s = Transfer(op.args);
   const Clock::time_point t2 = Clock::now();
   {
     std::lock_guard<std::mutex> l(mu);
+    if (!in_op) return false;  // The monitor failed it past the timeout.
+    in_op = false;
+    op_done = nullptr;
     ++stats.collectives;
     stats.bytes += op.args.bytes();
     stats.wait_seconds += Seconds(t1 - t0);
@@ -449,20 +453,29 @@ void MpiCommunicator::Impl::MonitorLoop() {
   const auto period = std::min<std::chrono::milliseconds>(
       std::chrono::seconds(1),
       std::max<std::chrono::milliseconds>(std::chrono::milliseconds(10), options.timeout / 4));
+  constexpr auto kGrace = std::chrono::seconds(2);
   std::unique_lock<std::mutex> l(mu);
   while (!stop) {
-    if (in_transfer && Clock::now() - transfer_start >= options.timeout) {
-      CollectiveDone done = std::move(*transfer_done);
-      in_transfer = false;
-      transfer_done = nullptr;
+    if (in_op &&
+        Clock::now() - op_start >= options.timeout + (checking ? kGrace : Clock::duration{})) {
+      // The worker is stuck inside MPI: fail its collective and everything
+      // queued behind it, and leave it there.
+      CollectiveDone done = std::move(*op_done);
+      in_op = false;
+      op_done = nullptr;
       abandoned = true;
-      const absl::Status s = absl::DeadlineExceededError(
-          absl::StrCat("collectives (mpi): rank ", rank, " of ", size,
-                       ": a transfer did not finish within ", options.timeout.count() / 1000.0,
-                       " s after every rank had joined it (a rank was lost during it)"));
-      Fail(s);
+      Fail(absl::DeadlineExceededError(absl::StrCat(
+          "collectives (mpi): rank ", rank, " of ", size, ": ",
+          checking ? "the order check of a collective was stuck inside MPI for "
+                   : "a transfer did not finish within ",
+          options.timeout.count() / 1000.0,
+          checking ? " s" : " s after every rank had joined it (a rank was lost during it)")));
+      const absl::Status s = health;
+      std::map<uint64_t, Op> queued;
+      queued.swap(pending);
       l.unlock();
       std::move(done)(s);
+      for (auto& [seq, op] : queued) std::move(op.done)(s);
       l.lock();
       continue;
     }
@@ -589,7 +602,9 @@ void MpiCommunicator::Issue(uint64_t seq, CollectiveArgs args, Stream* stream,
   absl::Status refused;
   {
     std::lock_guard<std::mutex> l(impl_->mu);
-    if (impl_->stop || seq < impl_->next_run || impl_->pending.count(seq) > 0) {
+    if (impl_->abandoned && !impl_->health.ok()) {
+      refused = impl_->health;  // The worker is gone: fail at once.
+    } else if (impl_->stop || seq < impl_->next_run || impl_->pending.count(seq) > 0) {
       refused = absl::FailedPreconditionError(absl::StrCat(
           "collectives (mpi): collective #", seq,
           impl_->stop ? " issued after the communicator shut down" : " was issued twice"));
