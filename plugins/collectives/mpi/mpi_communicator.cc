@@ -23,8 +23,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr int kOrderTag = 0x52;  // On the order communicator only.
-// MPI counts are int: longer transfers go in pieces of this many elements.
-constexpr int64_t kChunk = int64_t{1} << 30;
+// All-reduces and broadcasts go in pieces of at most this many bytes (MPI
+// counts are int anyway): Open MPI's large-message all-reduce allocates
+// temporary buffers as large as the message per call, and on a thread other
+// than the main one (this communicator's) glibc serves those from a
+// per-thread heap of at most 64 MB, so a larger message's buffers were
+// mapped and faulted in afresh on every call (64 MB: 2.2x the main thread's
+// time, docs/collectives.md). Pieces of 16 MB stay inside that heap.
+constexpr int64_t kPieceBytes = int64_t{16} << 20;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
@@ -160,21 +166,25 @@ struct MpiCommunicator::Impl {
 
 namespace {
 
-// Open MPI's reductions that are not in place allocate a temporary buffer
-// of the message's size per call; past glibc's mmap threshold (at most
-// 32 MB by default) every call maps and faults in fresh pages, which made a
-// 64 MB all-reduce 1.5-7x slower here (docs/collectives.md). Raising the
-// threshold before MPI starts keeps such buffers in the heap. Skipped when
-// the user tuned malloc (MALLOC_MMAP_THRESHOLD_, GLIBC_TUNABLES) or set
-// RILL_MPI_MALLOC_TUNING=0.
+// Open MPI's large-message reductions allocate temporary buffers of the
+// message's size per call; past glibc's mmap threshold every call maps and
+// faults in fresh pages, and the heap that served them is trimmed after
+// each call (TOOLCHAIN.md measured a 64 MB all-reduce 7x slower so). Before
+// MPI starts, the thresholds go up so that such buffers stay in the heap
+// between calls: the mmap threshold to 256 MB and the trim threshold to
+// 1 GB (with the pieces of kPieceBytes, also on the communicator's thread).
+// Skipped when the user tuned malloc (MALLOC_MMAP_THRESHOLD_,
+// MALLOC_TRIM_THRESHOLD_, GLIBC_TUNABLES) or set RILL_MPI_MALLOC_TUNING=0.
 void TuneMalloc() {
   const char* off = std::getenv("RILL_MPI_MALLOC_TUNING");
   if ((off != nullptr && std::strcmp(off, "0") == 0) ||
       std::getenv("MALLOC_MMAP_THRESHOLD_") != nullptr ||
+      std::getenv("MALLOC_TRIM_THRESHOLD_") != nullptr ||
       std::getenv("GLIBC_TUNABLES") != nullptr) {
     return;
   }
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
 // The process's MPI: initialized by the first communicator, finalized at
@@ -397,11 +407,12 @@ absl::Status MpiCommunicator::Impl::Transfer(const CollectiveArgs& a) {
                                                    " elements: MPI counts are int (at most ",
                                                    INT_MAX, " per rank)"));
   };
+  const int64_t piece = kPieceBytes / elem;
   int rc = MPI_SUCCESS;
   switch (a.kind) {
     case CollectiveKind::kAllReduce:
-      for (int64_t off = 0; off < a.count || (off == 0 && a.count == 0); off += kChunk) {
-        const int n = static_cast<int>(std::min(kChunk, a.count - off));
+      for (int64_t off = 0; off < a.count || (off == 0 && a.count == 0); off += piece) {
+        const int n = static_cast<int>(std::min(piece, a.count - off));
         char* r = recv == nullptr ? nullptr : recv + off * elem;
         const void* s = send == recv ? MPI_IN_PLACE : send + off * elem;
         rc = MPI_Allreduce(s, r, n, type, mop, data);
@@ -414,8 +425,8 @@ absl::Status MpiCommunicator::Impl::Transfer(const CollectiveArgs& a) {
     case CollectiveKind::kBroadcast:
       if (rank == a.root && send != nullptr && send != recv && a.count > 0)
         std::memcpy(recv, send, static_cast<size_t>(a.count * elem));
-      for (int64_t off = 0; off < a.count; off += kChunk) {
-        const int n = static_cast<int>(std::min(kChunk, a.count - off));
+      for (int64_t off = 0; off < a.count; off += piece) {
+        const int n = static_cast<int>(std::min(piece, a.count - off));
         rc = MPI_Bcast(recv + off * elem, n, type, a.root, data);
         if (rc != MPI_SUCCESS) return MpiError(absl::StrCat("MPI_Bcast (", a.ToString(), ")"), rc);
       }
