@@ -39,10 +39,12 @@ constexpr PluginComponent kPlugins[] = {
     {"cudnn", "cudnn", "cuda", rill::PluginKind::kDnn},
     {"curand", "curand", "cuda", rill::PluginKind::kRng},
     {"cufft", "cufft", "cuda", rill::PluginKind::kFft},
+    {"mpi", "mpi", "host", rill::PluginKind::kCollectives},
+    {"nccl", "nccl", "cuda", rill::PluginKind::kCollectives},
 };
 constexpr std::string_view kBackends[] = {"host", "opencl", "cuda"};
-constexpr std::string_view kLayers[] = {"core",       "engine", "tensor",  "ops",  "graph",
-                                        "graph_onnx", "io",     "kvstore", "train"};
+constexpr std::string_view kLayers[] = {"core",       "engine", "tensor", "ops",     "graph",
+                                        "graph_onnx", "io",     "dist",   "kvstore", "train"};
 
 template <typename List>
 bool Contains(const List& list, std::string_view name) {
