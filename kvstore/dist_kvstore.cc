@@ -35,22 +35,13 @@ absl::StatusOr<std::unique_ptr<DistKVStore>> DistKVStore::Create(const KVStoreOp
 }
 
 absl::Status DistKVStore::Init(const std::string& key, const Tensor& value) {
-  if (key.empty()) return absl::InvalidArgumentError("kvstore: Init with an empty key");
-  if (auto it = entries_.find(key); it != entries_.end()) {
-    return absl::AlreadyExistsError(absl::StrCat(
-        "kvstore: key '", key, "' was already initialized (", it->second.stored.ToString(), ")"));
-  }
+  auto it = entries_.find(key);
+  RILL_RETURN_IF_ERROR(
+      CheckInit(key, value, it == entries_.end() ? nullptr : &it->second.stored, engine_));
   if (!buckets_.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "kvstore dist_sync: Init of key '", key,
         "' after the first Push (the fusion buckets are laid out then; Init every key first)"));
-  }
-  RILL_RETURN_IF_ERROR(
-      Annotate(value.CheckUsable(), absl::StrCat("kvstore: Init of key '", key, "'")));
-  if (value.engine() != engine_) {
-    return absl::InvalidArgumentError(absl::StrCat("kvstore: Init of key '", key,
-                                                   "': ", value.ToString(),
-                                                   " belongs to another engine than the store's"));
   }
   if (value.dtype() != DType::kF32 && value.dtype() != DType::kF64) {
     return absl::InvalidArgumentError(absl::StrCat("kvstore dist_sync: Init of key '", key,

@@ -41,6 +41,23 @@ absl::StatusOr<std::unique_ptr<KVStore>> KVStore::Create(const std::string& type
 
 KVStore::~KVStore() = default;
 
+absl::Status KVStore::CheckInit(const std::string& key, const Tensor& value, const Tensor* existing,
+                                engine::Engine* engine) {
+  if (key.empty()) return absl::InvalidArgumentError("kvstore: Init with an empty key");
+  if (existing != nullptr) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "kvstore: key '", key, "' was already initialized (", existing->ToString(), ")"));
+  }
+  RILL_RETURN_IF_ERROR(
+      Annotate(value.CheckUsable(), absl::StrCat("kvstore: Init of key '", key, "'")));
+  if (value.engine() != engine) {
+    return absl::InvalidArgumentError(absl::StrCat("kvstore: Init of key '", key,
+                                                   "': ", value.ToString(),
+                                                   " belongs to another engine than the store's"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status KVStore::CheckAgainstStored(const std::string& key, const Tensor* stored,
                                          absl::Span<const Tensor> tensors, bool push,
                                          engine::Engine* engine) {

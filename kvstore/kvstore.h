@@ -127,6 +127,10 @@ class KVStore {
   // forms). The defaults accept everything.
   virtual absl::Status CheckPush(const std::string& key, absl::Span<const Tensor> values) const;
   virtual absl::Status CheckPull(const std::string& key, absl::Span<const Tensor> outs) const;
+  // Init's arguments: a non-empty key not initialized yet (`existing`, its
+  // stored value, null), a usable `value` of `engine`.
+  static absl::Status CheckInit(const std::string& key, const Tensor& value, const Tensor* existing,
+                                engine::Engine* engine);
   // Push's values (`push`) or Pull's outputs against `stored`, the value of
   // `key` (null: not initialized, NotFound): non-empty, usable, the stored
   // shape and dtype, of `engine`.

@@ -46,18 +46,9 @@ absl::StatusOr<std::unique_ptr<LocalKVStore>> LocalKVStore::Create(const KVStore
 }
 
 absl::Status LocalKVStore::Init(const std::string& key, const Tensor& value) {
-  if (key.empty()) return absl::InvalidArgumentError("kvstore: Init with an empty key");
-  if (auto it = entries_.find(key); it != entries_.end()) {
-    return absl::AlreadyExistsError(absl::StrCat(
-        "kvstore: key '", key, "' was already initialized (", it->second.stored.ToString(), ")"));
-  }
+  auto it = entries_.find(key);
   RILL_RETURN_IF_ERROR(
-      Annotate(value.CheckUsable(), absl::StrCat("kvstore: Init of key '", key, "'")));
-  if (value.engine() != engine_) {
-    return absl::InvalidArgumentError(absl::StrCat("kvstore: Init of key '", key,
-                                                   "': ", value.ToString(),
-                                                   " belongs to another engine than the store's"));
-  }
+      CheckInit(key, value, it == entries_.end() ? nullptr : &it->second.stored, engine_));
   RILL_ASSIGN_OR_RETURN(Tensor stored,
                         Tensor::Empty(value.shape(), value.dtype(), reduce_context_, engine_));
   RILL_RETURN_IF_ERROR(stored.CopyFrom(value));

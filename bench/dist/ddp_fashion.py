@@ -315,7 +315,12 @@ def main():
               f"batch={a.batch} per_rank_batch={local} threads={torch.get_num_threads()} "
               f"steps={a.steps} warmup={a.warmup} buckets_per_step={buckets / a.steps:.1f} "
               f"loss={mean_loss:.4f} torch={torch.__version__}", flush=True)
-    dist.destroy_process_group()
+    # Every rank has the result: leave without Gloo's teardown, which was
+    # seen spinning forever in one rank after the other had exited.
+    dist.barrier()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

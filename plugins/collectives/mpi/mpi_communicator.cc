@@ -23,6 +23,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr int kOrderTag = 0x52;  // On the order communicator only.
+// How long the order check polls without sleeping.
+constexpr std::chrono::microseconds kSpinTime{200};
 // All-reduces and broadcasts go in pieces of at most this many bytes (MPI
 // counts are int anyway): Open MPI's large-message all-reduce allocates
 // temporary buffers as large as the message per call, and on a thread other
@@ -106,13 +108,6 @@ void Scale(void* data, int64_t count, double factor) {
 }
 
 }  // namespace
-
-bool LaunchedByMpi() {
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"}) {
-    if (std::getenv(v) != nullptr) return true;
-  }
-  return false;
-}
 
 struct MpiCommunicator::Impl {
   struct Op {
@@ -366,11 +361,11 @@ absl::Status MpiCommunicator::Impl::Check(const Op& op) {
           what, " within ", options.timeout.count() / 1000.0,
           " s (the rank was lost -- it died or was killed -- or is stuck before this collective)"));
     }
-    if (spins > 2000) {
-      // Past the first moments, poll gently: the peers may be computing.
-      std::this_thread::sleep_for(waited < std::chrono::milliseconds(2)
-                                      ? std::chrono::microseconds(0)
-                                      : std::chrono::microseconds(50));
+    if (spins > 200) {
+      // Past the first moments (peers that issue together meet within them),
+      // poll gently: the peers are still computing, and on a rank bound to
+      // one core every poll is taken from that computation.
+      std::this_thread::sleep_for(std::chrono::microseconds(waited < kSpinTime ? 0 : 50));
     }
   }
   const std::vector<Descriptor> peers = TakeReceived(theirs);

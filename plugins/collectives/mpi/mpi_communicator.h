@@ -63,10 +63,6 @@ class MpiCommunicator final : public Communicator {
   std::unique_ptr<Impl> impl_;
 };
 
-// Whether this process was started by an MPI launcher (mpirun, mpiexec,
-// srun with PMI): its environment names a rank.
-bool LaunchedByMpi();
-
 // The MPI library's name and version ("Open MPI v4.1.4"); works before
 // MPI_Init.
 std::string LibraryVersion();
