@@ -293,11 +293,20 @@ absl::Status Run() {
         static_cast<long long>(s.pushes), static_cast<long long>(s.pulls),
         s.bytes_pushed / 1048576.0, s.push_seconds, s.pull_seconds);
   }
+  const CommunicatorStats cs = world != nullptr ? world->stats() : CommunicatorStats{};
+  if (world != nullptr) {
+    Say("collectives (rank 0): %lld, %.1f MiB; %.3f s waiting for the other ranks to join, "
+        "%.3f s moving data\n",
+        static_cast<long long>(cs.collectives), cs.bytes / 1048576.0, cs.wait_seconds,
+        cs.transfer_seconds);
+  }
   const train::EpochRecord& last = records.back();
   Say("RESULT epochs=%zu test_accuracy=%.4f train_loss=%.4f images_per_second=%.1f "
-      "inference_images_per_second=%.1f checkpoint_accuracy=%.4f world=%d comm_seconds=%.3f\n",
+      "inference_images_per_second=%.1f checkpoint_accuracy=%.4f world=%d comm_seconds=%.3f "
+      "comm_wait_seconds=%.3f comm_transfer_seconds=%.3f\n",
       records.size(), last.test_accuracy, last.train_loss, last.images_per_second, inference_rate,
-      reloaded.accuracy, world != nullptr ? world->size() : 1, comm_seconds);
+      reloaded.accuracy, world != nullptr ? world->size() : 1, comm_seconds, cs.wait_seconds,
+      cs.transfer_seconds);
   return absl::OkStatus();
 }
 

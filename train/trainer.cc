@@ -160,18 +160,20 @@ absl::Status Trainer::Impl::Step(const io::Batch& batch) {
     for (Replica& r : replicas)
       for (const ParamSpec& p : specs) RILL_RETURN_IF_ERROR(r.grads[p.name].WaitToRead());
   }
-  // Pushed in reverse order: the last layers' gradients are ready first.
-  // Priority -i (MXNet's): the first layers' pulls, which the next forward
-  // pass needs first, go first.
+  // Every gradient pushed, in reverse order (the last layers' are ready
+  // first), before any pull: a dist store's fusion buckets fill as the
+  // pushes come and each is reduced once (a pull of a key whose bucket is
+  // not full would reduce it early). Priority -i (MXNet's): the first
+  // layers' pulls, which the next forward pass needs first, go first.
   for (int i = static_cast<int>(specs.size()) - 1; i >= 0; --i) {
-    const std::string& name = specs[i].name;
-    std::vector<Tensor> grads, params;
-    for (Replica& r : replicas) {
-      grads.push_back(r.grads[name]);
-      params.push_back(r.params[name]);
-    }
-    RILL_RETURN_IF_ERROR(kv->Push(name, grads, -i));
-    RILL_RETURN_IF_ERROR(kv->Pull(name, params, -i));
+    std::vector<Tensor> grads;
+    for (Replica& r : replicas) grads.push_back(r.grads[specs[i].name]);
+    RILL_RETURN_IF_ERROR(kv->Push(specs[i].name, grads, -i));
+  }
+  for (int i = 0; i < static_cast<int>(specs.size()); ++i) {
+    std::vector<Tensor> params;
+    for (Replica& r : replicas) params.push_back(r.params[specs[i].name]);
+    RILL_RETURN_IF_ERROR(kv->Pull(specs[i].name, params, -i));
   }
   return absl::OkStatus();
 }
