@@ -35,8 +35,9 @@ absl::Status CheckPluginKind(PluginKind kind) {
   for (PluginKind k : kAllPluginKinds) {
     if (k == kind) return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(absl::StrCat("plugin kind ", static_cast<int>(kind),
-                                                 " is not a PluginKind (blas, dnn, rng, fft, collectives)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("plugin kind ", static_cast<int>(kind),
+                   " is not a PluginKind (blas, dnn, rng, fft, collectives)"));
 }
 
 const char* DataTypeName(DataType type) { return type == DataType::kFloat ? "float" : "double"; }

@@ -110,12 +110,18 @@ Flags ParseFlags(int argc, char** argv) {
       if (value.empty() || *end != '\0' || v < 0) Die("bad value in " + a);
       return static_cast<int64_t>(v);
     };
-    if (name == "--min_bytes") f.min_bytes = num();
-    else if (name == "--max_bytes") f.max_bytes = num();
-    else if (name == "--rounds") f.rounds = static_cast<int>(std::max<int64_t>(1, num()));
-    else if (name == "--repeats") f.repeats = static_cast<int>(num());
-    else if (name == "--mmap_threshold") f.mmap_threshold = num();
-    else if (name == "--quick") f.max_bytes = 1 << 20, f.rounds = 2, f.repeats = 5;
+    if (name == "--min_bytes")
+      f.min_bytes = num();
+    else if (name == "--max_bytes")
+      f.max_bytes = num();
+    else if (name == "--rounds")
+      f.rounds = static_cast<int>(std::max<int64_t>(1, num()));
+    else if (name == "--repeats")
+      f.repeats = static_cast<int>(num());
+    else if (name == "--mmap_threshold")
+      f.mmap_threshold = num();
+    else if (name == "--quick")
+      f.max_bytes = 1 << 20, f.rounds = 2, f.repeats = 5;
     else
       Die("unknown flag " + a +
           " (--min_bytes= --max_bytes= --rounds= --repeats= --mmap_threshold= --quick)");
@@ -140,8 +146,8 @@ void PrintSettings(const Communicator& world, const Flags& f) {
     if (std::strncmp(*e, "OMPI_MCA_", 9) != 0) continue;
     const std::string v = *e + 9;
     bool own = false;
-    for (const char* p : {"orte_", "ess", "pmix", "shmem_RUNTIME", "initial_wdir",
-                          "mpi_oversubscribe="}) {
+    for (const char* p :
+         {"orte_", "ess", "pmix", "shmem_RUNTIME", "initial_wdir", "mpi_oversubscribe="}) {
       own |= v.rfind(p, 0) == 0;
     }
     if (own) {
@@ -150,8 +156,8 @@ void PrintSettings(const Communicator& world, const Flags& f) {
       std::printf("  env %s\n", *e), any = 1;
     }
   }
-  std::printf("  env: %s OMPI_MCA_* settings (and %d of the launcher's own)\n",
-              any ? "the" : "no", launcher);
+  std::printf("  env: %s OMPI_MCA_* settings (and %d of the launcher's own)\n", any ? "the" : "no",
+              launcher);
   for (const char* v : {"MALLOC_MMAP_THRESHOLD_", "GLIBC_TUNABLES", "MALLOC_TRIM_THRESHOLD_"}) {
     const char* s = std::getenv(v);
     std::printf("  env %s=%s\n", v, s != nullptr ? s : "(unset)");
@@ -186,15 +192,15 @@ Buffers MakeBuffers(int64_t count, int n) {
   b.count = count;
   for (int i = 0; i < n; ++i) {
     std::vector<float> zeros(static_cast<size_t>(count), 0.0f);
-    Tensor t = Must(Tensor::FromHost<float>(absl::MakeConstSpan(zeros), Shape{count},
-                                            engine::Context::Host()),
-                    "Tensor::FromHost");
+    Tensor t = Must(
+        Tensor::FromHost<float>(absl::MakeConstSpan(zeros), Shape{count}, engine::Context::Host()),
+        "Tensor::FromHost");
     Check(t.WaitToWrite(), "WaitToWrite");
     StorageBlock s = Must(t.Storage(), "Storage");
     if (s.host == nullptr) Die("the tensor has no host pointer");
     b.host.push_back(reinterpret_cast<float*>(static_cast<char*>(s.host) + t.byte_offset()));
-    b.mem.emplace_back(DeviceMemoryBase(s.memory.opaque(), t.ByteSize(),
-                                        s.memory.offset() + t.byte_offset()));
+    b.mem.emplace_back(
+        DeviceMemoryBase(s.memory.opaque(), t.ByteSize(), s.memory.offset() + t.byte_offset()));
     b.t.push_back(std::move(t));
   }
   return b;
@@ -256,7 +262,8 @@ void CheckSums(const Modes& m, int size) {
   const int64_t n = m.b->count;
   const double ranks_sum = size * (size + 1) / 2.0;
   auto fill = [&](int k) {
-    for (int64_t i = 0; i < n; ++i) m.b->host[k][i] = static_cast<float>((g_rank + 1) * (i % 7 + 1));
+    for (int64_t i = 0; i < n; ++i)
+      m.b->host[k][i] = static_cast<float>((g_rank + 1) * (i % 7 + 1));
   };
   auto expect = [&](int k, const char* path) {
     for (int64_t i = 0; i < n; ++i) {
@@ -277,9 +284,12 @@ void CheckSums(const Modes& m, int size) {
 
 std::string SizeName(int64_t bytes) {
   char s[32];
-  if (bytes >= (1 << 20)) std::snprintf(s, sizeof s, "%lld MB", static_cast<long long>(bytes >> 20));
-  else if (bytes >= 1024) std::snprintf(s, sizeof s, "%lld KB", static_cast<long long>(bytes >> 10));
-  else std::snprintf(s, sizeof s, "%lld B", static_cast<long long>(bytes));
+  if (bytes >= (1 << 20))
+    std::snprintf(s, sizeof s, "%lld MB", static_cast<long long>(bytes >> 20));
+  else if (bytes >= 1024)
+    std::snprintf(s, sizeof s, "%lld KB", static_cast<long long>(bytes >> 10));
+  else
+    std::snprintf(s, sizeof s, "%lld B", static_cast<long long>(bytes));
   return s;
 }
 
@@ -292,7 +302,8 @@ Range RangeOf(const std::vector<double>& v) {
 
 int Main(int argc, char** argv) {
   const Flags f = ParseFlags(argc, argv);
-  if (f.mmap_threshold > 0) mallopt(M_MMAP_THRESHOLD, static_cast<int>(std::min<int64_t>(f.mmap_threshold, 1 << 30)));
+  if (f.mmap_threshold > 0)
+    mallopt(M_MMAP_THRESHOLD, static_cast<int>(std::min<int64_t>(f.mmap_threshold, 1 << 30)));
   std::shared_ptr<Communicator> world = Must(dist::World(), "dist::World");
   g_rank = world->rank();
   Platform* host = Must(PlatformManager::Default().PlatformWithName("host"), "host platform");
@@ -312,7 +323,8 @@ int Main(int argc, char** argv) {
   if (me) {
     PrintSettings(*world, f);
     std::printf("rounds %d, repeats %s per measurement; times are the slowest rank's median\n\n",
-                f.rounds, f.repeats > 0 ? std::to_string(f.repeats).c_str() : "by size (200/50/10/5)");
+                f.rounds,
+                f.repeats > 0 ? std::to_string(f.repeats).c_str() : "by size (200/50/10/5)");
     std::printf("%-6s %-8s %11s %11s %9s %9s  %-22s\n", "size", "mode", "raw us", "rill us",
                 "raw GB/s", "rill GB/s", "ratio raw/rill (range)");
     std::fflush(stdout);
@@ -375,8 +387,9 @@ int Main(int argc, char** argv) {
     std::printf("\n(pipe8/raw8 times are per batch of 8; GB/s counts the 8 buffers)\n%s",
                 lines.c_str());
     const CommunicatorStats s = world->stats();
-    std::printf("rill world communicator: %lld collectives, order-check wait %.3f s, transfer %.3f s\n",
-                static_cast<long long>(s.collectives), s.wait_seconds, s.transfer_seconds);
+    std::printf(
+        "rill world communicator: %lld collectives, order-check wait %.3f s, transfer %.3f s\n",
+        static_cast<long long>(s.collectives), s.wait_seconds, s.transfer_seconds);
     std::fflush(stdout);
   }
   stream.reset();
