@@ -1,5 +1,6 @@
 #include "rill/dist/collective_ops.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <utility>
@@ -90,9 +91,15 @@ absl::Status PushCollective(Communicator& comm, CollectiveKind kind, const Tenso
   if (kind != CollectiveKind::kBarrier && in.var() != out.var()) reads.push_back(in.var());
   const std::string label = absl::StrCat(proto.ToString(), " [", comm.Name(), ", ", comm.size(),
                                          " ranks, ", proto.bytes(), " B]");
+  proto.keep_alive = std::make_shared<std::pair<Tensor, Tensor>>(in, out);
   const uint64_t seq = comm.NextSequence();
-  auto fn = [&comm, proto, in, out, same, seq](engine::RunContext rc,
-                                               engine::Completion done) mutable {
+  // Set when the function runs: the engine skips it after an error in its
+  // inputs, and the number must still be issued (refused) on this rank, or
+  // every later collective would wait for it.
+  auto issued = std::make_shared<std::atomic<bool>>(false);
+  auto fn = [&comm, proto, in, out, same, seq, issued](engine::RunContext rc,
+                                                       engine::Completion done) mutable {
+    issued->store(true, std::memory_order_release);
     CollectiveArgs a = std::move(proto);
     if (a.kind != CollectiveKind::kBarrier) {
       absl::StatusOr<DeviceMemoryBase> recv = MemoryOf(out);
@@ -118,14 +125,24 @@ absl::Status PushCollective(Communicator& comm, CollectiveKind kind, const Tenso
   };
   absl::Status pushed = out.engine()->PushAsync(std::move(fn), out.context(), reads, writes,
                                                 engine::FnProperty::kAsync, o.priority, label);
+  CollectiveArgs refused = proto;
+  refused.count = -1;  // The peers learn this rank could not take part.
+  refused.keep_alive = nullptr;
   if (!pushed.ok()) {
-    // The number is taken: issue it refused so that the peers fail too
-    // instead of waiting for it.
-    CollectiveArgs refused = proto;
-    refused.count = -1;
     comm.Issue(seq, std::move(refused), nullptr, [](absl::Status) {});
+    return pushed;
   }
-  return pushed;
+  // After the function -- run or skipped -- a cleanup reader issues the
+  // number refused if the function never ran.
+  return out.engine()->PushSync(
+      [&comm, issued, seq, refused = std::move(refused)](engine::RunContext) mutable {
+        if (!issued->load(std::memory_order_acquire)) {
+          comm.Issue(seq, std::move(refused), nullptr, [](absl::Status) {});
+        }
+        return absl::OkStatus();
+      },
+      engine::Context::Host(), {out.var()}, {}, engine::FnProperty::kNoSkip, o.priority,
+      "collective issued?");
 }
 
 // Runs `kind` on `in`/`out`, staging through host memory when `comm` takes

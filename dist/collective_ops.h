@@ -14,6 +14,10 @@
 //   RILL_RETURN_IF_ERROR(dist::AllReduce(*world, grad, grad, {.op = ReduceOp::kAverage}));
 //   RILL_ASSIGN_OR_RETURN(std::vector<float> g, grad.ToHost<float>());
 //
+// `comm` must outlive the work pushed on it. If an earlier error poisons an
+// input, the engine skips the collective; this rank then issues its number
+// refused, so the peers fail naming it instead of waiting.
+//
 // Tensors are float32 or float64. A host-memory communicator (MPI) takes
 // tensors on any host-addressable device and stages the others through
 // host memory (copies ordered by the engine); a device communicator (NCCL)

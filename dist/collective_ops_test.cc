@@ -219,5 +219,32 @@ TEST(CollectiveFailures, MissingRankTimesOutNamingIt) {
       << s;
 }
 
+TEST(CollectiveFailures, AnInputPoisonedOnOneRankFailsEveryRankWithoutWaiting) {
+  StreamExecutor* exec =
+      Must(Must(PlatformManager::Default().PlatformWithName("host"))->ExecutorForDevice(0));
+  CommunicatorOptions o;
+  o.timeout = std::chrono::seconds(60);  // Far longer than the test may take.
+  std::shared_ptr<Communicator> c = Must(exec->AsCollectives()->NewCommunicator(o));
+  if (c->size() < 2) GTEST_SKIP() << "needs 2 ranks (run by mpiexec -n 2)";
+  Tensor t = Filled<float>(5, c->rank());
+  if (c->rank() == 1) {
+    // The producer of rank 1's input fails: the engine skips the collective.
+    ASSERT_TRUE(IsOk(t.engine()->PushSync(
+        [](engine::RunContext) { return absl::InternalError("the producer failed"); },
+        engine::Context::Host(), {}, {t.var()})));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(IsOk(AllReduce(*c, t, t, {.name = "after a failure"})));
+  absl::Status s = t.WaitToRead();
+  if (c->rank() == 1) {
+    EXPECT_TRUE(HasError(s, absl::StatusCode::kInternal, {"the producer failed"})) << s;
+  } else {
+    EXPECT_TRUE(HasError(s, absl::StatusCode::kFailedPrecondition,
+                         {"rank 1 issued a collective whose arguments it refused"}))
+        << s;
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+}
+
 }  // namespace
 }  // namespace rill::dist

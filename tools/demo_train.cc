@@ -143,7 +143,11 @@ absl::Status Run() {
     CommunicatorOptions co;
     for (auto [flag, out] : {std::pair{absl::GetFlag(FLAGS_collective_timeout), &co.timeout},
                              std::pair{absl::GetFlag(FLAGS_stall_warning), &co.stall_warning}}) {
-      if (flag < 0) return absl::InvalidArgumentError("collective timeouts must not be negative");
+      if (!(flag >= 0) || flag > 3.1e7) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--collective_timeout/--stall_warning: ", flag,
+                         " is not a number of seconds in [0, 3.1e7]"));
+      }
       *out = std::chrono::milliseconds(static_cast<int64_t>(flag * 1000));
     }
     RILL_ASSIGN_OR_RETURN(world, dist::World(co));
@@ -151,8 +155,8 @@ absl::Status Run() {
     g_quiet = world->rank() != 0;
     g_rank_label = absl::StrCat(" (rank ", world->rank(), " of ", world->size(), ")");
     std::snprintf(g_term_message, sizeof g_term_message,
-                  "rill-demo train: rank %d of %d: terminated by the MPI launcher (SIGTERM): "
-                  "another rank was lost or failed (the launcher's message names it)\n",
+                  "rill-demo train: rank %d of %d: terminated (SIGTERM): under mpirun this "
+                  "means another rank was lost or failed (the launcher's message names it)\n",
                   world->rank(), world->size());
     std::signal(SIGTERM, OnSigterm);
   }

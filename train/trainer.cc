@@ -339,6 +339,27 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(TrainOptions o) {
       RILL_ASSIGN_OR_RETURN(s.kv_mean[p.name], adam_state("adam.mean/", p, ko.reduce_context));
       RILL_ASSIGN_OR_RETURN(s.kv_var[p.name], adam_state("adam.var/", p, ko.reduce_context));
     }
+    // Resumed over several ranks, rank 0's state wins: its Adam moments and
+    // position (each rank read its own file; a stale one must not diverge).
+    if (s.o.communicator != nullptr && s.o.resume.has_value()) {
+      Communicator& comm = *s.o.communicator;
+      for (const ParamSpec& p : s.specs) {
+        RILL_RETURN_IF_ERROR(
+            dist::Broadcast(comm, s.kv_mean[p.name], {.name = "adam.mean/" + p.name}));
+        RILL_RETURN_IF_ERROR(
+            dist::Broadcast(comm, s.kv_var[p.name], {.name = "adam.var/" + p.name}));
+      }
+      const double position[3] = {static_cast<double>(s.step), static_cast<double>(s.resume_epoch),
+                                  static_cast<double>(s.resume_batch)};
+      RILL_ASSIGN_OR_RETURN(Tensor t,
+                            Tensor::FromHost<double>(absl::MakeConstSpan(position), Shape{3},
+                                                     engine::Context::Host(), s.engine));
+      RILL_RETURN_IF_ERROR(dist::Broadcast(comm, t, {.name = "resume position"}));
+      RILL_ASSIGN_OR_RETURN(std::vector<double> p0, t.ToHost<double>());
+      s.step = static_cast<int64_t>(p0[0]);
+      s.resume_epoch = static_cast<int>(p0[1]);
+      s.resume_batch = static_cast<int64_t>(p0[2]);
+    }
     // A dist store starts every rank from rank 0's parameters: the devices'
     // copies are pulled from it.
     if (s.o.communicator != nullptr) {
@@ -479,6 +500,10 @@ absl::StatusOr<EpochResult> Trainer::TrainEpoch(const io::Dataset& data, int epo
     result.train.loss = loss / static_cast<double>(result.batches * s.replicas.size() * s.world);
     result.train.accuracy = correct / static_cast<double>(images);
     result.images_per_second = static_cast<double>(images) / result.seconds;
+  }
+  // Stopped (max_steps) after the epoch's last batch: the epoch is complete.
+  if (result.stopped && first_batch + result.batches >= it->num_batches()) {
+    result.stopped = false;
   }
   if (result.stopped) {
     // Called again for this epoch, TrainEpoch goes on from here.

@@ -116,8 +116,16 @@ absl::Status CheckCollectiveArgs(const CollectiveArgs& a, int size) {
 
 namespace {
 
+// Timeouts above this are refused (they would overflow the clock's
+// nanoseconds once added to a time point).
+constexpr std::chrono::milliseconds kMaxTimeout = std::chrono::hours(24 * 365);
+
 absl::Status FromEnv(const char* variable, std::chrono::milliseconds fallback,
                      std::chrono::milliseconds* out) {
+  if (*out > kMaxTimeout) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(variable, ": ", out->count() / 1000, " s is more than a year"));
+  }
   if (out->count() > 0) return absl::OkStatus();
   if (out->count() < 0)
     return absl::InvalidArgumentError(absl::StrCat(variable, ": negative duration"));
@@ -127,7 +135,7 @@ absl::Status FromEnv(const char* variable, std::chrono::milliseconds fallback,
     return absl::OkStatus();
   }
   double seconds = 0;
-  if (!absl::SimpleAtod(value, &seconds) || !(seconds > 0) || seconds > 1e7) {
+  if (!absl::SimpleAtod(value, &seconds) || !(seconds > 0) || seconds > 3.1e7) {
     return absl::InvalidArgumentError(
         absl::StrCat(variable, "=", value, " is not a positive number of seconds"));
   }

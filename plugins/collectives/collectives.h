@@ -76,6 +76,10 @@ struct CollectiveArgs {
   int64_t count = 0;
   int root = 0;
   std::string name;  // For messages, the trace and mismatch reports ("bucket 3").
+  // Whatever owns `send` and `recv` (tensors), held until the collective is
+  // done -- for ever when a failure leaves it inside the library, which may
+  // still write to them.
+  std::shared_ptr<const void> keep_alive = nullptr;
 
   // "allreduce(sum) float x1024 'bucket 3'".
   std::string ToString() const;

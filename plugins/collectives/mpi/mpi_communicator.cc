@@ -140,11 +140,15 @@ struct MpiCommunicator::Impl {
   bool in_op = false, checking = false;
   Clock::time_point op_start;
   CollectiveDone* op_done = nullptr;
+  std::string op_what;  // "collective #12 allreduce(sum) float x1024 'bucket 0'"
   // The worker was left inside MPI (a transfer past its timeout) or a check
   // left requests behind: MPI may still touch this object, so it is never
   // freed and MPI is not finalized.
   bool abandoned = false;
   std::condition_variable monitor_cv;
+  bool monitor_stop = false;
+  bool worker_exited = false;
+  std::condition_variable exit_cv;  // worker_exited or abandoned, for Shutdown.
   std::thread worker, monitor;
 
   void Fail(const absl::Status& s) {
@@ -152,9 +156,19 @@ struct MpiCommunicator::Impl {
   }
   void WorkerLoop();
   void MonitorLoop();
+  // Empties `pending` (with mu held) / completes `ops` with health.
+  std::map<uint64_t, Op> TakePendingLocked();
+  void FailAll(std::map<uint64_t, Op>& ops);
   // Runs `op`; false when the monitor took it over (the worker must leave).
   bool RunOne(Op& op);
   absl::Status Check(const Op& op);
+  // Marks the communicator abandoned (MPI may still complete requests into
+  // this object) and returns `s`.
+  absl::Status Abandon(absl::Status s) {
+    std::lock_guard<std::mutex> l(mu);
+    abandoned = true;
+    return s;
+  }
   absl::Status Transfer(const CollectiveArgs& a);
   void Shutdown();
 };
@@ -213,11 +227,13 @@ struct Runtime {
     } else {
       MPI_Query_thread(&provided);
     }
-    if (provided < MPI_THREAD_SERIALIZED) {
+    if (provided < MPI_THREAD_MULTIPLE) {
       return absl::FailedPreconditionError(absl::StrCat(
           "MPI: thread level ", provided,
-          " (MPI_THREAD_SERIALIZED or MULTIPLE is needed: MPI was initialized elsewhere with a "
-          "lower level)"));
+          " (MPI_THREAD_MULTIPLE is needed: each communicator has its own thread calling MPI",
+          initialized_here ? "; this MPI library does not offer it"
+                           : "; the program initialized MPI with a lower level",
+          ")"));
     }
     return absl::OkStatus();
   }
@@ -244,10 +260,46 @@ struct Runtime {
 
 void MpiCommunicator::Impl::WorkerLoop() {
   std::unique_lock<std::mutex> l(mu);
+  // Every way out but the monitor's abandoning tells Shutdown.
+  struct Exit {
+    Impl* impl;
+    std::unique_lock<std::mutex>* lock;
+    bool abandoned_here = false;
+    ~Exit() {
+      if (abandoned_here) return;
+      if (!lock->owns_lock()) lock->lock();
+      impl->worker_exited = true;
+      impl->exit_cv.notify_all();
+    }
+  } exit{this, &l};
+  Clock::time_point gap_since{};  // When later numbers began to wait for a missing one.
   while (true) {
-    cv.wait(l, [&] { return stop || pending.count(next_run) > 0; });
+    // A number taken but never issued (its engine function was skipped or
+    // cancelled, a stream dropped its work) would hold every later one:
+    // past the timeout the communicator fails, naming it.
+    cv.wait_for(l, options.timeout, [&] { return stop || pending.count(next_run) > 0; });
+    // Shutdown: what is issued in order still runs (the peers wait for it;
+    // the monitor bounds each), the rest fails.
+    if (stop && pending.count(next_run) == 0) return;
     auto it = pending.find(next_run);
-    if (it == pending.end()) return;  // Stopped.
+    if (it == pending.end()) {
+      if (pending.empty() || !health.ok()) {
+        gap_since = {};
+        continue;
+      }
+      if (gap_since == Clock::time_point{}) gap_since = Clock::now();
+      if (Clock::now() - gap_since < options.timeout) continue;
+      Fail(absl::DeadlineExceededError(absl::StrCat(
+          "collectives (mpi): rank ", rank, ": collective #", next_run,
+          " was numbered but never issued on this rank within ", options.timeout.count() / 1000.0,
+          " s (its engine function was skipped after an earlier error, or its stream failed)")));
+      std::map<uint64_t, Op> queued = TakePendingLocked();
+      l.unlock();
+      FailAll(queued);
+      l.lock();
+      continue;
+    }
+    gap_since = {};
     Op op = std::move(it->second);
     pending.erase(it);
     ++next_run;
@@ -256,19 +308,38 @@ void MpiCommunicator::Impl::WorkerLoop() {
     if (!h.ok()) {
       std::move(op.done)(h);
     } else if (!RunOne(op)) {
+      exit.abandoned_here = true;
       return;  // Abandoned by the monitor; touches nothing more.
     }
     l.lock();
   }
 }
 
+std::map<uint64_t, MpiCommunicator::Impl::Op> MpiCommunicator::Impl::TakePendingLocked() {
+  std::map<uint64_t, Op> out;
+  out.swap(pending);
+  return out;
+}
+
+void MpiCommunicator::Impl::FailAll(std::map<uint64_t, Op>& ops) {
+  absl::Status s;
+  {
+    std::lock_guard<std::mutex> l(mu);
+    s = health;
+  }
+  for (auto& [seq, op] : ops) std::move(op.done)(s);
+  ops.clear();
+}
+
 bool MpiCommunicator::Impl::RunOne(Op& op) {
+  std::map<uint64_t, Op> queued;
   const Clock::time_point t0 = Clock::now();
   {
     std::lock_guard<std::mutex> l(mu);
     in_op = checking = true;
     op_start = t0;
     op_done = &op.done;
+    op_what = absl::StrCat("collective #", op.seq, " ", op.args.ToString());
   }
   absl::Status s = op.refused;
   if (size > 1 && options.check_order) {
@@ -293,9 +364,13 @@ bool MpiCommunicator::Impl::RunOne(Op& op) {
     stats.bytes += op.args.bytes();
     stats.wait_seconds += Seconds(t1 - t0);
     stats.transfer_seconds += Seconds(t2 - t1);
-    if (!s.ok()) Fail(s);
+    if (!s.ok()) {
+      Fail(s);
+      queued = TakePendingLocked();  // Out of step now: everything queued fails at once.
+    }
   }
   std::move(op.done)(s);
+  FailAll(queued);
   return true;
 }
 
@@ -310,12 +385,12 @@ absl::Status MpiCommunicator::Impl::Check(const Op& op) {
     peer.push_back(p);
     int rc =
         MPI_Irecv(&theirs[p], sizeof(Descriptor), MPI_BYTE, p, kOrderTag, order, &requests[n++]);
-    if (rc != MPI_SUCCESS) return MpiError("MPI_Irecv (order check)", rc);
+    if (rc != MPI_SUCCESS) return Abandon(MpiError("MPI_Irecv (order check)", rc));
   }
   for (int p = 0; p < size; ++p) {
     if (p == rank) continue;
     int rc = MPI_Isend(&mine, sizeof(Descriptor), MPI_BYTE, p, kOrderTag, order, &requests[n++]);
-    if (rc != MPI_SUCCESS) return MpiError("MPI_Isend (order check)", rc);
+    if (rc != MPI_SUCCESS) return Abandon(MpiError("MPI_Isend (order check)", rc));
   }
   const std::string what = absl::StrCat("collective #", op.seq, " ", op.args.ToString());
   const Clock::time_point start = Clock::now();
@@ -334,11 +409,10 @@ absl::Status MpiCommunicator::Impl::Check(const Op& op) {
     int rc = MPI_Testall(n, requests.data(), &done, MPI_STATUSES_IGNORE);
     if (rc != MPI_SUCCESS) {
       // A peer's connection broke (TCP): name who had not joined.
-      std::lock_guard<std::mutex> l(mu);
-      abandoned = true;
-      return MpiError(absl::StrCat("MPI_Testall (order check of ", what, "; ", RankList(missing()),
-                                   " had not joined: lost?)"),
-                      rc);
+      const std::string lost = RankList(missing());
+      return Abandon(MpiError(
+          absl::StrCat("MPI_Testall (order check of ", what, "; ", lost, " had not joined: lost?)"),
+          rc));
     }
     if (done) break;
     const Clock::duration waited = Clock::now() - start;
@@ -461,7 +535,7 @@ void MpiCommunicator::Impl::MonitorLoop() {
       std::max<std::chrono::milliseconds>(std::chrono::milliseconds(10), options.timeout / 4));
   constexpr auto kGrace = std::chrono::seconds(2);
   std::unique_lock<std::mutex> l(mu);
-  while (!stop) {
+  while (!monitor_stop) {
     if (in_op &&
         Clock::now() - op_start >= options.timeout + (checking ? kGrace : Clock::duration{})) {
       // The worker is stuck inside MPI: fail its collective and everything
@@ -470,10 +544,11 @@ void MpiCommunicator::Impl::MonitorLoop() {
       in_op = false;
       op_done = nullptr;
       abandoned = true;
+      exit_cv.notify_all();
       Fail(absl::DeadlineExceededError(absl::StrCat(
           "collectives (mpi): rank ", rank, " of ", size, ": ",
-          checking ? "the order check of a collective was stuck inside MPI for "
-                   : "a transfer did not finish within ",
+          checking ? "the order check of " : "the transfer of ", op_what,
+          checking ? " was stuck inside MPI for " : " did not finish within ",
           options.timeout.count() / 1000.0,
           checking ? " s" : " s after every rank had joined it (a rank was lost during it)")));
       const absl::Status s = health;
@@ -493,18 +568,22 @@ void MpiCommunicator::Impl::Shutdown() {
   std::map<uint64_t, Op> left;
   bool leave_worker;
   {
-    std::lock_guard<std::mutex> l(mu);
+    std::unique_lock<std::mutex> l(mu);
     if (stop) return;
     stop = true;
-    leave_worker = abandoned;
+    cv.notify_all();
+    // The worker ends its collective in flight (its order check is bounded
+    // by the timeout); the monitor keeps watching it meanwhile and gives up
+    // on a transfer stuck inside MPI.
+    exit_cv.wait(l, [&] { return worker_exited || abandoned; });
+    leave_worker = !worker_exited;
+    monitor_stop = true;
   }
-  cv.notify_all();
   monitor_cv.notify_all();
   if (monitor.joinable()) monitor.join();
   if (worker.joinable()) {
-    // A worker stuck inside MPI may never return.
     if (leave_worker)
-      worker.detach();
+      worker.detach();  // Stuck inside MPI; it may never return.
     else
       worker.join();
   }
@@ -608,8 +687,8 @@ void MpiCommunicator::Issue(uint64_t seq, CollectiveArgs args, Stream* stream,
   absl::Status refused;
   {
     std::lock_guard<std::mutex> l(impl_->mu);
-    if (impl_->abandoned && !impl_->health.ok()) {
-      refused = impl_->health;  // The worker is gone: fail at once.
+    if (!impl_->health.ok()) {
+      refused = impl_->health;  // Failed for good: fail at once.
     } else if (impl_->stop || seq < impl_->next_run || impl_->pending.count(seq) > 0) {
       refused = absl::FailedPreconditionError(absl::StrCat(
           "collectives (mpi): collective #", seq,
