@@ -220,7 +220,7 @@ TEST_F(ExecutorBadInput, AFreeFromAHostCallbackNeitherBlocksNorFreesEarly) {
 // --- Class 6: enums from integers.
 
 TEST_F(ExecutorBadInput, APluginKindOutsideTheEnumIsRefused) {
-  for (int value : {4, 7, -1, 1 << 30}) {
+  for (int value : {5, 7, -1, 1 << 30}) {
     SCOPED_TRACE(value);
     const auto kind = static_cast<PluginKind>(value);
     const std::string named = absl::StrCat("plugin kind ", value, " is not a PluginKind");
@@ -233,6 +233,7 @@ TEST_F(ExecutorBadInput, APluginKindOutsideTheEnumIsRefused) {
     EXPECT_TRUE(HasError(CheckPluginKind(kind), absl::StatusCode::kInvalidArgument, {named}));
   }
   EXPECT_TRUE(IsOk(CheckPluginKind(PluginKind::kFft)));
+  EXPECT_TRUE(IsOk(CheckPluginKind(PluginKind::kCollectives)));
 }
 
 }  // namespace

@@ -85,7 +85,7 @@ for r in 0 2; do
   # rank 0 too when it is stuck in the previous collective's transfer), or
   # (the kill came while this rank was in the MPI transfer with rank 1) the
   # transfer's monitor says a rank was lost during it.
-  expect_in "$out" "^rill-demo train \(rank $r of 3\): DEADLINE_EXCEEDED: .*collectives \(mpi\): rank $r of 3: ($LOST did not join collective #[0-9]+ .* within $TIMEOUT_S s \(the rank was lost -- it died or was killed -- or is stuck before this collective\)|a transfer did not finish within $TIMEOUT_S s after every rank had joined it \(a rank was lost during it\)|the order check of a collective was stuck inside MPI for $TIMEOUT_S s)" \
+  expect_in "$out" "^rill-demo train \(rank $r of 3\): DEADLINE_EXCEEDED: .*collectives \(mpi\): rank $r of 3: ($LOST did not join collective #[0-9]+ .* within $TIMEOUT_S s \(the rank was lost -- it died or was killed -- or is stuck before this collective\)|the transfer of collective #[0-9]+ .* did not finish within $TIMEOUT_S s after every rank had joined it \(a rank was lost during it\)|the order check of collective #[0-9]+ .* was stuck inside MPI for $TIMEOUT_S s)" \
     "recovery: rank $r's error"
 done
 ok "recovery: ranks exited 0:$(cat "$rc_dir/rc.0") 1:$(cat "$rc_dir/rc.1") 2:$(cat "$rc_dir/rc.2"); the job's status $job_rc"
