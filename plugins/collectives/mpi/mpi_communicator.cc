@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "rill/base/logging.h"
 #include "rill/executor/device_memory.h"
+#include "rill/plugins/collectives/mpi/mpi_transfer.h"
 
 namespace rill::mpi_collectives {
 
@@ -25,14 +26,6 @@ using Clock = std::chrono::steady_clock;
 constexpr int kOrderTag = 0x52;  // On the order communicator only.
 // How long the order check polls without sleeping.
 constexpr std::chrono::microseconds kSpinTime{200};
-// All-reduces and broadcasts go in pieces of at most this many bytes (MPI
-// counts are int anyway): Open MPI's large-message all-reduce allocates
-// temporary buffers as large as the message per call, and on a thread other
-// than the main one (this communicator's) glibc serves those from a
-// per-thread heap of at most 64 MB, so a larger message's buffers were
-// mapped and faulted in afresh on every call (64 MB: 2.2x the main thread's
-// time, docs/collectives.md). Pieces of 16 MB stay inside that heap.
-constexpr int64_t kPieceBytes = int64_t{16} << 20;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
@@ -88,23 +81,8 @@ __attribute__((noinline)) std::vector<Descriptor> TakeReceived(
   return received;
 }
 
-absl::Status MpiError(const std::string& call, int code) {
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  if (MPI_Error_string(code, text, &len) != MPI_SUCCESS) len = 0;
-  return absl::InternalError(absl::StrCat("MPI: ", call,
-                                          " failed: ", len > 0 ? std::string(text, len) : "error ",
-                                          len > 0 ? "" : std::to_string(code)));
-}
-
 std::string RankList(const std::vector<int>& ranks) {
   return absl::StrCat(ranks.size() == 1 ? "rank " : "ranks ", absl::StrJoin(ranks, ", "));
-}
-
-template <typename T>
-void Scale(void* data, int64_t count, double factor) {
-  T* p = static_cast<T*>(data);
-  for (int64_t i = 0; i < count; ++i) p[i] = static_cast<T>(p[i] * factor);
 }
 
 }  // namespace
@@ -169,7 +147,6 @@ struct MpiCommunicator::Impl {
     abandoned = true;
     return s;
   }
-  absl::Status Transfer(const CollectiveArgs& a);
   void Shutdown();
 };
 
@@ -181,7 +158,7 @@ namespace {
 // each call (TOOLCHAIN.md measured a 64 MB all-reduce 7x slower so). Before
 // MPI starts, the thresholds go up so that such buffers stay in the heap
 // between calls: the mmap threshold to 256 MB and the trim threshold to
-// 1 GB (with the pieces of kPieceBytes, also on the communicator's thread).
+// 1 GB (with the 16 MB pieces of mpi_transfer.cc, also on the communicator's thread).
 // Skipped when the user tuned malloc (MALLOC_MMAP_THRESHOLD_,
 // MALLOC_TRIM_THRESHOLD_, GLIBC_TUNABLES) or set RILL_MPI_MALLOC_TUNING=0.
 void TuneMalloc() {
@@ -353,7 +330,7 @@ bool MpiCommunicator::Impl::RunOne(Op& op) {
     checking = false;
     op_start = t1;
   }
-  if (s.ok()) s = Transfer(op.args);
+  if (s.ok()) s = Transfer(op.args, data, rank, size);
   const Clock::time_point t2 = Clock::now();
   {
     std::lock_guard<std::mutex> l(mu);
@@ -453,78 +430,6 @@ absl::Status MpiCommunicator::Impl::Check(const Op& op) {
         "parameters, same shapes)"));
   }
   return absl::OkStatus();
-}
-
-absl::Status MpiCommunicator::Impl::Transfer(const CollectiveArgs& a) {
-  const MPI_Datatype type = a.type == DataType::kFloat ? MPI_FLOAT : MPI_DOUBLE;
-  const int64_t elem = SizeOf(a.type);
-  MPI_Op mop = MPI_SUM;
-  if (a.op == ReduceOp::kMax) mop = MPI_MAX;
-  if (a.op == ReduceOp::kMin) mop = MPI_MIN;
-  char* send = static_cast<char*>(a.send.is_null() ? nullptr : HostPointer(a.send));
-  char* recv = static_cast<char*>(a.recv.is_null() ? nullptr : HostPointer(a.recv));
-  auto average = [&](void* p, int64_t n) {
-    if (a.op != ReduceOp::kAverage) return;
-    if (a.type == DataType::kFloat)
-      Scale<float>(p, n, 1.0 / size);
-    else
-      Scale<double>(p, n, 1.0 / size);
-  };
-  auto one_piece = [&](const char* call) -> absl::Status {
-    if (a.count <= INT_MAX) return absl::OkStatus();
-    return absl::InvalidArgumentError(absl::StrCat("collectives (mpi): ", call, " of ", a.count,
-                                                   " elements: MPI counts are int (at most ",
-                                                   INT_MAX, " per rank)"));
-  };
-  const int64_t piece = kPieceBytes / elem;
-  int rc = MPI_SUCCESS;
-  switch (a.kind) {
-    case CollectiveKind::kAllReduce:
-      for (int64_t off = 0; off < a.count || (off == 0 && a.count == 0); off += piece) {
-        const int n = static_cast<int>(std::min(piece, a.count - off));
-        char* r = recv == nullptr ? nullptr : recv + off * elem;
-        const void* s = send == recv ? MPI_IN_PLACE : send + off * elem;
-        rc = MPI_Allreduce(s, r, n, type, mop, data);
-        if (rc != MPI_SUCCESS)
-          return MpiError(absl::StrCat("MPI_Allreduce (", a.ToString(), ")"), rc);
-        if (a.count == 0) break;
-      }
-      average(recv, a.count);
-      return absl::OkStatus();
-    case CollectiveKind::kBroadcast:
-      if (rank == a.root && send != nullptr && send != recv && a.count > 0)
-        std::memcpy(recv, send, static_cast<size_t>(a.count * elem));
-      for (int64_t off = 0; off < a.count; off += piece) {
-        const int n = static_cast<int>(std::min(piece, a.count - off));
-        rc = MPI_Bcast(recv + off * elem, n, type, a.root, data);
-        if (rc != MPI_SUCCESS) return MpiError(absl::StrCat("MPI_Bcast (", a.ToString(), ")"), rc);
-      }
-      return absl::OkStatus();
-    case CollectiveKind::kAllGather: {
-      absl::Status s = one_piece("allgather");
-      if (!s.ok()) return s;
-      const void* in = send == recv + rank * a.count * elem ? MPI_IN_PLACE : send;
-      rc = MPI_Allgather(in, static_cast<int>(a.count), type, recv, static_cast<int>(a.count), type,
-                         data);
-      if (rc != MPI_SUCCESS)
-        return MpiError(absl::StrCat("MPI_Allgather (", a.ToString(), ")"), rc);
-      return absl::OkStatus();
-    }
-    case CollectiveKind::kReduceScatter: {
-      absl::Status s = one_piece("reducescatter");
-      if (!s.ok()) return s;
-      rc = MPI_Reduce_scatter_block(send, recv, static_cast<int>(a.count), type, mop, data);
-      if (rc != MPI_SUCCESS)
-        return MpiError(absl::StrCat("MPI_Reduce_scatter_block (", a.ToString(), ")"), rc);
-      average(recv, a.count);
-      return absl::OkStatus();
-    }
-    case CollectiveKind::kBarrier:
-      rc = MPI_Barrier(data);
-      if (rc != MPI_SUCCESS) return MpiError("MPI_Barrier", rc);
-      return absl::OkStatus();
-  }
-  return absl::InvalidArgumentError("collectives (mpi): unknown collective kind");
 }
 
 void MpiCommunicator::Impl::MonitorLoop() {
