@@ -121,7 +121,21 @@ run_ctest() {
   while IFS= read -r line; do
     SUMMARY+=("$(sed -E 's/^ONNX node tests on ([^ ]*): ([0-9]+) cases.* ([0-9]+) pass .*/onnx node tests \1: \3 of \2 pass/' <<<"$line")")
   done < <(grep -hE '^ONNX node tests on ' "$BUILD_DIR/Testing/Temporary/LastTest.log" 2>/dev/null || true)
+  [[ $rc -eq 0 ]] || failure_excerpts
   return $rc
+}
+
+# The telling lines of each failed test's output (gtest failures, sanitizer
+# reports, MPI aborts), at most 6 per test, kept for the summary: CI shows
+# only the end of the output, where ctest lists just the failing names.
+failure_excerpts() {
+  local line
+  while IFS= read -r line; do SUMMARY+=("$line"); done < <(awk '
+    / Test: / { name = $3; n = 0; next }
+    /^Test Failed\./ { for (i = 0; i < n; i++) print "  " name ": " keep[i]; n = 0; next }
+    /Failure$|error: |ERROR: |WARNING: ThreadSanitizer|SUMMARY: |runtime error|MPI_ABORT|[Tt]imeout|Expected|Which is|Actual|  #[0-9] / {
+      if (n < 6) keep[n++] = substr($0, 1, 200)
+    }' "$BUILD_DIR/Testing/Temporary/LastTest.log" 2>/dev/null | head -40)
 }
 
 # TSan needs an address layout it knows; TOOLCHAIN.md says it works here
