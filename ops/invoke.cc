@@ -110,6 +110,55 @@ absl::StatusOr<std::vector<Tensor>> InvokeOnFallback(const OpDef& op,
   return back;
 }
 
+// Whether `op` declares that output `out` may be written over input `in`
+// (OpDef::set_inplace, MXNet's FInplaceOption).
+bool DeclaredInplace(const OpDef& op, int in, int out) {
+  for (const auto& [i, o] : op.inplace()) {
+    if (i == in && o == out) return true;
+  }
+  return false;
+}
+
+// The aliasing of output `oi` of `op` (write request `*req`, not kNullOp)
+// with the inputs and the earlier outputs (their requests `earlier`):
+//   - none: `*req` as asked (kWriteInplace becomes kWriteTo);
+//   - exactly an input's bytes, element for element, for a declared
+//     in-place pair and a write request: kWriteInplace, the kernel writes
+//     over the input;
+//   - any other overlap with an input: `*through_temp`, the kernel writes
+//     temp space that is copied (or added, kAddTo) into the output after it
+//     (ops/op_runner.cc);
+//   - any overlap with an earlier output: InvalidArgument naming both.
+// Different storage is one pointer comparison per pair: nothing allocates.
+absl::Status CheckAliasing(const OpDef& op, absl::Span<const Tensor> inputs,
+                           absl::Span<const Tensor> outputs, absl::Span<const OpReqType> earlier,
+                           int oi, OpReqType* req, bool* through_temp) {
+  const Tensor& o = outputs[oi];
+  for (int j = 0; j < oi; ++j) {
+    if (earlier[j] == OpReqType::kNullOp) continue;
+    if (outputs[j].OverlapWith(o) != StorageOverlap::kDisjoint) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "op '", op.name(), "': outputs ", j, " (", outputs[j].ViewString(), ") and ", oi, " (",
+          o.ViewString(), ") overlap in storage; give each output its own bytes"));
+    }
+  }
+  bool inplace = false;
+  for (size_t j = 0; j < inputs.size(); ++j) {
+    const StorageOverlap overlap = inputs[j].OverlapWith(o);
+    if (overlap == StorageOverlap::kDisjoint) continue;
+    if (overlap == StorageOverlap::kSame && *req != OpReqType::kAddTo &&
+        DTypeSize(inputs[j].dtype()) == DTypeSize(o.dtype()) &&
+        DeclaredInplace(op, static_cast<int>(j), oi)) {
+      inplace = true;
+    } else {
+      *through_temp = true;
+    }
+  }
+  if (*req == OpReqType::kAddTo) return absl::OkStatus();
+  *req = inplace && !*through_temp ? OpReqType::kWriteInplace : OpReqType::kWriteTo;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 // Everything Invoke and PreparedOp::Prepare share: checks, inference, the
@@ -128,6 +177,14 @@ absl::Status PreparedOp::Resolve(const OpDef& op, absl::Span<const Tensor> input
         absl::StrCat("op '", op.name(), "' takes ",
                      op.num_inputs() >= 0 ? absl::StrCat(op.num_inputs()) : "one or more",
                      " input(s), got ", inputs.size()));
+  }
+  for (size_t i = 0; i < options.reqs.size(); ++i) {
+    const int r = static_cast<int>(options.reqs[i]);
+    if (r < static_cast<int>(OpReqType::kNullOp) || r > static_cast<int>(OpReqType::kAddTo)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("op '", op.name(), "': write request ", r, " for output ", i,
+                       " is not an OpReqType (0 null, 1 write, 2 inplace, 3 add)"));
+    }
   }
   if (!op.params().empty() && params == nullptr) {
     RILL_ASSIGN_OR_RETURN(params, op.params().Parse(op.name(), {}));
@@ -256,10 +313,13 @@ absl::Status PreparedOp::Resolve(const OpDef& op, absl::Span<const Tensor> input
                          " but the op makes ", DTypeName(out_types[i]), out_shapes[i].ToString()));
       }
       OpReqType r = options.reqs.empty() ? OpReqType::kWriteTo : options.reqs[i];
-      if (r == OpReqType::kWriteTo) {
-        for (const Tensor& in : inputs) {
-          if (in.SharesStorageWith(o)) r = OpReqType::kWriteInplace;
-        }
+      bool through_temp = false;
+      if (r != OpReqType::kNullOp) {
+        RILL_RETURN_IF_ERROR(CheckAliasing(op, inputs, outputs, call->req, i, &r, &through_temp));
+      }
+      if (through_temp) {
+        if (call->through_temp.empty()) call->through_temp.assign(op.num_outputs(), false);
+        call->through_temp[i] = true;
       }
       call->req.push_back(r);
       if (result != nullptr) result->push_back(o);
@@ -271,8 +331,10 @@ absl::Status PreparedOp::Resolve(const OpDef& op, absl::Span<const Tensor> input
   prep->engine_ = eng;
   prep->noop_ = !any_write;
   if (!any_write) return absl::OkStatus();  // Every output is kNullOp: nothing to run.
-  for (const OpReqType r : call->req) {
-    if (r == OpReqType::kAddTo && (kernel->reqs & ReqBit(r)) == 0) {
+  for (size_t i = 0; i < call->req.size(); ++i) {
+    const OpReqType r = call->req[i];
+    const bool via_temp = !call->through_temp.empty() && call->through_temp[i];
+    if (r == OpReqType::kAddTo && ((kernel->reqs & ReqBit(r)) == 0 || via_temp)) {
       static const OpDef* acc = *OpRegistry::Global().Find(op_names::kAccumulate);
       absl::StatusOr<KernelDef> k = OpRegistry::FindKernel(*acc, exec, {out_types[0]});
       if (k.ok()) call->accumulate = k->fn;

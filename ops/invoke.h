@@ -15,8 +15,13 @@
 namespace rill::ops {
 
 struct InvokeOptions {
-  // Per output; empty: kWriteTo, or kWriteInplace for an output that shares
-  // storage with an input.
+  // Per output; empty: kWriteTo. An output may share storage with inputs:
+  // where it covers exactly the bytes of an input that the op declares it
+  // may overwrite (OpDef::set_inplace) the kernel writes in place
+  // (kWriteInplace); any other overlap with an input is computed into temp
+  // space and then copied (or added, kAddTo) into the output, so the result
+  // is always as if the inputs were read first. Outputs that overlap each
+  // other, or a value outside OpReqType, are InvalidArgument.
   std::vector<OpReqType> reqs;
   // Without a kernel for the inputs' device, run the op on the CPU context
   // with copies (logged once per op and platform, counted) even where the

@@ -35,7 +35,9 @@ namespace rill::ops {
 // How an op writes an output (MXNet's OpReqType). The framework honours
 // every request whatever the kernel supports (KernelDef::reqs): it skips
 // kNullOp outputs, and computes into temp space then adds (kAddTo) or
-// copies (kWriteInplace) for a kernel that cannot do it itself.
+// copies (kWriteInplace) for a kernel that cannot do it itself. A kernel
+// sees kWriteInplace only for an output that covers exactly the bytes of an
+// input of a declared in-place pair (OpDef::set_inplace).
 enum class OpReqType { kNullOp, kWriteTo, kWriteInplace, kAddTo };
 const char* OpReqName(OpReqType req);  // "null", "write", "inplace", "add"
 constexpr uint32_t ReqBit(OpReqType r) { return 1u << static_cast<int>(r); }
@@ -240,7 +242,12 @@ class OpDef {
     dtypes_ = mask;
     return *this;
   }
-  // (input, output) pairs that may share storage (MXNet's FInplaceOption).
+  // (input, output) pairs that may share storage (MXNet's FInplaceOption):
+  // every kernel of the op reads element k of the input only before it
+  // writes element k of the output and no other, so the output may be
+  // written over the input. Invoke runs a pair in place only when the
+  // output covers exactly the input's bytes; an undeclared pair, or any
+  // partial overlap, goes through temp space (ops/invoke.h). Default: none.
   OpDef& set_inplace(std::vector<std::pair<int, int>> pairs) {
     inplace_ = std::move(pairs);
     return *this;

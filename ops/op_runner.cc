@@ -64,8 +64,9 @@ absl::Status OpRunner::Run(const OpCall& call, const engine::RunContext& rc) {
   ctx.temps_ = &temps;
   ctx.in_ = call.in;
 
-  // Write requests the kernel cannot honour go to temp outputs, fixed up
-  // after it runs.
+  // Write requests the kernel cannot honour, and outputs that overlap an
+  // input (OpCall::through_temp), go to temp outputs, fixed up after it
+  // runs.
   absl::Span<const TensorArg> outs = call.out;
   absl::Span<const OpReqType> reqs = call.req;
   std::vector<TensorArg> kout;
@@ -73,7 +74,8 @@ absl::Status OpRunner::Run(const OpCall& call, const engine::RunContext& rc) {
   std::vector<int> fixups;
   absl::Status status;
   for (size_t i = 0; i < call.out.size(); ++i) {
-    if (call.kernel.reqs & ReqBit(call.req[i])) continue;
+    const bool aliased = !call.through_temp.empty() && call.through_temp[i];
+    if (!aliased && (call.kernel.reqs & ReqBit(call.req[i]))) continue;
     if (kout.empty()) {
       kout.assign(call.out.begin(), call.out.end());
       kreq.assign(call.req.begin(), call.req.end());

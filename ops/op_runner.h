@@ -29,6 +29,10 @@ struct OpCall {
   absl::InlinedVector<TensorArg, 3> in;
   absl::InlinedVector<TensorArg, 2> out;
   absl::InlinedVector<OpReqType, 2> req;
+  // Per output, when any is set: the output overlaps an input in a way the
+  // kernel cannot write over, so it writes temp space that is copied (or
+  // added) into the output after it. Empty for calls without such aliasing.
+  absl::InlinedVector<bool, 2> through_temp;
   StreamExecutor* executor = nullptr;
   bool is_train = true;
 };

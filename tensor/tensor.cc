@@ -107,6 +107,11 @@ std::string Tensor::ToString() const {
   return absl::StrCat(DTypeName(dtype_), shape_.ToString(), " on ", chunk_->ctx.ToString());
 }
 
+std::string Tensor::ViewString() const {
+  if (!chunk_) return ToString();
+  return absl::StrCat(ToString(), " at byte ", offset_);
+}
+
 absl::Status Tensor::TypeMismatch(const char* wanted) const {
   return absl::InvalidArgumentError(
       absl::StrCat("tensor ", ToString(), " holds ", DTypeName(dtype_), ", not ", wanted));
@@ -157,6 +162,12 @@ absl::StatusOr<Tensor> Tensor::View(const Shape& shape, DType dtype, uint64_t by
   RILL_RETURN_IF_ERROR(CheckUsable());
   RILL_RETURN_IF_ERROR(shape.Validate(DTypeSize(dtype)));
   const uint64_t bytes = static_cast<uint64_t>(shape.NumElements()) * DTypeSize(dtype);
+  if (byte_offset % DTypeSize(dtype) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("view ", DTypeName(dtype), shape.ToString(), " at byte offset ", byte_offset,
+                     " of ", ToString(), ": the offset is not a multiple of ", DTypeSize(dtype),
+                     " (the element size), so the view would be misaligned"));
+  }
   if (byte_offset > chunk_->bytes || bytes > chunk_->bytes - byte_offset) {
     return absl::InvalidArgumentError(absl::StrCat(
         "view ", DTypeName(dtype), shape.ToString(), " at byte offset ", byte_offset, " (", bytes,
@@ -216,6 +227,14 @@ absl::StatusOr<Tensor> Tensor::Slice(int64_t begin, int64_t end) const {
 }
 
 absl::StatusOr<Tensor> Tensor::At(int64_t i) const {
+  RILL_RETURN_IF_ERROR(CheckUsable());
+  if (shape_.rank() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("At(", i, ") of scalar ", ToString()));
+  }
+  if (i < 0 || i >= shape_[0]) {  // Before i + 1, which could overflow.
+    return absl::InvalidArgumentError(
+        absl::StrCat("At(", i, ") of ", ToString(), ": out of range [0, ", shape_[0], ")"));
+  }
   RILL_ASSIGN_OR_RETURN(Tensor row, Slice(i, i + 1));
   Shape s(absl::MakeConstSpan(shape_.dims()).subspan(1));
   return Tensor(row.chunk_, s, dtype_, row.offset_);
@@ -330,6 +349,14 @@ absl::Status Tensor::CopyFrom(const Tensor& src) const {
         context(), {src.var()}, {var()}, engine::FnProperty::kCopyToDevice, 0, name);
   }
   if (src.executor() == executor()) {  // Within one device.
+    const StorageOverlap overlap = OverlapWith(src);
+    if (overlap == StorageOverlap::kSame) return absl::OkStatus();  // Nothing moves.
+    if (overlap == StorageOverlap::kPartial) {
+      // Device copies (clEnqueueCopyBuffer, cuMemcpyDtoD) refuse or garble
+      // overlapping ranges: stage through a copy on the same device.
+      RILL_ASSIGN_OR_RETURN(Tensor staging, src.CopyTo(context()));
+      return CopyFrom(staging);
+    }
     return eng->PushSync(
         [sview, dview, bytes](engine::RunContext rc) mutable {
           rc.stream->ThenMemcpy(&dview, sview, bytes);

@@ -22,6 +22,21 @@ namespace tensor_internal {
 struct Chunk;
 }
 
+// How two views' byte ranges lie in one storage (Tensor::OverlapWith).
+enum class StorageOverlap {
+  kDisjoint,  // Different storage, ranges that do not meet, or a zero-byte view.
+  kSame,      // Exactly the same bytes (whatever the shapes and types).
+  kPartial,   // Some bytes in common, not all.
+};
+// The overlap of [a, a + a_bytes) and [b, b + b_bytes) in one storage.
+inline StorageOverlap RangeOverlap(uint64_t a, uint64_t a_bytes, uint64_t b, uint64_t b_bytes) {
+  if (a_bytes == 0 || b_bytes == 0) return StorageOverlap::kDisjoint;
+  if (a == b && a_bytes == b_bytes) return StorageOverlap::kSame;
+  // Views lie within their storage, so the ends do not wrap.
+  if (a >= b + b_bytes || b >= a + a_bytes) return StorageOverlap::kDisjoint;
+  return StorageOverlap::kPartial;
+}
+
 // The executor behind an engine context: Context::Host() ("cpu", functions
 // run on the engine's CPU workers) is the host platform's device 0, whose
 // memory it shares; a device context is that platform's device. NotFound /
@@ -99,14 +114,18 @@ class Tensor {
   absl::StatusOr<Tensor> Slice(int64_t begin, int64_t end) const;
   // Row `i` along the first axis, with that axis dropped.
   absl::StatusOr<Tensor> At(int64_t i) const;
-  // Any view of the storage: InvalidArgument when it reaches past the end.
+  // Any view of the storage at `byte_offset` from its start: InvalidArgument
+  // when it reaches past the end, or when the offset is not a multiple of
+  // the element size (no view is ever misaligned).
   absl::StatusOr<Tensor> View(const Shape& shape, DType dtype, uint64_t byte_offset) const;
 
   // --- Copies, pushed to the engine (asynchronous).
   // A new tensor on `ctx` with this one's contents, copied on copy streams
   // (staged through host memory where there is no direct path).
   absl::StatusOr<Tensor> CopyTo(engine::Context ctx) const;
-  // Copies `src` (same shape and dtype, any context) into this tensor.
+  // Copies `src` (same shape and dtype, any context) into this tensor. The
+  // two may overlap in one storage (views of one tensor): the result is as
+  // if `src` were read whole first (memmove), on every backend.
   absl::Status CopyFrom(const Tensor& src) const;
 
   // --- Waiting.
@@ -137,8 +156,17 @@ class Tensor {
   // The chunk's storage block, allocated on first call (null for a
   // zero-byte chunk).
   absl::StatusOr<StorageBlock> Storage() const;
-  // Whether two tensors share a chunk.
+  // Whether two tensors share a chunk (their bytes may still be disjoint:
+  // see OverlapWith).
   bool SharesStorageWith(const Tensor& other) const { return chunk_ == other.chunk_; }
+  // How this view's bytes and `other`'s lie in storage. One pointer
+  // comparison when the chunks differ; never allocates.
+  StorageOverlap OverlapWith(const Tensor& other) const {
+    if (chunk_ != other.chunk_ || chunk_ == nullptr) return StorageOverlap::kDisjoint;
+    return RangeOverlap(offset_, ByteSize(), other.offset_, other.ByteSize());
+  }
+  // ToString() and where the view starts: "float32[3] on cpu at byte 4".
+  std::string ViewString() const;
 
  private:
   friend struct TensorAccess;

@@ -159,6 +159,7 @@ absl::Status ClStatus(cl_int error, absl::string_view what) {
     case -3:     // CL_COMPILER_NOT_AVAILABLE
     case -1001:  // CL_PLATFORM_NOT_FOUND_KHR
       return absl::UnavailableError(message);
+    case -8:   // CL_MEM_COPY_OVERLAP: overlapping ranges of one buffer.
     case -11:  // CL_BUILD_PROGRAM_FAILURE
     case -13:  // CL_MISALIGNED_SUB_BUFFER_OFFSET
       return absl::InvalidArgumentError(message);
