@@ -3,15 +3,28 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
+
+#include "absl/strings/str_cat.h"
+#include "rill/base/env_settings.h"
 
 namespace rill::logging {
 namespace {
 
+// RILL_LOG_LEVEL through the table of settings; a bad value keeps the
+// default (WARNING), says so once, and stops the tools and the default
+// engine at start (rill::ValidateEnvironment).
 int Threshold() {
   static const int threshold = [] {
-    const char* env = std::getenv("RILL_LOG_LEVEL");
-    return env != nullptr && *env != '\0' ? std::atoi(env) : 1;
+    const absl::StatusOr<std::optional<int64_t>> level = EnvInt("RILL_LOG_LEVEL");
+    if (!level.ok()) {
+      const std::string text = absl::StrCat("[rill E logging.cc] ", level.status().message(),
+                                            "; logging WARNING and up\n");
+      std::fwrite(text.data(), 1, text.size(), stderr);
+      return 1;
+    }
+    return level->has_value() ? static_cast<int>(**level) : 1;
   }();
   return threshold;
 }

@@ -13,8 +13,9 @@
 //
 // Messages go to stderr. RILL_CHECK is for internal invariants only: it
 // aborts with the message. User input must never reach a RILL_CHECK; it gets
-// an absl::Status instead. RILL_LOG(INFO) is shown when the environment
-// variable RILL_LOG_LEVEL is 0 (the default threshold is WARNING, 1).
+// an absl::Status instead. The environment variable RILL_LOG_LEVEL sets the
+// least severity printed: 0 INFO, 1 WARNING (the default), 2 ERROR, 3 FATAL
+// only. Any other value keeps WARNING (rill::ValidateEnvironment refuses it).
 // Thread-safe: each message is written with one call.
 
 namespace rill::logging {

@@ -2,14 +2,18 @@
 
 #include <cstdlib>
 #include <limits>
+#include <optional>
+#include <string>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "rill/base/env_settings.h"
 #include "rill/base/logging.h"
 #include "rill/base/status_macros.h"
 #include "rill/engine/engine_base.h"
 #include "rill/engine/engine_kinds.h"
 #include "rill/engine/opr_block.h"
+#include "rill/engine/refusing_engine.h"
 #include "rill/platform/platform.h"
 #include "rill/platform/platform_manager.h"
 
@@ -54,18 +58,12 @@ void Completion::operator()(absl::Status status) const {
 
 namespace {
 
-// Reads `variable` as an integer in [min, max] into `out` (left alone when
-// unset). SimpleAtoi into int64 fails on overflow, and the bound keeps the
-// value within what the option it sets holds, so nothing is narrowed.
-absl::Status ParseInt(const char* variable, int64_t min, int64_t max, int64_t* out) {
-  const char* value = std::getenv(variable);
-  if (value == nullptr || *value == '\0') return absl::OkStatus();
-  int64_t parsed = 0;
-  if (!absl::SimpleAtoi(value, &parsed) || parsed < min || parsed > max) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(variable, "='", value, "' is not an integer in [", min, ", ", max, "]"));
-  }
-  *out = parsed;
+// Reads `variable` through the table of settings (base/env_settings.h) into
+// `out`, left alone when unset. The table bounds each count to what the
+// option it sets holds, so nothing is narrowed.
+absl::Status ReadInt(const char* variable, int64_t* out) {
+  RILL_ASSIGN_OR_RETURN(std::optional<int64_t> value, EnvInt(variable));
+  if (value.has_value()) *out = *value;
   return absl::OkStatus();
 }
 
@@ -79,35 +77,25 @@ absl::Status CheckRange(const char* option, int64_t value, int64_t min, int64_t 
 }  // namespace
 
 absl::StatusOr<EngineOptions> EngineOptions::FromEnv(EngineOptions base) {
-  if (const char* kind = std::getenv("RILL_ENGINE"); kind != nullptr && *kind != '\0') {
-    const std::string k = kind;
-    if (k == "naive") {
-      base.kind = Kind::kNaive;
-    } else if (k == "threaded") {
-      base.kind = Kind::kThreaded;
-    } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("RILL_ENGINE='", k, "' is not an engine kind (naive, threaded)"));
-    }
-  }
+  RILL_ASSIGN_OR_RETURN(std::optional<std::string> kind, EnvString("RILL_ENGINE"));
+  if (kind.has_value()) base.kind = *kind == "naive" ? Kind::kNaive : Kind::kThreaded;
   int64_t cpu = base.cpu_workers, in_flight = base.max_in_flight, watchdog_ms = -1;
   int64_t streams = base.streams_per_device;
-  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-  RILL_RETURN_IF_ERROR(ParseInt("RILL_ENGINE_CPU_WORKERS", 1, EngineOptions::kMaxWorkers, &cpu));
-  RILL_RETURN_IF_ERROR(ParseInt("RILL_ENGINE_MAX_IN_FLIGHT", 1, kMax, &in_flight));
-  RILL_RETURN_IF_ERROR(ParseInt("RILL_ENGINE_WATCHDOG_MS", 0, kMax, &watchdog_ms));
-  RILL_RETURN_IF_ERROR(
-      ParseInt("RILL_ENGINE_STREAMS_PER_DEVICE", 1, EngineOptions::kMaxWorkers, &streams));
   int64_t helps = base.waiting_thread_helps ? 1 : 0;
-  RILL_RETURN_IF_ERROR(ParseInt("RILL_ENGINE_WAITING_THREAD_HELPS", 0, 1, &helps));
+  RILL_RETURN_IF_ERROR(ReadInt("RILL_ENGINE_CPU_WORKERS", &cpu));
+  RILL_RETURN_IF_ERROR(ReadInt("RILL_ENGINE_MAX_IN_FLIGHT", &in_flight));
+  RILL_RETURN_IF_ERROR(ReadInt("RILL_ENGINE_WATCHDOG_MS", &watchdog_ms));
+  RILL_RETURN_IF_ERROR(ReadInt("RILL_ENGINE_STREAMS_PER_DEVICE", &streams));
+  RILL_RETURN_IF_ERROR(ReadInt("RILL_ENGINE_WAITING_THREAD_HELPS", &helps));
   base.waiting_thread_helps = helps != 0;
   base.cpu_workers = static_cast<int>(cpu);
   base.streams_per_device = static_cast<int>(streams);
   base.max_in_flight = in_flight;
   if (watchdog_ms >= 0) base.watchdog_period = absl::Milliseconds(watchdog_ms);
-  if (const char* trace = std::getenv("RILL_ENGINE_TRACE"); trace != nullptr && *trace != '\0') {
-    base.trace_path = trace;
-  }
+  // Checked now (the folder exists, the file or device takes writes), not
+  // when the trace is written at shutdown after the whole run.
+  RILL_ASSIGN_OR_RETURN(std::optional<std::string> trace, EnvString("RILL_ENGINE_TRACE"));
+  if (trace.has_value()) base.trace_path = *trace;
   return base;
 }
 
@@ -137,6 +125,10 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
         " must be >= 0 and shutdown_timeout=", absl::FormatDuration(options.shutdown_timeout),
         " > 0"));
   }
+  if (!options.trace_path.empty()) {
+    RILL_RETURN_IF_ERROR(
+        CheckWritablePath("EngineOptions::trace_path: cannot write", options.trace_path));
+  }
   if (options.kind == EngineOptions::Kind::kNaive) return internal::NewNaiveEngine(options);
   return internal::NewThreadedEngine(options);
 }
@@ -155,17 +147,27 @@ Engine& Engine::Default() {
   MutexLock lock(mu);
   Engine*& slot = DefaultSlot();
   if (slot == nullptr) {
-    absl::StatusOr<std::unique_ptr<Engine>> engine = CreateFromEnv();
+    // Every RILL_* setting is checked here, where the library starts: a bad
+    // one makes the default engine refuse all work with its status rather
+    // than run on with defaults.
+    absl::Status env = ValidateEnvironment();
+    absl::StatusOr<std::unique_ptr<Engine>> engine =
+        env.ok() ? CreateFromEnv() : absl::StatusOr<std::unique_ptr<Engine>>(env);
     if (!engine.ok()) {
-      RILL_LOG(ERROR) << "default engine: " << engine.status().ToString()
-                      << "; using default options";
-      EngineOptions plain;
-      engine = plain.kind == EngineOptions::Kind::kNaive ? internal::NewNaiveEngine(plain)
-                                                         : internal::NewThreadedEngine(plain);
+      const absl::Status why(
+          engine.status().code(),
+          absl::StrCat("the default engine was not created: ", engine.status().message()));
+      RILL_LOG(ERROR) << why.message() << "; every push to it fails";
+      engine = internal::NewRefusingEngine(why);
     }
     slot = engine->release();
   }
   return *slot;
+}
+
+absl::Status Engine::DefaultStatus() {
+  if (auto* refusing = dynamic_cast<internal::RefusingEngine*>(&Default())) return refusing->why();
+  return absl::OkStatus();
 }
 
 void Engine::ShutdownDefault() {

@@ -172,14 +172,18 @@ struct EngineOptions {
   // finishes before they give up on what is stuck (see Engine::Shutdown);
   // InfiniteDuration(): wait forever.
   absl::Duration shutdown_timeout = absl::Seconds(60);
-  std::string trace_path;                // Non-empty: profile and write a Chrome trace at shutdown.
+  // Non-empty: profile and write a Chrome trace at shutdown. Engine::Create
+  // checks that it can be written (errno's code and reason otherwise).
+  std::string trace_path;
   PlatformManager* platforms = nullptr;  // nullptr: PlatformManager::Default().
 
   // `base` overridden by the environment: RILL_ENGINE=naive|threaded,
   // RILL_ENGINE_CPU_WORKERS (1..kMaxWorkers), RILL_ENGINE_STREAMS_PER_DEVICE
   // (1..kMaxWorkers), RILL_ENGINE_WAITING_THREAD_HELPS (0|1), RILL_ENGINE_MAX_IN_FLIGHT,
-  // RILL_ENGINE_WATCHDOG_MS, RILL_ENGINE_TRACE=path. InvalidArgument naming
-  // the variable and its value when a value is not an integer in range.
+  // RILL_ENGINE_WATCHDOG_MS, RILL_ENGINE_TRACE=path, parsed by the table of
+  // settings (base/env_settings.h). InvalidArgument naming the variable, its
+  // value and what is accepted when a value is bad; a trace path that cannot
+  // be written now fails with the system's reason and errno's code.
   static absl::StatusOr<EngineOptions> FromEnv(EngineOptions base);
   static absl::StatusOr<EngineOptions> FromEnv();
 };
@@ -243,8 +247,15 @@ class Engine {
   static absl::StatusOr<std::unique_ptr<Engine>> CreateFromEnv(const EngineOptions& base = {});
   // A process-wide engine with the environment's options, created on first
   // use. Shut it down explicitly (ShutdownDefault) before exit if it ran
-  // device work; it is otherwise never destroyed.
+  // device work; it is otherwise never destroyed. Creating it checks every
+  // RILL_* setting (rill::ValidateEnvironment): when one is bad, or the
+  // RILL_ENGINE* options are, it logs the error once and every push, wait
+  // and operator of the default engine fails with that status ("the default
+  // engine was not created: RILL_ENGINE='turbo' is not one of: threaded,
+  // naive"); DefaultStatus() returns it.
   static Engine& Default();
+  // OK, or why the default engine refuses all work (creating it if needed).
+  static absl::Status DefaultStatus();
   static void ShutdownDefault();
 
   virtual ~Engine() = default;

@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <optional>
+#include <string>
 
 #include "absl/base/call_once.h"
 #include "absl/strings/str_cat.h"
+#include "rill/base/env_settings.h"
 #include "rill/base/logging.h"
 #include "rill/base/mutex.h"
 #include "rill/base/trace_clock.h"
@@ -65,37 +68,25 @@ void ReportAllocation(AllocationEvent event) {
   for (const auto& l : StreamListeners()) l->OnAllocation(event);
 }
 
-namespace {
-
-// RILL_TRACE under an MPI launcher: one file per rank. "%r" in the path
-// becomes the rank; without it ".rank<r>" goes before the extension
-// (trace.json -> trace.rank1.json). tools/merge_traces.py joins them.
-std::string PerRankPath(std::string path) {
-  const char* rank = nullptr;
-  for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}) {
-    if ((rank = std::getenv(v)) != nullptr) break;
-  }
-  if (rank == nullptr) return path;
-  if (size_t at = path.find("%r"); at != std::string::npos) return path.replace(at, 2, rank);
-  const size_t slash = path.rfind('/');
-  size_t dot = path.rfind('.');
-  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) dot = path.size();
-  return path.insert(dot, absl::StrCat(".rank", rank));
-}
-
-}  // namespace
-
+// The settings are parsed and checked by the table (base/env_settings.h):
+// a bad one, or a trace path that cannot be written (a missing folder,
+// /dev/full), is reported here, when the first executor or engine is made,
+// not at exit. The tools and Engine::Default() stop on it
+// (rill::ValidateEnvironment); a program that only makes executors runs on
+// without that listener.
 void InstallEnvironmentListeners() {
   static absl::once_flag once;
   absl::call_once(once, [] {
-    if (const char* v = std::getenv("RILL_VERBOSE"); v != nullptr && *v != '\0') {
-      absl::Status status = SetVerboseFromString(v);
-      if (!status.ok()) RILL_LOG(WARNING) << "RILL_VERBOSE ignored: " << status.message();
+    absl::StatusOr<std::optional<int64_t>> verbose = EnvInt("RILL_VERBOSE");
+    if (!verbose.ok()) {
+      RILL_LOG(ERROR) << verbose.status().message() << "; no verbose output";
+    } else if (verbose->has_value()) {
+      SetVerbose(static_cast<int>(**verbose));
     }
-    if (const char* path = std::getenv("RILL_TRACE"); path != nullptr && *path != '\0') {
-      absl::Status status = StartTracing(PerRankPath(path));
-      if (!status.ok()) RILL_LOG(WARNING) << "RILL_TRACE ignored: " << status.message();
-    }
+    absl::StatusOr<std::optional<std::string>> trace = EnvString("RILL_TRACE");
+    absl::Status status = trace.status();
+    if (status.ok() && trace->has_value()) status = StartTracing(PerRankPath(**trace));
+    if (!status.ok()) RILL_LOG(ERROR) << status.message() << "; no trace is written";
   });
 }
 

@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <csignal>
 #include <cstdarg>
 #include <cstdio>
@@ -121,7 +122,43 @@ absl::StatusOr<std::pair<engine::Context, std::string>> BestDevice() {
                       "); the host runs oneDNN and OpenBLAS, OpenCL here is PoCL on the same CPU"));
 }
 
+// Every count flag within a bound, before anything is allocated: a batch,
+// a dense layer or a prefetch depth past these would not fit in memory
+// (--hidden=16384 is 51M parameters, 600 MB with Adam's state).
+absl::Status CheckCountFlags() {
+  constexpr int64_t kMaxCount = int64_t{1} << 40;
+  RILL_RETURN_IF_ERROR(
+      tools::CheckFlagRange("epochs", absl::GetFlag(FLAGS_epochs), 1, 100000, "training epochs"));
+  RILL_RETURN_IF_ERROR(tools::CheckFlagRange("batch", absl::GetFlag(FLAGS_batch), 1, 65536,
+                                             "images per step over all devices"));
+  RILL_RETURN_IF_ERROR(tools::CheckFlagRange("hidden", absl::GetFlag(FLAGS_hidden), 1, 16384,
+                                             "units of the dense layer"));
+  RILL_RETURN_IF_ERROR(
+      tools::CheckFlagRange("prefetch", absl::GetFlag(FLAGS_prefetch), 0, 64, "batches ahead"));
+  RILL_RETURN_IF_ERROR(tools::CheckFlagRange("train_limit", absl::GetFlag(FLAGS_train_limit), 0,
+                                             kMaxCount, "images; 0: all"));
+  RILL_RETURN_IF_ERROR(tools::CheckFlagRange("test_limit", absl::GetFlag(FLAGS_test_limit), 0,
+                                             kMaxCount, "images; 0: all"));
+  RILL_RETURN_IF_ERROR(tools::CheckFlagRange("curve_every", absl::GetFlag(FLAGS_curve_every), 0,
+                                             kMaxCount, "steps; 0: per epoch"));
+  RILL_RETURN_IF_ERROR(tools::CheckFlagRange("max_steps", absl::GetFlag(FLAGS_max_steps), 0,
+                                             kMaxCount, "steps; 0: no limit"));
+  RILL_RETURN_IF_ERROR(tools::CheckFlagRange("state_every", absl::GetFlag(FLAGS_state_every), 0,
+                                             kMaxCount, "steps; 0: never"));
+  const double dropout = absl::GetFlag(FLAGS_dropout), lr = absl::GetFlag(FLAGS_lr);
+  if (!(dropout >= 0 && dropout < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--dropout=", dropout, " is out of range [0, 1) (the dropped fraction)"));
+  }
+  if (!(lr > 0 && std::isfinite(lr))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--lr=", lr, " is not a positive finite learning rate"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Run() {
+  RILL_RETURN_IF_ERROR(CheckCountFlags());
   train::TrainOptions o;
   o.batch_size = absl::GetFlag(FLAGS_batch);
   o.lr = absl::GetFlag(FLAGS_lr);
@@ -161,8 +198,6 @@ absl::Status Run() {
     std::signal(SIGTERM, OnSigterm);
   }
   const int epochs = absl::GetFlag(FLAGS_epochs);
-  if (epochs <= 0)
-    return absl::InvalidArgumentError(absl::StrCat("--epochs=", epochs, " is not positive"));
   const std::string device = absl::GetFlag(FLAGS_device), devices = absl::GetFlag(FLAGS_devices);
   if (!device.empty() && !devices.empty()) {
     return absl::InvalidArgumentError("--device and --devices are exclusive");

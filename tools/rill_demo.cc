@@ -12,6 +12,7 @@
 #include <string>
 
 #include "absl/flags/flag.h"
+#include "rill/base/env_settings.h"
 #include "rill/rill.h"
 #include "rill/stream/trace_recorder.h"
 #include "tools/demo_dnn.h"
@@ -23,7 +24,7 @@
 #endif
 
 ABSL_FLAG(bool, quiet, false, "print only the tables");
-ABSL_FLAG(int64_t, n, 1 << 20, "floats per device in the pipeline (positive)");
+ABSL_FLAG(int64_t, n, 1 << 20, "floats per device in the pipeline (1 to 134217728)");
 ABSL_FLAG(
     std::string, trace, "",
     "write one Chrome/Perfetto trace (.json) of everything the demo runs: every stream operation "
@@ -36,7 +37,13 @@ double Ms(absl::Duration d) { return absl::ToDoubleMilliseconds(d); }
 
 }  // namespace
 
+// The most floats --n may ask for: each device gets three buffers of n
+// floats and the host three more (512 MiB each at the bound).
+constexpr int64_t kMaxFloats = int64_t{1} << 27;
+
 int main(int argc, char** argv) {
+  rill::tools::CheckEnvironmentOrExit(
+      argc > 1 && std::strcmp(argv[1], "train") == 0 ? "rill-demo train" : "rill-demo");
   if (argc > 1 && std::strcmp(argv[1], "train") == 0) {
 #ifdef RILL_DEMO_TRAIN
     return rill::demo::RunTrain(argc - 1, argv + 1);
@@ -62,14 +69,18 @@ int main(int argc, char** argv) {
   const bool quiet = absl::GetFlag(FLAGS_quiet);
   const int64_t n = absl::GetFlag(FLAGS_n);
   const std::string trace_path = absl::GetFlag(FLAGS_trace);
-  if (n <= 0) {
-    std::fprintf(stderr, "ERROR: --n=%lld: the float count must be positive\n",
-                 static_cast<long long>(n));
+  if (absl::Status range =
+          rill::tools::CheckFlagRange("n", n, 1, kMaxFloats, "floats per device in the pipeline");
+      !range.ok()) {
+    std::fprintf(stderr, "rill-demo: %s\n", std::string(range.message()).c_str());
     return 2;
   }
 
   if (!trace_path.empty()) {
-    if (absl::Status started = rill::StartTracing(trace_path); !started.ok()) {
+    // Checked now, not when the trace is written after the whole run.
+    absl::Status started = rill::CheckWritablePath("cannot write", trace_path);
+    if (started.ok()) started = rill::StartTracing(trace_path);
+    if (!started.ok()) {
       std::fprintf(stderr, "ERROR: --trace=%s: %s\n", trace_path.c_str(),
                    started.ToString().c_str());
       return 2;

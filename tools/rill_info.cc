@@ -319,6 +319,7 @@ void PrintJson(const InfoReport& r) {
 }  // namespace rill::tools
 
 int main(int argc, char** argv) {
+  rill::tools::CheckEnvironmentOrExit("rill-info");
   rill::tools::ParseToolFlags(
       argc, argv,
       {.name = "rill-info",

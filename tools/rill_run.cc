@@ -157,6 +157,11 @@ struct Options {
   double rtol = 0, atol = 0;
 };
 
+// The bounds of the count flags: a batch past kMaxBatch would have every
+// input allocate that many samples, and kMaxRuns passes are hours.
+constexpr int64_t kMaxBatch = 65536;
+constexpr int64_t kMaxRuns = 1000000;
+
 absl::StatusOr<Options> ReadOptions(const std::vector<char*>& positional) {
   Options o;
   if (positional.size() != 2) {
@@ -190,9 +195,10 @@ absl::StatusOr<Options> ReadOptions(const std::vector<char*>& positional) {
   o.test_data = absl::GetFlag(FLAGS_test_data);
   o.compare = absl::GetFlag(FLAGS_compare);
   o.json = absl::GetFlag(FLAGS_json);
-  if (o.batch < 0) return absl::InvalidArgumentError(absl::StrCat("--batch=", o.batch, " < 0"));
-  if (o.runs < 1) return absl::InvalidArgumentError(absl::StrCat("--runs=", o.runs, " < 1"));
-  if (o.warmup < 0) return absl::InvalidArgumentError(absl::StrCat("--warmup=", o.warmup, " < 0"));
+  RILL_RETURN_IF_ERROR(
+      CheckFlagRange("batch", o.batch, 0, kMaxBatch, "a batch size; 0: the importer's default"));
+  RILL_RETURN_IF_ERROR(CheckFlagRange("runs", o.runs, 1, kMaxRuns, "timed passes"));
+  RILL_RETURN_IF_ERROR(CheckFlagRange("warmup", o.warmup, 0, kMaxRuns, "untimed passes"));
   if (o.opt != 0 && o.opt != 1)
     return absl::InvalidArgumentError(absl::StrCat("--opt=", o.opt, ": the levels are 0 and 1"));
   if (!(o.rtol >= 0) || !(o.atol >= 0))
@@ -489,6 +495,7 @@ std::optional<Failure> Run(const Options& o, RunReport& r) {
 }
 
 int Main(int argc, char** argv) {
+  CheckEnvironmentOrExit("rill-run");
   Args args(argc, argv);
   const std::vector<char*> positional = ParseToolFlags(args.argc(), args.argv(),
                                                        {.name = "rill-run",

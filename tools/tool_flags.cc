@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "rill/base/env_settings.h"
 
 #ifndef RILL_VERSION
 #error "RILL_VERSION must be defined by the build (tools/CMakeLists.txt)"
@@ -94,6 +95,22 @@ void CheckNotForeign(const ToolCommand& command, absl::string_view arg) {
 }  // namespace
 
 const char* RillVersion() { return RILL_VERSION; }
+
+void CheckEnvironmentOrExit(std::string_view tool) {
+  const absl::Status env = ValidateEnvironment();
+  if (env.ok()) return;
+  std::fprintf(stderr, "%.*s: %.*s\n", static_cast<int>(tool.size()), tool.data(),
+               static_cast<int>(env.message().size()), env.message().data());
+  std::exit(2);
+}
+
+absl::Status CheckFlagRange(std::string_view flag, int64_t value, int64_t min, int64_t max,
+                            std::string_view what) {
+  if (value >= min && value <= max) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--", absl::string_view(flag.data(), flag.size()), "=", value, " is out of range [", min,
+      ", ", max, "] (", absl::string_view(what.data(), what.size()), ")"));
+}
 
 std::vector<char*> ParseToolFlags(int argc, char** argv, const ToolCommand& command) {
   absl::SetProgramUsageMessage(command.usage);

@@ -1,8 +1,12 @@
 #ifndef RILL_TOOLS_TOOL_FLAGS_H_
 #define RILL_TOOLS_TOOL_FLAGS_H_
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "absl/status/status.h"
 
 namespace rill::tools {
 
@@ -37,6 +41,18 @@ struct ToolCommand {
 // `usage_error_status` instead when it is set. Returns the positional
 // arguments (argv[0] first). Call once per process.
 std::vector<char*> ParseToolFlags(int argc, char** argv, const ToolCommand& command);
+
+// Checks every RILL_* environment setting (rill::ValidateEnvironment) and,
+// when one is bad, prints "<tool>: <the message>" to stderr and exits with
+// status 2: "rill-demo: RILL_ENGINE='turbo' is not one of: threaded, naive".
+// Unknown RILL_* variables only get a warning. Call first thing in main.
+void CheckEnvironmentOrExit(std::string_view tool);
+
+// InvalidArgument "--<flag>=<value> is out of range [<min>, <max>] (<what>)"
+// unless min <= value <= max. Every size or count flag of the tools goes
+// through it, so a huge value is refused before anything is allocated.
+absl::Status CheckFlagRange(std::string_view flag, int64_t value, int64_t min, int64_t max,
+                            std::string_view what);
 
 // The Rill version the tools were built with (CMake's project version).
 const char* RillVersion();

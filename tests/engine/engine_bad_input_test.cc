@@ -3,12 +3,16 @@
 // on an asynchronous function that never completes has a way out; worker
 // counts are bounded, not narrowed; a push to a missing device is refused
 // before any thread is made for it; a var handle deleted any number of slot
-// reuses ago stays refused; kPrioritized with any int priority goes first.
+// reuses ago stays refused; kPrioritized with any int priority goes first;
+// a bad RILL_* setting makes the default engine refuse work with the cause.
+
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <climits>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -19,6 +23,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
@@ -189,6 +194,68 @@ TEST(EngineBadInputOptions, WorkerCountsFromTheEnvironmentAreBounded) {
   ScopedEnv bound("RILL_ENGINE_MAX_IN_FLIGHT", "99999999999999999999");
   EXPECT_TRUE(HasError(EngineOptions::FromEnv({}).status(), absl::StatusCode::kInvalidArgument,
                        {"RILL_ENGINE_MAX_IN_FLIGHT", "99999999999999999999"}));
+}
+
+// A bad RILL_ENGINE* setting is refused naming the accepted values, and a
+// trace that cannot be written is refused when the engine is created (it
+// was found at shutdown, after the whole run).
+TEST(EngineBadInputOptions, EngineSettingsAreRefusedNamingWhatIsAccepted) {
+  {
+    ScopedEnv kind("RILL_ENGINE", "turbo");
+    EXPECT_TRUE(HasError(EngineOptions::FromEnv({}).status(), absl::StatusCode::kInvalidArgument,
+                         {"RILL_ENGINE='turbo' is not one of: threaded, naive"}));
+  }
+  {
+    ScopedEnv trace("RILL_ENGINE_TRACE", "/dev/full");
+    EXPECT_TRUE(
+        HasError(Engine::CreateFromEnv({}).status(), absl::StatusCode::kResourceExhausted,
+                 {"RILL_ENGINE_TRACE='/dev/full': cannot write", "No space left on device"}));
+  }
+  const std::string missing =
+      (std::filesystem::temp_directory_path() / "rill_no_such_folder_39" / "trace.json").string();
+  {
+    ScopedEnv trace("RILL_ENGINE_TRACE", missing.c_str());
+    EXPECT_TRUE(HasError(Engine::CreateFromEnv({}).status(), absl::StatusCode::kNotFound,
+                         {"RILL_ENGINE_TRACE", missing, "No such file or directory"}));
+  }
+  EngineOptions options;
+  options.trace_path = missing;
+  EXPECT_TRUE(
+      HasError(Engine::Create(options).status(), absl::StatusCode::kNotFound,
+               {"EngineOptions::trace_path: cannot write", missing, "No such file or directory"}));
+}
+
+// The default engine used to log "using default options" and run on with a
+// bad setting (RILL_ENGINE=turbo, RILL_ENGINE_CPU_WORKERS=0, RILL_VERBOSE=abc).
+// Now creating it checks every RILL_* setting and, when one is bad, every
+// push to it fails with the cause. In a child, where the default engine is
+// made first.
+TEST(EngineBadInputDeathTest, TheDefaultEngineRefusesWorkWhenASettingIsBad) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  struct Case {
+    const char* variable;
+    const char* value;
+    const char* message;
+  };
+  for (const Case& c :
+       {Case{"RILL_ENGINE", "turbo", " is not one of: threaded, naive"},
+        Case{"RILL_ENGINE_CPU_WORKERS", "0", " is not an integer in \\[1, 1024\\]"},
+        Case{"RILL_VERBOSE", "abc", " is not an integer in \\[0, 2\\]"},
+        Case{"RILL_TRACE", "/dev/full", ": cannot write /dev/full: No space left"}}) {
+    SCOPED_TRACE(c.variable);
+    ScopedEnv env(c.variable, c.value);
+    const std::string cause = absl::StrCat(c.variable, "='", c.value, "'", c.message);
+    EXPECT_EXIT(
+        {
+          const absl::Status pushed = Engine::Default().PushSync(Noop, Context::Host(), {}, {});
+          const bool named = absl::StrContains(pushed.message(), c.variable) &&
+                             Engine::DefaultStatus().message() == pushed.message();
+          std::fprintf(stderr, "push: %s\n", pushed.ToString().c_str());
+          _exit(!pushed.ok() && named ? 0 : 1);
+        },
+        ::testing::ExitedWithCode(0),
+        absl::StrCat("push: .*the default engine was not created: ", cause));
+  }
 }
 
 // The same bounds for options set through the API: each field named with
