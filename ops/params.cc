@@ -60,9 +60,15 @@ absl::Status ParseParam(std::string_view text, std::vector<int64_t>* out) {
   }
   out->clear();
   if (absl::StripAsciiWhitespace(t).empty()) return absl::OkStatus();
-  for (absl::string_view part : absl::StrSplit(t, ',')) {
-    part = absl::StripAsciiWhitespace(part);
-    if (part.empty()) continue;  // "(1,)"
+  const std::vector<absl::string_view> parts = absl::StrSplit(t, ',');
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const absl::string_view part = absl::StripAsciiWhitespace(parts[i]);
+    // Only a trailing comma after an element may leave a part empty: "(1,)".
+    if (part.empty() && (i + 1 < parts.size() || i == 0)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "'", AsAbsl(text), "' is not a valid int tuple: element ", i + 1, " is empty"));
+    }
+    if (part.empty()) break;
     int64_t v;
     if (!absl::SimpleAtoi(part, &v)) return Malformed(text, "int tuple such as (1, 2)");
     out->push_back(v);
@@ -88,7 +94,9 @@ absl::StatusOr<std::shared_ptr<const void>> ParamSchema::Parse(std::string_view 
     return std::shared_ptr<const void>();
   }
   std::shared_ptr<void> params = make_();
-  std::vector<bool> seen(fields_.size(), false);
+  // Per field, the attribute that set it (or null): a key given twice is
+  // an error, not the last one winning.
+  std::vector<const std::string*> seen(fields_.size(), nullptr);
   for (const auto& [key, value] : attrs) {
     size_t i = 0;
     while (i < fields_.size() && fields_[i].name != key) ++i;
@@ -99,16 +107,21 @@ absl::StatusOr<std::shared_ptr<const void>> ParamSchema::Parse(std::string_view 
           absl::StrCat("op '", AsAbsl(op), "' has no attribute '", key,
                        "'; its attributes: ", absl::StrJoin(names, ", ")));
     }
+    if (seen[i] != nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("op '", AsAbsl(op), "' attribute '", key,
+                                                     "' is given twice: '", *seen[i], "' and '",
+                                                     value, "'"));
+    }
     absl::Status s = fields_[i].parse(params.get(), value);
     if (!s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("op '", AsAbsl(op), "' attribute '", key,
                                                      "' expects ", fields_[i].type, ": ",
                                                      s.message()));
     }
-    seen[i] = true;
+    seen[i] = &value;
   }
   for (size_t i = 0; i < fields_.size(); ++i) {
-    if (fields_[i].required && !seen[i]) {
+    if (fields_[i].required && seen[i] == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat("op '", AsAbsl(op), "' needs attribute '",
                                                      fields_[i].name, "' (", fields_[i].type, ")"));
     }

@@ -35,8 +35,9 @@ absl::Status ParseParam(std::string_view text, double* out);
 absl::Status ParseParam(std::string_view text, float* out);
 absl::Status ParseParam(std::string_view text, bool* out);
 absl::Status ParseParam(std::string_view text, std::string* out);
-absl::Status ParseParam(std::string_view text,
-                        std::vector<int64_t>* out);  // "(1, 2)", "[1,2]", "1"
+// "(1, 2)", "[1,2]", "1", "(1,)", "()"; an empty element ("(2,,3)", "(,)")
+// is malformed.
+absl::Status ParseParam(std::string_view text, std::vector<int64_t>* out);
 absl::Status ParseParam(std::string_view text, DType* out);
 
 // An int tuple as ParseParam reads it back: "(2, 3)", "(4,)", "()".
@@ -119,7 +120,8 @@ class ParamSchema {
   const std::vector<FieldInfo>& fields() const { return fields_; }
   // The parameters of op `op` from `attrs`: InvalidArgument naming an
   // unknown attribute (and the known ones), a malformed value (and the
-  // expected type) or a missing required one. An op without parameters
+  // expected type), an attribute given twice (and both values) or a
+  // missing required one. An op without parameters
   // accepts no attributes (null result).
   absl::StatusOr<std::shared_ptr<const void>> Parse(std::string_view op, const Attrs& attrs) const;
 

@@ -1,7 +1,10 @@
 #include "rill/ops/elementwise/elementwise.h"
 
+#include <charconv>
 #include <cmath>
+#include <limits>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -282,6 +285,38 @@ absl::Status ModType(const InferContext& ctx, std::vector<DType>* out) {
   return absl::OkStatus();
 }
 
+// `v` as its shortest text that reads back the same ("0.5", "2147483648",
+// "nan", "-inf"): StrCat's six digits would hide the bad value.
+std::string ScalarText(double v) {
+  char buf[64];
+  const std::to_chars_result r = std::to_chars(buf, buf + sizeof(buf), v);
+  return std::string(buf, r.ptr);
+}
+
+// The scalar forms' types: an integer input takes a whole scalar in its
+// type's range (docs/integer-semantics.md), so that the kernels' conversion
+// is exact: not NaN, an infinity, a fraction or a value that would wrap.
+absl::Status ScalarType(const InferContext& ctx, std::vector<DType>* out) {
+  RILL_RETURN_IF_ERROR(SameTypeAsInputs(ctx, out));
+  const DType t = ctx.in_types[0];
+  if (IsFloat(t)) return absl::OkStatus();
+  const double s = ctx.p<ScalarParams>().scalar;
+  return DispatchDType(t, [&](auto v) -> absl::Status {
+    using T = decltype(v);
+    // [lo, top): both are 0 or powers of two, exact as doubles (int64's
+    // max rounds up to 2^63 as a double).
+    const double lo = static_cast<double>(std::numeric_limits<T>::min());
+    const double top = static_cast<double>(std::numeric_limits<T>::max()) + 1.0;
+    if (!(s >= lo && s < top && s == std::floor(s))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("scalar ", ScalarText(s), " is not a value of ", DTypeName(t),
+                       ": an integer input takes a whole number in [",
+                       +std::numeric_limits<T>::min(), ", ", +std::numeric_limits<T>::max(), "]"));
+    }
+    return absl::OkStatus();
+  });
+}
+
 absl::Status BoolType(const InferContext& ctx, std::vector<DType>* out) {
   (*out)[0] = DType::kBool;
   return absl::OkStatus();
@@ -430,6 +465,7 @@ void RegisterElementwiseOps(OpRegistry& r) {
     r.Check(r.Register(OpDef(sc.name)
                            .set_params(ParamSchema::For<ScalarParams>().Required(
                                "scalar", &ScalarParams::scalar, "the scalar operand"))
+                           .set_infer_type(ScalarType)
                            .set_dtypes(fl ? kFloatTypes : kNumericTypes)
                            .set_inplace({{0, 0}})
                            .set_gradient(sc.grad)));

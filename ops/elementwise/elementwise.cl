@@ -1,5 +1,6 @@
 // The elementwise ops' device kernels, one source for OpenCL C and CUDA.
-// The host defines T (the element type), IS_FLOAT, KERNEL(name) (the entry
+// The host defines T (the element type), UT (its unsigned type; T for
+// floats), IS_FLOAT, KERNEL(name) (the entry
 // name: `name` in OpenCL, `name_<suffix>` in CUDA), RILL_FN (a helper's
 // qualifiers) and the op codes BIN_* / UN_* (elementwise_codes.h), then
 // includes this text: elementwise_device.cc prepends them for OpenCL, and
@@ -24,9 +25,25 @@ typedef struct {
 } WherePlan;
 #endif
 
-#if !IS_FLOAT
-// a mod b for integers (elementwise_math.h's IntMod): truncated (C's %) or
-// floored (Python's %, the divisor's sign); 0 when b is 0 or -1.
+// Integer arithmetic without undefined behaviour or traps
+// (elementwise_math.h, docs/integer-semantics.md): +, -, * wrap modulo
+// 2^bits, computed in UT (T's unsigned type; T itself for floats); / and
+// mod give 0 for a divisor of 0, INT_MIN / -1 wraps to INT_MIN.
+#if IS_FLOAT
+RILL_FN T wrap_add(T a, T b) { return a + b; }
+RILL_FN T wrap_sub(T a, T b) { return a - b; }
+RILL_FN T wrap_mul(T a, T b) { return a * b; }
+#else
+RILL_FN T wrap_add(T a, T b) { return (T)((UT)a + (UT)b); }
+RILL_FN T wrap_sub(T a, T b) { return (T)((UT)a - (UT)b); }
+RILL_FN T wrap_mul(T a, T b) { return (T)((UT)a * (UT)b); }
+RILL_FN T int_div(T a, T b) {
+  if (b == (T)0) return (T)0;
+  if ((T)(-1) < (T)0 && b == (T)(-1)) return wrap_sub((T)0, a);
+  return (T)(a / b);
+}
+// a mod b: truncated (C's %) or floored (Python's %, the divisor's sign);
+// 0 when b is 0 or -1.
 RILL_FN T int_mod(T a, T b, int floored) {
   if (b == (T)0 || ((T)(-1) < (T)0 && b == (T)(-1))) return (T)0;
   T r = (T)(a % b);
@@ -37,9 +54,9 @@ RILL_FN T int_mod(T a, T b, int floored) {
 
 RILL_FN T apply_binary(int op, T a, T b) {
   switch (op) {
-    case BIN_ADD: return a + b;
-    case BIN_SUB: return a - b;
-    case BIN_MUL: return a * b;
+    case BIN_ADD: return wrap_add(a, b);
+    case BIN_SUB: return wrap_sub(a, b);
+    case BIN_MUL: return wrap_mul(a, b);
 #if IS_FLOAT
     case BIN_DIV: return a / b;
     case BIN_POW: return pow(a, b);
@@ -47,8 +64,8 @@ RILL_FN T apply_binary(int op, T a, T b) {
     case BIN_RPOW: return pow(b, a);
     case BIN_FMOD: return fmod(a, b);
 #else
-    case BIN_DIV: return b == 0 ? (T)0 : (T)(a / b);
-    case BIN_RDIV: return a == 0 ? (T)0 : (T)(b / a);
+    case BIN_DIV: return int_div(a, b);
+    case BIN_RDIV: return int_div(b, a);
     case BIN_MOD: return int_mod(a, b, 1);
     case BIN_FMOD: return int_mod(a, b, 0);
 #endif
@@ -56,7 +73,7 @@ RILL_FN T apply_binary(int op, T a, T b) {
     case BIN_MIN: return a < b ? a : b;
     case BIN_EQUAL: return a == b ? (T)1 : (T)0;
     case BIN_GREATER: return a > b ? (T)1 : (T)0;
-    case BIN_RSUB: return b - a;
+    case BIN_RSUB: return wrap_sub(b, a);
   }
   return (T)0;
 }
@@ -74,7 +91,7 @@ __kernel void KERNEL(binary)(int op, __global const T* a, ulong a_off, __global 
     ib += k * p.b_strides[d];
   }
   T v = apply_binary(op, a[a_off + ia], b[b_off + ib]);
-  out[out_off + i] = add ? (T)(out[out_off + i] + v) : v;
+  out[out_off + i] = add ? wrap_add(out[out_off + i], v) : v;
 }
 
 __kernel void KERNEL(scalar)(int op, __global const T* x, ulong x_off, T s, __global T* out,
@@ -82,12 +99,12 @@ __kernel void KERNEL(scalar)(int op, __global const T* x, ulong x_off, T s, __gl
   ulong i = get_global_id(0);
   if (i >= n) return;
   T v = apply_binary(op, x[x_off + i], s);
-  out[out_off + i] = add ? (T)(out[out_off + i] + v) : v;
+  out[out_off + i] = add ? wrap_add(out[out_off + i], v) : v;
 }
 
 RILL_FN T apply_unary(int op, T x) {
   switch (op) {
-    case UN_NEG: return (T)(-x);
+    case UN_NEG: return wrap_sub((T)0, x);
 #if IS_FLOAT
     case UN_ABS: return fabs(x);
     case UN_EXP: return exp(x);
@@ -112,18 +129,18 @@ RILL_FN T apply_unary(int op, T x) {
     case UN_ACOSH: return acosh(x);
     case UN_ATANH: return atanh(x);
 #else
-    case UN_ABS: return x < 0 ? (T)(-x) : x;
+    case UN_ABS: return x < 0 ? wrap_sub((T)0, x) : x;  // abs(INT_MIN) is INT_MIN.
 #endif
     case UN_RELU: return x > 0 ? x : (T)0;
-    case UN_SQUARE: return (T)(x * x);
+    case UN_SQUARE: return wrap_mul(x, x);
   }
   return x;  // UN_COPY.
 }
 
 RILL_FN T apply_unary_backward(int op, T dy, T x) {
   switch (op) {
-    case UN_NEG: return (T)(-dy);
-    case UN_ABS: return x > 0 ? dy : (x < 0 ? (T)(-dy) : (T)0);
+    case UN_NEG: return wrap_sub((T)0, dy);
+    case UN_ABS: return x > 0 ? dy : (x < 0 ? wrap_sub((T)0, dy) : (T)0);
 #if IS_FLOAT
     case UN_EXP: return dy * exp(x);
     case UN_LOG: return dy / x;
@@ -149,7 +166,7 @@ RILL_FN T apply_unary_backward(int op, T dy, T x) {
     case UN_ATANH: return dy / ((T)1 - x * x);
 #endif
     case UN_RELU: return x > 0 ? dy : (T)0;
-    case UN_SQUARE: return (T)(dy * (T)2 * x);
+    case UN_SQUARE: return wrap_mul(wrap_mul(dy, (T)2), x);
   }
   return dy;  // UN_COPY.
 }
@@ -159,7 +176,7 @@ __kernel void KERNEL(unary)(int op, __global const T* x, ulong x_off, __global T
   ulong i = get_global_id(0);
   if (i >= n) return;
   T v = apply_unary(op, x[x_off + i]);
-  out[out_off + i] = add ? (T)(out[out_off + i] + v) : v;
+  out[out_off + i] = add ? wrap_add(out[out_off + i], v) : v;
 }
 
 __kernel void KERNEL(unary_backward)(int op, __global const T* dy, ulong dy_off,
@@ -168,7 +185,7 @@ __kernel void KERNEL(unary_backward)(int op, __global const T* dy, ulong dy_off,
   ulong i = get_global_id(0);
   if (i >= n) return;
   T v = apply_unary_backward(op, dy[dy_off + i], x[x_off + i]);
-  out[out_off + i] = add ? (T)(out[out_off + i] + v) : v;
+  out[out_off + i] = add ? wrap_add(out[out_off + i], v) : v;
 }
 
 #if IS_FLOAT
@@ -214,5 +231,5 @@ __kernel void KERNEL(where)(__global const unsigned char* c, ulong c_off, int c_
     iy += k * p.y_strides[d];
   }
   T v = where_true(c, (long)c_off + ic, c_size, c_mask) ? x[x_off + ix] : y[y_off + iy];
-  out[out_off + i] = add ? (T)(out[out_off + i] + v) : v;
+  out[out_off + i] = add ? wrap_add(out[out_off + i], v) : v;
 }

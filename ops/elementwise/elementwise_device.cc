@@ -35,6 +35,19 @@ std::string OpenClPrelude() {
   return s;
 }
 
+// The OpenCL C unsigned type of an integer type (wrapping arithmetic in
+// elementwise.cl); the type itself for floats.
+const char* UnsignedName(DType dtype) {
+  switch (dtype) {
+    case DType::kI32:
+      return "uint";
+    case DType::kI64:
+      return "ulong";
+    default:
+      return OpenClTypeName(dtype);  // uchar, float, double.
+  }
+}
+
 absl::StatusOr<const Kernel*> Get(OpContext& ctx, DType dtype, const char* entry) {
   const std::string key = absl::StrCat("elementwise.", entry, ".", DTypeSuffix(dtype));
   return DeviceKernel(
@@ -43,8 +56,8 @@ absl::StatusOr<const Kernel*> Get(OpContext& ctx, DType dtype, const char* entry
         const bool fl = dtype == DType::kF32 || dtype == DType::kF64;
         return absl::StrCat(
             dtype == DType::kF64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "",
-            "#define T ", OpenClTypeName(dtype), "\n#define IS_FLOAT ", fl ? 1 : 0, "\n",
-            OpenClPrelude(), kElementwiseClSource);
+            "#define T ", OpenClTypeName(dtype), "\n#define UT ", UnsignedName(dtype),
+            "\n#define IS_FLOAT ", fl ? 1 : 0, "\n", OpenClPrelude(), kElementwiseClSource);
       });
 }
 

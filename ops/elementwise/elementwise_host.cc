@@ -17,7 +17,7 @@ namespace {
 
 template <typename T>
 inline void Store(T* out, int64_t i, T v, bool add) {
-  out[i] = add ? static_cast<T>(out[i] + v) : v;
+  out[i] = add ? WrapAdd(out[i], v) : v;
 }
 
 // out[i] (+)= f(a[i * sa], b[i * sb]) for i < n, with sa, sb in {0, 1} known
@@ -25,7 +25,8 @@ inline void Store(T* out, int64_t i, T v, bool add) {
 template <BinaryCode C, typename T, bool kA, bool kB>
 void Inner(const T* a, const T* b, T* out, int64_t n, bool add) {
   if (add) {
-    for (int64_t i = 0; i < n; ++i) out[i] += ApplyBinary<C>(a[kA ? i : 0], b[kB ? i : 0]);
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = WrapAdd(out[i], ApplyBinary<C>(a[kA ? i : 0], b[kB ? i : 0]));
   } else {
     for (int64_t i = 0; i < n; ++i) out[i] = ApplyBinary<C>(a[kA ? i : 0], b[kB ? i : 0]);
   }
@@ -108,7 +109,7 @@ absl::Status HostUnary(OpContext& ctx) {
       T* o = out.data<T>();
       const int64_t n = x.size();
       if (add) {
-        for (int64_t i = 0; i < n; ++i) o[i] += ApplyUnary<C>(in[i]);
+        for (int64_t i = 0; i < n; ++i) o[i] = WrapAdd(o[i], ApplyUnary<C>(in[i]));
       } else {
         for (int64_t i = 0; i < n; ++i) o[i] = ApplyUnary<C>(in[i]);
       }
@@ -130,7 +131,7 @@ absl::Status HostUnaryBackward(OpContext& ctx) {
       T* o = out.data<T>();
       const int64_t n = x.size();
       if (add) {
-        for (int64_t i = 0; i < n; ++i) o[i] += ApplyUnaryBackward<C>(g[i], in[i]);
+        for (int64_t i = 0; i < n; ++i) o[i] = WrapAdd(o[i], ApplyUnaryBackward<C>(g[i], in[i]));
       } else {
         for (int64_t i = 0; i < n; ++i) o[i] = ApplyUnaryBackward<C>(g[i], in[i]);
       }

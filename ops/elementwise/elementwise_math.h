@@ -11,6 +11,55 @@
 
 namespace rill::ops {
 
+// Integer arithmetic without undefined behaviour or traps
+// (docs/integer-semantics.md): +, -, * and negation wrap modulo 2^bits
+// (two's complement), computed in the unsigned type; other types as usual.
+template <typename T, bool = std::is_integral_v<T>>
+struct WrapTypeOf {
+  using type = T;
+};
+template <typename T>
+struct WrapTypeOf<T, true> {
+  using type = std::make_unsigned_t<T>;
+};
+template <typename T>
+using WrapType = typename WrapTypeOf<T>::type;
+template <typename T>
+inline T WrapAdd(T a, T b) {
+  return static_cast<T>(static_cast<WrapType<T>>(a) + static_cast<WrapType<T>>(b));
+}
+template <typename T>
+inline T WrapSub(T a, T b) {
+  return static_cast<T>(static_cast<WrapType<T>>(a) - static_cast<WrapType<T>>(b));
+}
+template <typename T>
+inline T WrapMul(T a, T b) {
+  if constexpr (std::is_integral_v<T> && sizeof(T) < sizeof(unsigned)) {
+    return static_cast<T>(static_cast<unsigned>(a) *
+                          static_cast<unsigned>(b));  // No int promotion.
+  } else {
+    return static_cast<T>(static_cast<WrapType<T>>(a) * static_cast<WrapType<T>>(b));
+  }
+}
+template <typename T>
+inline T WrapNeg(T a) {
+  if constexpr (std::is_integral_v<T>)
+    return WrapSub(T(0), a);
+  else
+    return -a;
+}
+
+// a / b for integers, truncated toward zero: 0 when b is 0 (as NumPy),
+// and INT_MIN / -1 wraps to INT_MIN (x / -1 is -x), where C's / traps.
+template <typename T>
+inline T IntDiv(T a, T b) {
+  if (b == 0) return T(0);
+  if constexpr (std::is_signed_v<T>) {
+    if (b == T(-1)) return WrapNeg(a);
+  }
+  return static_cast<T>(a / b);
+}
+
 // a mod b for integers: truncated (C's %, the dividend's sign) or floored
 // (Python's %, the divisor's sign). 0 when b is 0, where % is undefined
 // (and traps on x86), and when b is -1, where INT_MIN % -1 traps.
@@ -29,19 +78,19 @@ inline T IntMod(T a, T b, bool floored) {
 
 template <BinaryCode C, typename T>
 inline T ApplyBinary(T a, T b) {
-  if constexpr (C == BinaryCode::kAdd) return a + b;
-  if constexpr (C == BinaryCode::kSub) return a - b;
-  if constexpr (C == BinaryCode::kRsub) return b - a;
-  if constexpr (C == BinaryCode::kMul) return a * b;
+  if constexpr (C == BinaryCode::kAdd) return WrapAdd(a, b);
+  if constexpr (C == BinaryCode::kSub) return WrapSub(a, b);
+  if constexpr (C == BinaryCode::kRsub) return WrapSub(b, a);
+  if constexpr (C == BinaryCode::kMul) return WrapMul(a, b);
   if constexpr (C == BinaryCode::kDiv) {
     if constexpr (std::is_integral_v<T>)
-      return b == 0 ? T(0) : T(a / b);
+      return IntDiv(a, b);
     else
       return a / b;
   }
   if constexpr (C == BinaryCode::kRdiv) {
     if constexpr (std::is_integral_v<T>)
-      return a == 0 ? T(0) : T(b / a);
+      return IntDiv(b, a);
     else
       return b / a;
   }
@@ -71,12 +120,12 @@ inline T Gelu(T x) {
 
 template <UnaryCode C, typename T>
 inline T ApplyUnary(T x) {
-  if constexpr (C == UnaryCode::kNeg) return static_cast<T>(-x);
+  if constexpr (C == UnaryCode::kNeg) return WrapNeg(x);
   if constexpr (C == UnaryCode::kAbs) {
     if constexpr (std::is_unsigned_v<T>)
       return x;
     else
-      return x < 0 ? static_cast<T>(-x) : x;
+      return x < 0 ? WrapNeg(x) : x;  // abs(INT_MIN) is INT_MIN.
   }
   if constexpr (C == UnaryCode::kExp) return std::exp(x);
   if constexpr (C == UnaryCode::kLog) return std::log(x);
@@ -85,7 +134,7 @@ inline T ApplyUnary(T x) {
   if constexpr (C == UnaryCode::kSigmoid) return Sigmoid(x);
   if constexpr (C == UnaryCode::kTanh) return std::tanh(x);
   if constexpr (C == UnaryCode::kGelu) return Gelu(x);
-  if constexpr (C == UnaryCode::kSquare) return static_cast<T>(x * x);
+  if constexpr (C == UnaryCode::kSquare) return WrapMul(x, x);
   if constexpr (C == UnaryCode::kErf) return std::erf(x);
   if constexpr (C == UnaryCode::kFloor) return std::floor(x);
   if constexpr (C == UnaryCode::kCeil) return std::ceil(x);
@@ -107,8 +156,8 @@ inline T ApplyUnary(T x) {
 // dy * f'(x).
 template <UnaryCode C, typename T>
 inline T ApplyUnaryBackward(T dy, T x) {
-  if constexpr (C == UnaryCode::kNeg) return static_cast<T>(-dy);
-  if constexpr (C == UnaryCode::kAbs) return x > 0 ? dy : (x < 0 ? static_cast<T>(-dy) : T(0));
+  if constexpr (C == UnaryCode::kNeg) return WrapNeg(dy);
+  if constexpr (C == UnaryCode::kAbs) return x > 0 ? dy : (x < 0 ? WrapNeg(dy) : T(0));
   if constexpr (C == UnaryCode::kExp) return dy * std::exp(x);
   if constexpr (C == UnaryCode::kLog) return dy / x;
   if constexpr (C == UnaryCode::kSqrt) return dy / (T(2) * std::sqrt(x));
@@ -126,7 +175,7 @@ inline T ApplyUnaryBackward(T dy, T x) {
     const T pdf = std::exp(T(-0.5) * x * x) * T(0.39894228040143267794);
     return dy * (cdf + x * pdf);
   }
-  if constexpr (C == UnaryCode::kSquare) return static_cast<T>(dy * T(2) * x);
+  if constexpr (C == UnaryCode::kSquare) return WrapMul(WrapMul(dy, T(2)), x);
   if constexpr (C == UnaryCode::kErf) {  // 2/sqrt(pi) exp(-x^2).
     return dy * T(1.12837916709551257390) * std::exp(-x * x);
   }

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "rill/base/checked_math.h"
 #include "rill/base/status_macros.h"
 #include "rill/ops/invoke.h"
 #include "rill/ops/nn/fused_conv.h"
@@ -96,10 +97,16 @@ absl::StatusOr<ConvGeometry> ConvGeom(const ConvParams& p, const Shape& x, const
   RILL_ASSIGN_OR_RETURN(auto dil, Pair("dilation", p.dilation, 1, 1));
   if (p.num_group < 1)
     return absl::InvalidArgumentError(absl::StrCat("num_group must be >= 1, got ", p.num_group));
-  if (x[1] != w[1] * p.num_group) {
+  const CheckedInt<int64_t> takes = CheckedInt<int64_t>(w[1]) * p.num_group;
+  if (!takes.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("conv2d num_group ", p.num_group, " times the ",
+                                                   w[1], " input channels of weight ", w.ToString(),
+                                                   " overflows a 64-bit size"));
+  }
+  if (x[1] != takes.value()) {
     return absl::InvalidArgumentError(
         absl::StrCat("conv2d data ", x.ToString(), " has ", x[1], " channels but weight ",
-                     w.ToString(), " with num_group ", p.num_group, " takes ", w[1] * p.num_group));
+                     w.ToString(), " with num_group ", p.num_group, " takes ", takes.value()));
   }
   if (w[0] % p.num_group != 0) {
     return absl::InvalidArgumentError(absl::StrCat("conv2d weight ", w.ToString(), " has ", w[0],
@@ -155,7 +162,17 @@ absl::StatusOr<PoolGeometry> PoolGeom(const PoolParams& p, const Shape& x) {
   g.pool.stride_h = stride.first;
   g.pool.stride_w = stride.second;
   g.x = TensorDescriptor{.n = x[0], .c = x[1], .h = x[2], .w = x[3]};
-  if (x[2] + 2 * pad.first < kernel.first || x[3] + 2 * pad.second < kernel.second) {
+  // The padded extents, checked: pad and kernel are the user's numbers.
+  const CheckedInt<int64_t> padded_h =
+      CheckedInt<int64_t>(x[2]) + CheckedInt<int64_t>(pad.first) * 2;
+  const CheckedInt<int64_t> padded_w =
+      CheckedInt<int64_t>(x[3]) + CheckedInt<int64_t>(pad.second) * 2;
+  if (!padded_h.ok() || !padded_w.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "pooling pad ", TupleString(p.pad), ": the padded ", padded_h.ok() ? "width" : "height",
+        " of data ", x.ToString(), " overflows a 64-bit size"));
+  }
+  if (padded_h.value() < kernel.first || padded_w.value() < kernel.second) {
     return absl::InvalidArgumentError(absl::StrCat("pooling kernel ", TupleString(p.kernel),
                                                    " is larger than the padded data ",
                                                    x.ToString()));

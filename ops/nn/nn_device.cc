@@ -114,10 +114,12 @@ long pool_argmax(__global const float* x, long base, PoolInfo p, long oy, long o
   return best;
 }
 
-long pool_count(PoolInfo p, long oy, long ox) {
-  if (p.mode == 1) return p.kh * p.kw;
+// The divisor of an average, in float: with a pad of nearly the window, a
+// window far larger than the data is valid, and kh * kw may pass 2^63.
+float pool_count(PoolInfo p, long oy, long ox) {
+  if (p.mode == 1) return (float)p.kh * (float)p.kw;
   long y0 = oy * p.sh - p.ph, x0 = ox * p.sw - p.pw;
-  return (min(y0 + p.kh, p.h) - max(y0, 0L)) * (min(x0 + p.kw, p.w) - max(x0, 0L));
+  return (float)(min(y0 + p.kh, p.h) - max(y0, 0L)) * (float)(min(x0 + p.kw, p.w) - max(x0, 0L));
 }
 
 __kernel void pool_forward(__global const float* x, ulong x_off, __global float* y, ulong y_off, PoolInfo p,
@@ -135,7 +137,7 @@ __kernel void pool_forward(__global const float* x, ulong x_off, __global float*
   float s = 0;
   for (long yy = max(y0, 0L); yy < min(y0 + p.kh, p.h); ++yy)
     for (long xx = max(x0, 0L); xx < min(x0 + p.kw, p.w); ++xx) s += x[base + yy * p.w + xx];
-  y[y_off + i] = s / (float)pool_count(p, oy, ox);
+  y[y_off + i] = s / pool_count(p, oy, ox);
 }
 
 __kernel void pool_backward(__global const float* dy, ulong dy_off, __global const float* x, ulong x_off,
@@ -154,7 +156,7 @@ __kernel void pool_backward(__global const float* dy, ulong dy_off, __global con
       if (p.mode == 0) {
         if (pool_argmax(x, base, p, oy, ox) == iy * p.w + ix) acc += g;
       } else {
-        acc += g / (float)pool_count(p, oy, ox);
+        acc += g / pool_count(p, oy, ox);
       }
     }
   }

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -552,6 +553,57 @@ TEST_P(NnTest, BadInputsGetErrorsNamingTheValues) {
   expect(Invoke("batch_norm", {x, g4, g4}), "gamma must be [3], got [4]");
   auto d = Make<double>({RandomData<double>(6, 1)}, {{2, 3}})[0];
   expect(Invoke("activation", {d}, {{"act_type", "relu"}}), "float64");
+}
+
+// Geometry from attributes near INT64_MAX: pooling's padded extent and
+// conv2d's channel count used to overflow signed arithmetic (UBSan).
+TEST_P(NnTest, GeometryThatOverflowsIsRefusedNamingTheAttribute) {
+  auto expect = [](const absl::StatusOr<std::vector<Tensor>>& r,
+                   std::initializer_list<std::string> needles) {
+    ASSERT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+    for (const std::string& n : needles)
+      EXPECT_NE(r.status().message().find(n), std::string::npos)
+          << "want '" << n << "' in " << r.status();
+  };
+  auto x = Make<float>({RandomData<float>(2 * 3 * 5 * 5, 1)}, {{2, 3, 5, 5}})[0];
+  const std::string max = std::to_string(std::numeric_limits<int64_t>::max());
+  const std::string max1 = std::to_string(std::numeric_limits<int64_t>::max() - 1);
+  expect(Invoke("pooling", {x}, {{"kernel", max}, {"pad", max1}}),
+         {"pooling pad (" + max1 + ")", "padded height", "overflows a 64-bit size"});
+  expect(Invoke("pooling", {x}, {{"kernel", "(2, " + max + ")"}, {"pad", "(1, " + max1 + ")"}}),
+         {"pooling pad (1, " + max1 + ")", "padded width", "overflows"});
+  auto k = Make<float>({RandomData<float>(4 * 3 * 3 * 3, 1)}, {{4, 3, 3, 3}})[0];
+  const std::string big_group = std::to_string(int64_t{1} << 62);
+  expect(Invoke("conv2d", {x, k}, {{"num_group", big_group}}),
+         {"num_group " + big_group, "overflows a 64-bit size"});
+}
+
+// A pad of nearly the window makes a window far larger than the data valid;
+// its area (2^80 here) used to overflow the average's divisor.
+TEST_P(NnTest, AWindowFarLargerThanTheDataAverages) {
+  auto x = Make<float>({{3.f}}, {{1, 1, 1, 1}})[0];
+  const std::string k = std::to_string(int64_t{1} << 40),
+                    p = std::to_string((int64_t{1} << 40) - 1),
+                    s = std::to_string(int64_t{1} << 62);
+  for (const char* include : {"1", "0"}) {
+    auto r = Invoke("pooling", {x},
+                    {{"kernel", k},
+                     {"pad", p},
+                     {"stride", s},
+                     {"pool_type", "avg"},
+                     {"count_include_pad", include}});
+    const absl::Status status = r.ok() ? (*r)[0].WaitToRead() : r.status();
+    if (ctx().ToString().rfind("cuda", 0) == 0 && !status.ok()) {
+      // cuDNN takes 32-bit windows: refused, not overflowed.
+      EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+      continue;
+    }
+    ASSERT_TRUE(status.ok()) << status;
+    ASSERT_EQ((*r)[0].shape(), Shape({1, 1, 1, 1}));
+    const float want = include[0] == '1' ? 3.f * std::ldexp(1.f, -80) : 3.f;
+    const float got = (*(*r)[0].ToHost<float>())[0];
+    EXPECT_NEAR(got, want, 1e-6 * want) << "count_include_pad=" << include;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllContexts, NnTest, ::testing::ValuesIn(testing::OpSuiteContexts()),

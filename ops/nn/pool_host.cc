@@ -116,7 +116,9 @@ void MaxBackward2x2(const Plane& g, const float* x, const float* dy, float* dx) 
 
 void ForwardPlane(const PoolingDescriptor& p, const Plane& g, const float* x, float* y) {
   const bool max = p.mode == PoolingMode::kMax;
-  const float full = static_cast<float>(p.window_h * p.window_w);
+  // In double: with a pad of nearly the window, a window far larger than
+  // the data is valid, and its area may pass INT64_MAX.
+  const float full = static_cast<float>(static_cast<double>(p.window_h) * p.window_w);
   for (int64_t oy = 0; oy < g.oh; ++oy) {
     const Span rows = Window(oy, p.stride_h, p.pad_h, p.window_h, g.h);
     for (int64_t ox = 0; ox < g.ow; ++ox) {
@@ -140,7 +142,9 @@ void BackwardPlane(const PoolingDescriptor& p, const Plane& g, const float* x, c
                    float* dx) {
   std::fill(dx, dx + g.h * g.w, 0.f);
   const bool max = p.mode == PoolingMode::kMax;
-  const float full = static_cast<float>(p.window_h * p.window_w);
+  // In double: with a pad of nearly the window, a window far larger than
+  // the data is valid, and its area may pass INT64_MAX.
+  const float full = static_cast<float>(static_cast<double>(p.window_h) * p.window_w);
   for (int64_t oy = 0; oy < g.oh; ++oy) {
     const Span rows = Window(oy, p.stride_h, p.pad_h, p.window_h, g.h);
     for (int64_t ox = 0; ox < g.ow; ++ox) {

@@ -119,6 +119,11 @@ absl::StatusOr<std::vector<bool>> ArgmaxMask(const Shape& in, int64_t axis) {
   return mask;
 }
 
+absl::Status BadLabelError(double label, int64_t row, int64_t classes) {
+  return absl::InvalidArgumentError(absl::StrCat("label ", label, " of row ", row,
+                                                 " is not a class index in [0, ", classes, ")"));
+}
+
 absl::StatusOr<ReducePlan> PlanFor(const OpContext& ctx) {
   const Shape& in = ctx.in(0).shape;
   std::vector<bool> mask;
@@ -415,17 +420,21 @@ void RegisterReduceOps(OpRegistry& r) {
                          .set_params(SoftmaxSchema())
                          .set_infer_shape(SoftmaxShape)
                          .set_inplace({{0, 0}})));
+  // A label that is not a class index fails the op (BadLabelError) on every
+  // platform; device kernels check the labels into temp space.
   r.Check(r.Register(OpDef(op_names::kSoftmaxCrossEntropy)
                          .set_inputs({"logits", "labels"})
                          .set_dtypes(kLabelTypes)
                          .set_infer_type(CrossEntropyType)
                          .set_infer_shape(CrossEntropyShape)
+                         .set_resources({ResourceKind::kTempSpace})
                          .set_gradient(CrossEntropyGrad)));
   r.Check(r.Register(OpDef(op_names::kBackwardSoftmaxCrossEntropy)
                          .set_inputs({"logits", "labels"})
                          .set_dtypes(kLabelTypes)
                          .set_infer_type(CrossEntropyType)
-                         .set_infer_shape(CrossEntropyBackwardShape)));
+                         .set_infer_shape(CrossEntropyBackwardShape)
+                         .set_resources({ResourceKind::kTempSpace})));
   r.Check(r.Register(
       OpDef(op_names::kCumsum)
           .set_params(ParamSchema::For<CumsumParams>()

@@ -3,6 +3,7 @@
 // suffix: reduce_f32, cumsum_i64, softmax_f64, cross_entropy_f32_i64, ...
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 namespace {
 
@@ -43,6 +44,23 @@ __device__ T MaxNan(T a, T v) {  // NaN propagates.
   return ((v > a || v != v) && a == a) ? v : a;
 }
 
+// Integers wrap modulo 2^bits (docs/integer-semantics.md), computed in the
+// unsigned type.
+template <typename T>
+__device__ T WrapAdd(T a, T b) {
+  if constexpr (IsFloat<T>::value)
+    return a + b;
+  else
+    return T(std::make_unsigned_t<T>(a) + std::make_unsigned_t<T>(b));
+}
+template <typename T>
+__device__ T WrapMul(T a, T b) {
+  if constexpr (IsFloat<T>::value)
+    return a * b;
+  else
+    return T(std::make_unsigned_t<T>(a) * std::make_unsigned_t<T>(b));
+}
+
 __device__ uint64_t GlobalId() { return uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; }
 
 __device__ int64_t BaseOf(const ReducePlan& p, int64_t i) {
@@ -68,14 +86,14 @@ __device__ void Reduce(int op, const T* x, uint64_t x_off, T* out, uint64_t out_
     int64_t off = 0;
     for (int d = 0; d < int(p.red_rank); ++d) off += idx[d] * p.red_strides[d];
     const T v = px[off];
-    acc = op == 2 ? MaxNan(acc, v) : op == 3 ? T(acc * v) : T(acc + v);
+    acc = op == 2 ? MaxNan(acc, v) : op == 3 ? WrapMul(acc, v) : WrapAdd(acc, v);
     for (int d = int(p.red_rank) - 1; d >= 0; --d) {
       if (++idx[d] < p.red_dims[d]) break;
       idx[d] = 0;
     }
   }
   if (op == 1) acc = T(acc / T(p.red_size));
-  out[out_off + i] = add ? T(out[out_off + i] + acc) : acc;
+  out[out_off + i] = add ? WrapAdd(out[out_off + i], acc) : acc;
 }
 
 template <typename T>
@@ -94,7 +112,7 @@ __device__ void Argmax(const T* x, uint64_t x_off, int64_t* out, uint64_t out_of
       bi = r;
     }
   }
-  out[out_off + i] = add ? out[out_off + i] + bi : bi;
+  out[out_off + i] = add ? WrapAdd(out[out_off + i], bi) : bi;
 }
 
 template <typename T>
@@ -149,16 +167,41 @@ __device__ void Cumsum(const T* x, uint64_t x_off, T* out, uint64_t out_off, uin
   for (int64_t r = 0; r < n; ++r) {
     const int64_t k = (reverse ? n - 1 - r : r) * inner;
     const T v = px[k];
-    const T s = exclusive ? acc : T(acc + v);
-    acc = T(acc + v);
-    po[k] = add ? T(po[k] + s) : s;
+    const T s = exclusive ? acc : WrapAdd(acc, v);
+    acc = WrapAdd(acc, v);
+    po[k] = add ? WrapAdd(po[k], s) : s;
   }
 }
 
+// The class of a label, or -1 when it is not an index in [0, classes)
+// (range checked before the conversion).
 template <typename L>
 __device__ int64_t ClassOf(L v, int64_t classes) {
+  if constexpr (IsFloat<L>::value) {
+    if (!(v >= L(0) && v < L(classes))) return -1;
+  } else {
+    if (v < L(0) || int64_t(v) >= classes) return -1;
+  }
   const int64_t c = int64_t(v);
-  return (v >= L(0) && c < classes && L(c) == v) ? c : -1;
+  return L(c) == v ? c : -1;
+}
+
+// One thread: bad[0] = the first row whose label is not a class index (-1:
+// none), and that label (as L) at bad + 1 (reduce_device.cc's check_labels).
+template <typename L>
+__device__ void CheckLabels(const L* labels, uint64_t l_off, int64_t rows, int64_t classes,
+                            int64_t* bad, uint64_t bad_off) {
+  if (GlobalId() != 0) return;
+  bad += bad_off;
+  bad[0] = -1;
+  for (int64_t i = 0; i < rows; ++i) {
+    const L v = labels[l_off + i];
+    if (ClassOf(v, classes) < 0) {
+      bad[0] = i;
+      *reinterpret_cast<L*>(bad + 1) = v;
+      return;
+    }
+  }
 }
 
 template <typename T, typename L>
@@ -238,6 +281,11 @@ __device__ void CrossEntropyBackward(const T* x, uint64_t x_off, const L* labels
       const T* x, uint64_t x_off, const L* labels, uint64_t l_off, T* out, uint64_t out_off,       \
       int64_t rows, int64_t classes, int add) {                                                    \
     CrossEntropyBackward<T, L>(x, x_off, labels, l_off, out, out_off, rows, classes, add);         \
+  }                                                                                                \
+  extern "C" __global__ void check_labels_##S##_##LS(const L* labels, uint64_t l_off,              \
+                                                     int64_t rows, int64_t classes, int64_t* bad,  \
+                                                     uint64_t bad_off) {                           \
+    CheckLabels<L>(labels, l_off, rows, classes, bad, bad_off);                                    \
   }
 
 RILL_REDUCE_ENTRIES(float, f32)

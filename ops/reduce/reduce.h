@@ -75,6 +75,10 @@ AxisSplit SplitAt(const Shape& shape, int axis);
 absl::StatusOr<std::vector<bool>> ReduceMask(const Shape& in, const ReduceParams& p);
 absl::StatusOr<std::vector<bool>> SumToMask(const Shape& in, const std::vector<int64_t>& target);
 absl::StatusOr<std::vector<bool>> ArgmaxMask(const Shape& in, int64_t axis);
+// softmax_cross_entropy's error for `label` of row `row`, not a class index
+// in [0, classes): every platform's kernels report it alike.
+absl::Status BadLabelError(double label, int64_t row, int64_t classes);
+
 // The plan of the reduction `ctx` runs (by its op's name and parameters).
 absl::StatusOr<ReducePlan> PlanFor(const OpContext& ctx);
 

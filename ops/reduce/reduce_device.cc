@@ -4,6 +4,9 @@
 // (reductions) or per line (softmax, cross-entropy backward, cumsum),
 // looping over the reduced extent; loaded once per executor (ops/device_kernel.h).
 
+#include <array>
+#include <cstring>
+#include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -14,6 +17,7 @@
 #include "rill/ops/op_registry.h"
 #include "rill/ops/reduce/reduce.h"
 #include "rill/platform/platform.h"
+#include "rill/stream/stream.h"
 
 RILL_OPS_DECLARE_FATBIN(reduce);
 
@@ -29,8 +33,14 @@ typedef struct {
 
 #if IS_FLOAT
 #define LOWEST ((T)(-INFINITY))
+T wrap_add(T a, T b) { return a + b; }
+T wrap_mul(T a, T b) { return a * b; }
 #else
 #define LOWEST ((T)0)
+// Integers wrap modulo 2^bits (docs/integer-semantics.md): computed in UT,
+// T's unsigned type.
+T wrap_add(T a, T b) { return (T)((UT)a + (UT)b); }
+T wrap_mul(T a, T b) { return (T)((UT)a * (UT)b); }
 #endif
 
 long base_of(ReducePlan* p, long i) {
@@ -56,15 +66,15 @@ __kernel void reduce(int op, __global const T* x, ulong x_off, __global T* out, 
     for (int d = 0; d < (int)p.red_rank; ++d) off += idx[d] * p.red_strides[d];
     T v = px[off];
     if (op == 2) acc = ((v > acc || v != v) && acc == acc) ? v : acc;
-    else if (op == 3) acc *= v;
-    else acc += v;
+    else if (op == 3) acc = wrap_mul(acc, v);
+    else acc = wrap_add(acc, v);
     for (int d = (int)p.red_rank - 1; d >= 0; --d) {
       if (++idx[d] < p.red_dims[d]) break;
       idx[d] = 0;
     }
   }
   if (op == 1) acc = acc / (T)p.red_size;
-  out[out_off + i] = add ? (T)(out[out_off + i] + acc) : acc;
+  out[out_off + i] = add ? wrap_add(out[out_off + i], acc) : acc;
 }
 
 // One reduced axis: red_rank <= 1 and the linear index is the position.
@@ -80,7 +90,7 @@ __kernel void argmax(__global const T* x, ulong x_off, __global long* out, ulong
     T v = px[r * stride];
     if (best == best && (v > best || v != v)) { best = v; bi = r; }
   }
-  out[out_off + i] = add ? out[out_off + i] + bi : bi;
+  out[out_off + i] = add ? (long)((ulong)out[out_off + i] + (ulong)bi) : bi;
 }
 
 // Line i of [outer, n, inner]: elements start + k * inner, summed from
@@ -96,9 +106,9 @@ __kernel void cumsum(__global const T* x, ulong x_off, __global T* out, ulong ou
   for (long r = 0; r < n; ++r) {
     long k = (reverse ? n - 1 - r : r) * inner;
     T v = px[k];
-    T s = exclusive ? acc : (T)(acc + v);
-    acc = (T)(acc + v);
-    po[k] = add ? (T)(po[k] + s) : s;
+    T s = exclusive ? acc : wrap_add(acc, v);
+    acc = wrap_add(acc, v);
+    po[k] = add ? wrap_add(po[k], s) : s;
   }
 }
 
@@ -140,10 +150,34 @@ __kernel void softmax_backward(int is_log, __global const T* dy, ulong dy_off, _
   }
 }
 
-// The class of a label, or -1 when it is not an index in [0, classes).
+// The class of a label, or -1 when it is not an index in [0, classes)
+// (range checked before the conversion, which NaN or a huge float would
+// make undefined).
 long class_of(L v, long classes) {
+#if L_FLOAT
+  if (!(v >= (L)0 && v < (L)classes)) return -1;
+#else
+  if (v < (L)0 || (long)v >= classes) return -1;
+#endif
   long c = (long)v;
-  return (v >= (L)0 && c < classes && (L)c == v) ? c : -1;
+  return (L)c == v ? c : -1;
+}
+
+// One work item: bad[0] = the first row whose label is not a class index
+// (-1: none), and that label (as L) at bad + 1, for the op's error.
+__kernel void check_labels(__global const L* labels, ulong l_off, long rows, long classes,
+                           __global long* bad, ulong bad_off) {
+  if (get_global_id(0) != 0) return;
+  bad += bad_off;
+  bad[0] = -1;
+  for (long i = 0; i < rows; ++i) {
+    L v = labels[l_off + i];
+    if (class_of(v, classes) < 0) {
+      bad[0] = i;
+      *((__global L*)(bad + 1)) = v;
+      return;
+    }
+  }
 }
 
 // One work item: the mean loss (NaN for a bad label).
@@ -198,9 +232,13 @@ absl::StatusOr<const Kernel*> Get(OpContext& ctx, DType dtype, const char* entry
         const bool fl = dtype == DType::kF32 || dtype == DType::kF64;
         const bool f64 = dtype == DType::kF64 || (with_labels && labels == DType::kF64);
         return absl::StrCat(f64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "",
-                            "#define T ", OpenClTypeName(dtype), "\n#define L ",
-                            OpenClTypeName(labels), "\n#define IS_FLOAT ", fl ? 1 : 0, "\n",
-                            kSource);
+                            "#define T ", OpenClTypeName(dtype), "\n#define UT ",
+                            dtype == DType::kI32   ? "uint"
+                            : dtype == DType::kI64 ? "ulong"
+                                                   : OpenClTypeName(dtype),
+                            "\n#define L ", OpenClTypeName(labels), "\n#define L_FLOAT ",
+                            labels == DType::kF32 || labels == DType::kF64 ? 1 : 0,
+                            "\n#define IS_FLOAT ", fl ? 1 : 0, "\n", kSource);
       });
 }
 
@@ -272,11 +310,40 @@ absl::Status DeviceSoftmaxBackward(OpContext& ctx) {
   return Launch1D(ctx, *k, lines, args.Take());
 }
 
+// Enqueues the label check (check_labels) and a host callback that fails
+// with the host kernels' error (BadLabelError) when a label is bad, so that
+// the op's outputs carry it on every platform.
+absl::Status CheckLabelsOnDevice(OpContext& ctx, DType dtype, const TensorArg& labels,
+                                 int64_t classes) {
+  const int64_t rows = labels.size();
+  if (rows == 0) return absl::OkStatus();
+  RILL_ASSIGN_OR_RETURN(const Kernel* k, Get(ctx, dtype, "check_labels", labels.dtype, true));
+  RILL_ASSIGN_OR_RETURN(TensorArg bad, ctx.Temp(Shape{2}, DType::kI64));
+  LaunchArgs args;
+  args.Tensor(labels).Value<int64_t>(rows).Value<int64_t>(classes).Tensor(bad);
+  RILL_RETURN_IF_ERROR(Launch1D(ctx, *k, 1, args.Take()));
+  RILL_ASSIGN_OR_RETURN(Stream * stream, ctx.stream());
+  auto found = std::make_shared<std::array<int64_t, 2>>();
+  stream->ThenMemcpy(found->data(), bad.view(), sizeof(*found));
+  const DType ltype = labels.dtype;
+  return ctx.RunOnHost([found, ltype, classes]() -> absl::Status {
+    const int64_t row = (*found)[0];
+    if (row < 0) return absl::OkStatus();
+    const double label = DispatchDType(ltype, [&](auto t) {
+      decltype(t) v;
+      std::memcpy(&v, &(*found)[1], sizeof(v));
+      return static_cast<double>(v);
+    });
+    return BadLabelError(label, row, classes);
+  });
+}
+
 template <bool kBackward>
 absl::Status DeviceCrossEntropy(OpContext& ctx) {
   const TensorArg &x = ctx.in(0), &labels = ctx.in(1), &out = ctx.out(0);
   if (out.size() == 0) return absl::OkStatus();
   const int64_t rows = x.shape[0], classes = x.shape[1];
+  RILL_RETURN_IF_ERROR(CheckLabelsOnDevice(ctx, x.dtype, labels, classes));
   RILL_ASSIGN_OR_RETURN(const Kernel* k,
                         Get(ctx, x.dtype, kBackward ? "cross_entropy_backward" : "cross_entropy",
                             labels.dtype, true));

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "rill/base/status_macros.h"
+#include "rill/ops/elementwise/elementwise_math.h"
 #include "rill/ops/op_names.h"
 #include "rill/ops/op_registry.h"
 #include "rill/ops/reduce/reduce.h"
@@ -33,13 +34,10 @@ template <ReduceCode C, typename A, typename T>
 inline A Combine(A a, T v) {
   if constexpr (C == ReduceCode::kMax) {
     return (v > a || v != v) && a == a ? static_cast<A>(v) : a;  // NaN propagates.
-  } else if constexpr (C == ReduceCode::kProd && std::is_integral_v<A>) {
-    using U = std::make_unsigned_t<A>;  // Integer products wrap on overflow.
-    return static_cast<A>(static_cast<U>(a) * static_cast<U>(static_cast<A>(v)));
   } else if constexpr (C == ReduceCode::kProd) {
-    return a * static_cast<A>(v);
+    return WrapMul(a, static_cast<A>(v));  // Integers wrap (docs/integer-semantics.md).
   } else {
-    return a + static_cast<A>(v);
+    return WrapAdd(a, static_cast<A>(v));
   }
 }
 
@@ -82,7 +80,7 @@ void ReduceLoop(const T* x, T* out, const ReducePlan& p, int64_t n_out, bool add
   using A = Acc<C, T>;
   auto store = [&](int64_t o, A a) {
     const T v = Finish<C, T>(a, p.red_size);
-    out[o] = add ? static_cast<T>(out[o] + v) : v;
+    out[o] = add ? WrapAdd(out[o], v) : v;
   };
   if (p.red_size == 0) {
     for (int64_t o = 0; o < n_out; ++o) store(o, Init<C, A>());
@@ -175,7 +173,7 @@ absl::Status HostArgmax(OpContext& ctx) {
           }
         }
         int64_t* po = o + b * s.inner;
-        for (int64_t j = 0; j < s.inner; ++j) po[j] = add ? po[j] + idx[j] : idx[j];
+        for (int64_t j = 0; j < s.inner; ++j) po[j] = add ? WrapAdd(po[j], idx[j]) : idx[j];
       }
     });
     return absl::OkStatus();
@@ -273,8 +271,7 @@ absl::StatusOr<int64_t> LabelAt(const L* labels, int64_t i, int64_t classes) {
   const L v = labels[i];
   const double d = static_cast<double>(v);
   if (!(d >= 0 && d < static_cast<double>(classes) && d == std::floor(d))) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("label ", d, " of row ", i, " is not a class index in [0, ", classes, ")"));
+    return BadLabelError(d, i, classes);
   }
   return static_cast<int64_t>(d);
 }
@@ -351,9 +348,9 @@ absl::Status HostCumsum(OpContext& ctx) {
           const int64_t k = (reverse ? s.n - 1 - r : r) * s.inner;
           for (int64_t j = 0; j < s.inner; ++j) {
             const T v = px[k + j];
-            const T sum = exclusive ? acc[j] : static_cast<T>(acc[j] + v);
-            acc[j] = static_cast<T>(acc[j] + v);
-            po[k + j] = add ? static_cast<T>(po[k + j] + sum) : sum;
+            const T sum = exclusive ? acc[j] : WrapAdd(acc[j], v);
+            acc[j] = WrapAdd(acc[j], v);
+            po[k + j] = add ? WrapAdd(po[k + j], sum) : sum;
           }
         }
       }

@@ -22,7 +22,6 @@ namespace {
 using engine::Context;
 using testing::AllContexts;
 using testing::ExpectNear;
-using testing::HostMemoryContext;
 using testing::RandomData;
 
 using ReduceTest = testing::OpTest;
@@ -587,6 +586,12 @@ TEST_P(ReduceTest, BadInputsGetClearErrors) {
   expect(Invoke("max", {a}, {{"axes", "(1, -2)"}}), absl::StatusCode::kInvalidArgument,
          "axis -2 is given twice");
   expect(Invoke("sum", {a}, {{"axes", "(x)"}}), absl::StatusCode::kInvalidArgument, "int tuple");
+  // Through Invoke: a tuple with an empty element, an attribute given twice.
+  expect(
+      Invoke("sum", {a}, {{"axes", "(0,,1)"}}), absl::StatusCode::kInvalidArgument,
+      "attribute 'axes' expects int tuple: '(0,,1)' is not a valid int tuple: element 2 is empty");
+  expect(Invoke("sum", {a}, {{"axes", "(0,)"}, {"axes", "(1,)"}}),
+         absl::StatusCode::kInvalidArgument, "'axes' is given twice: '(0,)' and '(1,)'");
   expect(Invoke("sum", {a}, {{"axis", "1"}}), absl::StatusCode::kInvalidArgument, "'axis'");
   expect(Invoke("argmax", {a}, {{"axis", "3"}}), absl::StatusCode::kInvalidArgument, "3");
   expect(Invoke("softmax", {a}, {{"axis", "-7"}}), absl::StatusCode::kInvalidArgument, "-7");
@@ -619,28 +624,36 @@ TEST_P(ReduceTest, BadInputsGetClearErrors) {
   expect(Invoke("softmax_cross_entropy", {a, Make<int32_t>({0, 1}, {2})}),
          absl::StatusCode::kInvalidArgument, "[2, 3, 4]");
   expect(Invoke("softmax_cross_entropy", {i32, i32}), absl::StatusCode::kInvalidArgument, "int32");
-  if (HostMemoryContext(ctx())) {
-    // Host kernels check every label; a bad one poisons the output with its value.
-    auto r = Invoke("softmax_cross_entropy", {logits, Make<int32_t>({0, 7}, {2})});
-    ASSERT_TRUE(r.ok()) << r.status();
-    absl::Status s = (*r)[0].WaitToRead();
-    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
-    EXPECT_NE(s.message().find("label 7 of row 1"), std::string::npos) << s;
-    r = Invoke("_backward_softmax_cross_entropy", {logits, Make<float>({0.5f, 1}, {2})});
-    ASSERT_TRUE(r.ok()) << r.status();
-    s = (*r)[0].WaitToRead();
-    EXPECT_NE(s.message().find("label 0.5 of row 0"), std::string::npos) << s;
-  } else {
-    // Device kernels cannot fail: a bad label makes the loss (and its row's gradient) NaN.
-    auto r = Invoke("softmax_cross_entropy", {logits, Make<int32_t>({0, 7}, {2})});
-    ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_TRUE(std::isnan((*(*r)[0].ToHost<float>())[0]));
-    r = Invoke("_backward_softmax_cross_entropy", {logits, Make<float>({0.5f, 1}, {2})});
-    ASSERT_TRUE(r.ok()) << r.status();
-    auto d = *(*r)[0].ToHost<float>();
-    EXPECT_TRUE(std::isnan(d[0]) && std::isnan(d[2])) << d[0];
-    EXPECT_FALSE(std::isnan(d[3])) << d[3];
+  // Every platform checks every label and fails with the same error (device
+  // kernels used to return NaN); the output carries it. Out of range,
+  // negative, fractional, NaN and huge labels.
+  const struct {
+    Tensor labels;
+    const char* want;
+  } bad[] = {
+      {Make<int32_t>({0, 7}, {2}), "label 7 of row 1 is not a class index in [0, 3)"},
+      {Make<int64_t>({-1, 0}, {2}), "label -1 of row 0 is not a class index in [0, 3)"},
+      {Make<int64_t>({0, 1, std::numeric_limits<int64_t>::min()}, {3}), "of row 2"},
+      {Make<float>({0.5f, 1}, {2}), "label 0.5 of row 0"},
+      {Make<float>({1, std::nanf("")}, {2}), "label nan of row 1"},
+      {Make<double>({1e300, 1}, {2}), "label 1e+300 of row 0"},
+  };
+  for (const auto& b : bad) {
+    const Tensor x =
+        b.labels.shape()[0] == 3 ? Make<float>(std::vector<float>(9, 0.5f), {3, 3}) : logits;
+    for (const char* op : {"softmax_cross_entropy", "_backward_softmax_cross_entropy"}) {
+      auto r = Invoke(op, {x, b.labels});
+      ASSERT_TRUE(r.ok()) << op << ": " << r.status();
+      absl::Status s = (*r)[0].WaitToRead();
+      EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << op << ": " << s;
+      EXPECT_NE(s.message().find(b.want), std::string::npos)
+          << op << " on " << ctx().ToString() << ": want '" << b.want << "' in " << s;
+    }
   }
+  // Good labels still pass after a failure.
+  auto r = Invoke("softmax_cross_entropy", {logits, Make<int32_t>({2, 0}, {2})});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE((*r)[0].WaitToRead().ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(AllContexts, ReduceTest, ::testing::ValuesIn(testing::OpSuiteContexts()),

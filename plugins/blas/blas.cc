@@ -38,10 +38,15 @@ absl::StatusOr<int64_t> VectorElements(const char* name, int64_t n, int64_t inc)
 }
 
 // `elements` of `type` in bytes, checked, then the buffer against it.
+// `source`, when not empty, says which arguments made the count ("batch_count=2,
+// stride_a=...") for the overflow's message.
 absl::Status CheckElements(Stream* stream, const char* name, const DeviceMemoryBase& memory,
-                           DataType type, int64_t elements) {
-  RILL_ASSIGN_OR_RETURN(int64_t bytes, (CheckedInt<int64_t>(elements) * SizeOf(type))
-                                           .Get(absl::StrCat(name, "'s ", elements, " elements")));
+                           DataType type, int64_t elements, std::string_view source = {}) {
+  RILL_ASSIGN_OR_RETURN(
+      int64_t bytes,
+      (CheckedInt<int64_t>(elements) * SizeOf(type))
+          .Get(absl::StrCat(name, "'s ", elements, " elements",
+                            source.empty() ? "" : absl::StrCat(" (", AsAbsl(source), ")"))));
   return CheckBuffer(stream, name, memory, static_cast<uint64_t>(bytes));
 }
 
@@ -50,16 +55,17 @@ absl::Status CheckMatrix(Stream* stream, const char* name, const DeviceMemoryBas
                          DataType type, int64_t rows, int64_t cols, int64_t ld, int64_t batch,
                          int64_t stride) {
   RILL_ASSIGN_OR_RETURN(int64_t elements, MatrixElements(name, rows, cols, ld));
-  if (batch > 1) {
-    if (stride < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("stride_", name, "=", stride, " is negative"));
-    }
-    RILL_ASSIGN_OR_RETURN(
-        elements, (CheckedInt<int64_t>(batch - 1) * stride + elements)
-                      .Get(absl::StrCat("batch of ", batch, " ", name, " matrices with stride_",
-                                        name, "=", stride)));
+  if (batch <= 1) return CheckElements(stream, name, memory, type, elements);
+  if (stride < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("stride_", name, "=", stride, " is negative"));
   }
-  return CheckElements(stream, name, memory, type, elements);
+  const std::string source = absl::StrCat("batch_count=", batch, ", stride_", name, "=", stride,
+                                          ", each ", rows, "x", cols, " with ld", name, "=", ld);
+  RILL_ASSIGN_OR_RETURN(
+      elements, (CheckedInt<int64_t>(batch - 1) * stride + elements)
+                    .Get(absl::StrCat("batch of ", batch, " ", name, " matrices with stride_", name,
+                                      "=", stride)));
+  return CheckElements(stream, name, memory, type, elements, source);
 }
 
 absl::Status CheckGemmShape(Stream* stream, const GemmArgs& g) {

@@ -574,6 +574,17 @@ TEST_P(BlasBadInputTest, BatchCountZero) {
                        absl::StatusCode::kInvalidArgument, {"2, 1, 2"}));
 }
 
+TEST_P(BlasBadInputTest, AnOverflowingBatchNamesTheStrideAndTheBatchCount) {
+  GemmArgs g = Gemm();
+  g.batch_count = 2;
+  g.stride_a = int64_t{1} << 62;  // (batch - 1) * stride fits; in bytes it wraps.
+  g.stride_b = 0;
+  g.stride_c = 16;
+  EXPECT_TRUE(HasError(Direct(g), absl::StatusCode::kInvalidArgument,
+                       {"a's 4611686018427387920 elements", "batch_count=2",
+                        "stride_a=4611686018427387904", "overflows a 64-bit size"}));
+}
+
 TEST_P(BlasBadInputTest, BufferOfAnotherDevice) {
   ScopedDeviceMemory<float> foreign = Must(other_->AllocateOwnedArray<float>(64));
   GemmArgs g = Gemm();
