@@ -1,13 +1,13 @@
 #include "rill/ops/invoke.h"
 
 #include <atomic>
-#include <cstdlib>
 #include <optional>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "rill/base/env_settings.h"
 #include "rill/base/logging.h"
 #include "rill/base/mutex.h"
 #include "rill/base/status_macros.h"
@@ -38,10 +38,16 @@ struct RandomVars {
   }
 };
 
+// RILL_OPS_HOST_FALLBACK=1; a value the table of settings refuses
+// (base/env_settings.cc) is logged and counts as unset.
 bool FallbackFromEnv() {
   static const bool on = [] {
-    const char* v = std::getenv("RILL_OPS_HOST_FALLBACK");
-    return v != nullptr && std::string(v) == "1";
+    const absl::StatusOr<std::optional<bool>> v = EnvBool("RILL_OPS_HOST_FALLBACK");
+    if (!v.ok()) {
+      RILL_LOG(WARNING) << v.status().message() << "; no host fallback";
+      return false;
+    }
+    return v->value_or(false);
   }();
   return on;
 }
@@ -53,10 +59,20 @@ std::atomic<uint64_t> fallback_count{0};
 // more than running it (bench/ops_bench: a 64-float add is ~0.1 us of work
 // against ~1 us of hand-off); above it, the pusher keeps pushing while
 // workers compute. RILL_OPS_RUN_HERE_BYTES overrides it (0: never).
-const uint64_t kRunHereBytes = [] {
-  const char* v = std::getenv("RILL_OPS_RUN_HERE_BYTES");
-  return v != nullptr ? std::strtoull(v, nullptr, 10) : uint64_t{64} << 10;
-}();
+// A value the table of settings refuses is logged and the default kept.
+constexpr uint64_t kDefaultRunHereBytes = uint64_t{64} << 10;
+
+uint64_t RunHereBytes() {
+  static const uint64_t bytes = [] {
+    const absl::StatusOr<std::optional<int64_t>> v = EnvInt("RILL_OPS_RUN_HERE_BYTES");
+    if (!v.ok()) {
+      RILL_LOG(WARNING) << v.status().message() << "; using " << kDefaultRunHereBytes;
+      return kDefaultRunHereBytes;
+    }
+    return v->has_value() ? static_cast<uint64_t>(**v) : kDefaultRunHereBytes;
+  }();
+  return bytes;
+}
 
 absl::StatusOr<TensorArg> ArgOf(const Tensor& t) {
   RILL_ASSIGN_OR_RETURN(StorageBlock b, t.Storage());
@@ -362,7 +378,7 @@ absl::Status PreparedOp::Resolve(const OpDef& op, absl::Span<const Tensor> input
   if (ctx.is_host()) {
     uint64_t bytes = 0;
     for (const TensorArg& a : call->out) bytes += a.bytes();
-    prep->run_here_ = bytes <= kRunHereBytes;
+    prep->run_here_ = bytes <= RunHereBytes();
   }
   prep->call_ = std::move(call);
   return absl::OkStatus();

@@ -2,13 +2,14 @@
 
 #include <unistd.h>
 
-#include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "rill/base/env_settings.h"
 #include "rill/base/status_macros.h"
 #include "rill/platform/host/host_executor.h"
 #include "rill/plugins/host_library.h"
@@ -37,53 +38,14 @@ std::string CpuInfo(const std::string& key) {
   return "";
 }
 
-// Parses "123", "64K", "512M", "2G" into bytes.
-bool ParseBytes(std::string text, int64_t* out) {
-  int64_t scale = 1;
-  if (!text.empty()) {
-    switch (text.back()) {
-      case 'k':
-      case 'K':
-        scale = int64_t{1} << 10;
-        break;
-      case 'm':
-      case 'M':
-        scale = int64_t{1} << 20;
-        break;
-      case 'g':
-      case 'G':
-        scale = int64_t{1} << 30;
-        break;
-      default:
-        break;
-    }
-    if (scale != 1) text.pop_back();
-  }
-  int64_t value = 0;
-  if (!absl::SimpleAtoi(text, &value) || value <= 0 || value > INT64_MAX / scale) return false;
-  *out = value * scale;
-  return true;
-}
-
 }  // namespace
 
 absl::StatusOr<HostPlatformOptions> HostPlatformOptionsFromEnv() {
   HostPlatformOptions options;
-  if (const char* devices = std::getenv("RILL_HOST_DEVICES"); devices != nullptr && *devices) {
-    int count = 0;
-    if (!absl::SimpleAtoi(devices, &count) || count < 1 || count > 1024) {
-      return absl::InvalidArgumentError(absl::StrCat("RILL_HOST_DEVICES='", devices,
-                                                     "' is not a device count between 1 and 1024"));
-    }
-    options.device_count = count;
-  }
-  if (const char* limit = std::getenv("RILL_HOST_MEMORY_LIMIT"); limit != nullptr && *limit) {
-    if (!ParseBytes(limit, &options.memory_limit_bytes)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("RILL_HOST_MEMORY_LIMIT='", limit,
-                       "' is not a positive byte count (e.g. 1048576, 512M, 2G)"));
-    }
-  }
+  RILL_ASSIGN_OR_RETURN(std::optional<int64_t> devices, EnvInt("RILL_HOST_DEVICES"));
+  if (devices.has_value()) options.device_count = static_cast<int>(*devices);
+  RILL_ASSIGN_OR_RETURN(std::optional<int64_t> limit, EnvBytes("RILL_HOST_MEMORY_LIMIT"));
+  if (limit.has_value()) options.memory_limit_bytes = *limit;
   return options;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "rill/base/env_settings.h"
 #include "rill/rill.h"
 #include "rill/testing/status_testing.h"
 #include "tests/testing/scoped_env.h"
@@ -71,6 +72,30 @@ TEST(HostPlatformOptions, BadValuesAreNamed) {
   ScopedEnv limit("RILL_HOST_MEMORY_LIMIT", "12Q");
   EXPECT_TRUE(HasError(HostPlatformOptionsFromEnv().status(), absl::StatusCode::kInvalidArgument,
                        {"RILL_HOST_MEMORY_LIMIT", "'12Q'"}));
+}
+
+// The host platform reads its variables by the table of settings, so it
+// takes exactly what ValidateEnvironment takes (1T was once accepted at
+// start and refused here).
+TEST(HostPlatformOptions, AcceptsWhatTheTableAccepts) {
+  {
+    ScopedEnv limit("RILL_HOST_MEMORY_LIMIT", "1T");
+    absl::StatusOr<HostPlatformOptions> options = HostPlatformOptionsFromEnv();
+    ASSERT_TRUE(options.ok()) << options.status();
+    EXPECT_EQ(options->memory_limit_bytes, int64_t{1} << 40);
+  }
+  for (const char* name : {"RILL_HOST_MEMORY_LIMIT", "RILL_HOST_DEVICES"}) {
+    const EnvSetting* setting = FindEnvSetting(name);
+    ASSERT_NE(setting, nullptr) << name;
+    for (const char* value : {"1T", "2g", "64k", "3", "1024", "1025", "1048576", "12Q", "0", "-1",
+                              "1.5G", " 2", "abc"}) {
+      ScopedEnv env(name, value);
+      const absl::Status table = CheckEnvValue(*setting, value);
+      const absl::Status here = HostPlatformOptionsFromEnv().status();
+      EXPECT_EQ(table.ok(), here.ok()) << name << "=" << value << ": " << here;
+      if (!table.ok()) EXPECT_TRUE(HasError(here, table.code(), {std::string(table.message())}));
+    }
+  }
 }
 
 // RILL_HOST_DEVICES=abc: the host platform is still registered, with no

@@ -21,22 +21,33 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
+#include <optional>
 #include <thread>
+
+#include "rill/base/env_settings.h"
+#include "rill/base/logging.h"
 
 namespace rill {
 
 // The cores this process may use (at least 1): RILL_HOST_CORES if set, else
 // the CPUs of its affinity mask (an MPI launcher binds each rank to its
-// own), else the hardware's.
+// own), else the hardware's. A RILL_HOST_CORES the table of settings
+// refuses (base/env_settings.cc) is logged and ignored.
 inline int HostCores() {
   static const int cores = [] {
-    if (const char* v = std::getenv("RILL_HOST_CORES"); v != nullptr && std::atoi(v) > 0)
-      return std::atoi(v);
+    const absl::StatusOr<std::optional<int64_t>> env = EnvInt("RILL_HOST_CORES");
+    if (env.ok() && env->has_value()) return static_cast<int>(**env);
+    int detected = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
     cpu_set_t set;
     CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
-    return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) {
+      detected = CPU_COUNT(&set);
+    }
+    if (!env.ok()) {
+      RILL_LOG(WARNING) << env.status().message() << "; using " << detected
+                        << " (the CPUs this process may run on)";
+    }
+    return detected;
   }();
   return cores;
 }

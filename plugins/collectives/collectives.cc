@@ -1,10 +1,10 @@
 #include "rill/plugins/collectives/collectives.h"
 
-#include <cstdlib>
 #include <limits>
+#include <optional>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "rill/base/env_settings.h"
 
 namespace rill {
 
@@ -129,17 +129,13 @@ absl::Status FromEnv(const char* variable, std::chrono::milliseconds fallback,
   if (out->count() > 0) return absl::OkStatus();
   if (out->count() < 0)
     return absl::InvalidArgumentError(absl::StrCat(variable, ": negative duration"));
-  const char* value = std::getenv(variable);
-  if (value == nullptr || *value == '\0') {
+  absl::StatusOr<std::optional<double>> seconds = EnvSeconds(variable);
+  if (!seconds.ok()) return seconds.status();
+  if (!seconds->has_value()) {
     *out = fallback;
     return absl::OkStatus();
   }
-  double seconds = 0;
-  if (!absl::SimpleAtod(value, &seconds) || !(seconds > 0) || seconds > 3.1e7) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(variable, "=", value, " is not a positive number of seconds"));
-  }
-  *out = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000 + 0.5));
+  *out = std::chrono::milliseconds(static_cast<int64_t>(**seconds * 1000 + 0.5));
   if (out->count() == 0) *out = std::chrono::milliseconds(1);
   return absl::OkStatus();
 }

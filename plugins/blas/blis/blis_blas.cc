@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -17,6 +18,8 @@
 #include <blis.h>
 
 #include "absl/strings/str_cat.h"
+#include "rill/base/env_settings.h"
+#include "rill/base/logging.h"
 #include "rill/base/status_macros.h"
 #include "rill/executor/stream_executor.h"
 #include "rill/platform/host/host_thread_budget.h"
@@ -80,9 +83,13 @@ bool Resolve(BlisApi* api, Fn* fn, const char* name) {
 
 BlisApi* LoadApi() {
   auto* api = new BlisApi();
-  const char* deepbind_env = std::getenv("RILL_BLIS_DEEPBIND");
-  api->deepbind =
-      !RILL_BLIS_SANITIZED && !(deepbind_env != nullptr && std::strcmp(deepbind_env, "0") == 0);
+  // On unless RILL_BLIS_DEEPBIND=0; a value the table of settings refuses
+  // (base/env_settings.cc) is logged and counts as unset.
+  const absl::StatusOr<std::optional<bool>> deepbind_env = EnvBool("RILL_BLIS_DEEPBIND");
+  if (!deepbind_env.ok()) {
+    RILL_LOG(WARNING) << "blis: " << deepbind_env.status().message() << "; using RTLD_DEEPBIND";
+  }
+  api->deepbind = !RILL_BLIS_SANITIZED && (!deepbind_env.ok() || deepbind_env->value_or(true));
   int flags = RTLD_NOW | RTLD_LOCAL;
 #ifdef RTLD_DEEPBIND
   if (api->deepbind) flags |= RTLD_DEEPBIND;
@@ -124,6 +131,8 @@ const BlisApi& Api() {
 
 // --- Thread policy (see the class comment and plugins/blas/README.md).
 
+// The library's own variables (BLIS_NUM_THREADS, OMP_NUM_THREADS): a
+// positive count, else 0.
 int PositiveEnv(const char* name) {
   const char* value = std::getenv(name);
   if (value == nullptr || *value == '\0') return 0;
@@ -131,8 +140,19 @@ int PositiveEnv(const char* name) {
   return n > 0 ? n : 0;
 }
 
+// RILL_BLAS_THREADS, 0 for auto; a value the table of settings refuses
+// (base/env_settings.cc) is logged and counts as auto.
+int ThreadsFromEnv() {
+  const absl::StatusOr<std::optional<int64_t>> n = EnvInt("RILL_BLAS_THREADS");
+  if (!n.ok()) {
+    RILL_LOG(WARNING) << "blis: " << n.status().message() << "; using auto";
+    return 0;
+  }
+  return n->has_value() ? static_cast<int>(**n) : 0;
+}
+
 struct ThreadPolicy {
-  int fixed = PositiveEnv("RILL_BLAS_THREADS");  // 0: auto.
+  int fixed = ThreadsFromEnv();  // 0: auto.
   int cores = [] {
     if (int n = PositiveEnv("BLIS_NUM_THREADS")) return n;
     if (int n = PositiveEnv("OMP_NUM_THREADS")) return n;

@@ -6,11 +6,12 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
-#include <cstdlib>
-#include <cstring>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "rill/base/env_settings.h"
+#include "rill/base/logging.h"
 #include "rill/base/status_macros.h"
 #include "rill/executor/stream_executor.h"
 #include "rill/platform/host/host_thread_budget.h"
@@ -22,11 +23,15 @@ namespace {
 
 // --- Thread policy (see the class comment and plugins/blas/README.md).
 
+// RILL_BLAS_THREADS, 0 for auto; a value the table of settings refuses
+// (base/env_settings.cc) is logged and counts as auto.
 int ThreadsFromEnv() {
-  const char* value = std::getenv("RILL_BLAS_THREADS");
-  if (value == nullptr || *value == '\0' || std::strcmp(value, "auto") == 0) return 0;
-  const int n = std::atoi(value);
-  return n > 0 ? n : 0;
+  const absl::StatusOr<std::optional<int64_t>> n = EnvInt("RILL_BLAS_THREADS");
+  if (!n.ok()) {
+    RILL_LOG(WARNING) << "openblas: " << n.status().message() << "; using auto";
+    return 0;
+  }
+  return n->has_value() ? static_cast<int>(**n) : 0;
 }
 
 struct ThreadPolicy {

@@ -163,7 +163,7 @@ TEST(MpiCollectives, OptionsFromTheEnvironment) {
   EXPECT_GT(o.stall_warning.count(), 0);
   setenv("RILL_COLLECTIVE_TIMEOUT", "soon", 1);
   EXPECT_TRUE(HasError(ResolveCommunicatorOptions({}).status(), absl::StatusCode::kInvalidArgument,
-                       {"RILL_COLLECTIVE_TIMEOUT=soon"}));
+                       {"RILL_COLLECTIVE_TIMEOUT='soon'"}));
   setenv("RILL_COLLECTIVE_TIMEOUT", "2.5", 1);
   EXPECT_EQ(Must(ResolveCommunicatorOptions({})).timeout, std::chrono::milliseconds(2500));
   unsetenv("RILL_COLLECTIVE_TIMEOUT");

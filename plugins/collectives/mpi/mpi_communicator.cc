@@ -8,12 +8,14 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <type_traits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "rill/base/env_settings.h"
 #include "rill/base/logging.h"
 #include "rill/executor/device_memory.h"
 #include "rill/plugins/collectives/mpi/mpi_transfer.h"
@@ -161,10 +163,15 @@ namespace {
 // 1 GB (with the 16 MB pieces of mpi_transfer.cc, also on the communicator's thread).
 // Skipped when the user tuned malloc (MALLOC_MMAP_THRESHOLD_,
 // MALLOC_TRIM_THRESHOLD_, GLIBC_TUNABLES) or set RILL_MPI_MALLOC_TUNING=0.
+// A RILL_MPI_MALLOC_TUNING the table of settings refuses
+// (base/env_settings.cc) is logged and counts as unset.
 void TuneMalloc() {
-  const char* off = std::getenv("RILL_MPI_MALLOC_TUNING");
-  if ((off != nullptr && std::strcmp(off, "0") == 0) ||
-      std::getenv("MALLOC_MMAP_THRESHOLD_") != nullptr ||
+  const absl::StatusOr<std::optional<bool>> on = EnvBool("RILL_MPI_MALLOC_TUNING");
+  if (!on.ok()) {
+    RILL_LOG(WARNING) << "collectives (mpi): " << on.status().message()
+                      << "; tuning malloc as by default";
+  }
+  if ((on.ok() && !on->value_or(true)) || std::getenv("MALLOC_MMAP_THRESHOLD_") != nullptr ||
       std::getenv("MALLOC_TRIM_THRESHOLD_") != nullptr ||
       std::getenv("GLIBC_TUNABLES") != nullptr) {
     return;

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <exception>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "rill/base/env_settings.h"
+#include "rill/base/logging.h"
 #include "rill/stream/stream_listener.h"
 
 namespace rill::onednn {
@@ -159,10 +161,18 @@ const OmpApi& Omp() {
   return api;
 }
 
+// RILL_DNN_THREADS, 0 for auto; a value the table of settings refuses
+// (base/env_settings.cc) is logged once and counts as auto.
 int EnvThreads() {
-  const char* value = std::getenv("RILL_DNN_THREADS");
-  const int n = value == nullptr ? 0 : std::atoi(value);
-  return n > 0 ? n : 0;
+  static const int threads = [] {
+    const absl::StatusOr<std::optional<int64_t>> n = EnvInt("RILL_DNN_THREADS");
+    if (!n.ok()) {
+      RILL_LOG(WARNING) << "onednn: " << n.status().message() << "; using auto";
+      return 0;
+    }
+    return n->has_value() ? static_cast<int>(**n) : 0;
+  }();
+  return threads;
 }
 
 }  // namespace

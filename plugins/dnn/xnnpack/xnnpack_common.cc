@@ -7,10 +7,13 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "rill/base/env_settings.h"
+#include "rill/base/logging.h"
 
 namespace rill::xnnpack {
 
@@ -65,9 +68,11 @@ absl::Status Initialize() {
 
 int PoolThreads() {
   static const int threads = [] {
-    const char* value = std::getenv("RILL_DNN_THREADS");
-    const int n = value == nullptr ? 0 : std::atoi(value);
-    if (n >= 1) return n;
+    // RILL_DNN_THREADS; a value the table of settings refuses
+    // (base/env_settings.cc) is logged and counts as auto.
+    const absl::StatusOr<std::optional<int64_t>> n = EnvInt("RILL_DNN_THREADS");
+    if (n.ok() && n->has_value()) return static_cast<int>(**n);
+    if (!n.ok()) RILL_LOG(WARNING) << "xnnpack: " << n.status().message() << "; using auto";
     return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   }();
   return threads;

@@ -2,10 +2,12 @@
 
 #include <fftw3.h>
 
-#include <cstdlib>
-#include <cstring>
+#include <optional>
+#include <string>
 #include <utility>
 
+#include "rill/base/env_settings.h"
+#include "rill/base/logging.h"
 #include "rill/base/status_macros.h"
 #include "rill/executor/stream_executor.h"
 #include "rill/plugins/fft/fftw/fftw_plan.h"
@@ -14,12 +16,17 @@
 namespace rill {
 namespace {
 
+// RILL_FFTW_PLANNER's effort, FFTW_MEASURE when unset; a value the table of
+// settings refuses (base/env_settings.cc) is logged and counts as unset.
 unsigned FlagsFromEnv() {
-  const char* value = std::getenv("RILL_FFTW_PLANNER");
-  if (value == nullptr) return FFTW_MEASURE;
-  if (std::strcmp(value, "estimate") == 0) return FFTW_ESTIMATE;
-  if (std::strcmp(value, "patient") == 0) return FFTW_PATIENT;
-  if (std::strcmp(value, "exhaustive") == 0) return FFTW_EXHAUSTIVE;
+  const absl::StatusOr<std::optional<std::string>> value = EnvString("RILL_FFTW_PLANNER");
+  if (!value.ok()) {
+    RILL_LOG(WARNING) << "fftw: " << value.status().message() << "; using measure";
+    return FFTW_MEASURE;
+  }
+  if (*value == "estimate") return FFTW_ESTIMATE;
+  if (*value == "patient") return FFTW_PATIENT;
+  if (*value == "exhaustive") return FFTW_EXHAUSTIVE;
   return FFTW_MEASURE;
 }
 
