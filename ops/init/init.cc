@@ -12,6 +12,7 @@
 #include "rill/ops/invoke.h"
 #include "rill/ops/op_names.h"
 #include "rill/ops/op_registry.h"
+#include "rill/ops/shape/float_to_int.h"
 #include "rill/ops/shape/half.h"
 
 namespace rill::ops {
@@ -30,13 +31,13 @@ uint64_t FillBits(double value, DType dtype) {
       put(FloatToHalf(static_cast<float>(value)));
       break;
     case DType::kI32:
-      put(static_cast<int32_t>(value));
+      put(FloatToInt<int32_t>(value));
       break;
     case DType::kI64:
-      put(static_cast<int64_t>(value));
+      put(FloatToInt<int64_t>(value));
       break;
     case DType::kU8:
-      put(static_cast<uint8_t>(value));
+      put(FloatToInt<uint8_t>(value));
       break;
     case DType::kBool:
       put(static_cast<uint8_t>(value != 0 ? 1 : 0));

@@ -1,6 +1,9 @@
 // CUDA kernels of the init ops (init_device.cc launches them; its OpenCL
 // source spells the same formulas).
 #include <cstdint>
+#include <type_traits>
+
+#include "../shape/float_to_int.h"
 
 namespace {
 
@@ -12,6 +15,8 @@ __device__ void Arange(T* out, uint64_t out_off, uint64_t n, double start, doubl
   if (i >= n) return;
   if constexpr (sizeof(T) == 4 && T(0.5) != T(0)) {  // float: computed in float, as the host.
     out[out_off + i] = float(start) + float(i) * float(step);
+  } else if constexpr (std::is_integral_v<T>) {  // NaN 0, saturated, truncated.
+    out[out_off + i] = rill::ops::FloatToInt<T>(start + double(i) * step);
   } else {
     out[out_off + i] = T(start + double(i) * step);
   }

@@ -55,7 +55,9 @@ struct DropoutParams {
 };
 
 // The bits of `value` as one element of `dtype` (little end first), for
-// fill kernels that work on element sizes: 1, 2, 4 or 8 bytes.
+// fill kernels that work on element sizes: 1, 2, 4 or 8 bytes. An integer
+// dtype takes FloatToInt's value (float_to_int.h): NaN 0, beyond the range
+// saturated, otherwise truncated toward zero.
 uint64_t FillBits(double value, DType dtype);
 // Number of elements of arange; InvalidArgument naming a bad value.
 absl::StatusOr<int64_t> ArangeCount(const ArangeParams& p);

@@ -28,15 +28,18 @@ __kernel void fill(__global B* out, ulong out_off, ulong n, B v) {
 }
 )CLC";
 
-// Typed programs: T the element type, IS_F32 for float.
+// Typed programs: T the element type, IS_F32 for float, TO_INT the
+// conversion of a double to an integer T (float_to_int.h's rule).
 constexpr char kTypedSource[] = R"CLC(
 __kernel void arange(__global T* out, ulong out_off, ulong n, double start, double step) {
   ulong i = get_global_id(0);
   if (i >= n) return;
 #if IS_F32
   out[out_off + i] = (float)start + (float)i * (float)step;
-#else
+#elif IS_FLOAT
   out[out_off + i] = (T)(start + (double)i * step);
+#else
+  out[out_off + i] = TO_INT(start + (double)i * step);  // NaN 0, saturated, truncated.
 #endif
 }
 
@@ -85,10 +88,10 @@ absl::StatusOr<const Kernel*> GetTyped(OpContext& ctx, DType dtype, const char* 
   return DeviceKernel(
       ctx, key, RILL_OPS_FATBIN(init), absl::StrCat(entry, "_", DTypeSuffix(dtype)), entry, [&] {
         const bool fl = dtype == DType::kF32 || dtype == DType::kF64;
-        return absl::StrCat("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#define T ",
-                            OpenClTypeName(dtype), "\n#define IS_F32 ",
-                            dtype == DType::kF32 ? 1 : 0, "\n#define IS_FLOAT ", fl ? 1 : 0, "\n",
-                            kTypedSource);
+        return absl::StrCat(
+            "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#define T ", OpenClTypeName(dtype),
+            "\n#define IS_F32 ", dtype == DType::kF32 ? 1 : 0, "\n#define IS_FLOAT ", fl ? 1 : 0,
+            "\n#define TO_INT convert_", OpenClTypeName(dtype), "_sat_rtz\n", kTypedSource);
       });
 }
 

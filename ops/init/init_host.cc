@@ -3,11 +3,13 @@
 // with a host callback on that stream (after the numbers exist).
 
 #include <cstring>
+#include <type_traits>
 
 #include "rill/base/status_macros.h"
 #include "rill/ops/init/init.h"
 #include "rill/ops/op_names.h"
 #include "rill/ops/op_registry.h"
+#include "rill/ops/shape/float_to_int.h"
 #include "rill/plugins/rng/rng.h"
 #include "rill/stream/stream.h"
 
@@ -78,6 +80,9 @@ absl::Status HostArange(OpContext& ctx) {
       if constexpr (std::is_same_v<T, float>) {  // As the device kernels: in float.
         const float s = static_cast<float>(p.start), d = static_cast<float>(p.step);
         for (int64_t i = 0; i < n; ++i) o[i] = s + static_cast<float>(i) * d;
+      } else if constexpr (std::is_integral_v<T>) {  // NaN 0, saturated, truncated.
+        for (int64_t i = 0; i < n; ++i)
+          o[i] = FloatToInt<T>(p.start + static_cast<double>(i) * p.step);
       } else {
         for (int64_t i = 0; i < n; ++i)
           o[i] = static_cast<T>(p.start + static_cast<double>(i) * p.step);

@@ -1,10 +1,13 @@
 // The init ops on every context: fills and arange for every type and write
-// request against naive loops, random ops reproducible across contexts for
-// one seed (the Philox generator), dropout and its backward.
+// request against naive loops (integers from out-of-range values included), random ops reproducible
+// across contexts for one seed (the Philox generator), dropout and its backward.
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -114,6 +117,65 @@ TEST_P(InitTest, ArangeMatchesNaiveLoops) {
     Attrs ai = attrs;
     ai.push_back({"dtype", "int64"});
     CheckFill<int64_t>(this, engine_.get(), ctx(), "arange", ai, wi, Shape{n});
+  }
+}
+
+// Float to integer by the rule of docs/integer-semantics.md, spelled apart
+// from float_to_int.h: NaN 0; the value truncated toward zero, then
+// saturated to T's range.
+template <typename T>
+T WantFloatToInt(double v) {
+  if (std::isnan(v)) return 0;
+  const double t = std::trunc(v);
+  const int bits = static_cast<int>(sizeof(T)) * 8 - (std::is_signed_v<T> ? 1 : 0);
+  if (t < static_cast<double>(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
+  if (t >= std::ldexp(1.0, bits)) return std::numeric_limits<T>::max();
+  return static_cast<T>(t);
+}
+
+template <typename T>
+void ExpectIntegerFill(InitTest* test, const std::string& op, Attrs attrs,
+                       const std::vector<double>& values) {
+  attrs.push_back({"dtype", DTypeName(DTypeOf<T>())});
+  std::string what = op;
+  for (const auto& [k, v] : attrs) what += " " + k + "=" + v;
+  auto r = test->Run(op, attrs);
+  ASSERT_TRUE(r.ok()) << what << ": " << r.status();
+  std::vector<T> want;
+  for (double v : values) want.push_back(WantFloatToInt<T>(v));
+  EXPECT_EQ(*r->template ToHost<T>(), want) << what;
+}
+
+// fill and arange of an integer dtype convert a double; beyond the type's
+// range (an infinity included) it saturates and a fraction is truncated
+// toward zero, on every context. (fill refuses NaN for integers.)
+TEST_P(InitTest, IntegerFillAndArangeSaturate) {
+  const std::string ctx_name = " on " + ctx().ToString();
+  for (const char* value : {"inf", "-inf", "1e30", "-1e30", "2.9", "-2.9", "2147483647.5",
+                            "-2147483649", "9.3e18", "-9.3e18", "255.9", "256", "-0.5"}) {
+    SCOPED_TRACE(std::string("fill value=") + value + ctx_name);
+    const double v = std::strtod(value, nullptr);
+    const Attrs attrs = {{"shape", "(3)"}, {"value", value}};
+    ExpectIntegerFill<int32_t>(this, "fill", attrs, {v, v, v});
+    ExpectIntegerFill<int64_t>(this, "fill", attrs, {v, v, v});
+    ExpectIntegerFill<uint8_t>(this, "fill", attrs, {v, v, v});
+  }
+  struct Case {
+    const char *start, *stop, *step;
+  };
+  for (const Case& c : {Case{"2147483640", "2147483650", "3"}, Case{"-3", "3", "1.5"},
+                        Case{"-2147483645", "-2147483655", "-4"}, Case{"250", "260", "2.5"},
+                        Case{"9.2233720368547748e18", "9.2233720368547799e18", "1024"}}) {
+    SCOPED_TRACE(std::string("arange start=") + c.start + ctx_name);
+    const double start = std::strtod(c.start, nullptr), stop = std::strtod(c.stop, nullptr),
+                 step = std::strtod(c.step, nullptr);
+    const int64_t n = static_cast<int64_t>(std::ceil((stop - start) / step));
+    std::vector<double> values;
+    for (int64_t i = 0; i < n; ++i) values.push_back(start + static_cast<double>(i) * step);
+    const Attrs attrs = {{"start", c.start}, {"stop", c.stop}, {"step", c.step}};
+    ExpectIntegerFill<int32_t>(this, "arange", attrs, values);
+    ExpectIntegerFill<int64_t>(this, "arange", attrs, values);
+    ExpectIntegerFill<uint8_t>(this, "arange", attrs, values);
   }
 }
 

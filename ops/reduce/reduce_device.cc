@@ -4,14 +4,12 @@
 // (reductions) or per line (softmax, cross-entropy backward, cumsum),
 // looping over the reduced extent; loaded once per executor (ops/device_kernel.h).
 
-#include <array>
-#include <cstring>
-#include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "rill/base/status_macros.h"
 #include "rill/executor/stream_executor.h"
+#include "rill/ops/device_check.h"
 #include "rill/ops/device_kernel.h"
 #include "rill/ops/op_names.h"
 #include "rill/ops/op_registry.h"
@@ -318,22 +316,14 @@ absl::Status CheckLabelsOnDevice(OpContext& ctx, DType dtype, const TensorArg& l
   const int64_t rows = labels.size();
   if (rows == 0) return absl::OkStatus();
   RILL_ASSIGN_OR_RETURN(const Kernel* k, Get(ctx, dtype, "check_labels", labels.dtype, true));
-  RILL_ASSIGN_OR_RETURN(TensorArg bad, ctx.Temp(Shape{2}, DType::kI64));
+  RILL_ASSIGN_OR_RETURN(TensorArg bad, DeviceCheckSlot(ctx));
   LaunchArgs args;
   args.Tensor(labels).Value<int64_t>(rows).Value<int64_t>(classes).Tensor(bad);
   RILL_RETURN_IF_ERROR(Launch1D(ctx, *k, 1, args.Take()));
-  RILL_ASSIGN_OR_RETURN(Stream * stream, ctx.stream());
-  auto found = std::make_shared<std::array<int64_t, 2>>();
-  stream->ThenMemcpy(found->data(), bad.view(), sizeof(*found));
   const DType ltype = labels.dtype;
-  return ctx.RunOnHost([found, ltype, classes]() -> absl::Status {
-    const int64_t row = (*found)[0];
-    if (row < 0) return absl::OkStatus();
-    const double label = DispatchDType(ltype, [&](auto t) {
-      decltype(t) v;
-      std::memcpy(&v, &(*found)[1], sizeof(v));
-      return static_cast<double>(v);
-    });
+  return FailIfDeviceFound(ctx, bad, [ltype, classes](int64_t row, int64_t bits) {
+    const double label = DispatchDType(
+        ltype, [&](auto t) { return static_cast<double>(DeviceFoundValue<decltype(t)>(bits)); });
     return BadLabelError(label, row, classes);
   });
 }

@@ -148,6 +148,12 @@ absl::StatusOr<StridedCopy> ConcatCopy(const TensorArg& in, const TensorArg& out
   return c;
 }
 
+absl::Status BadIndexError(int64_t index, int64_t at, int64_t dim) {
+  return absl::InvalidArgumentError(absl::StrCat("index ", index, " (at ", at,
+                                                 ") is out of range for a dim of size ", dim,
+                                                 " (valid: [", -dim, ", ", dim, "))"));
+}
+
 absl::StatusOr<GatherPlan> MakeGatherPlan(const Shape& data, const Shape& indices, int64_t axis) {
   RILL_ASSIGN_OR_RETURN(int a, NormalizeAxis(axis, data.rank()));
   GatherPlan p;
@@ -526,10 +532,10 @@ void RegisterShapeOps(OpRegistry& r) {
                              "dtype", &CastParams::dtype, "target type"))
                          .set_infer_type(CastType)));
   // gather (ONNX Gather): out[o, k..., i] = data[o, indices[k...], i] along
-  // `axis`; indices int32 or int64, negative ones from the end. Host kernels
-  // reject an index out of [-dim, dim) (InvalidArgument naming it and the
-  // dim, poisoning the output); device kernels cannot fail and clamp it into
-  // [0, dim) instead, never reading out of bounds.
+  // `axis`; indices int32 or int64, negative ones from the end. An index out
+  // of [-dim, dim) fails the op on every platform (BadIndexError, poisoning
+  // the output): device kernels check the indices into temp space first
+  // (ops/device_check.h).
   r.Check(r.Register(OpDef(op_names::kGather)
                          .set_inputs({"data", "indices"})
                          .set_dtypes(kAnyType)
@@ -537,6 +543,7 @@ void RegisterShapeOps(OpRegistry& r) {
                              "axis", &GatherParams::axis, "axis of data (default 0)"))
                          .set_infer_shape(GatherShape)
                          .set_infer_type(GatherType)
+                         .set_resources({ResourceKind::kTempSpace})
                          .set_gradient(GatherBack)));
   // Zeros shaped as data, dy's slices added at the indices (duplicates
   // accumulate); indices as forward.
@@ -546,11 +553,11 @@ void RegisterShapeOps(OpRegistry& r) {
                          .set_params(ParamSchema::For<GatherParams>().Field(
                              "axis", &GatherParams::axis, "as forward"))
                          .set_infer_shape(GatherBackwardShape)
-                         .set_infer_type(GatherBackwardType)));
+                         .set_infer_type(GatherBackwardType)
+                         .set_resources({ResourceKind::kTempSpace})));
   // gather_elements (ONNX GatherElements): out[c] = data[c with c[axis] =
   // indices[c]], out shaped as the indices (data's rank, no larger off the
-  // axis). Indices as gather's: out of range fails on host memory and is
-  // clamped by device kernels.
+  // axis). Indices as gather's: one out of range fails the op.
   r.Check(r.Register(OpDef(op_names::kGatherElements)
                          .set_inputs({"data", "indices"})
                          .set_dtypes(kAnyType)
@@ -558,6 +565,7 @@ void RegisterShapeOps(OpRegistry& r) {
                              "axis", &GatherParams::axis, "axis of data (default 0)"))
                          .set_infer_shape(GatherElementsShape)
                          .set_infer_type(GatherType)
+                         .set_resources({ResourceKind::kTempSpace})
                          .set_gradient(GatherElementsBack)));
   // Zeros shaped as data, each dy element added where its index points
   // (duplicates accumulate).
@@ -567,7 +575,8 @@ void RegisterShapeOps(OpRegistry& r) {
                          .set_params(ParamSchema::For<GatherParams>().Field(
                              "axis", &GatherParams::axis, "as forward"))
                          .set_infer_shape(GatherElementsBackwardShape)
-                         .set_infer_type(GatherBackwardType)));
+                         .set_infer_type(GatherBackwardType)
+                         .set_resources({ResourceKind::kTempSpace})));
   RegisterShapeHostKernels(r);
   RegisterShapeDeviceKernels(r);
 }

@@ -1,10 +1,14 @@
 // CUDA kernels of the shape ops (shape_device.cc launches them; its OpenCL
 // source spells the same): strided_copy_b{8,16,32,64}, cast_<from>_<to>,
 // gather_b{8,16,32,64}_i{32,64}, gather_backward_<type>_i{32,64},
-// gather_elements_b{8,16,32,64}_i{32,64}, gather_elements_backward_<type>_i{32,64}.
+// gather_elements_b{8,16,32,64}_i{32,64}, gather_elements_backward_<type>_i{32,64},
+// check_indices_i{32,64}.
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
+
+#include "float_to_int.h"
 
 namespace {
 
@@ -53,7 +57,10 @@ template <typename D>
 struct StoreAs {
   template <typename V>
   __device__ static D Do(V v) {
-    return static_cast<D>(v);
+    if constexpr (std::is_integral_v<D> && std::is_floating_point_v<V>)
+      return rill::ops::FloatToInt<D>(v);  // NaN 0, saturated, truncated.
+    else
+      return static_cast<D>(v);  // Integers narrow modulo 2^bits.
   }
 };
 template <>
@@ -84,8 +91,28 @@ struct GatherPlan {
   int64_t count;
 };
 
+// One thread: bad[0] = the position of the first index out of [-dim, dim)
+// (-1: none), bad[1] = that index (shape_device.cc's check_indices, which
+// runs before every gather kernel).
+template <typename I>
+__device__ void CheckIndices(const I* idx, uint64_t idx_off, int64_t count, int64_t dim,
+                             int64_t* bad, uint64_t bad_off) {
+  if (GlobalId() != 0) return;
+  bad += bad_off;
+  bad[0] = -1;
+  for (int64_t k = 0; k < count; ++k) {
+    const int64_t v = int64_t(idx[idx_off + k]);
+    if (v < -dim || v >= dim) {
+      bad[0] = k;
+      bad[1] = v;
+      return;
+    }
+  }
+}
+
 // Index v as a position along an axis of n (> 0): negative from the end,
-// then clamped into [0, n) (the host kernels reject what is out of range).
+// then clamped into [0, n), so that no access is out of bounds before
+// CheckIndices' failure arrives.
 __device__ int64_t GatherPos(int64_t v, int64_t n) {
   if (v < 0) v += n;
   return v < 0 ? 0 : (v >= n ? n - 1 : v);
@@ -241,7 +268,13 @@ RILL_SHAPE_CAST_FROM(Bool, b)
 #define RILL_SHAPE_GATHER_BACKWARDS(T, S, I, IS) \
   RILL_SHAPE_GATHER_BACKWARD(T, S, I, IS)        \
   RILL_SHAPE_GATHER_ELEMENTS_BACKWARD(T, S, I, IS)
+#define RILL_SHAPE_CHECK_INDICES(I, IS)                                                        \
+  extern "C" __global__ void check_indices_##IS(const I* idx, uint64_t idx_off, int64_t count, \
+                                                int64_t dim, int64_t* bad, uint64_t bad_off) { \
+    CheckIndices<I>(idx, idx_off, count, dim, bad, bad_off);                                   \
+  }
 #define RILL_SHAPE_GATHER_INDEX(I, IS)             \
+  RILL_SHAPE_CHECK_INDICES(I, IS)                  \
   RILL_SHAPE_GATHER_KINDS(uint8_t, b8, I, IS)      \
   RILL_SHAPE_GATHER_KINDS(uint16_t, b16, I, IS)    \
   RILL_SHAPE_GATHER_KINDS(uint32_t, b32, I, IS)    \

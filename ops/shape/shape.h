@@ -106,6 +106,11 @@ struct GatherElementsPlan {
 absl::StatusOr<GatherElementsPlan> MakeGatherElementsPlan(const Shape& data, const Shape& indices,
                                                           int64_t axis);
 
+// The error of gather, gather_elements and their backwards for `index`,
+// the `at`-th (flat) index, out of [-dim, dim) along an axis of `dim`:
+// InvalidArgument on every platform.
+absl::Status BadIndexError(int64_t index, int64_t at, int64_t dim);
+
 void RegisterShapeHostKernels(OpRegistry& registry);
 void RegisterShapeDeviceKernels(OpRegistry& registry);
 

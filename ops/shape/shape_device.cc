@@ -1,13 +1,14 @@
 // Device kernels of the shape ops: the strided copy, cast, gather and
 // gather_elements below in OpenCL C, CUDA in shape.cu (strided_copy_b32,
 // cast_f16_f32, gather_b32_i64, gather_backward_f32_i32,
-// gather_elements_b8_i32, ...); contiguous copies and zero fills are stream
+// gather_elements_b8_i32, check_indices_i64, ...); contiguous copies and zero fills are stream
 // memory operations.
 
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "rill/executor/stream_executor.h"
+#include "rill/ops/device_check.h"
 #include "rill/ops/device_kernel.h"
 #include "rill/ops/shape/shape_kernels.h"
 #include "rill/platform/platform.h"
@@ -48,6 +49,8 @@ __kernel void cast(__global const S* x, ulong x_off, __global D* y, ulong y_off,
   vstore_half_rte((float)v, y_off + i, y);
 #elif D_BOOL
   y[y_off + i] = v != 0 ? (uchar)1 : (uchar)0;
+#elif FLOAT_TO_INT
+  y[y_off + i] = TO_INT(v);  // convert_D_sat_rtz: NaN 0, saturated, truncated.
 #else
   y[y_off + i] = (D)v;
 #endif
@@ -56,13 +59,34 @@ __kernel void cast(__global const S* x, ulong x_off, __global D* y, ulong y_off,
 
 // Gather: one work item per output element; its backward one per (outer,
 // inner) position, looping over the indices, so that no two work items
-// write the same element (no atomics). Indices out of range are clamped
-// (the host kernels reject them).
+// write the same element (no atomics). check_indices runs first and fails
+// the op on an index out of range (as the host kernels do); the kernels
+// still clamp one, so that none reads or writes out of bounds before the
+// failure arrives.
 constexpr char kGatherCommon[] = R"CLC(
 typedef struct { long outer; long axis_dim; long inner; long count; } GatherPlan;
 long gather_pos(long v, long n) {
   if (v < 0) v += n;
   return v < 0 ? 0 : (v >= n ? n - 1 : v);
+}
+)CLC";
+
+// One work item: bad[0] = the position of the first index out of [-dim,
+// dim) (-1: none), bad[1] = that index (ops/device_check.h's slot).
+constexpr char kCheckIndicesSource[] = R"CLC(
+__kernel void check_indices(__global const I* idx, ulong idx_off, long count, long dim,
+                            __global long* bad, ulong bad_off) {
+  if (get_global_id(0) != 0) return;
+  bad += bad_off;
+  bad[0] = -1;
+  for (long k = 0; k < count; ++k) {
+    long v = (long)idx[idx_off + k];
+    if (v < -dim || v >= dim) {
+      bad[0] = k;
+      bad[1] = v;
+      return;
+    }
+  }
 }
 )CLC";
 
@@ -97,7 +121,7 @@ __kernel void gather_backward(__global const T* dy, ulong dy_off, __global const
 // gather_elements: one work item per output element; its backward one per
 // element of dx, summing (in order) the dy elements whose index points at
 // it, so again no atomics: each scans the indices along the axis. Indices
-// out of range are clamped, as gather's.
+// checked and clamped as gather's.
 constexpr char kGatherElementsSource[] = R"CLC(
 typedef struct { long rank; long axis; long data_dims[6]; long index_dims[6]; } GatherElementsPlan;
 __kernel void gather_elements(__global const B* data, ulong data_off, __global const I* idx,
@@ -161,6 +185,28 @@ const char* CastSuffix(DType t) {
 }
 const char* ClName(DType t) { return t == DType::kF16 ? "half" : OpenClTypeName(t); }
 
+// Enqueues check_indices over `indices` and a host callback that fails the
+// op with the host kernels' error (BadIndexError) for the first index out
+// of [-dim, dim).
+absl::Status CheckIndices(OpContext& ctx, const TensorArg& indices, int64_t dim) {
+  const int64_t count = indices.size();
+  if (count == 0) return absl::OkStatus();
+  const char* suffix = DTypeSuffix(indices.dtype);
+  RILL_ASSIGN_OR_RETURN(
+      const Kernel* k,
+      DeviceKernel(ctx, absl::StrCat("shape.check_indices.", suffix), RILL_OPS_FATBIN(shape),
+                   absl::StrCat("check_indices_", suffix), "check_indices", [&] {
+                     return absl::StrCat("#define I ", OpenClTypeName(indices.dtype), "\n",
+                                         kCheckIndicesSource);
+                   }));
+  RILL_ASSIGN_OR_RETURN(TensorArg bad, DeviceCheckSlot(ctx));
+  LaunchArgs args;
+  args.Tensor(indices).Value<int64_t>(count).Value<int64_t>(dim).Tensor(bad);
+  RILL_RETURN_IF_ERROR(Launch1D(ctx, *k, 1, args.Take()));
+  return FailIfDeviceFound(
+      ctx, bad, [dim](int64_t at, int64_t index) { return BadIndexError(index, at, dim); });
+}
+
 struct DeviceImpl {
   static absl::Status Copy(OpContext& ctx, const StridedCopy& c) {
     const int size = DTypeSize(c.src.dtype);
@@ -199,11 +245,15 @@ struct DeviceImpl {
     RILL_ASSIGN_OR_RETURN(
         const Kernel* k, DeviceKernel(ctx, key, RILL_OPS_FATBIN(shape), cuda_entry, "cast", [&] {
           const bool f64 = x.dtype == DType::kF64 || y.dtype == DType::kF64;
+          const bool float_to_int =
+              IsFloat(x.dtype) && !IsFloat(y.dtype) && y.dtype != DType::kBool;
           return absl::StrCat(
               f64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "", "#define S ",
               ClName(x.dtype), "\n#define D ", ClName(y.dtype), "\n#define S_HALF ",
               x.dtype == DType::kF16 ? 1 : 0, "\n#define D_HALF ", y.dtype == DType::kF16 ? 1 : 0,
-              "\n#define D_BOOL ", y.dtype == DType::kBool ? 1 : 0, "\n", kCastSource);
+              "\n#define D_BOOL ", y.dtype == DType::kBool ? 1 : 0, "\n#define FLOAT_TO_INT ",
+              float_to_int ? 1 : 0, "\n#define TO_INT convert_", ClName(y.dtype), "_sat_rtz\n",
+              kCastSource);
         }));
     LaunchArgs args;
     args.Tensor(x).Tensor(y).Value<uint64_t>(y.size());
@@ -211,6 +261,7 @@ struct DeviceImpl {
   }
   static absl::Status Gather(OpContext& ctx, const TensorArg& data, const TensorArg& indices,
                              const TensorArg& out, const GatherPlan& p) {
+    RILL_RETURN_IF_ERROR(CheckIndices(ctx, indices, p.axis_dim));
     const int size = DTypeSize(data.dtype);
     const std::string suffix = absl::StrCat("b", size * 8, "_", DTypeSuffix(indices.dtype));
     RILL_ASSIGN_OR_RETURN(
@@ -227,6 +278,7 @@ struct DeviceImpl {
   }
   static absl::Status GatherBackward(OpContext& ctx, const TensorArg& dy, const TensorArg& indices,
                                      const TensorArg& dx, const GatherPlan& p) {
+    RILL_RETURN_IF_ERROR(CheckIndices(ctx, indices, p.axis_dim));
     const std::string suffix = absl::StrCat(DTypeSuffix(dx.dtype), "_", DTypeSuffix(indices.dtype));
     RILL_ASSIGN_OR_RETURN(
         const Kernel* k,
@@ -246,6 +298,7 @@ struct DeviceImpl {
   static absl::Status GatherElements(OpContext& ctx, const TensorArg& data,
                                      const TensorArg& indices, const TensorArg& out,
                                      const GatherElementsPlan& p) {
+    RILL_RETURN_IF_ERROR(CheckIndices(ctx, indices, p.data_dims[p.axis]));
     const int size = DTypeSize(data.dtype);
     const std::string suffix = absl::StrCat("b", size * 8, "_", DTypeSuffix(indices.dtype));
     RILL_ASSIGN_OR_RETURN(
@@ -263,6 +316,7 @@ struct DeviceImpl {
   static absl::Status GatherElementsBackward(OpContext& ctx, const TensorArg& dy,
                                              const TensorArg& indices, const TensorArg& dx,
                                              const GatherElementsPlan& p) {
+    RILL_RETURN_IF_ERROR(CheckIndices(ctx, indices, p.data_dims[p.axis]));
     const std::string suffix = absl::StrCat(DTypeSuffix(dx.dtype), "_", DTypeSuffix(indices.dtype));
     RILL_ASSIGN_OR_RETURN(
         const Kernel* k,

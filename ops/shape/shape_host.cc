@@ -8,7 +8,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
+#include "rill/ops/shape/float_to_int.h"
 #include "rill/ops/shape/half.h"
 #include "rill/ops/shape/shape_kernels.h"
 
@@ -104,8 +104,10 @@ inline D StoreAs(V v) {
     return Half{FloatToHalf(static_cast<float>(v))};
   else if constexpr (std::is_same_v<D, Bool>)
     return Bool{static_cast<uint8_t>(v != 0 ? 1 : 0)};
+  else if constexpr (std::is_integral_v<D> && std::is_floating_point_v<V>)
+    return FloatToInt<D>(v);  // NaN 0, saturated, truncated.
   else
-    return static_cast<D>(v);
+    return static_cast<D>(v);  // Integers narrow modulo 2^bits.
 }
 
 template <typename Fn>
@@ -117,7 +119,7 @@ void DispatchIndex(DType dtype, Fn&& fn) {
 }
 
 // Each index as a position along the axis (negative ones from the end), or
-// InvalidArgument naming the first out of range and the axis' size.
+// BadIndexError for the first out of range.
 template <typename I>
 absl::StatusOr<std::vector<int64_t>> Positions(const I* indices, const GatherPlan& p) {
   std::vector<int64_t> pos(p.count);
@@ -125,9 +127,7 @@ absl::StatusOr<std::vector<int64_t>> Positions(const I* indices, const GatherPla
     const int64_t v = static_cast<int64_t>(indices[k]);
     const int64_t j = v < 0 ? v + p.axis_dim : v;
     if (j < 0 || j >= p.axis_dim) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("index ", v, " (at ", k, ") is out of range for a dim of size ", p.axis_dim,
-                       " (valid: [", -p.axis_dim, ", ", p.axis_dim, "))"));
+      return BadIndexError(v, k, p.axis_dim);
     }
     pos[k] = j;
   }

@@ -1,10 +1,13 @@
 // The shape ops on every context against naive host loops: reshape,
 // flatten, transpose, slice, concat, gather under every write request, cast
-// between every type pair (float16 included), gradients, and errors.
+// between every type pair (float16 included) and of NaN, infinities and
+// out-of-range floats to integers, gradients, and errors.
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -247,6 +250,116 @@ TEST_P(ShapeTest, CastBetweenEveryTypePair) {
   }
 }
 
+// Float to integer by the rule of docs/integer-semantics.md, spelled apart
+// from float_to_int.h: NaN 0; the value truncated toward zero, then
+// saturated to D's range.
+template <typename D>
+D WantFloatToInt(double v) {
+  if (std::isnan(v)) return 0;
+  const double t = std::trunc(v);
+  const int bits = static_cast<int>(sizeof(D)) * 8 - (std::is_signed_v<D> ? 1 : 0);
+  if (t < static_cast<double>(std::numeric_limits<D>::min())) return std::numeric_limits<D>::min();
+  if (t >= std::ldexp(1.0, bits)) return std::numeric_limits<D>::max();
+  return static_cast<D>(t);
+}
+
+template <typename D>
+void ExpectFloatToInt(const std::vector<char>& out, const std::vector<double>& held,
+                      const std::string& what) {
+  for (size_t i = 0; i < held.size(); ++i) {
+    D got;
+    std::memcpy(&got, &out[i * sizeof(D)], sizeof(D));
+    EXPECT_EQ(got, WantFloatToInt<D>(held[i])) << what << " of " << held[i];
+  }
+}
+
+// NaN, infinities and values beyond the integer type's range have one
+// result on every context (a plain C conversion of them is undefined: x86
+// gave INT_MIN, CUDA saturated).
+TEST_P(ShapeTest, CastFloatToIntegerSaturatesOnEveryContext) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> vals = {std::nan(""),
+                                    inf,
+                                    -inf,
+                                    1e30,
+                                    -1e30,
+                                    2.9,
+                                    -2.9,
+                                    -0.5,
+                                    0.99,
+                                    255.9,
+                                    256,
+                                    -1,
+                                    65504,
+                                    2147483647.5,
+                                    2147483648.0,
+                                    -2147483648.5,
+                                    -2147483649.0,
+                                    9.3e18,
+                                    -9.3e18,
+                                    9223372036854775807.0,
+                                    -9223372036854775808.0,
+                                    1e300};
+  for (DType from : {DType::kF32, DType::kF64, DType::kF16}) {
+    const int fs = DTypeSize(from);
+    std::vector<char> bytes(vals.size() * fs);
+    std::vector<double> held(vals.size());  // The value as the source holds it.
+    for (size_t i = 0; i < vals.size(); ++i) {
+      const double v = vals[i];
+      const float f = std::isfinite(v) && std::fabs(v) > 3e38 ? std::copysign(INFINITY, v)
+                                                              : static_cast<float>(v);
+      if (from == DType::kF64) {
+        std::memcpy(&bytes[i * fs], &v, fs);
+        held[i] = v;
+      } else if (from == DType::kF32) {
+        std::memcpy(&bytes[i * fs], &f, fs);
+        held[i] = f;
+      } else {
+        const uint16_t h = FloatToHalf(f);
+        std::memcpy(&bytes[i * fs], &h, fs);
+        held[i] = HalfToFloat(h);
+      }
+    }
+    auto t = *Tensor::FromHostBytes(bytes.data(), bytes.size(), {static_cast<int64_t>(vals.size())},
+                                    from, ctx(), engine_.get());
+    for (DType to : {DType::kI32, DType::kI64, DType::kU8, DType::kBool}) {
+      const std::string what =
+          std::string(DTypeName(from)) + " -> " + DTypeName(to) + " on " + ctx().ToString();
+      auto r = Invoke("cast", {t}, {{"dtype", DTypeName(to)}});
+      ASSERT_TRUE(r.ok()) << what << ": " << r.status();
+      std::vector<char> out(vals.size() * DTypeSize(to));
+      ASSERT_TRUE((*r)[0].ToHostBytes(out.data(), out.size()).ok()) << what;
+      if (to == DType::kI32) ExpectFloatToInt<int32_t>(out, held, what);
+      if (to == DType::kI64) ExpectFloatToInt<int64_t>(out, held, what);
+      if (to == DType::kU8) ExpectFloatToInt<uint8_t>(out, held, what);
+      if (to == DType::kBool) {
+        for (size_t i = 0; i < held.size(); ++i)  // NaN is nonzero: true.
+          EXPECT_EQ(out[i], held[i] != 0 ? 1 : 0) << what << " of " << held[i];
+      }
+    }
+  }
+}
+
+// Integer to integer narrows modulo 2^bits on every context.
+TEST_P(ShapeTest, CastBetweenIntegersWraps) {
+  const std::vector<int64_t> wide = {(int64_t{1} << 32) + 5, -1, int64_t{1} << 31, 300,
+                                     std::numeric_limits<int64_t>::min()};
+  auto t = Make<int64_t>(wide, {static_cast<int64_t>(wide.size())});
+  auto r32 = Invoke("cast", {t}, {{"dtype", "int32"}});
+  ASSERT_TRUE(r32.ok()) << r32.status();
+  EXPECT_EQ(*(*r32)[0].ToHost<int32_t>(),
+            (std::vector<int32_t>{5, -1, std::numeric_limits<int32_t>::min(), 300, 0}))
+      << ctx().ToString();
+  auto r8 = Invoke("cast", {t}, {{"dtype", "uint8"}});
+  ASSERT_TRUE(r8.ok()) << r8.status();
+  EXPECT_EQ(*(*r8)[0].ToHost<uint8_t>(), (std::vector<uint8_t>{5, 255, 0, 44, 0}))
+      << ctx().ToString();
+  auto r32to8 = Invoke("cast", {(*r32)[0]}, {{"dtype", "uint8"}});
+  ASSERT_TRUE(r32to8.ok()) << r32to8.status();
+  EXPECT_EQ(*(*r32to8)[0].ToHost<uint8_t>(), (std::vector<uint8_t>{5, 255, 0, 44, 0}))
+      << ctx().ToString();
+}
+
 TEST_P(ShapeTest, HalfConversionRoundsToNearestEven) {
   // 1 + 2^-11 is halfway between two halves: to even (1.0); 1 + 3 * 2^-11 to 1 + 2^-9.
   const std::vector<float> x = {1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 65520.0f, 1e-8f, -2.0f,
@@ -455,38 +568,49 @@ TEST_P(ShapeTest, GatherGradientAccumulatesDuplicateIndices) {
   }
 }
 
+// An index out of [-dim, dim) fails gather and its backward with the host
+// kernels' InvalidArgument on every context: device kernels check the
+// indices first (ops/device_check.h) instead of clamping them.
 TEST_P(ShapeTest, GatherIndexOutOfRange) {
   auto data = Make<float>(Iota(8), {2, 4});
   auto bad = Make<int64_t>({1, 7}, {2});
   auto low = Make<int32_t>({-5}, {1});
-  auto r = Invoke("gather", {data, bad}, {{"axis", "1"}});
-  ASSERT_TRUE(r.ok()) << r.status();  // Checked as the kernel runs.
-  auto r2 = Invoke("gather", {data, low}, {{"axis", "-1"}});
-  ASSERT_TRUE(r2.ok()) << r2.status();
+  auto huge = Make<int64_t>({0, 3, -4, int64_t{1} << 40}, {4});
   auto dy = Make<float>(std::vector<float>(4, 1.f), {2, 2});
-  auto rb = Invoke("_backward_gather", {dy, data, bad}, {{"axis", "1"}});
-  ASSERT_TRUE(rb.ok()) << rb.status();
-  if (testing::HostMemoryContext(ctx())) {
-    // Host kernels check every index: InvalidArgument naming it and the dim.
-    absl::Status s = (*r)[0].WaitToRead();
-    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
-    EXPECT_NE(s.message().find("index 7 (at 1) is out of range for a dim of size 4"),
-              std::string::npos)
-        << s;
-    s = (*r2)[0].WaitToRead();
-    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
-    EXPECT_NE(s.message().find("index -5 (at 0) is out of range for a dim of size 4"),
-              std::string::npos)
-        << s;
-    s = (*rb)[0].WaitToRead();
-    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
-    EXPECT_NE(s.message().find("index 7"), std::string::npos) << s;
-  } else {
-    // Device kernels cannot fail: they clamp into [0, dim), reading nothing out of bounds.
-    EXPECT_EQ(*(*r)[0].ToHost<float>(), (std::vector<float>{1, 3, 5, 7}));
-    EXPECT_EQ(*(*r2)[0].ToHost<float>(), (std::vector<float>{0, 4}));
-    EXPECT_EQ(*(*rb)[0].ToHost<float>(), (std::vector<float>{0, 1, 0, 1, 0, 1, 0, 1}));
+  auto dy_low = Make<float>(std::vector<float>(2, 1.f), {2, 1});
+  const struct {
+    const char* op;
+    std::vector<Tensor> in;
+    const char* axis;
+    std::string message;
+  } cases[] = {
+      {"gather", {data, bad}, "1", "index 7 (at 1) is out of range for a dim of size 4"},
+      {"gather", {data, low}, "-1", "index -5 (at 0) is out of range for a dim of size 4"},
+      {"gather",
+       {data, huge},
+       "1",
+       "index 1099511627776 (at 3) is out of range for a dim of size 4 (valid: [-4, 4))"},
+      {"_backward_gather",
+       {dy, data, bad},
+       "1",
+       "index 7 (at 1) is out of range for a dim of size 4"},
+      {"_backward_gather",
+       {dy_low, data, low},
+       "1",
+       "index -5 (at 0) is out of range for a dim of size 4"},
+  };
+  for (const auto& c : cases) {
+    const std::string what = absl::StrCat(c.op, " on ", ctx().ToString(), ": ", c.message);
+    auto r = Invoke(c.op, c.in, {{"axis", c.axis}});
+    ASSERT_TRUE(r.ok()) << what << ": " << r.status();  // Checked as the kernel runs.
+    const absl::Status s = (*r)[0].WaitToRead();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << what << ": " << s;
+    EXPECT_NE(s.message().find(c.message), std::string::npos) << what << ": " << s;
   }
+  // In range (negative from the end) still works after a failure.
+  auto ok = Invoke("gather", {data, Make<int32_t>({-1, 0}, {2})}, {{"axis", "1"}});
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(*(*ok)[0].ToHost<float>(), (std::vector<float>{3, 0, 7, 4}));
 }
 
 TEST_P(ShapeTest, GatherRejectsBadArguments) {

@@ -64,8 +64,8 @@ TEST_F(PluginBadInput, AStridedBatchOfHugeStrideIsRefused) {
   g.stride_b = 0;
   g.stride_c = 4;
   stream_->ThenBlasGemm(g);
-  EXPECT_TRUE(
-      HasError(Finish(), absl::StatusCode::kInvalidArgument, {"a's", "overflows a 64-bit size"}));
+  EXPECT_TRUE(HasError(Finish(), absl::StatusCode::kInvalidArgument,
+                       {"a's", "overflows a 64-bit size", "stride_a=4611686018427387904"}));
 }
 
 TEST_F(PluginBadInput, ALeadingDimensionThatWrapsIsRefused) {
