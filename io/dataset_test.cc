@@ -112,6 +112,18 @@ TEST_F(DatasetTest, WrongRanks) {
                 {labels_, "2 dimensions [4, 1]", "want 1"});
 }
 
+// Regression (issue 39, class 2): an images file of zero-row images loaded.
+TEST_F(DatasetTest, ZeroRowImagesAreRefused) {
+  WriteGzip(images_, IdxBytes({4, 0, 2}, {}));
+  WriteGzip(labels_, MakeFiles(4, 3, 2).labels);
+  ExpectMessage(LoadIdxDataset(images_, labels_).status(), absl::StatusCode::kInvalidArgument,
+                {images_, "dimension 1 of [4, 0, 2] is 0"});
+  WriteRaw(images_, IdxBytes({0, 28, 28}, {}));
+  WriteGzip(labels_, IdxBytes({0}, {}));
+  ExpectMessage(LoadIdxDataset(images_, labels_).status(), absl::StatusCode::kInvalidArgument,
+                {images_, "dimension 0 of [0, 28, 28] is 0"});
+}
+
 TEST_F(DatasetTest, ReaderErrorsPassThrough) {
   WriteGzip(images_, MakeFiles(4, 3, 2).images);
   ExpectMessage(LoadIdxDataset(images_, labels_).status(), absl::StatusCode::kNotFound, {labels_});

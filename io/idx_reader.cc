@@ -17,12 +17,14 @@
 #include "absl/strings/str_join.h"
 #include "rill/base/checked_math.h"
 #include "rill/base/status_macros.h"
+#include "rill/base/untrusted_file.h"
 
 namespace rill::io {
 namespace {
 
 // Payload bytes read per gzread call; the vector grows as data arrives.
 constexpr uint64_t kChunk = uint64_t{1} << 20;
+constexpr char kKind[] = "IDX file";
 
 const char* IdxTypeName(uint8_t type) {
   switch (type) {
@@ -68,13 +70,31 @@ class IdxFile {
     return absl::Status(code, absl::StrCat("IDX file '", path_, "': ", AsAbsl(what)));
   }
 
+  const std::string& path() const { return path_; }
+  // The file's length on disk (after Open).
+  uint64_t file_size() const { return file_size_; }
+  // Whether the file is read as it is (not gzip-compressed); valid after
+  // the first Read.
+  bool raw() const { return gzdirect(file_) == 1; }
+
  private:
   const std::string path_;
   gzFile file_ = nullptr;
+  uint64_t file_size_ = 0;
 };
 
 absl::Status IdxFile::Open() {
-  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  // Refuses what is not a regular file (a directory, a device, a FIFO)
+  // before zlib reads from it.
+  absl::StatusOr<uint64_t> size = UntrustedFileSize(kKind, path_);
+  if (!size.ok()) {
+    if (size.status().code() == absl::StatusCode::kNotFound) {
+      return Error(absl::StatusCode::kNotFound, "not found");
+    }
+    return size.status();
+  }
+  file_size_ = *size;
+  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     const int err = errno;
     const std::string why = absl::StrCat("cannot open (", std::strerror(err), ")");
@@ -83,10 +103,11 @@ absl::Status IdxFile::Open() {
     return Error(absl::StatusCode::kUnavailable, why);
   }
   struct stat st;
-  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {  // Replaced since it was checked.
     ::close(fd);
-    return Error(absl::StatusCode::kInvalidArgument, "is a directory, not a file");
+    return Error(absl::StatusCode::kInvalidArgument, "is not a regular file");
   }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   file_ = gzdopen(fd, "rb");
   if (file_ == nullptr) {
     ::close(fd);
@@ -142,6 +163,13 @@ absl::StatusOr<std::vector<int64_t>> ReadDims(IdxFile& file, int ndims, int64_t*
     dims[i] = (int64_t{b[0]} << 24) | (int64_t{b[1]} << 16) | (int64_t{b[2]} << 8) | int64_t{b[3]};
     product *= dims[i];
   }
+  for (int i = 0; i < ndims; ++i) {
+    if (dims[i] == 0) {
+      return file.Error(absl::StatusCode::kInvalidArgument,
+                        absl::StrCat("dimension ", i, " of ", DimsString(dims),
+                                     " is 0: an IDX file must hold at least one element"));
+    }
+  }
   if (!product.ok()) {
     return file.Error(absl::StatusCode::kInvalidArgument,
                       absl::StrCat("dimensions ", DimsString(dims),
@@ -152,9 +180,23 @@ absl::StatusOr<std::vector<int64_t>> ReadDims(IdxFile& file, int ndims, int64_t*
 }
 
 // Reads exactly `total` payload bytes, then checks that nothing follows.
+// The claim is checked before anything is allocated for it: against the
+// file's length when it is stored raw, and against the allocation cap
+// (FileBudget) whatever it is stored as, so that a small gzip file cannot
+// make the reader allocate what it claims or inflates to.
 absl::Status ReadPayload(IdxFile& file, const std::vector<int64_t>& dims, int64_t total,
                          std::vector<uint8_t>* data) {
   const uint64_t want = static_cast<uint64_t>(total);
+  const uint64_t header = 4 + 4 * static_cast<uint64_t>(dims.size());
+  if (file.raw()) {
+    const uint64_t left = file.file_size() > header ? file.file_size() - header : 0;
+    RILL_RETURN_IF_ERROR(CheckFitsInFile(
+        kKind, file.path(), absl::StrCat("the payload of dimensions ", DimsString(dims)), want, 1,
+        left));
+  }
+  RILL_ASSIGN_OR_RETURN(FileBudget budget, FileBudget::Create(kKind, file.path()));
+  RILL_RETURN_IF_ERROR(
+      budget.Take(absl::StrCat("the payload of dimensions ", DimsString(dims)), want));
   uint64_t done = 0;
   while (done < want) {
     const uint64_t chunk = std::min(kChunk, want - done);
@@ -170,17 +212,15 @@ absl::Status ReadPayload(IdxFile& file, const std::vector<int64_t>& dims, int64_
     }
   }
   // Reading past the payload also makes zlib check the gzip trailer (CRC).
-  uint64_t trailing = 0;
+  // One buffer is enough to tell: a stream that inflates on and on is not
+  // inflated to its end.
   char scratch[4096];
-  for (;;) {
-    RILL_ASSIGN_OR_RETURN(uint64_t got,
-                          file.Read(scratch, sizeof(scratch), "the bytes after the payload"));
-    trailing += got;
-    if (got < sizeof(scratch)) break;
-  }
+  RILL_ASSIGN_OR_RETURN(uint64_t trailing,
+                        file.Read(scratch, sizeof(scratch), "the bytes after the payload"));
   if (trailing > 0) {
     return file.Error(absl::StatusCode::kDataLoss,
-                      absl::StrCat(trailing, " trailing bytes after the ", want,
+                      absl::StrCat(trailing == sizeof(scratch) ? "at least " : "", trailing,
+                                   " trailing bytes after the ", want,
                                    "-byte payload for dimensions ", DimsString(dims)));
   }
   return absl::OkStatus();

@@ -10,7 +10,8 @@
 //   n x u32     the dimensions, big-endian
 //   payload     the elements, row-major, nothing after them
 //
-// Only 0x08 is supported (every MNIST-family file); 1 to 4 dimensions.
+// Only 0x08 is supported (every MNIST-family file); 1 to 4 dimensions, each
+// at least 1.
 // The file may be gzip-compressed or not: zlib's gzread reads both.
 //
 //   RILL_ASSIGN_OR_RETURN(io::IdxArray labels, io::ReadIdx(dir + "/train-labels-idx1-ubyte.gz"));
@@ -33,18 +34,28 @@ struct IdxArray {
 // The most dimensions ReadIdx accepts.
 inline constexpr int kMaxIdxDims = 4;
 
-// Reads the IDX file at `path`, gzip-compressed or not. Every error names
-// the file and what is wrong with it:
+// Reads the IDX file at `path`, gzip-compressed or not. The file is
+// untrusted (base/untrusted_file.h): what its header claims is checked
+// before anything is allocated for it. Every error names the file and what
+// is wrong with it:
 //   NotFound          no such file;
 //   PermissionDenied  it cannot be opened for reading;
-//   InvalidArgument   a directory; wrong magic (first two bytes not zero); an
-//                     element type other than 0x08; 0 or more than 4
-//                     dimensions; dimensions whose product overflows 63 bits;
-//   DataLoss          a truncated header or payload, bytes after the payload,
-//                     a corrupt or truncated gzip stream (zlib's gzerror), a
-//                     read error.
-// The payload is read in chunks, so a header that claims more than the file
-// holds fails with DataLoss, not with an allocation of the claimed size.
+//   InvalidArgument   not a regular file (a directory, a device, a pipe);
+//                     wrong magic (first two bytes not zero); an element
+//                     type other than 0x08; 0 or more than 4 dimensions; a
+//                     dimension of 0 (naming it); dimensions whose product
+//                     overflows 63 bits; an uncompressed file shorter than
+//                     the payload its dimensions claim (CheckFitsInFile);
+//   ResourceExhausted a payload larger than the cap on what one file may
+//                     make Rill allocate (FileAllocationCap, naming it and
+//                     RILL_MAX_FILE_BYTES): a gzip bomb fails here, before
+//                     it is inflated;
+//   DataLoss          a truncated header or gzip payload, bytes after the
+//                     payload, a corrupt or truncated gzip stream (zlib's
+//                     gzerror), a read error.
+// The payload is read in chunks, so a gzip file that claims more than it
+// inflates to fails with DataLoss after what it holds, not with an
+// allocation of the claimed size.
 // Thread-safe (no shared state).
 absl::StatusOr<IdxArray> ReadIdx(const std::string& path);
 

@@ -1,5 +1,7 @@
 #include "rill/io/idx_reader.h"
 
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <random>
 #include <string>
@@ -8,6 +10,7 @@
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "rill/base/untrusted_file.h"
 #include "rill/io/testing/idx_testing.h"
 
 namespace rill::io {
@@ -71,11 +74,14 @@ TEST_P(IdxReaderTest, ReadsOneToFourDims) {
   }
 }
 
-TEST_P(IdxReaderTest, ZeroSizeDimensionIsEmpty) {
-  absl::StatusOr<IdxArray> got = ReadIdx(Write(IdxBytes({0, 28, 28}, {})));
-  ASSERT_TRUE(got.ok()) << got.status();
-  EXPECT_EQ(got->dims, (std::vector<int64_t>{0, 28, 28}));
-  EXPECT_TRUE(got->data.empty());
+// Regression (issue 39, class 2): zero-row images were accepted.
+TEST_P(IdxReaderTest, ZeroDimensionIsRefused) {
+  std::string path = Write(IdxBytes({0, 28, 28}, {}));
+  ExpectError(ReadIdx(path), absl::StatusCode::kInvalidArgument, path,
+              "dimension 0 of [0, 28, 28] is 0");
+  path = Write(IdxBytes({5, 0, 28}, {}));
+  ExpectError(ReadIdx(path), absl::StatusCode::kInvalidArgument, path,
+              "dimension 1 of [5, 0, 28] is 0");
 }
 
 TEST_P(IdxReaderTest, LargePayloadSpanningChunks) {
@@ -141,12 +147,27 @@ TEST_P(IdxReaderTest, TruncatedDims) {
 
 TEST_P(IdxReaderTest, TruncatedPayload) {
   const std::string path = Write(IdxBytes({2, 5}, Iota(7)));
-  ExpectError(ReadIdx(path), absl::StatusCode::kDataLoss, path, "truncated payload: 7 of 10 bytes");
+  if (gzip()) {
+    ExpectError(ReadIdx(path), absl::StatusCode::kDataLoss, path,
+                "truncated payload: 7 of 10 bytes");
+  } else {  // Checked against the file's length before reading.
+    ExpectError(ReadIdx(path), absl::StatusCode::kInvalidArgument, path,
+                "the payload of dimensions [2, 5] claims 10 x 1 bytes, but only 7 bytes");
+  }
 }
 
-TEST_P(IdxReaderTest, HugeClaimFailsAsTruncatedNotAsAllocation) {
+// A raw file's claim is checked against its length; a compressed one's
+// against the allocation cap (4 GiB by default): neither is allocated.
+TEST_P(IdxReaderTest, HugeClaimIsRefusedBeforeAllocation) {
   const std::string path = Write(IdxBytes({0xFFFFFFFF, 0xFFFF}, Iota(10)));
-  ExpectError(ReadIdx(path), absl::StatusCode::kDataLoss, path, "truncated payload: 10 of ");
+  if (gzip()) {
+    ExpectError(ReadIdx(path), absl::StatusCode::kResourceExhausted, path,
+                "would make Rill allocate 281470681677825 bytes");
+    EXPECT_THAT(std::string(ReadIdx(path).status().message()), HasSubstr("RILL_MAX_FILE_BYTES"));
+  } else {
+    ExpectError(ReadIdx(path), absl::StatusCode::kInvalidArgument, path,
+                "claims 281470681677825 x 1 bytes, but only 10 bytes");
+  }
 }
 
 TEST_P(IdxReaderTest, TrailingBytes) {
@@ -159,6 +180,49 @@ INSTANTIATE_TEST_SUITE_P(RawAndGzip, IdxReaderTest, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& i) {
                            return i.param ? "gzip" : "raw";
                          });
+
+// Regression (issue 39, class 2): a small gzip file that claims (and
+// inflates to) more than the cap ended in std::bad_alloc.
+TEST(IdxReader, GzipBombIsRefusedAtTheCap) {
+  TempDir dir;
+  const std::string path = dir.File("bomb-idx.gz");
+  // Claims 8 GiB; the 1 MiB of zeros that follow compress to about 1 KB.
+  WriteGzip(path, IdxBytes({65536, 65536, 2}, Bytes(1 << 20)));
+  ASSERT_LT(ReadBytes(path).size(), 20000u);
+  ExpectError(ReadIdx(path), absl::StatusCode::kResourceExhausted, path,
+              "would make Rill allocate 8589934592 bytes");
+  ExpectError(ReadIdx(path), absl::StatusCode::kResourceExhausted, path,
+              "past the cap of 4294967296 bytes");
+  ExpectError(ReadIdx(path), absl::StatusCode::kResourceExhausted, path, "RILL_MAX_FILE_BYTES");
+
+  // A bomb that does inflate to what it claims, past a lowered cap.
+  const std::string real = dir.File("real-bomb-idx.gz");
+  WriteGzip(real, IdxBytes({4 << 20}, Bytes(4 << 20)));
+  SetFileAllocationCap(1 << 20);
+  absl::StatusOr<IdxArray> got = ReadIdx(real);
+  SetFileAllocationCap(0);
+  ExpectError(got, absl::StatusCode::kResourceExhausted, real, "past the cap of 1048576 bytes");
+  ASSERT_TRUE(ReadIdx(real).ok());  // Under the default cap it is a valid file.
+}
+
+// A gzip stream that inflates on and on after a small payload is refused
+// after one buffer, not inflated to its end.
+TEST(IdxReader, EndlessTrailingBytesAreNotInflated) {
+  TempDir dir;
+  const std::string path = dir.File("trailing-idx.gz");
+  Bytes b = IdxBytes({4}, Iota(4));
+  b.resize(b.size() + (64 << 20));
+  WriteGzip(path, b);
+  ExpectError(ReadIdx(path), absl::StatusCode::kDataLoss, path,
+              "at least 4096 trailing bytes after the 4-byte payload");
+}
+
+TEST(IdxReader, PipeIsRefusedWithoutBlocking) {
+  TempDir dir;
+  const std::string path = dir.File("fifo-idx");
+  ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);
+  ExpectError(ReadIdx(path), absl::StatusCode::kInvalidArgument, path, "not a regular file");
+}
 
 TEST(IdxReader, MissingFile) {
   TempDir dir;

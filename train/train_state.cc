@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "rill/base/checked_math.h"
 #include "rill/base/status_macros.h"
+#include "rill/base/untrusted_file.h"
 
 namespace rill::train {
 namespace {
@@ -207,11 +208,16 @@ absl::Status ReadExact(std::FILE* f, void* dst, size_t n) {
   return absl::DataLossError("the file ended early (did it shrink while being read?)");
 }
 
-// Reads the body between the header and the checksum, never past `end`.
-// Borrows `f`. Thread-compatible.
+// Reads the body between the header and the checksum, never past `end`,
+// counting what it allocates against `budget`. Borrows `f` and `budget`.
+// Thread-compatible.
 class Source {
  public:
-  Source(std::FILE* f, uint64_t pos, uint64_t end) : f_(f), pos_(pos), end_(end) {}
+  Source(std::FILE* f, uint64_t pos, uint64_t end, FileBudget* budget)
+      : f_(f), pos_(pos), end_(end), budget_(budget) {}
+
+  // Records `bytes` about to be allocated for `what`.
+  absl::Status Take(std::string_view what, uint64_t bytes) { return budget_->Take(what, bytes); }
 
   uint64_t remaining() const { return end_ - pos_; }
 
@@ -235,6 +241,7 @@ class Source {
   }
   absl::StatusOr<std::string> String(uint64_t n, std::string_view what) {
     RILL_RETURN_IF_ERROR(Need(n, what));  // Before allocating.
+    RILL_RETURN_IF_ERROR(Take(what, n));
     std::string s(n, '\0');
     RILL_RETURN_IF_ERROR(Read(s.data(), n, what));
     return s;
@@ -257,6 +264,7 @@ class Source {
   std::FILE* f_;
   uint64_t pos_;
   uint64_t end_;
+  FileBudget* budget_;
 };
 
 absl::StatusOr<StateTensor> ReadTensor(Source& in, size_t index) {
@@ -291,6 +299,7 @@ absl::StatusOr<StateTensor> ReadTensor(Source& in, size_t index) {
         absl::StrCat(tname, " of shape ", ShapeString(t.shape), " claims ", elements, " elements (",
                      bytes, " bytes) but only ", in.remaining(), " bytes remain in the file"));
   }
+  RILL_RETURN_IF_ERROR(in.Take(absl::StrCat(tname, "'s data"), bytes));
   t.data.resize(static_cast<size_t>(elements));
   RILL_RETURN_IF_ERROR(in.Floats(&t.data, absl::StrCat(tname, "'s data")));
   return t;
@@ -355,7 +364,7 @@ absl::Status VerifyChecksum(std::FILE* f, uint64_t size) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<TrainState> ReadOpened(std::FILE* f, uint64_t size) {
+absl::StatusOr<TrainState> ReadOpened(std::FILE* f, uint64_t size, FileBudget* budget) {
   unsigned char head[kHeaderBytes] = {};
   const size_t have = static_cast<size_t>(std::min<uint64_t>(size, kHeaderBytes));
   RILL_RETURN_IF_ERROR(ReadExact(f, head, have));
@@ -373,7 +382,7 @@ absl::StatusOr<TrainState> ReadOpened(std::FILE* f, uint64_t size) {
   }
   RILL_RETURN_IF_ERROR(VerifyChecksum(f, size));
   if (std::fseek(f, kHeaderBytes, SEEK_SET) != 0) return absl::ErrnoToStatus(errno, "seek failed");
-  Source in(f, kHeaderBytes, size - kChecksumBytes);
+  Source in(f, kHeaderBytes, size - kChecksumBytes, budget);
   TrainState s;
   RILL_RETURN_IF_ERROR(ReadBody(in, &s));
   return s;
@@ -414,6 +423,11 @@ absl::Status WriteTrainState(const std::string& path, const TrainState& state) {
 
 absl::StatusOr<TrainState> ReadTrainState(const std::string& path) {
   const std::string what = absl::StrCat("training state '", path, "'");
+  // An untrusted file: refused before it is opened when it is not a regular
+  // file (fopen would block on a FIFO), and what it makes us allocate is
+  // capped.
+  RILL_RETURN_IF_ERROR(UntrustedFileSize("training state", path).status());
+  RILL_ASSIGN_OR_RETURN(FileBudget budget, FileBudget::Create("training state", path));
   File f(std::fopen(path.c_str(), "rb"));
   if (f == nullptr) return absl::ErrnoToStatus(errno, absl::StrCat("cannot open ", what));
   struct stat st;
@@ -423,7 +437,8 @@ absl::StatusOr<TrainState> ReadTrainState(const std::string& path) {
   if (!S_ISREG(st.st_mode)) {
     return absl::InvalidArgumentError(absl::StrCat(what, " is not a regular file"));
   }
-  absl::StatusOr<TrainState> s = ReadOpened(f.get(), static_cast<uint64_t>(st.st_size));
+  absl::StatusOr<TrainState> s = ReadOpened(f.get(), static_cast<uint64_t>(st.st_size), &budget);
+  if (!s.ok() && s.status().code() == absl::StatusCode::kResourceExhausted) return s.status();
   if (!s.ok()) return Annotate(s.status(), what);
   return s;
 }

@@ -79,8 +79,12 @@ struct TrainState {
 // Unimplemented naming the version for a format this build does not read;
 // DataLoss when it is truncated or its checksum does not match; and
 // InvalidArgument naming the field for a header that breaks the format
-// (sizes larger than the file, duplicate tensor names, ...). Allocates no
-// more than the file's size, whatever its header claims.
+// (sizes larger than the file, duplicate tensor names, ...). The file is
+// untrusted (base/untrusted_file.h): InvalidArgument before it is opened
+// when it is not a regular file (a directory, a device, a FIFO); it
+// allocates no more than the file's size, whatever its header claims, and
+// no more than the cap one file may make Rill allocate (ResourceExhausted
+// naming it and RILL_MAX_FILE_BYTES).
 [[nodiscard]] absl::StatusOr<TrainState> ReadTrainState(const std::string& path);
 
 }  // namespace rill::train

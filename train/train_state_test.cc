@@ -4,6 +4,7 @@
 
 #include "rill/train/train_state.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -19,6 +20,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "rill/base/untrusted_file.h"
 
 namespace rill::train {
 namespace {
@@ -234,6 +236,35 @@ TEST_F(TrainStateTest, MissingFileIsNotFoundNamingThePath) {
 TEST_F(TrainStateTest, DirectoryIsRejected) {
   absl::StatusOr<TrainState> r = ReadTrainState(::testing::TempDir());
   EXPECT_FALSE(r.ok());
+}
+
+// Regression (issue 39, class 5): the reader opened a FIFO with fopen and
+// blocked; an untrusted file that is not a regular file is refused first.
+TEST_F(TrainStateTest, PipeIsRefusedWithoutBlocking) {
+  const std::string path = Path("fifo.rilltrn");
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  absl::StatusOr<TrainState> r = ReadTrainState(path);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  EXPECT_THAT(r.status().message(), HasSubstr(path));
+  EXPECT_THAT(r.status().message(), HasSubstr("not a regular file"));
+}
+
+// Regression (issue 39, class 5): what a state file makes the reader
+// allocate is counted against the cap one file may make Rill allocate.
+TEST_F(TrainStateTest, TensorsPastTheAllocationCapAreResourceExhausted) {
+  TrainState s;
+  s.tensors.push_back({"big", {1024}, std::vector<float>(1024, 1.0f)});
+  const std::string path = Path("capped.rilltrn");
+  ASSERT_TRUE(WriteTrainState(path, s).ok());
+  SetFileAllocationCap(1000);
+  absl::StatusOr<TrainState> r = ReadTrainState(path);
+  SetFileAllocationCap(0);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
+  EXPECT_THAT(r.status().message(), HasSubstr(path));
+  EXPECT_THAT(r.status().message(), HasSubstr("tensor 'big''s data"));
+  EXPECT_THAT(r.status().message(), HasSubstr("past the cap of 1000 bytes"));
+  EXPECT_THAT(r.status().message(), HasSubstr("RILL_MAX_FILE_BYTES"));
+  EXPECT_TRUE(ReadTrainState(path).ok());
 }
 
 TEST_F(TrainStateTest, BadMagic) {

@@ -99,9 +99,6 @@ struct Trainer::Impl {
   int resume_epoch = 0;                  // Where the next TrainEpoch starts.
   int64_t resume_batch = 0;
   absl::flat_hash_map<int64_t, EvalExec> eval;
-  // The training iterator, kept across epochs of the same dataset.
-  const io::Dataset* train_data = nullptr;
-  std::unique_ptr<io::DataIter> train_iter;
 
   int64_t per_device() const {
     return o.batch_size / static_cast<int64_t>(o.devices.size()) / world;
@@ -384,6 +381,23 @@ absl::StatusOr<EpochResult> Trainer::TrainEpoch(const io::Dataset& data, int epo
                                                 const std::atomic<bool>* stop,
                                                 double progress_seconds) {
   Impl& s = *impl_;
+  // Everything is checked before anything is built or pushed.
+  if (epoch < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("trainer: epoch ", epoch, " is negative"));
+  }
+  if (data.rows != s.o.model.rows || data.cols != s.o.model.cols) {
+    return absl::InvalidArgumentError(absl::StrCat("trainer: the dataset's images are ", data.rows,
+                                                   "x", data.cols, ", the model's ", s.o.model.rows,
+                                                   "x", s.o.model.cols));
+  }
+  if (data.num_classes > s.o.model.classes) {
+    return absl::InvalidArgumentError(absl::StrCat("trainer: the dataset has ", data.num_classes,
+                                                   " classes, the model ", s.o.model.classes));
+  }
+  if (!(progress_seconds >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("trainer: progress_seconds ", progress_seconds, " is not a duration"));
+  }
   io::DataIterOptions io;
   io.batch_size = s.o.batch_size / s.world;  // This rank's share of each global batch.
   io.shard_count = s.world;
@@ -394,16 +408,14 @@ absl::StatusOr<EpochResult> Trainer::TrainEpoch(const io::Dataset& data, int epo
   io.prefetch = s.o.prefetch;
   io.context = s.replicas.size() == 1 ? s.replicas[0].ctx : engine::Context::Host();
   io.engine = s.engine;
-  if (s.train_data != &data) {
-    s.train_iter.reset();
-    RILL_ASSIGN_OR_RETURN(s.train_iter, io::DataIter::Create(&data, io));
-    s.train_data = &data;
-  }
-  io::DataIter* it = s.train_iter.get();
+  // The iterator lives for this call only (its destructor waits for the
+  // fills it pushed), so `data` need not outlive the call.
+  RILL_ASSIGN_OR_RETURN(std::unique_ptr<io::DataIter> iter, io::DataIter::Create(&data, io));
+  io::DataIter* it = iter.get();
   const int64_t first_batch = epoch == s.resume_epoch ? s.resume_batch : 0;
+  RILL_RETURN_IF_ERROR(it->Reset(epoch, first_batch));
   s.resume_batch = 0;
   s.resume_epoch = epoch + 1;
-  RILL_RETURN_IF_ERROR(it->Reset(epoch, first_batch));
   for (Replica& r : s.replicas) {
     RILL_ASSIGN_OR_RETURN(r.loss_sum, Zeros(Shape{}, DType::kF32, r.ctx, s.engine));
     RILL_ASSIGN_OR_RETURN(r.correct_sum, Zeros(Shape{}, DType::kF32, r.ctx, s.engine));

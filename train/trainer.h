@@ -138,9 +138,11 @@ class Trainer {
   // is dropped. `stop` (may be null; ignored with several ranks, which must
   // stop together: see max_steps) ends the epoch after the current batch;
   // called again for the same epoch, TrainEpoch then goes on from there.
-  // The trainer keeps its iterator (and prefetched batches) over `data`
-  // between epochs: `data` must outlive the trainer, or the next TrainEpoch
-  // on another dataset.
+  // `data` is read during the call only: it may be destroyed as soon as
+  // TrainEpoch returns. InvalidArgument (before anything is built or
+  // pushed) for a negative epoch, images of another size than the model's,
+  // more classes than the model has, a negative or NaN progress_seconds,
+  // and what io::DataIter::Create refuses (an empty dataset, ...).
   absl::StatusOr<EpochResult> TrainEpoch(const io::Dataset& data, int epoch,
                                          const ProgressFn& progress = nullptr,
                                          const std::atomic<bool>* stop = nullptr,

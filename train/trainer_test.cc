@@ -4,12 +4,16 @@
 
 #include "rill/train/trainer.h"
 
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "rill/graph/onnx/onnx_export.h"
 #include "rill/io/dataset.h"
 #include "rill/ops/testing/op_testing.h"
 #include "rill/train/checkpoint.h"
@@ -200,6 +204,54 @@ TEST(Trainer, BadOptions) {
   EXPECT_THAT(t.status().message(), HasSubstr("dropout 1"));
 }
 
+// `n` synthetic 28x28 examples.
+io::Dataset Synthetic(int64_t n, uint8_t salt) {
+  io::Dataset d;
+  d.size = n;
+  d.rows = d.cols = 28;
+  d.images.resize(static_cast<size_t>(n * 28 * 28));
+  for (size_t i = 0; i < d.images.size(); ++i) d.images[i] = static_cast<uint8_t>(i * 31 + salt);
+  for (int64_t i = 0; i < n; ++i) d.labels.push_back(static_cast<uint8_t>(i % 10));
+  return d;
+}
+
+// Regression (issue 39, class 7): the trainer kept an iterator over the
+// dataset across calls, so a dataset destroyed before the trainer (or a
+// new one at the same address) was read after it was freed, also after
+// TrainEpoch refused its arguments.
+TEST(Trainer, TheDatasetMayGoBeforeTheTrainer) {
+  auto engine = ops::testing::MakeEngine();
+  TrainOptions o;
+  o.model = Small(0);
+  o.batch_size = 32;
+  o.engine = engine.get();
+  auto t = Trainer::Create(o);
+  ASSERT_TRUE(t.ok()) << t.status();
+  std::optional<io::Dataset> slot(Synthetic(128, 1));
+  // Refused before an iterator is built.
+  auto r = (*t)->TrainEpoch(*slot, -1);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("epoch -1 is negative"));
+  io::Dataset wrong = Synthetic(4, 0);
+  wrong.rows = 14;
+  wrong.images.resize(4 * 14 * 28);
+  r = (*t)->TrainEpoch(wrong, 0);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("images are 14x28, the model's 28x28"));
+  r = (*t)->TrainEpoch(*slot, 0);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->batches, 4);
+  // Another dataset at the same address: it is the one read.
+  slot.reset();
+  slot.emplace(Synthetic(64, 2));
+  r = (*t)->TrainEpoch(*slot, 1);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->batches, 2);
+  EXPECT_EQ(r->train.examples, 64);
+  slot.reset();  // Before the trainer (ASan checks the rest).
+  t->reset();
+}
+
 TEST(Checkpoint, RejectsMismatchedAndCorruptFiles) {
   NEED_DATA();
   auto engine = ops::testing::MakeEngine();
@@ -232,6 +284,57 @@ TEST(Checkpoint, RejectsMismatchedAndCorruptFiles) {
                          engine::Context::Host(), engine.get());
   EXPECT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("no_such.onnx"));
+}
+
+// Regression (issue 39, class 5): a checkpoint with the model's weight
+// names and shapes but another graph loaded, and ran that graph.
+TEST(Checkpoint, RefusesAnotherGraphWithTheModelsWeights) {
+  auto engine = ops::testing::MakeEngine();
+  TrainOptions o;
+  o.model = Small(0);
+  o.engine = engine.get();
+  auto t = Trainer::Create(o);
+  ASSERT_TRUE(t.ok()) << t.status();
+  // The model's graph on tanh(x): the same weights, another function.
+  graph::Graph g;
+  const graph::Entry x = g.Input("x");
+  const graph::Entry squashed = g.Op1("tanh", {x}, {}, "squash");
+  std::vector<graph::Entry> logits =
+      g.Compose(ConvNetInferenceGraph(o.model), {{"x", squashed}}, "");
+  ASSERT_EQ(logits.size(), 1u);
+  g.AddOutput(logits[0], "logits");
+  ASSERT_TRUE(g.status().ok()) << g.status();
+  graph::OnnxExportOptions eo;
+  eo.input_shapes = {{"x", Shape{1, 1, 28, 28}}};
+  eo.dynamic_batch = true;
+  const std::string path = ::testing::TempDir() + "/ckpt_other_graph.onnx";
+  ASSERT_TRUE(graph::ExportOnnxFile(g, (*t)->params(), path, eo).ok());
+  auto m = LoadCheckpoint(path, o.model, engine::Context::Host(), engine.get());
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument) << m.status();
+  EXPECT_THAT(m.status().message(), HasSubstr(path));
+  EXPECT_THAT(m.status().message(),
+              HasSubstr("its graph differs at operation #0: it has tanh('x')"));
+
+  // The trainer's own checkpoint loads.
+  const std::string good = ::testing::TempDir() + "/ckpt_same_graph.onnx";
+  ASSERT_TRUE((*t)->SaveCheckpoint(good).ok());
+  m = LoadCheckpoint(good, o.model, engine::Context::Host(), engine.get());
+  EXPECT_TRUE(m.ok()) << m.status();
+}
+
+TEST(Checkpoint, OnlyRegularFilesAreRead) {
+  auto engine = ops::testing::MakeEngine();
+  const std::string fifo = ::testing::TempDir() + "/ckpt_fifo.onnx";
+  std::remove(fifo.c_str());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  auto m = LoadCheckpoint(fifo, Small(0), engine::Context::Host(), engine.get());
+  std::remove(fifo.c_str());
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument) << m.status();
+  EXPECT_THAT(m.status().message(), HasSubstr("not a regular file"));
+  m = LoadCheckpoint(::testing::TempDir(), Small(0), engine::Context::Host(), engine.get());
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument) << m.status();
+  EXPECT_THAT(m.status().message(), HasSubstr("is a directory"));
 }
 
 }  // namespace

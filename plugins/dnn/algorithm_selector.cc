@@ -4,6 +4,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -18,6 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "rill/base/logging.h"
 #include "rill/base/status_macros.h"
+#include "rill/base/untrusted_file.h"
 #include "rill/executor/stream_executor.h"
 #include "rill/platform/platform.h"
 #include "rill/stream/stream.h"
@@ -190,32 +192,54 @@ absl::Status AlgorithmSelector::ReadFile(const std::string& path,
                                          int64_t* lines) {
   entries->clear();
   *lines = 0;
-  std::ifstream in(path);
-  if (!in) return absl::OkStatus();  // No file yet.
-  std::string line;
-  if (std::getline(in, line) && !line.empty() && line.back() == '\r') line.pop_back();
-  if (!in || line != kFileHeader) {
+  // An untrusted file: a directory, a device or a FIFO is refused without
+  // reading (or blocking), and a file longer than the cap is not read.
+  absl::StatusOr<std::string> text =
+      ReadUntrustedFile("DNN algorithm cache", path, /*allow_empty=*/true);
+  if (!text.ok()) {
+    if (text.status().code() == absl::StatusCode::kNotFound)
+      return absl::OkStatus();  // No file yet.
+    *lines = 1;
+    return text.status();
+  }
+  // What the entries take besides their text, counted against the cap too.
+  constexpr uint64_t kEntryOverhead = sizeof(Entry) + 64;
+  RILL_ASSIGN_OR_RETURN(FileBudget budget, FileBudget::Create("DNN algorithm cache", path));
+  RILL_RETURN_IF_ERROR(budget.Take("its text", text->size()));
+  std::vector<absl::string_view> all = absl::StrSplit(AsAbsl(*text), '\n');
+  auto strip = [](absl::string_view line) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    return line;
+  };
+  if (all.size() < 2 || strip(all[0]) != kFileHeader) {  // A header ends with a line end.
     *lines = 1;
     return absl::DataLossError(absl::StrCat("its first line is not \"", kFileHeader,
                                             "\" (another format or a damaged file)"));
   }
-  for (int number = 2; std::getline(in, line); ++number) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+  for (size_t i = 1; i < all.size(); ++i) {
+    const absl::string_view line = strip(all[i]);
     if (line.empty()) continue;
     ++*lines;
-    std::vector<std::string> fields = absl::StrSplit(line, '\t');
+    std::vector<absl::string_view> fields = absl::StrSplit(line, '\t');
     Entry entry;
     if (fields.size() != 4 || fields[0].empty() || fields[1].empty() ||
         !absl::SimpleAtoi(fields[2], &entry.algorithm) ||
-        !absl::SimpleAtod(fields[3], &entry.seconds) || !(entry.seconds >= 0)) {
+        !absl::SimpleAtod(fields[3], &entry.seconds) || !(entry.seconds >= 0) ||
+        !std::isfinite(entry.seconds)) {
       entries->clear();
       return absl::DataLossError(
-          absl::StrCat("line ", number,
+          absl::StrCat("line ", i + 1,
                        " is malformed (want key, plugin, algorithm id, seconds "
                        "separated by tabs)"));
     }
-    entry.plugin = std::move(fields[1]);
-    (*entries)[fields[0]] = std::move(entry);
+    if (absl::Status taken =
+            budget.Take("its entries", fields[0].size() + fields[1].size() + kEntryOverhead);
+        !taken.ok()) {
+      entries->clear();
+      return taken;
+    }
+    entry.plugin = std::string(fields[1]);
+    (*entries)[std::string(fields[0])] = std::move(entry);
   }
   return absl::OkStatus();
 }

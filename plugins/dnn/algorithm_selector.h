@@ -29,7 +29,8 @@
 //
 // The cache file is text, one choice per line after a format header. A file
 // that does not parse is ignored whole, with a warning, and rewritten at
-// the next tuning; an entry naming a plugin or algorithm the chain no
+// the next tuning (so is a path that is not a regular file, or a file
+// larger than the cap of base/untrusted_file.h); an entry naming a plugin or algorithm the chain no
 // longer offers (available) is ignored with a warning and tuned again.
 // Entries of other devices or library versions never match. Processes may
 // share the file: each write merges what others wrote, under flock on
@@ -117,7 +118,10 @@ class AlgorithmSelector {
     double seconds = 0;
   };
   // The entries of the cache file at `path` (none when it does not exist);
-  // DataLoss saying why when it does not parse. `lines` counts its lines.
+  // DataLoss saying why when it does not parse. The file is untrusted
+  // (base/untrusted_file.h): InvalidArgument when it is not a regular file,
+  // ResourceExhausted when it or its entries pass the allocation cap.
+  // `lines` counts its lines.
   static absl::Status ReadFile(const std::string& path,
                                absl::flat_hash_map<std::string, Entry>* entries, int64_t* lines);
   // Reads the cache file when it is not loaded yet.

@@ -9,6 +9,7 @@
 #include "rill/plugins/dnn/algorithm_selector.h"
 
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "rill/base/untrusted_file.h"
 #include "rill/plugins/dnn/fake_dnn_test_util.h"
 #include "rill/plugins/dnn/onednn/onednn_test_util.h"
 
@@ -121,6 +123,43 @@ TEST_P(Selector, ACorruptFileIsIgnoredAndRewritten) {
   }
   AlgorithmSelector other(Options());
   EXPECT_EQ(Select(other).source, ChoiceSource::kTuned);
+}
+
+// Regression (issue 39, class 5): the cache was read with std::ifstream:
+// a FIFO blocked the first convolution, a huge file was read whole, "inf"
+// seconds were accepted.
+TEST_P(Selector, AnUntrustedCacheIsIgnoredCleanly) {
+  ASSERT_EQ(mkfifo(path_.c_str(), 0600), 0);
+  AlgorithmSelector fifo(Options());
+  EXPECT_EQ(Select(fifo).source, ChoiceSource::kTuned);  // Did not block.
+  EXPECT_GE(fifo.counts().file_entries_ignored, 1);
+  std::remove(path_.c_str());
+
+  ASSERT_EQ(mkdir(path_.c_str(), 0700), 0);
+  AlgorithmSelector directory(Options());
+  EXPECT_EQ(Select(directory).source, ChoiceSource::kTuned);
+  EXPECT_GE(directory.counts().file_entries_ignored, 1);
+  ASSERT_EQ(rmdir(path_.c_str()), 0);
+
+  {
+    std::ofstream out(path_);
+    out << "rill-dnn-algorithm-cache 1\nkey\tfake_nhwc\t1\tinf\n";
+  }
+  AlgorithmSelector infinite(Options());
+  EXPECT_EQ(Select(infinite).source, ChoiceSource::kTuned);
+  EXPECT_GE(infinite.counts().file_entries_ignored, 1);
+
+  {
+    std::ofstream out(path_);
+    out << "rill-dnn-algorithm-cache 1\n";
+    for (int i = 0; i < 100; ++i) out << "key " << i << "\tfake_nhwc\t1\t0.5\n";
+  }
+  SetFileAllocationCap(2000);
+  AlgorithmSelector capped(Options());
+  const AlgorithmChoice choice = Select(capped);
+  SetFileAllocationCap(0);
+  EXPECT_EQ(choice.source, ChoiceSource::kTuned);
+  EXPECT_GE(capped.counts().file_entries_ignored, 1);
 }
 
 TEST_P(Selector, AStaleEntryIsNotTrusted) {
