@@ -97,7 +97,7 @@ for name in missing missing_mpi; do
   show "$out"
   [ "$rc" != 0 ] && [ "$rc" != 137 ] || fail "$name: exit status $rc"
   ok "$name: exit status $rc"
-  expect_in "$out" "^rill-demo train( \(rank 0 of 2\))?: NOT_FOUND: cannot open training state '$WORK/$name/train_state.bin': No such file or directory" \
+  expect_in "$out" "^rill-demo train( \(rank 0 of 2\))?: NOT_FOUND: training state '$WORK/$name/train_state.bin' cannot be opened: No such file or directory" \
     "$name: the error names the path"
 done
 echo PASS
