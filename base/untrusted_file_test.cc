@@ -41,7 +41,8 @@ TEST(UntrustedFile, RefusesWhatIsNotARegularFile) {
   ::unlink(fifo.c_str());
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   // A FIFO with no writer would block a plain open(); it is refused at once.
-  EXPECT_EQ(ReadUntrustedFile("IDX file", fifo).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ReadUntrustedFile("IDX file", fifo).status().code(),
+            absl::StatusCode::kInvalidArgument);
   ::unlink(fifo.c_str());
 }
 
@@ -66,7 +67,8 @@ TEST(UntrustedFile, TheCapBoundsWhatOneFileMayMakeUsAllocate) {
   FileBudget budget("IDX file", "x.gz", 100);
   EXPECT_TRUE(budget.Take("the header", 60).ok());
   EXPECT_EQ(budget.Take("the payload", 41).code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_EQ(budget.Take("a wrapping payload", UINT64_MAX).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(budget.Take("a wrapping payload", UINT64_MAX).code(),
+            absl::StatusCode::kResourceExhausted);
   EXPECT_TRUE(budget.Take("the rest", 40).ok());
   EXPECT_EQ(budget.used(), 100u);
 }
@@ -75,7 +77,8 @@ TEST(UntrustedFile, TheCapVariableIsParsedStrictly) {
   EXPECT_EQ(*ParseFileAllocationCap("1048576"), 1048576u);
   EXPECT_EQ(*ParseFileAllocationCap("512M"), uint64_t{512} << 20);
   EXPECT_EQ(*ParseFileAllocationCap("8g"), uint64_t{8} << 30);
-  for (const char* bad : {"", "abc", "0", "-5", "12Q", "1.5G", "99999999999999999999", "16777216T"}) {
+  for (const char* bad :
+       {"", "abc", "0", "-5", "12Q", "1.5G", "99999999999999999999", "16777216T"}) {
     absl::StatusOr<uint64_t> got = ParseFileAllocationCap(bad);
     EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument) << bad;
     EXPECT_THAT(got.status().message(), HasSubstr("RILL_MAX_FILE_BYTES")) << bad;
