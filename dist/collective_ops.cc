@@ -86,7 +86,7 @@ absl::Status PushCollective(Communicator& comm, CollectiveKind kind, const Tenso
   proto.count = kind == CollectiveKind::kBarrier     ? 0
                 : kind == CollectiveKind::kAllGather ? in.NumElements()
                                                      : out.NumElements();
-  const bool same = in.SharesStorageWith(out) && in.byte_offset() == out.byte_offset();
+  const bool same = in.OverlapWith(out) == StorageOverlap::kSame;
   std::vector<engine::VarHandle> reads, writes = {out.var()};
   if (kind != CollectiveKind::kBarrier && in.var() != out.var()) reads.push_back(in.var());
   const std::string label = absl::StrCat(proto.ToString(), " [", comm.Name(), ", ", comm.size(),
@@ -149,10 +149,17 @@ absl::Status PushCollective(Communicator& comm, CollectiveKind kind, const Tenso
 // host memory and a tensor is elsewhere.
 absl::Status Collective(Communicator& comm, CollectiveKind kind, const Tensor& in,
                         const Tensor& out, const CollectiveOptions& o) {
+  const StorageOverlap overlap = in.OverlapWith(out);
+  if (overlap == StorageOverlap::kPartial) {
+    // MPI and NCCL take the same buffer for both (in place) or disjoint ones.
+    return absl::InvalidArgumentError(absl::StrCat(
+        CollectiveKindName(kind), ": input ", in.ViewString(), " and output ", out.ViewString(),
+        " overlap in part; pass the same view (in place) or disjoint ones"));
+  }
   RILL_ASSIGN_OR_RETURN(bool in_direct, Direct(comm, in));
   RILL_ASSIGN_OR_RETURN(bool out_direct, Direct(comm, out));
   if (in_direct && out_direct) return PushCollective(comm, kind, in, out, o);
-  const bool same = in.SharesStorageWith(out) && in.byte_offset() == out.byte_offset();
+  const bool same = overlap == StorageOverlap::kSame;
   Tensor hin = in, hout = out;
   if (!in_direct) {
     RILL_ASSIGN_OR_RETURN(hin, in.CopyTo(engine::Context::Host()));

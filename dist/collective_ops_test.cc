@@ -175,6 +175,10 @@ TEST(Collectives, BadArgumentsPushNothing) {
                        absl::StatusCode::kInvalidArgument, {"root"}));
   EXPECT_TRUE(
       HasError(AllGather(*world, f, three), absl::StatusCode::kInvalidArgument, {"must hold"}));
+  // Views of one tensor that overlap in part (MPI takes in place or disjoint).
+  Tensor eight = Filled<float>(8, 0);
+  EXPECT_TRUE(HasError(AllReduce(*world, Must(eight.Slice(0, 4)), Must(eight.Slice(2, 6))),
+                       absl::StatusCode::kInvalidArgument, {"overlap in part"}));
   // The communicator still works: nothing was numbered.
   ASSERT_TRUE(IsOk(AllReduce(*world, f, f)));
   EXPECT_TRUE(IsOk(f.WaitToRead()));
