@@ -55,6 +55,7 @@ absl::StatusOr<bool> FoldNode(ImportState& s, const onnx::NodeProto& n, int64_t 
   ImportState t;
   t.context = engine::Context::Cpu();
   t.engine = s.engine;
+  t.budget = s.budget;
   for (const std::string& in : n.input()) {
     if (in.empty()) continue;
     ValueState v = s.values.at(in);

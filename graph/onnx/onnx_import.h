@@ -12,10 +12,15 @@
 //   RILL_ASSIGN_OR_RETURN(auto exec, graph::Executor::Bind(m.graph, args, {}, {.context =
 //   opt.context})); RILL_RETURN_IF_ERROR(exec->Forward(/*is_train=*/false));
 //
-// What maps to what is in graph/onnx/README.md. Errors never crash:
-// InvalidArgument for a malformed model (unparsable bytes naming the file,
-// a failed onnx::checker check, an initializer whose data does not match
-// its dims, a node input naming no value, a cycle), Unimplemented for
+// What maps to what is in graph/onnx/README.md. The model may be hostile
+// (the untrusted-file policy, base/untrusted_file.h). Errors never crash:
+// InvalidArgument for a malformed model (an empty or unparsable file or one
+// that is not a regular file, naming the file; a failed onnx::checker check;
+// an attribute libonnx's shape inference would trap on, such as a stride of
+// 0, naming the node, the attribute and the value; an initializer whose data
+// does not match its dims; a node input or graph output naming no value;
+// axes named twice; a cycle), ResourceExhausted for initializers past the
+// file allocation cap, Unimplemented for
 // something valid that Rill does not support (naming the node, its op type
 // and the opset): an op type, an attribute value, an element type,
 // sequence/optional values, external data, a shape or axes value that is

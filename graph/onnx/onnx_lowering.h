@@ -50,6 +50,9 @@ class ImportState {
   absl::flat_hash_set<std::string> reserved;         // Value names that may become variables.
   engine::Context context = engine::Context::Host();
   engine::Engine* engine = nullptr;
+  // What the model's tensors (initializers, Constant values) may make the
+  // importer allocate; null: unbounded. Borrowed for the import.
+  FileBudget* budget = nullptr;
 
   // Rill's own shape/type inference of the graph as it grows: entries of
   // nodes [0, inferred) are inferred where their inputs are known.
@@ -174,6 +177,9 @@ absl::StatusOr<std::vector<int64_t>> NeedDims(const NodeLowering& l, int i, std:
 absl::StatusOr<std::vector<int64_t>> AxesOf(NodeLowering& l, int input_since_13);
 // `axis` in [-rank, rank) made non-negative.
 absl::StatusOr<int64_t> NormAxis(int64_t axis, int rank);
+// Each of `axes` made non-negative; InvalidArgument naming the axes for one
+// out of range or named twice.
+absl::StatusOr<std::vector<int64_t>> NormAxes(const std::vector<int64_t>& axes, int rank);
 // x[..., b:e, ...] on `axis` of a value of static `dims`.
 Entry SliceAxis(NodeLowering& l, Entry x, const std::vector<int64_t>& dims, int axis, int64_t b,
                 int64_t e);

@@ -56,6 +56,21 @@ absl::StatusOr<int64_t> NormAxis(int64_t axis, int rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
+absl::StatusOr<std::vector<int64_t>> NormAxes(const std::vector<int64_t>& axes, int rank) {
+  std::vector<int64_t> out;
+  std::vector<bool> seen(rank, false);
+  for (int64_t a : axes) {
+    RILL_ASSIGN_OR_RETURN(const int64_t n, NormAxis(a, rank));
+    if (seen[n]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "axes [", absl::StrJoin(axes, ", "), "] name axis ", n, " twice (rank ", rank, ")"));
+    }
+    seen[n] = true;
+    out.push_back(n);
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<int64_t>> AxesOf(NodeLowering& l, int input_since_13) {
   if (l.opset() >= 13 && input_since_13 >= 0) {
     if (!l.has_input(input_since_13)) return std::vector<int64_t>{};
@@ -316,7 +331,7 @@ absl::Status Dropout(L& l) {
 
 absl::Status Constant(L& l) {
   if (const auto* a = l.Attr("value")) {
-    RILL_ASSIGN_OR_RETURN(OnnxHostTensor t, HostTensorFromProto(a->t()));
+    RILL_ASSIGN_OR_RETURN(OnnxHostTensor t, HostTensorFromProto(a->t(), l.state().budget));
     l.SetConstOutput(0, std::move(t));
   } else if (const auto* a = l.Attr("value_float")) {
     l.SetConstOutput(0, OnnxHostTensor::Fill(DType::kF32, Shape{}, a->f()));
@@ -362,7 +377,7 @@ absl::Status ConstantOfShape(L& l) {
   RILL_ASSIGN_OR_RETURN(std::vector<int64_t> dims, l.ConstInts(0, "shape"));
   OnnxHostTensor value = OnnxHostTensor::Fill(DType::kF32, Shape{1}, 0);
   if (const auto* a = l.Attr("value")) {
-    RILL_ASSIGN_OR_RETURN(value, HostTensorFromProto(a->t()));
+    RILL_ASSIGN_OR_RETURN(value, HostTensorFromProto(a->t(), l.state().budget));
     if (value.size() != 1)
       return absl::InvalidArgumentError("ConstantOfShape value must have one element");
   }
@@ -421,11 +436,9 @@ absl::Status Unsqueeze(L& l) {
   auto dims = l.Dims(0);
   if (!dims) return L::Unsupported("needs the rank of its input");
   const int r = static_cast<int>(dims->size() + axes.size());
+  RILL_ASSIGN_OR_RETURN(const std::vector<int64_t> norm, NormAxes(axes, r));
   std::vector<bool> ones(r, false);
-  for (int64_t a : axes) {
-    RILL_ASSIGN_OR_RETURN(int64_t n, NormAxis(a, r));
-    ones[n] = true;
-  }
+  for (int64_t n : norm) ones[n] = true;
   std::vector<int64_t> out;
   size_t k = 0;
   for (int i = 0; i < r; ++i) out.push_back(ones[i] ? 1 : (*dims)[k++]);
@@ -439,11 +452,9 @@ absl::Status Squeeze(L& l) {
   auto dims = l.Dims(0);
   if (!dims) return L::Unsupported("needs the rank of its input");
   const int r = static_cast<int>(dims->size());
+  RILL_ASSIGN_OR_RETURN(const std::vector<int64_t> norm, NormAxes(axes, r));
   std::vector<bool> drop(r, false);
-  for (int64_t a : axes) {
-    RILL_ASSIGN_OR_RETURN(int64_t n, NormAxis(a, r));
-    drop[n] = true;
-  }
+  for (int64_t n : norm) drop[n] = true;
   std::vector<int64_t> out;
   for (int i = 0; i < r; ++i) {
     if (axes.empty() && (*dims)[i] < 0)
@@ -483,6 +494,7 @@ absl::Status Slice(L& l) {
       steps.size() != starts.size()) {
     return absl::InvalidArgumentError("Slice starts, ends, axes and steps differ in length");
   }
+  RILL_RETURN_IF_ERROR(NormAxes(axes, r).status());
   std::vector<int64_t> begin(r, 0), end(dims.begin(), dims.end());
   int last = -1;
   // Axes with a step other than 1: the indices they keep, gathered.

@@ -153,7 +153,14 @@ absl::Status Resize(L& l) {
       scale = scales[a];
       if (!(scale > 0))
         return absl::InvalidArgumentError(absl::StrCat("scale ", scale, " of axis ", a));
-      out = static_cast<int64_t>(std::floor(static_cast<double>(dims[a]) * scale));
+      // Checked in double: a huge scale has no int64 value.
+      const double want = std::floor(static_cast<double>(dims[a]) * scale);
+      if (!(want >= 1 && want <= static_cast<double>(int64_t{1} << 20))) {
+        return absl::InvalidArgumentError(absl::StrCat("scale ", scale, " of axis ", a, " of size ",
+                                                       dims[a], " gives ", want,
+                                                       " elements (at most 2^20)"));
+      }
+      out = static_cast<int64_t>(want);
     }
     if (out <= 0 || out > (int64_t{1} << 20)) {
       return absl::InvalidArgumentError(absl::StrCat("output size ", out, " of axis ", a));

@@ -14,11 +14,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "rill/base/checked_math.h"
 #include "rill/base/status_macros.h"
 #include "rill/graph/onnx/onnx_lowering.h"
 #include "rill/ops/op_names.h"
 
 namespace rill::graph {
+
+// The most one pad may add to an axis.
+constexpr int64_t kMaxOnnxPad = int64_t{1} << 31;
 
 Entry SliceAxis(NodeLowering& l, Entry x, const std::vector<int64_t>& dims, int axis, int64_t b,
                 int64_t e) {
@@ -37,6 +41,14 @@ absl::StatusOr<Entry> PadEntry(NodeLowering& l, Entry x, std::vector<int64_t> di
                                                    " values for rank ", r, " (want ", 2 * r, ")"));
   }
   for (int a = 0; a < r; ++a) {
+    // Bounded first, so that the sums below cannot wrap.
+    for (int64_t p : {begin[a], end[a]}) {
+      if (p < -dims[a] || p > kMaxOnnxPad) {
+        return absl::InvalidArgumentError(absl::StrCat("pad ", p, " of axis ", a, " of size ",
+                                                       dims[a], " is out of range [", -dims[a],
+                                                       ", ", kMaxOnnxPad, "]"));
+      }
+    }
     // Negative pads crop.
     const int64_t cb = std::max<int64_t>(0, -begin[a]), ce = std::max<int64_t>(0, -end[a]);
     if (cb + ce > dims[a]) {
@@ -174,9 +186,14 @@ absl::Status Split(L& l) {
     }
     sizes.assign(n, dims[axis] / n);
   }
-  int64_t total = 0;
-  for (int64_t s : sizes) total += s;
-  if (static_cast<int>(sizes.size()) != n || total != dims[axis]) {
+  CheckedInt<int64_t> total = 0;
+  bool negative = false;
+  for (int64_t s : sizes) {
+    negative = negative || s < 0;
+    total += s;
+  }
+  if (static_cast<int>(sizes.size()) != n || negative || !total.ok() ||
+      total.value() != dims[axis]) {
     return absl::InvalidArgumentError(absl::StrCat("split [", absl::StrJoin(sizes, ", "),
                                                    "] does not cover axis ", axis, " of size ",
                                                    dims[axis], " in ", n, " outputs"));
@@ -401,7 +418,8 @@ absl::Status EyeLike(L& l) {
   }
   RILL_RETURN_IF_ERROR(Shape(d).Validate(DTypeSize(t)));
   if (d[0] * d[1] > (int64_t{16} << 20)) return L::Unsupported("over 16 Mi elements");
-  const int64_t k = l.Int("k", 0);
+  // Past the matrix, k puts no ones; clamped so that i + k cannot wrap.
+  const int64_t k = std::clamp<int64_t>(l.Int("k", 0), -d[0], d[1]);
   std::vector<double> v(d[0] * d[1], 0.0);
   for (int64_t i = 0; i < d[0]; ++i) {
     if (i + k >= 0 && i + k < d[1]) v[i * d[1] + i + k] = 1;

@@ -2,10 +2,15 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <cmath>
 #include <cstring>
+#include <limits>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "rill/base/checked_math.h"
 #include "rill/base/status_macros.h"
+#include "rill/base/untrusted_file.h"
 #include "rill/ops/shape/half.h"
 
 namespace rill::graph {
@@ -23,6 +28,24 @@ void Store(std::string& bytes, int64_t i, T v) {
   std::memcpy(bytes.data() + i * sizeof(T), &v, sizeof(T));
 }
 
+// static_cast, except that a floating-point value converted to an integer
+// saturates (NaN gives 0): a model's constants may hold any value, and a
+// conversion out of range is undefined behavior.
+template <typename Out, typename In>
+Out CastTo(In v) {
+  if constexpr (std::is_integral_v<Out> && std::is_floating_point_v<In>) {
+    using Limits = std::numeric_limits<Out>;
+    const double d = static_cast<double>(v);
+    if (std::isnan(d)) return 0;
+    // The max of a 64-bit type rounds up to 2^63 in double: >= is one past.
+    if (d <= static_cast<double>(Limits::min())) return Limits::min();
+    if (d >= static_cast<double>(Limits::max())) return Limits::max();
+    return static_cast<Out>(d);
+  } else {
+    return static_cast<Out>(v);
+  }
+}
+
 template <typename Out>
 std::vector<Out> Convert(const OnnxHostTensor& t) {
   const int64_t n = t.size();
@@ -30,23 +53,23 @@ std::vector<Out> Convert(const OnnxHostTensor& t) {
   for (int64_t i = 0; i < n; ++i) {
     switch (t.dtype) {
       case DType::kF32:
-        out[i] = static_cast<Out>(Load<float>(t.bytes, i));
+        out[i] = CastTo<Out>(Load<float>(t.bytes, i));
         break;
       case DType::kF64:
-        out[i] = static_cast<Out>(Load<double>(t.bytes, i));
+        out[i] = CastTo<Out>(Load<double>(t.bytes, i));
         break;
       case DType::kF16:
-        out[i] = static_cast<Out>(ops::HalfToFloat(Load<uint16_t>(t.bytes, i)));
+        out[i] = CastTo<Out>(ops::HalfToFloat(Load<uint16_t>(t.bytes, i)));
         break;
       case DType::kI32:
-        out[i] = static_cast<Out>(Load<int32_t>(t.bytes, i));
+        out[i] = CastTo<Out>(Load<int32_t>(t.bytes, i));
         break;
       case DType::kI64:
-        out[i] = static_cast<Out>(Load<int64_t>(t.bytes, i));
+        out[i] = CastTo<Out>(Load<int64_t>(t.bytes, i));
         break;
       case DType::kU8:
       case DType::kBool:
-        out[i] = static_cast<Out>(Load<uint8_t>(t.bytes, i));
+        out[i] = CastTo<Out>(Load<uint8_t>(t.bytes, i));
         break;
     }
   }
@@ -121,13 +144,13 @@ OnnxHostTensor OnnxHostTensor::FromDoubles(const std::vector<double>& v, const S
         Store<uint16_t>(t.bytes, i, ops::FloatToHalf(static_cast<float>(value)));
         break;
       case DType::kI32:
-        Store<int32_t>(t.bytes, i, static_cast<int32_t>(value));
+        Store<int32_t>(t.bytes, i, CastTo<int32_t>(value));
         break;
       case DType::kI64:
-        Store<int64_t>(t.bytes, i, static_cast<int64_t>(value));
+        Store<int64_t>(t.bytes, i, CastTo<int64_t>(value));
         break;
       case DType::kU8:
-        Store<uint8_t>(t.bytes, i, static_cast<uint8_t>(value));
+        Store<uint8_t>(t.bytes, i, CastTo<uint8_t>(value));
         break;
       case DType::kBool:
         Store<uint8_t>(t.bytes, i, value != 0 ? 1 : 0);
@@ -167,7 +190,25 @@ std::string OnnxTypeName(int32_t elem_type) {
   return absl::StrCat("type ", elem_type);
 }
 
-absl::StatusOr<OnnxHostTensor> HostTensorFromProto(const onnx::TensorProto& t) {
+namespace {
+
+// The number of elements the typed field of `t` holds for its data type.
+int64_t TypedCount(const onnx::TensorProto& t) {
+  switch (t.data_type()) {
+    case onnx::TensorProto::FLOAT:
+      return t.float_data_size();
+    case onnx::TensorProto::DOUBLE:
+      return t.double_data_size();
+    case onnx::TensorProto::INT64:
+      return t.int64_data_size();
+    default:  // INT32, UINT8, BOOL, FLOAT16 live in int32_data.
+      return t.int32_data_size();
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<OnnxHostTensor> HostTensorFromProto(const onnx::TensorProto& t, FileBudget* budget) {
   const std::string what = absl::StrCat("tensor '", t.name(), "'");
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
     return absl::UnimplementedError(
@@ -185,43 +226,43 @@ absl::StatusOr<OnnxHostTensor> HostTensorFromProto(const onnx::TensorProto& t) {
   }
   RILL_RETURN_IF_ERROR(Annotate(h.shape.Validate(DTypeSize(h.dtype)), what));
   const int64_t n = h.shape.NumElements();
-  const uint64_t want = static_cast<uint64_t>(n) * DTypeSize(h.dtype);
+  RILL_ASSIGN_OR_RETURN(const int64_t want,
+                        CheckedProduct(absl::StrCat(what, "'s byte count"),
+                                       {n, static_cast<int64_t>(DTypeSize(h.dtype))}));
+  // What the tensor claims against what it holds, before allocating.
   if (t.has_raw_data()) {
-    if (t.raw_data().size() != want) {
+    if (t.raw_data().size() != static_cast<uint64_t>(want)) {
       return absl::InvalidArgumentError(
           absl::StrCat(what, " of ", OnnxTypeName(t.data_type()), " ", h.shape.ToString(),
                        " needs ", want, " bytes of raw data, has ", t.raw_data().size()));
     }
+  } else if (const int64_t have = TypedCount(t); have != n) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " of ", OnnxTypeName(t.data_type()), " ",
+                                                   h.shape.ToString(), " needs ", n,
+                                                   " elements, has ", have));
+  }
+  if (budget != nullptr) RILL_RETURN_IF_ERROR(budget->Take(what, static_cast<uint64_t>(want)));
+  if (t.has_raw_data()) {
     h.bytes = t.raw_data();
     if (h.dtype == DType::kBool) {
       for (char& c : h.bytes) c = c != 0 ? 1 : 0;
     }
     return h;
   }
-  int64_t have = 0;
   h.bytes.assign(want, '\0');
   switch (t.data_type()) {
     case onnx::TensorProto::FLOAT:
-      have = t.float_data_size();
-      if (have == n) CopyTyped(t.float_data(), h.dtype, h.bytes);
+      CopyTyped(t.float_data(), h.dtype, h.bytes);
       break;
     case onnx::TensorProto::DOUBLE:
-      have = t.double_data_size();
-      if (have == n) CopyTyped(t.double_data(), h.dtype, h.bytes);
+      CopyTyped(t.double_data(), h.dtype, h.bytes);
       break;
     case onnx::TensorProto::INT64:
-      have = t.int64_data_size();
-      if (have == n) CopyTyped(t.int64_data(), h.dtype, h.bytes);
+      CopyTyped(t.int64_data(), h.dtype, h.bytes);
       break;
-    default:  // INT32, UINT8, BOOL, FLOAT16 live in int32_data.
-      have = t.int32_data_size();
-      if (have == n) CopyTyped(t.int32_data(), h.dtype, h.bytes);
+    default:
+      CopyTyped(t.int32_data(), h.dtype, h.bytes);
       break;
-  }
-  if (have != n) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " of ", OnnxTypeName(t.data_type()), " ",
-                                                   h.shape.ToString(), " needs ", n,
-                                                   " elements, has ", have));
   }
   return h;
 }

@@ -20,6 +20,10 @@ namespace onnx {
 class TensorProto;
 }  // namespace onnx
 
+namespace rill {
+class FileBudget;  // rill/base/untrusted_file.h
+}  // namespace rill
+
 namespace rill::graph {
 
 // A tensor held on the host while importing: constants (initializers,
@@ -51,8 +55,11 @@ std::string OnnxTypeName(int32_t elem_type);
 
 // The contents of `t`: InvalidArgument naming the tensor when its data does
 // not match its dims (raw bytes or element count), Unimplemented for
-// external data or an unsupported element type.
-absl::StatusOr<OnnxHostTensor> HostTensorFromProto(const onnx::TensorProto& t);
+// external data or an unsupported element type. The claimed size
+// (overflow-checked) is checked against the data present before anything is
+// allocated, and taken from `budget` when given (ResourceExhausted past it).
+absl::StatusOr<OnnxHostTensor> HostTensorFromProto(const onnx::TensorProto& t,
+                                                   FileBudget* budget = nullptr);
 // The same as a Tensor on `ctx`.
 absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& t, engine::Context ctx,
                                        engine::Engine* engine = nullptr);
