@@ -17,7 +17,7 @@
 #                             every test; then the fuzz stage below
 #   scripts/test.sh --fuzz    clang ASan + UBSan + libFuzzer build in build-fuzz/
 #                             of the bad-input tests and tests/fuzz: runs the
-#                             tests, then the fuzz target for RILL_FUZZ_SECONDS
+#                             tests, then each fuzz target for RILL_FUZZ_SECONDS
 #                             (default 120) from the committed corpus
 #
 # Environment: RILL_JOBS (build parallelism, default 2), RILL_BUILD_DIR (a
@@ -76,7 +76,10 @@ esac
 FUZZ_BUILD_DIR="${RILL_FUZZ_BUILD_DIR:-build-fuzz}"
 [[ "$MODE" == fuzz ]] && FUZZ_BUILD_DIR="$BUILD_DIR"
 FUZZ_TESTS=(executor_bad_input_test stream_bad_input_test plugin_bad_input_test engine_bad_input_test
-  plugin_loading_test mpi_collectives_test)
+  plugin_loading_test mpi_collectives_test
+  # Hardening II's regression tests: hostile files, aliasing views, integer
+  # edges (docs/hardening.md), where ASan and UBSan see what they fixed.
+  graph_onnx_hostile_test io_idx_reader_test ops_alias_test ops_integer_semantics_test)
 
 # --- Summary, printed however the script ends.
 SUMMARY=()
@@ -288,30 +291,49 @@ run_fuzz_tests() {
     [[ "$t" == mpi_* ]] && env=(OMPI_MCA_mca_base_component_disable_dlclose=1
       LSAN_OPTIONS="${LSAN_OPTIONS:-}:fast_unwind_on_malloc=0"
       ASAN_OPTIONS="${ASAN_OPTIONS:-}:fast_unwind_on_malloc=0")
+    # The op suites run every context, PoCL's worker threads included, and
+    # LeakSanitizer's exit-time thread suspension crashed once in five runs
+    # ("Tracer caught signal 11"): they run for ASan and UBSan, without the
+    # leak check (the full --asan mode keeps it).
+    [[ "$t" == ops_* ]] && env=(ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0")
     env "${env[@]}" RILL_HOST_DEVICES=2 POCL_CACHE_DIR="$FUZZ_BUILD_DIR/pocl-cache" "$bin" \
       --gtest_brief=1
   done
   SUMMARY+=("bad-input tests (clang ASan+UBSan): ${FUZZ_TESTS[*]}")
 }
 
+# Each fuzz target with its committed seed corpus (tests/fuzz/README.md).
+FUZZ_TARGETS=(api_fuzz:corpus onnx_fuzz:corpus_onnx idx_fuzz:corpus_idx checkpoint_fuzz:corpus_checkpoint)
+
 run_fuzz() {
-  local fbuild="$FUZZ_BUILD_DIR" seconds="${RILL_FUZZ_SECONDS:-120}"
-  cmake --build "$fbuild" -j "$JOBS" --target api_fuzz
-  local corpus="$LOG_DIR/fuzz-corpus" artifacts="$fbuild/fuzz-artifacts/"
-  mkdir -p "$corpus" "$artifacts"
-  cp tests/fuzz/corpus/* "$corpus/"
-  local log="$LOG_DIR/fuzz.log" rc=0
+  local fbuild="$FUZZ_BUILD_DIR" seconds="${RILL_FUZZ_SECONDS:-120}" entry
+  cmake --build "$fbuild" -j "$JOBS" --target "${FUZZ_TARGETS[@]%%:*}"
+  for entry in "${FUZZ_TARGETS[@]}"; do
+    fuzz_one "${entry%%:*}" "tests/fuzz/${entry#*:}" "$seconds" || return 1
+  done
+}
+
+# Runs one target for `seconds` from a copy of its corpus. A crash fails the
+# stage and leaves its input in build-fuzz/fuzz-artifacts/ (add it to the
+# corpus once fixed).
+fuzz_one() {
+  local target="$1" seeds="$2" seconds="$3" fbuild="$FUZZ_BUILD_DIR"
+  local corpus="$LOG_DIR/$target-corpus" artifacts="$fbuild/fuzz-artifacts/$target-"
+  mkdir -p "$corpus" "$fbuild/fuzz-artifacts"
+  cp "$seeds"/* "$corpus/"
+  local log="$LOG_DIR/$target.log" rc=0
   # -timeout: one input that hangs fails the run within a minute.
   ASAN_OPTIONS="allocator_may_return_null=1:${ASAN_OPTIONS:-}" POCL_CACHE_DIR="$fbuild/pocl-cache" \
-    "$fbuild/tests/fuzz/api_fuzz" "$corpus" -max_total_time="$seconds" -use_value_profile=1 \
+    "$fbuild/tests/fuzz/$target" "$corpus" -max_total_time="$seconds" -use_value_profile=1 \
     -timeout=60 -rss_limit_mb=4096 -artifact_prefix="$artifacts" -print_final_stats=1 >"$log" 2>&1 || rc=$?
-  grep -E '^(Done|stat::number_of_executed_units|stat::new_units_added)' "$log" || true
+  grep -E '^(Done|stat::number_of_executed_units|stat::new_units_added)' "$log" | sed "s/^/$target: /" || true
   if [[ $rc -ne 0 ]]; then
     { grep -A40 -E 'ERROR: |runtime error|ALARM' "$log" || tail -60 "$log"; } | head -100
-    echo "fuzz: exit $rc; the input is in $artifacts" >&2
+    echo "$target: exit $rc; the input is in ${artifacts%/*}/" >&2
+    SUMMARY+=("$target: FAILED (exit $rc), input in ${artifacts%/*}/")
     return 1
   fi
-  SUMMARY+=("fuzz: $(grep -E '^Done' "$log" | head -1)")
+  SUMMARY+=("$target: $(grep -E '^Done' "$log" | head -1)")
 }
 
 # examples/mlp on every context it must run on here.

@@ -481,6 +481,7 @@ absl::StatusOr<OnnxModel> Import(onnx::ModelProto& m, const OnnxImportOptions& o
   if (file.size() >= 2 && file.front() == '\'' && file.back() == '\'') {
     file = file.substr(1, file.size() - 2);
   }
+  if (file == "ONNX model") file = "(bytes in memory)";  // ImportOnnxBytes' default name.
   RILL_ASSIGN_OR_RETURN(FileBudget budget, FileBudget::Create("ONNX model", file));
   for (const onnx::TensorProto& t : g.initializer()) {
     absl::StatusOr<OnnxHostTensor> h = HostTensorFromProto(t, &budget);
