@@ -42,7 +42,7 @@ constexpr EnvSetting kSettings[] = {
     {"RILL_LOG_LEVEL", K::kInt, 0, 3,
      "0: INFO and up, 1: WARNING and up (the default), 2: ERROR and up, 3: FATAL only", "",
      "the least severity RILL_LOG prints"},
-    {"RILL_MAX_FILE_BYTES", K::kFileCap, 0, 0,
+    {"RILL_MAX_FILE_BYTES", K::kBytes, 0, 0,
      "a positive byte count, optionally with a K, M, G or T suffix (powers of 1024), e.g. 8G", "",
      "the cap on bytes one file a user hands Rill may make it allocate (default 4G)"},
     // stream/
@@ -191,8 +191,6 @@ absl::Status CheckValue(const EnvSetting& s, std::string_view value, int64_t* in
       if (int_out != nullptr) *int_out = *bytes;
       return absl::OkStatus();
     }
-    case K::kFileCap:
-      return ParseFileAllocationCap(value).status();
     case K::kSeconds:
       return CheckSeconds(s, value, seconds_out);
     case K::kWritableFile: {

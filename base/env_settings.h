@@ -35,7 +35,6 @@ enum class EnvKind {
   kInt,           // An integer in [min, max] (or `word`, e.g. "auto").
   kChoice,        // One of the comma-separated `accepted`.
   kBytes,         // A positive byte count, optionally with a K, M, G or T suffix.
-  kFileCap,       // RILL_MAX_FILE_BYTES: rill::ParseFileAllocationCap.
   kSeconds,       // A number of seconds in (0, max].
   kWritableFile,  // A file that can be created or written now.
   kPluginList,    // Plugin names separated by commas (RILL_BLAS=openblas,blis).

@@ -39,7 +39,7 @@ TEST(EnvSettings, EveryKindOfSettingIsChecked) {
   ExpectRefused("RILL_HOST_MEMORY_LIMIT", "lots",
                 "RILL_HOST_MEMORY_LIMIT='lots' is not a positive");
   ExpectRefused("RILL_HOST_MEMORY_LIMIT", "99999999999T", "RILL_HOST_MEMORY_LIMIT='99999999999T'");
-  ExpectRefused("RILL_MAX_FILE_BYTES", "abc", "RILL_MAX_FILE_BYTES='abc' is not a size");
+  ExpectRefused("RILL_MAX_FILE_BYTES", "abc", "RILL_MAX_FILE_BYTES='abc' is not a positive");
   ExpectRefused("RILL_FFTW_PLANNER", "fast",
                 "RILL_FFTW_PLANNER='fast' is not one of: estimate, measure, patient, exhaustive");
   ExpectRefused("RILL_OPS_HOST_FALLBACK", "yes",

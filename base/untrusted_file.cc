@@ -10,10 +10,9 @@
 #include <cstring>
 #include <optional>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "rill/base/checked_math.h"
+#include "rill/base/env_settings.h"
 #include "rill/base/status_macros.h"
 
 namespace rill {
@@ -67,42 +66,14 @@ absl::StatusOr<int> OpenRegular(std::string_view kind, std::string_view path, ui
 }  // namespace
 
 absl::StatusOr<uint64_t> ParseFileAllocationCap(std::string_view text) {
-  const std::string_view original = text;
-  {
-    const absl::string_view stripped = absl::StripAsciiWhitespace(AsAbsl(text));
-    text = std::string_view(stripped.data(), stripped.size());
-  }
-  int shift = 0;
-  if (!text.empty()) {
-    switch (absl::ascii_toupper(static_cast<unsigned char>(text.back()))) {
-      case 'K':
-        shift = 10;
-        break;
-      case 'M':
-        shift = 20;
-        break;
-      case 'G':
-        shift = 30;
-        break;
-      case 'T':
-        shift = 40;
-        break;
-      default:
-        break;
-    }
-    if (shift != 0) text.remove_suffix(1);
-  }
-  uint64_t n = 0;
-  const bool digits =
-      !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos;
-  if (!digits || !absl::SimpleAtoi(AsAbsl(text), &n) || n == 0 ||
-      (shift != 0 && (n >> (64 - shift)) != 0)) {
+  const std::optional<int64_t> bytes = ParseByteCount(text);
+  if (!bytes.has_value()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(kCapVariable, "='", AsAbsl(original),
+        absl::StrCat(kCapVariable, "='", AsAbsl(text),
                      "' is not a size: give a positive byte count, optionally with a K, M, G or T "
                      "suffix (powers of 1024), e.g. 8G"));
   }
-  return n << shift;
+  return static_cast<uint64_t>(*bytes);
 }
 
 absl::StatusOr<uint64_t> FileAllocationCap() {
