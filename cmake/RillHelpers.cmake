@@ -21,6 +21,18 @@ elseif(NOT RILL_SANITIZER STREQUAL "")
   message(FATAL_ERROR "RILL_SANITIZER must be '', 'thread', 'address' or 'fuzz', not '${RILL_SANITIZER}'")
 endif()
 
+# What a test that runs Open MPI needs under ASan: MPI's components kept
+# loaded and whole stacks, so that the MPI entries of scripts/lsan.supp match
+# what MPI_Init keeps until exit (scripts/test.sh --fuzz sets the same for
+# the tests it runs directly). Empty in other builds.
+set(RILL_MPI_TEST_ENV "")
+if(RILL_SANITIZER MATCHES "^(address|fuzz)$")
+  set(RILL_MPI_TEST_ENV
+    "OMPI_MCA_mca_base_component_disable_dlclose=1"
+    "ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1:fast_unwind_on_malloc=0"
+    "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/scripts/lsan.supp:fast_unwind_on_malloc=0")
+endif()
+
 # Rill's headers are included with their prefix, "rill/stream/stream.h", in
 # the tree as in the installed package (include/rill/...), so that Rill's
 # base/logging.h cannot collide with another project's. In the tree the
