@@ -222,8 +222,8 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(TrainOptions o) {
   }
   if (o.eval_batch <= 0)
     return absl::InvalidArgumentError(absl::StrCat("trainer: eval batch ", o.eval_batch));
-  for (int64_t i = 0; i < n; ++i) {
-    for (int64_t j = 0; j < i; ++j) {
+  for (size_t i = 0; i < o.devices.size(); ++i) {  // This rank's devices (n counts every rank's).
+    for (size_t j = 0; j < i; ++j) {
       if (o.devices[i] == o.devices[j]) {
         return absl::InvalidArgumentError(
             absl::StrCat("trainer: device ", o.devices[i].ToString(), " is listed twice"));
