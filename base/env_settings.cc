@@ -37,6 +37,8 @@ using K = EnvKind;
 
 // Kept in step with the readers (grep the tree for getenv) and with the
 // table of variables in README.md.
+constexpr char kPluginNames[] = "plugin names separated by commas";
+
 constexpr EnvSetting kSettings[] = {
     // base/
     {"RILL_LOG_LEVEL", K::kInt, 0, 3,
@@ -80,15 +82,11 @@ constexpr EnvSetting kSettings[] = {
     {"RILL_OPS_RUN_HERE_BYTES", K::kInt, 0, int64_t{1} << 40, "0: never", "",
      "small CPU ops up to this many bytes run on the pushing thread"},
     // plugins/
-    {"RILL_BLAS", K::kPluginList, 0, 0, "plugin names separated by commas", "",
-     "the BLAS plugins to use, in order"},
-    {"RILL_DNN", K::kPluginList, 0, 0, "plugin names separated by commas", "",
-     "the DNN plugins to use, in order"},
-    {"RILL_RNG", K::kPluginList, 0, 0, "plugin names separated by commas", "",
-     "the RNG plugins to use, in order"},
-    {"RILL_FFT", K::kPluginList, 0, 0, "plugin names separated by commas", "",
-     "the FFT plugins to use, in order"},
-    {"RILL_COLLECTIVES", K::kPluginList, 0, 0, "plugin names separated by commas", "",
+    {"RILL_BLAS", K::kPluginList, 0, 0, kPluginNames, "", "the BLAS plugins to use, in order"},
+    {"RILL_DNN", K::kPluginList, 0, 0, kPluginNames, "", "the DNN plugins to use, in order"},
+    {"RILL_RNG", K::kPluginList, 0, 0, kPluginNames, "", "the RNG plugins to use, in order"},
+    {"RILL_FFT", K::kPluginList, 0, 0, kPluginNames, "", "the FFT plugins to use, in order"},
+    {"RILL_COLLECTIVES", K::kPluginList, 0, 0, kPluginNames, "",
      "the collectives plugins to use, in order"},
     {"RILL_BLAS_THREADS", K::kInt, 1, kMaxThreads, "", "auto", "threads of one BLAS call"},
     {"RILL_BLIS_DEEPBIND", K::kChoice, 0, 0, "0, 1", "", "load BLIS with RTLD_DEEPBIND"},
